@@ -1,0 +1,25 @@
+//! pathwise-core: what every pathwise engine shares.
+//!
+//! Nothing here reads a clock, opens a socket or spawns a thread. Time is a plain [`time::Instant`]
+//! handed in by whoever drives an engine (a unit test, `pathwise-sim`, or `pathwise-net`);
+//! randomness comes from a seeded generator ([`rng::SeededRng`]) so a simulation replays exactly.
+//!
+//! - [`time`]: the time type engines take as an argument.
+//! - [`timer`]: the hierarchical timer wheel (Varghese & Lauck) with the KOM engine's fuzzy mode.
+//! - [`table`]: hash tables keyed by a randomly seeded hasher (no hash flooding).
+//! - [`wire`]: bounds-checked byte reader/writer and TLV helpers shared by the protocol codecs.
+//! - [`route`], [`fib`]: routes as drivers report them, and the longest-prefix-match table engines keep.
+//! - [`io`], [`engine`]: the datagram vocabulary and the sans-IO engine contract drivers rely on.
+#![warn(missing_docs)]
+
+pub mod engine;
+pub mod fib;
+pub mod io;
+pub mod rng;
+pub mod route;
+pub mod table;
+pub mod time;
+pub mod timer;
+pub mod wire;
+
+pub use rand;
