@@ -1,4 +1,7 @@
 //! pathwise-rsvp: RSVP (RFC 2205) as a sans-IO engine.
 #![warn(missing_docs)]
 
+pub mod engine;
 pub mod wire;
+
+pub use engine::{Config, Event, InterfaceConfig, RsvpEngine};

@@ -1,8 +1,20 @@
 //! IntServ objects carried by RSVP (RFC 2210 §3): SENDER_TSPEC, FLOWSPEC (Controlled-Load,
 //! RFC 2211, and Guaranteed, RFC 2212) and ADSPEC.
 //!
-//! TYPES ARE FIXED where the engine uses them (TokenBucket, SenderTspec, FlowSpec and the Adspec
-//! accessors); codec to be implemented.
+//! Every IntServ object body has the same nesting (RFC 2210 §2.1, §3):
+//!
+//! ```text
+//! message header:   | Vers (4) | reserved (12) |  overall length (words, header excluded) |
+//! service header:   | service number |B| flags |  service data length (words)              |
+//! parameter header: | parameter ID   |  flags  |  parameter data length (words)            |
+//! ```
+//!
+//! Floats are IEEE 754 single precision, big-endian. Values the parameter definitions rule out
+//! (RFC 2210 §3.1, RFC 2215 §3, RFC 2212 §3) are rejected: NaN or negative rates and sizes, an
+//! infinite token rate, bucket size or RSpec rate (only the peak rate and the path bandwidth may
+//! be +infinity), and a minimum policed unit above the maximum packet size. The SENDER_TSPEC and
+//! FLOWSPEC carry exactly the parameters listed below; an unknown parameter in them is an error,
+//! as the fixed types could not carry it on. The ADSPEC keeps unknown parameters and fragments.
 
 /// A token bucket TSpec (RFC 2210 §3.1, parameter 127; RFC 2215 §3.6).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -65,10 +77,727 @@ pub struct HopCharacteristics {
     pub d: u32,
 }
 
-/// ADSPEC (C-Type 2; RFC 2210 §3.3): the default general parameters fragment and optional
-/// Guaranteed and Controlled-Load fragments.
-///
-/// Fields to be completed by the codec; the engine only calls [`Adspec::new_at_sender`] and
-/// [`Adspec::compose`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct Adspec {}
+mod adspec;
+
+pub use adspec::{
+    Adspec, ControlledLoadAdspec, ErrorTerms, GeneralParameters, GuaranteedAdspec, IntServParam,
+    Overrides, ServiceFragment,
+};
+
+use pathwise_core::wire::{Reader, TlvHeader, TlvIter, Writer};
+
+use super::ParseErrorKind;
+use super::error::IntServFault;
+use super::objects::{ObjectHeader, class, ctype};
+
+/// IntServ service numbers (RFC 2210 §3, RFC 2215 §2).
+pub mod service {
+    /// Default/global information: SENDER_TSPEC and the ADSPEC's general parameters.
+    pub const GENERAL: u8 = 1;
+    /// Guaranteed service (RFC 2212).
+    pub const GUARANTEED: u8 = 2;
+    /// Controlled-Load service (RFC 2211).
+    pub const CONTROLLED_LOAD: u8 = 5;
+}
+
+/// IntServ parameter IDs (RFC 2215 §3, RFC 2212 §5–§6, RFC 2210 §3).
+pub mod param {
+    /// NUMBER_OF_IS_HOPS.
+    pub const IS_HOPS: u8 = 4;
+    /// AVAILABLE_PATH_BANDWIDTH.
+    pub const PATH_BW: u8 = 6;
+    /// MINIMUM_PATH_LATENCY.
+    pub const MIN_LATENCY: u8 = 8;
+    /// PATH_MTU (composed MTU).
+    pub const PATH_MTU: u8 = 10;
+    /// TOKEN_BUCKET_TSPEC.
+    pub const TOKEN_BUCKET: u8 = 127;
+    /// Guaranteed service RSpec (R, S).
+    pub const GUARANTEED_RSPEC: u8 = 130;
+    /// Guaranteed Ctot: end-to-end composed C.
+    pub const C_TOT: u8 = 133;
+    /// Guaranteed Dtot: end-to-end composed D.
+    pub const D_TOT: u8 = 134;
+    /// Guaranteed Csum: C composed since the last reshaping point.
+    pub const C_SUM: u8 = 135;
+    /// Guaranteed Dsum: D composed since the last reshaping point.
+    pub const D_SUM: u8 = 136;
+}
+
+/// The break bit in a service header's flag byte (RFC 2210 §3.3).
+const BREAK_BIT: u8 = 0x80;
+/// Words of a token bucket TSpec parameter's data.
+const TOKEN_BUCKET_WORDS: u16 = 5;
+/// Words of a Guaranteed RSpec parameter's data.
+const RSPEC_WORDS: u16 = 2;
+
+/// A service header or parameter header: an 8-bit number, 8 bits of flags and a length in 32-bit
+/// words not counting the header. Both read the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct WordTlv {
+    number: u8,
+    flags: u8,
+    words: u16,
+}
+
+impl TlvHeader for WordTlv {
+    type Error = IntServFault;
+
+    fn read(r: &mut Reader<'_>) -> Result<Self, IntServFault> {
+        let number = r.u8()?;
+        let flags = r.u8()?;
+        let words = r.u16()?;
+        let declared = usize::from(words) * 4;
+        if declared > r.remaining() {
+            return Err(IntServFault::BadLength {
+                declared,
+                available: r.remaining(),
+            });
+        }
+        Ok(WordTlv {
+            number,
+            flags,
+            words,
+        })
+    }
+
+    fn body_len(&self) -> usize {
+        usize::from(self.words) * 4
+    }
+}
+
+impl From<pathwise_core::wire::Truncated> for IntServFault {
+    fn from(t: pathwise_core::wire::Truncated) -> Self {
+        IntServFault::BadLength {
+            declared: t.needed,
+            available: t.available,
+        }
+    }
+}
+
+/// Check the message header (RFC 2210 §3.1 (a), (b)) and return the service fragments after it.
+/// The overall length must account for the whole object body exactly.
+fn read_message(body: &[u8]) -> Result<&[u8], IntServFault> {
+    let mut r = Reader::new(body);
+    let version = r.u8()? >> 4;
+    r.skip(1)?;
+    let words = r.u16()?;
+    if version != 0 {
+        return Err(IntServFault::BadVersion(version));
+    }
+    let declared = usize::from(words) * 4;
+    if declared != r.remaining() {
+        return Err(IntServFault::BadLength {
+            declared,
+            available: r.remaining(),
+        });
+    }
+    Ok(r.rest())
+}
+
+/// Write a message header for `data_bytes` of service fragments.
+fn write_message_header(w: &mut Writer<'_>, data_bytes: usize) {
+    w.u16(0); // version 0, reserved
+    w.u16(words(data_bytes));
+}
+
+/// Write a service or parameter header for `data_bytes` of data.
+fn write_word_tlv(w: &mut Writer<'_>, number: u8, flags: u8, data_bytes: usize) {
+    w.u8(number);
+    w.u8(flags);
+    w.u16(words(data_bytes));
+}
+
+/// A length in bytes as a 16-bit word count (saturating: such lengths cannot be represented).
+fn words(bytes: usize) -> u16 {
+    u16::try_from(bytes / 4).unwrap_or(u16::MAX)
+}
+
+/// Iterate over the parameters of a service fragment's data.
+fn params(data: &[u8]) -> TlvIter<'_, WordTlv> {
+    TlvIter::new(data)
+}
+
+/// A rate or size that must be a finite, non-negative number.
+fn check_finite(service: u8, param: u8, v: f32) -> Result<f32, IntServFault> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(IntServFault::InvalidValue {
+            service,
+            param,
+            bits: v.to_bits(),
+        })
+    }
+}
+
+/// A rate that may be +infinity but not NaN or negative.
+fn check_rate(service: u8, param: u8, v: f32) -> Result<f32, IntServFault> {
+    if v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(IntServFault::InvalidValue {
+            service,
+            param,
+            bits: v.to_bits(),
+        })
+    }
+}
+
+impl TokenBucket {
+    /// Bytes of a token bucket parameter (header included).
+    const PARAM_LEN: usize = 4 + 4 * TOKEN_BUCKET_WORDS as usize;
+
+    /// Whether the values are ones RFC 2215 §3.6 allows: r and b finite and non-negative, p
+    /// non-negative (+infinity allowed), m <= M. `service` names the fragment in the fault.
+    pub fn check(&self, service: u8) -> Result<(), IntServFault> {
+        let p = param::TOKEN_BUCKET;
+        check_finite(service, p, self.rate)?;
+        check_finite(service, p, self.bucket)?;
+        check_rate(service, p, self.peak)?;
+        if self.min_policed > self.max_packet {
+            return Err(IntServFault::InvalidValue {
+                service,
+                param: p,
+                bits: self.min_policed,
+            });
+        }
+        Ok(())
+    }
+
+    /// Read parameter 127's data (RFC 2210 §3.1 rows 4–8).
+    fn read(service: u8, hdr: WordTlv, data: &[u8]) -> Result<Self, IntServFault> {
+        if hdr.words != TOKEN_BUCKET_WORDS {
+            return Err(IntServFault::BadParameter {
+                service,
+                param: param::TOKEN_BUCKET,
+            });
+        }
+        let mut r = Reader::new(data);
+        let tb = TokenBucket {
+            rate: r.f32()?,
+            bucket: r.f32()?,
+            peak: r.f32()?,
+            min_policed: r.u32()?,
+            max_packet: r.u32()?,
+        };
+        tb.check(service)?;
+        Ok(tb)
+    }
+
+    /// Write parameter 127, header included.
+    fn write(&self, w: &mut Writer<'_>) {
+        write_word_tlv(w, param::TOKEN_BUCKET, 0, Self::PARAM_LEN - 4);
+        w.f32(self.rate);
+        w.f32(self.bucket);
+        w.f32(self.peak);
+        w.u32(self.min_policed);
+        w.u32(self.max_packet);
+    }
+}
+
+/// Walk the one service fragment a SENDER_TSPEC or FLOWSPEC carries, handing each parameter to
+/// `on_param`. Returns the fragment's service number.
+fn single_fragment(
+    body: &[u8],
+    mut on_param: impl FnMut(u8, WordTlv, &[u8]) -> Result<(), IntServFault>,
+) -> Result<u8, IntServFault> {
+    let mut fragments = TlvIter::<WordTlv>::new(read_message(body)?);
+    let (svc, data) = match fragments.next() {
+        Some(f) => f?,
+        None => return Err(IntServFault::MissingService(0)),
+    };
+    for p in params(data) {
+        let (hdr, pdata) = p?;
+        on_param(svc.number, hdr, pdata)?;
+    }
+    if let Some(extra) = fragments.next() {
+        let (extra, _) = extra?;
+        return Err(IntServFault::ExtraService(extra.number));
+    }
+    Ok(svc.number)
+}
+
+impl SenderTspec {
+    /// Object length in bytes, header included.
+    const LEN: usize = ObjectHeader::LEN + 4 + 4 + TokenBucket::PARAM_LEN;
+
+    /// Parse a SENDER_TSPEC body (RFC 2210 §3.1, Class = 12, C-Type = 2):
+    ///
+    /// ```text
+    /// 1  | 0 (a) |    reserved           |             7 (b)             |
+    /// 2  |    1  (c)     |0| reserved    |             6 (d)             |
+    /// 3  |   127 (e)     |    0 (f)      |             5 (g)             |
+    /// 4  |  Token Bucket Rate [r] (32-bit IEEE floating point number)    |
+    /// 5  |  Token Bucket Size [b] (32-bit IEEE floating point number)    |
+    /// 6  |  Peak Data Rate [p] (32-bit IEEE floating point number)       |
+    /// 7  |  Minimum Policed Unit [m] (32-bit integer)                    |
+    /// 8  |  Maximum Packet Size [M]  (32-bit integer)                    |
+    /// ```
+    ///
+    /// Failures other than the C-Type are [`ParseErrorKind::BadTspec`] (error 21, value 4).
+    pub fn parse(ctype: u8, body: &[u8]) -> Result<Self, ParseErrorKind> {
+        if ctype != ctype::INTSERV {
+            return Err(ParseErrorKind::unknown_ctype(class::SENDER_TSPEC, ctype));
+        }
+        let mut bucket = None;
+        let svc = single_fragment(body, |svc, hdr, data| {
+            if svc != service::GENERAL {
+                return Err(IntServFault::UnsupportedService(svc));
+            }
+            match hdr.number {
+                param::TOKEN_BUCKET if bucket.is_none() => {
+                    bucket = Some(TokenBucket::read(svc, hdr, data)?);
+                    Ok(())
+                }
+                param::TOKEN_BUCKET => Err(IntServFault::BadParameter {
+                    service: svc,
+                    param: hdr.number,
+                }),
+                other => Err(IntServFault::UnknownParameter {
+                    service: svc,
+                    param: other,
+                }),
+            }
+        })
+        .map_err(ParseErrorKind::BadTspec)?;
+        if svc != service::GENERAL {
+            return Err(ParseErrorKind::BadTspec(IntServFault::UnsupportedService(
+                svc,
+            )));
+        }
+        bucket
+            .map(SenderTspec)
+            .ok_or(ParseErrorKind::BadTspec(IntServFault::MissingParameter {
+                service: svc,
+                param: param::TOKEN_BUCKET,
+            }))
+    }
+
+    /// C-Type: always 2 (IntServ).
+    pub fn ctype(&self) -> u8 {
+        ctype::INTSERV
+    }
+
+    /// Object length in bytes, header included (36).
+    pub fn buffer_len(&self) -> usize {
+        Self::LEN
+    }
+
+    /// Write the object, header included.
+    pub fn emit(&self, w: &mut Writer<'_>) {
+        ObjectHeader::emit(
+            w,
+            class::SENDER_TSPEC,
+            ctype::INTSERV,
+            Self::LEN - ObjectHeader::LEN,
+        );
+        write_message_header(w, 4 + TokenBucket::PARAM_LEN);
+        write_word_tlv(w, service::GENERAL, 0, TokenBucket::PARAM_LEN);
+        self.0.write(w);
+    }
+}
+
+impl FlowSpec {
+    /// Parse a FLOWSPEC body (RFC 2210 §3.2, Class = 9, C-Type = 2): one service fragment,
+    /// Controlled-Load (service 5: token bucket 127) or Guaranteed (service 2: token bucket 127
+    /// and RSpec 130):
+    ///
+    /// ```text
+    /// 1  | 0 (a) |        Unused         |            10 (b)             |
+    /// 2  |    2  (c)     |0| reserved    |             9 (d)             |
+    /// 3  |   127 (e)     |    0 (f)      |             5 (g)             |
+    /// 4-8|  r, b, p (floats), m, M (integers)                            |
+    /// 9  |     130 (h)   |    0 (i)      |            2 (j)              |
+    /// 10 |  Rate [R]  (32-bit IEEE floating point number)                |
+    /// 11 |  Slack Term [S]  (32-bit integer)                             |
+    /// ```
+    ///
+    /// Failures other than the C-Type are [`ParseErrorKind::BadFlowspec`] (error 21, value 3;
+    /// value 2 for a service other than 2 and 5).
+    pub fn parse(ctype: u8, body: &[u8]) -> Result<Self, ParseErrorKind> {
+        if ctype != ctype::INTSERV {
+            return Err(ParseErrorKind::unknown_ctype(class::FLOWSPEC, ctype));
+        }
+        let mut bucket = None;
+        let mut rspec = None;
+        let svc = single_fragment(body, |svc, hdr, data| {
+            let dup = IntServFault::BadParameter {
+                service: svc,
+                param: hdr.number,
+            };
+            match (svc, hdr.number) {
+                (service::GUARANTEED | service::CONTROLLED_LOAD, param::TOKEN_BUCKET) => {
+                    if bucket.is_some() {
+                        return Err(dup);
+                    }
+                    bucket = Some(TokenBucket::read(svc, hdr, data)?);
+                }
+                (service::GUARANTEED, param::GUARANTEED_RSPEC) => {
+                    if rspec.is_some() || hdr.words != RSPEC_WORDS {
+                        return Err(dup);
+                    }
+                    let mut r = Reader::new(data);
+                    let rate = check_finite(svc, hdr.number, r.f32()?)?;
+                    rspec = Some((rate, r.u32()?));
+                }
+                (service::GUARANTEED | service::CONTROLLED_LOAD, other) => {
+                    return Err(IntServFault::UnknownParameter {
+                        service: svc,
+                        param: other,
+                    });
+                }
+                (other, _) => return Err(IntServFault::UnsupportedService(other)),
+            }
+            Ok(())
+        })
+        .map_err(ParseErrorKind::BadFlowspec)?;
+        let missing = |param| {
+            ParseErrorKind::BadFlowspec(IntServFault::MissingParameter {
+                service: svc,
+                param,
+            })
+        };
+        match svc {
+            service::CONTROLLED_LOAD => Ok(FlowSpec::ControlledLoad(
+                bucket.ok_or_else(|| missing(param::TOKEN_BUCKET))?,
+            )),
+            service::GUARANTEED => {
+                let tspec = bucket.ok_or_else(|| missing(param::TOKEN_BUCKET))?;
+                let (rate, slack) = rspec.ok_or_else(|| missing(param::GUARANTEED_RSPEC))?;
+                Ok(FlowSpec::Guaranteed { tspec, rate, slack })
+            }
+            // A fragment with no parameters never reached the service check above.
+            other => Err(ParseErrorKind::BadFlowspec(
+                IntServFault::UnsupportedService(other),
+            )),
+        }
+    }
+
+    /// C-Type: always 2 (IntServ).
+    pub fn ctype(&self) -> u8 {
+        ctype::INTSERV
+    }
+
+    /// Bytes of the service fragment's data.
+    fn data_len(&self) -> usize {
+        match self {
+            FlowSpec::ControlledLoad(_) => TokenBucket::PARAM_LEN,
+            FlowSpec::Guaranteed { .. } => TokenBucket::PARAM_LEN + 4 + 4 * RSPEC_WORDS as usize,
+        }
+    }
+
+    /// Object length in bytes, header included (36 for Controlled-Load, 48 for Guaranteed).
+    pub fn buffer_len(&self) -> usize {
+        ObjectHeader::LEN + 4 + 4 + self.data_len()
+    }
+
+    /// Write the object, header included.
+    pub fn emit(&self, w: &mut Writer<'_>) {
+        ObjectHeader::emit(
+            w,
+            class::FLOWSPEC,
+            ctype::INTSERV,
+            self.buffer_len() - ObjectHeader::LEN,
+        );
+        write_message_header(w, 4 + self.data_len());
+        match self {
+            FlowSpec::ControlledLoad(tspec) => {
+                write_word_tlv(w, service::CONTROLLED_LOAD, 0, self.data_len());
+                tspec.write(w);
+            }
+            FlowSpec::Guaranteed { tspec, rate, slack } => {
+                write_word_tlv(w, service::GUARANTEED, 0, self.data_len());
+                tspec.write(w);
+                write_word_tlv(w, param::GUARANTEED_RSPEC, 0, 4 * RSPEC_WORDS as usize);
+                w.f32(*rate);
+                w.u32(*slack);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// r = 125000 B/s (1 Mbit/s), b = 1000 B, p = +infinity, m = 64, M = 1500.
+    const BUCKET: [u8; 20] = [
+        0x47, 0xf4, 0x24, 0x00, // r = 125000.0
+        0x44, 0x7a, 0x00, 0x00, // b = 1000.0
+        0x7f, 0x80, 0x00, 0x00, // p = +infinity
+        0x00, 0x00, 0x00, 0x40, // m = 64
+        0x00, 0x00, 0x05, 0xdc, // M = 1500
+    ];
+
+    fn bucket() -> TokenBucket {
+        TokenBucket {
+            rate: 125_000.0,
+            bucket: 1000.0,
+            peak: f32::INFINITY,
+            min_policed: 64,
+            max_packet: 1500,
+        }
+    }
+
+    fn emitted(f: impl FnOnce(&mut Writer<'_>)) -> Vec<u8> {
+        let mut v = vec![0xa5; 3];
+        f(&mut Writer::new(&mut v));
+        assert_eq!(&v[..3], &[0xa5; 3]);
+        v.split_off(3)
+    }
+
+    /// RFC 2210 §3.1: SENDER_TSPEC, length 36, class 12, C-Type 2.
+    fn tspec_bytes() -> Vec<u8> {
+        let mut v = vec![
+            0x00, 0x24, 0x0c, 0x02, // object header
+            0x00, 0x00, 0x00, 0x07, // (a) version 0, (b) overall length 7 words
+            0x01, 0x00, 0x00, 0x06, // (c) service 1, (d) 6 words
+            0x7f, 0x00, 0x00, 0x05, // (e) parameter 127, (f) flags 0, (g) 5 words
+        ];
+        v.extend_from_slice(&BUCKET);
+        v
+    }
+
+    #[test]
+    fn sender_tspec() {
+        let obj = tspec_bytes();
+        let t = SenderTspec(bucket());
+        assert_eq!(SenderTspec::parse(2, &obj[4..]), Ok(t));
+        assert_eq!(t.buffer_len(), obj.len());
+        assert_eq!(emitted(|w| t.emit(w)), obj);
+    }
+
+    #[test]
+    fn flowspec_controlled_load() {
+        // RFC 2210 §3.2: Controlled-Load FLOWSPEC, length 36, class 9, C-Type 2, service 5.
+        let mut obj = vec![
+            0x00, 0x24, 0x09, 0x02, 0x00, 0x00, 0x00, 0x07, 0x05, 0x00, 0x00, 0x06, 0x7f, 0x00,
+            0x00, 0x05,
+        ];
+        obj.extend_from_slice(&BUCKET);
+        let f = FlowSpec::ControlledLoad(bucket());
+        assert_eq!(FlowSpec::parse(2, &obj[4..]), Ok(f));
+        assert_eq!(f.buffer_len(), obj.len());
+        assert_eq!(emitted(|w| f.emit(w)), obj);
+    }
+
+    #[test]
+    fn flowspec_guaranteed() {
+        // RFC 2210 §3.3 figure: Guaranteed FLOWSPEC, length 48, overall 10 words, service 2 with
+        // 9 words: token bucket (127) then RSpec (130): R = 250000 B/s, S = 100 us.
+        let mut obj = vec![
+            0x00, 0x30, 0x09, 0x02, 0x00, 0x00, 0x00, 0x0a, 0x02, 0x00, 0x00, 0x09, 0x7f, 0x00,
+            0x00, 0x05,
+        ];
+        obj.extend_from_slice(&BUCKET);
+        obj.extend_from_slice(&[
+            0x82, 0x00, 0x00, 0x02, // (h) parameter 130, (i) flags, (j) 2 words
+            0x48, 0x74, 0x24, 0x00, // R = 250000.0
+            0x00, 0x00, 0x00, 0x64, // S = 100
+        ]);
+        let f = FlowSpec::Guaranteed {
+            tspec: bucket(),
+            rate: 250_000.0,
+            slack: 100,
+        };
+        assert_eq!(FlowSpec::parse(2, &obj[4..]), Ok(f));
+        assert_eq!(f.buffer_len(), obj.len());
+        assert_eq!(emitted(|w| f.emit(w)), obj);
+        assert_eq!(f.reserved_rate(), 250_000.0);
+        // RSpec before the token bucket is accepted.
+        let mut swapped = obj[..12].to_vec();
+        swapped.extend_from_slice(&obj[36..48]);
+        swapped.extend_from_slice(&obj[12..36]);
+        assert_eq!(FlowSpec::parse(2, &swapped[4..]), Ok(f));
+    }
+
+    fn tspec_err(edit: impl FnOnce(&mut Vec<u8>)) -> ParseErrorKind {
+        let mut obj = tspec_bytes();
+        edit(&mut obj);
+        SenderTspec::parse(2, &obj[4..]).unwrap_err()
+    }
+
+    #[test]
+    fn sender_tspec_errors() {
+        use IntServFault::*;
+        let bad = ParseErrorKind::BadTspec;
+        assert_eq!(
+            SenderTspec::parse(1, &tspec_bytes()[4..]),
+            Err(ParseErrorKind::UnknownCType {
+                class: 12,
+                ctype: 1
+            })
+        );
+        assert_eq!(tspec_err(|o| o[4] = 0x10), bad(BadVersion(1)));
+        assert_eq!(
+            tspec_err(|o| o[7] = 8),
+            bad(BadLength {
+                declared: 32,
+                available: 28
+            })
+        );
+        assert_eq!(
+            tspec_err(|o| o[11] = 7),
+            bad(BadLength {
+                declared: 28,
+                available: 24
+            })
+        );
+        assert_eq!(tspec_err(|o| o[8] = 5), bad(UnsupportedService(5)));
+        assert_eq!(
+            tspec_err(|o| o[12] = 128),
+            bad(UnknownParameter {
+                service: 1,
+                param: 128
+            })
+        );
+        // A 4-word token bucket followed by a stray word read as an empty parameter.
+        assert_eq!(
+            tspec_err(|o| o[15] = 4),
+            bad(BadParameter {
+                service: 1,
+                param: 127
+            })
+        );
+        assert_eq!(
+            tspec_err(|o| o[16..20].copy_from_slice(&f32::NAN.to_bits().to_be_bytes())),
+            bad(InvalidValue {
+                service: 1,
+                param: 127,
+                bits: f32::NAN.to_bits()
+            })
+        );
+        assert_eq!(
+            tspec_err(|o| o[20..24].copy_from_slice(&(-1.0f32).to_bits().to_be_bytes())),
+            bad(InvalidValue {
+                service: 1,
+                param: 127,
+                bits: (-1.0f32).to_bits()
+            })
+        );
+        assert_eq!(
+            tspec_err(|o| o[16..20].copy_from_slice(&f32::INFINITY.to_bits().to_be_bytes())),
+            bad(InvalidValue {
+                service: 1,
+                param: 127,
+                bits: f32::INFINITY.to_bits()
+            })
+        );
+        // m = 2000 > M = 1500.
+        assert_eq!(
+            tspec_err(|o| o[28..32].copy_from_slice(&2000u32.to_be_bytes())),
+            bad(InvalidValue {
+                service: 1,
+                param: 127,
+                bits: 2000
+            })
+        );
+        // An empty service 1 fragment, then no fragment at all, then two fragments.
+        let empty = [0x00, 0x00, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00];
+        assert_eq!(
+            SenderTspec::parse(2, &empty),
+            Err(bad(MissingParameter {
+                service: 1,
+                param: 127
+            }))
+        );
+        assert_eq!(
+            SenderTspec::parse(2, &[0, 0, 0, 0]),
+            Err(bad(MissingService(0)))
+        );
+        let mut two = tspec_bytes()[4..].to_vec();
+        two[3] = 8;
+        two.extend_from_slice(&[0x01, 0x00, 0x00, 0x00]);
+        assert_eq!(SenderTspec::parse(2, &two), Err(bad(ExtraService(1))));
+        let mut dup = tspec_bytes()[4..].to_vec();
+        dup[3] = 13;
+        dup[7] = 12;
+        dup.extend_from_slice(&tspec_bytes()[12..]);
+        assert_eq!(
+            SenderTspec::parse(2, &dup),
+            Err(bad(BadParameter {
+                service: 1,
+                param: 127
+            }))
+        );
+        assert_eq!(
+            SenderTspec::parse(2, &[0, 0]),
+            Err(bad(BadLength {
+                declared: 2,
+                available: 0
+            }))
+        );
+    }
+
+    #[test]
+    fn flowspec_errors() {
+        use IntServFault::*;
+        let bad = ParseErrorKind::BadFlowspec;
+        let cl = FlowSpec::ControlledLoad(bucket());
+        let mut obj = Vec::new();
+        cl.emit(&mut Writer::new(&mut obj));
+        assert_eq!(
+            FlowSpec::parse(1, &obj[4..]),
+            Err(ParseErrorKind::UnknownCType { class: 9, ctype: 1 })
+        );
+        let mut other = obj.clone();
+        other[8] = 3;
+        let e = FlowSpec::parse(2, &other[4..]).unwrap_err();
+        assert_eq!(e, bad(UnsupportedService(3)));
+        assert_eq!(e.error_code(), Some((21, 2)));
+        // A Guaranteed fragment without its RSpec.
+        let mut gs = obj.clone();
+        gs[8] = 2;
+        let e = FlowSpec::parse(2, &gs[4..]).unwrap_err();
+        assert_eq!(
+            e,
+            bad(MissingParameter {
+                service: 2,
+                param: 130
+            })
+        );
+        assert_eq!(e.error_code(), Some((21, 3)));
+        // An RSpec in a Controlled-Load fragment; a NaN RSpec rate.
+        let g = FlowSpec::Guaranteed {
+            tspec: bucket(),
+            rate: 1.0,
+            slack: 0,
+        };
+        let mut obj = Vec::new();
+        g.emit(&mut Writer::new(&mut obj));
+        let mut as_cl = obj.clone();
+        as_cl[8] = 5;
+        assert_eq!(
+            FlowSpec::parse(2, &as_cl[4..]),
+            Err(bad(UnknownParameter {
+                service: 5,
+                param: 130
+            }))
+        );
+        let mut nan = obj.clone();
+        nan[40..44].copy_from_slice(&f32::NAN.to_bits().to_be_bytes());
+        assert_eq!(
+            FlowSpec::parse(2, &nan[4..]),
+            Err(bad(InvalidValue {
+                service: 2,
+                param: 130,
+                bits: f32::NAN.to_bits()
+            }))
+        );
+        let mut short_rspec = obj.clone();
+        short_rspec[39] = 1;
+        assert!(matches!(
+            FlowSpec::parse(2, &short_rspec[4..]),
+            Err(ParseErrorKind::BadFlowspec(BadParameter {
+                service: 2,
+                param: 130
+            }))
+        ));
+        // An empty fragment of an unknown service.
+        assert_eq!(
+            FlowSpec::parse(2, &[0, 0, 0, 1, 9, 0, 0, 0]),
+            Err(bad(UnsupportedService(9)))
+        );
+    }
+}

@@ -1,12 +1,63 @@
 //! RSVP messages (RFC 2205 §3.1): common header and the seven message types, as owned
 //! representations with the objects each one carries.
 //!
-//! TYPES ARE FIXED (the engine uses them); codec to be implemented.
+//! [`Message::parse`] takes the RSVP message (the IP payload) and returns its common header and
+//! contents; [`Message::emit`] appends a complete message, checksum included. [`Packet`] is the
+//! zero-copy view of the common header both use.
+//!
+//! Parsing rules (RFC 2205 §3.1, §3.10):
+//!
+//! - Vers must be 1; RSVP Length at least 8, a multiple of 4 and no larger than the buffer.
+//!   Bytes after RSVP Length are ignored: RSVP Length defines the message (as the IP Total
+//!   Length defines a datagram, and link padding is not part of it), and the checksum covers
+//!   RSVP Length bytes only.
+//! - A non-zero checksum must verify; zero means none was sent.
+//! - Objects are accepted in any order (§3.1: "accept the objects in any permissible order"),
+//!   except that FLOWSPEC and FILTER_SPEC objects are read as the flow descriptor list in the
+//!   order they come.
+//! - Unknown classes: 0bbbbbbb rejects the message ([`ParseErrorKind::UnknownObjectClass`],
+//!   error 13), 10bbbbbb is dropped silently, 11bbbbbb is kept in `forward` and re-emitted
+//!   unexamined. A known class with an unknown C-Type is [`ParseErrorKind::UnknownCType`]
+//!   (error 14). NULL objects are skipped.
+//! - A known object the message type's BNF does not list is
+//!   [`ParseErrorKind::UnexpectedObject`], except POLICY_DATA in PathTear, ResvTear and ResvConf
+//!   (which have no place for it; RFC 2750 lets policy ride on more messages) and ADSPEC in
+//!   PathTear (part of the sender descriptor, ignored there per §3.1.5): those are dropped.
+//! - Objects that may appear once must appear once ([`ParseErrorKind::DuplicateObject`]); the
+//!   mandatory ones must be there ([`ParseErrorKind::MissingObject`]); every address-carrying
+//!   object must be of the SESSION's family ([`ParseErrorKind::FamilyMismatch`]).
+//! - The flow descriptor list follows the STYLE's grammar (§3.1.4): WF one FLOWSPEC and no
+//!   FILTER_SPEC; FF one or more `[FLOWSPEC] FILTER_SPEC` pairs, an omitted FLOWSPEC meaning the
+//!   previous one (in ResvTear it stays `None`); SE one FLOWSPEC then one or more FILTER_SPECs.
+//!   ResvTear may omit every FLOWSPEC (§3.1.6); ResvErr may omit its error flow descriptor
+//!   (§3.1.8). An unknown style is [`ParseErrorKind::UnknownStyle`] (error 6).
+//!
+//! On failure the [`ParseError`] carries the message type and, found by a second look over the
+//! objects if the first pass had not reached them, the SESSION and RSVP_HOP, so the engine can
+//! address a PathErr or ResvErr.
+//!
+//! Emitting writes the objects in the order of the §3.1.x BNF (INTEGRITY first after the
+//! header); `forward` objects go after the fixed objects, before the sender descriptor or the
+//! STYLE and flow descriptor list (which §3.1.4 requires last). Every FLOWSPEC is written (none
+//! is elided), so a parsed Resv round-trips to the same value. Emitting never panics; a message
+//! longer than 65535 bytes cannot be represented and gets RSVP Length 65535.
 
 use super::intserv::{Adspec, FlowSpec, SenderTspec};
 use super::objects::{
     ErrorSpec, FilterSpec, Opaque, ResvConfirm, RsvpHop, Scope, Session, Style, TimeValues,
 };
+#[allow(unused_imports)] // for rustdoc links
+use super::{ParseError, ParseErrorKind};
+
+mod emit;
+mod header;
+mod parse;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod vectors;
+
+pub use header::Packet;
 
 /// Message types (RFC 2205 §3.1.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -29,6 +80,36 @@ pub enum MsgType {
     Unknown(u8),
 }
 
+impl From<u8> for MsgType {
+    fn from(v: u8) -> Self {
+        match v {
+            1 => MsgType::Path,
+            2 => MsgType::Resv,
+            3 => MsgType::PathErr,
+            4 => MsgType::ResvErr,
+            5 => MsgType::PathTear,
+            6 => MsgType::ResvTear,
+            7 => MsgType::ResvConf,
+            other => MsgType::Unknown(other),
+        }
+    }
+}
+
+impl From<MsgType> for u8 {
+    fn from(t: MsgType) -> u8 {
+        match t {
+            MsgType::Path => 1,
+            MsgType::Resv => 2,
+            MsgType::PathErr => 3,
+            MsgType::ResvErr => 4,
+            MsgType::PathTear => 5,
+            MsgType::ResvTear => 6,
+            MsgType::ResvConf => 7,
+            MsgType::Unknown(v) => v,
+        }
+    }
+}
+
 /// The common header (RFC 2205 §3.1.1), as parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CommonHeader {
@@ -42,6 +123,13 @@ pub struct CommonHeader {
     pub send_ttl: u8,
     /// RSVP Length: total message length in bytes.
     pub length: u16,
+}
+
+impl CommonHeader {
+    /// Bytes in the common header.
+    pub const LEN: usize = 8;
+    /// The protocol version this codec speaks (Vers).
+    pub const VERSION: u8 = 1;
 }
 
 /// A sender descriptor: SENDER_TEMPLATE, SENDER_TSPEC and optional ADSPEC (RFC 2205 §3.1.3).

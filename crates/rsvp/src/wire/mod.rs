@@ -1,21 +1,41 @@
-//! RSVP v1 wire format (RFC 2205 §3.1, §A; IntServ objects per RFC 2210).
+//! RSVP v1 wire format (RFC 2205 §3.1, Appendix A; IntServ objects per RFC 2210; error codes per
+//! RFC 2205 Appendix B).
 //!
-//! Two layers: the owned representations here ([`Message`] and its objects) with `parse`/`emit`,
-//! and the object-level reader used by the parsers. No-panic contract: parsing any byte string
-//! returns a value or a typed [`ParseError`]; emitting never panics.
+//! Two layers, after smoltcp's wire modules:
+//!
+//! - views over bytes: [`Packet`] for the common header (field getters and setters, a checked
+//!   constructor), [`ObjectHeader`] with its iterator over a message's objects;
+//! - owned representations: [`Message`] and its objects, each with `parse`, `emit` and
+//!   `buffer_len`. [`Message::parse`] documents what is accepted and rejected.
+//!
+//! No-panic contract: parsing any byte string returns a value or a typed [`ParseError`] that
+//! says which ERROR_SPEC to answer with ([`ParseErrorKind::error_code`]) or why the message was
+//! dropped ([`ParseErrorKind::reason`]); emitting never panics, and writes exactly
+//! `buffer_len()` bytes. Values the wire cannot carry (a SCOPE mixing families, a flow label
+//! wider than 20 bits, a message over 65535 bytes) are written in a defined, documented way
+//! rather than refused.
+//!
+//! Module map: [`objects`] (SESSION … RESV_CONFIRM, by RFC 2205 §A section), [`intserv`]
+//! (SENDER_TSPEC, FLOWSPEC, ADSPEC), [`message`] (common header, the seven messages), [`error`]
+//! (parse errors and the Appendix B error codes).
 
 pub mod error;
 pub mod intserv;
 pub mod message;
 pub mod objects;
+#[cfg(test)]
+mod proptests;
 
-pub use error::{ParseError, ParseErrorKind};
-pub use intserv::{Adspec, FlowSpec, SenderTspec, TokenBucket};
+pub use error::{IntServFault, ParseError, ParseErrorKind, error_code};
+pub use intserv::{
+    Adspec, ControlledLoadAdspec, ErrorTerms, FlowSpec, GeneralParameters, GuaranteedAdspec,
+    HopCharacteristics, IntServParam, Overrides, SenderTspec, ServiceFragment, TokenBucket,
+};
 pub use message::{
-    CommonHeader, FlowDescriptor, Message, MsgType, Path, PathErr, PathTear, Resv, ResvConf,
-    ResvErr, ResvTear, SenderDescriptor,
+    CommonHeader, FlowDescriptor, Message, MsgType, Packet, Path, PathErr, PathTear, Resv,
+    ResvConf, ResvErr, ResvTear, SenderDescriptor,
 };
 pub use objects::{
-    ErrorSpec, FilterSpec, Opaque, ResvConfirm, RsvpHop, Scope, Session, Style, StyleKind,
-    TimeValues,
+    ErrorSpec, FilterSpec, ObjectHeader, Opaque, ResvConfirm, RsvpHop, Scope, Session, Style,
+    StyleKind, TimeValues,
 };

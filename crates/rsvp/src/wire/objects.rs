@@ -1,9 +1,42 @@
-//! RSVP objects other than the IntServ ones (RFC 2205 §A).
+//! RSVP objects other than the IntServ ones (RFC 2205 §3.1.2, §A).
 //!
-//! TYPES ARE FIXED (the engine uses them); codec to be implemented: per object `parse(ctype, body)`
-//! and `emit(&self, w)` plus `buffer_len()`, each citing its RFC 2205 §A.x figure.
+//! Every object has the same codec surface:
+//!
+//! - `parse(ctype, body)`: the body after the 4-byte object header (which [`ObjectHeader`] reads),
+//!   checked against the format its C-Type names; a known class with an unknown C-Type is
+//!   [`ParseErrorKind::UnknownCType`](super::ParseErrorKind::UnknownCType) (RFC 2205 §3.10), a body
+//!   of the wrong size [`ParseErrorKind::BadObject`](super::ParseErrorKind::BadObject);
+//! - `ctype()`: the C-Type the value is emitted with (the address family picks it: IPv4 → 1,
+//!   IPv6 → 2);
+//! - `emit(&self, w)`: the whole object, header included; `buffer_len()`: its length in bytes.
+//!
+//! Reserved fields are ignored on receipt and written as zero.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+mod error_spec;
+mod filter_spec;
+mod header;
+mod session;
+
+pub use header::ObjectHeader;
+
+/// C-Type numbers shared by several classes (RFC 2205 §A).
+pub mod ctype {
+    /// The IPv4 form of SESSION, RSVP_HOP, ERROR_SPEC, SCOPE, FILTER_SPEC, SENDER_TEMPLATE and
+    /// RESV_CONFIRM; the only form of TIME_VALUES, STYLE, INTEGRITY and POLICY_DATA.
+    pub const IPV4: u8 = 1;
+    /// The IPv6 form of the address-carrying classes.
+    pub const IPV6: u8 = 2;
+    /// FILTER_SPEC and SENDER_TEMPLATE keyed by IPv6 flow label (§A.9).
+    pub const IPV6_FLOW_LABEL: u8 = 3;
+    /// The single C-Type of TIME_VALUES (§A.4) and STYLE (§A.7).
+    pub const DEFAULT: u8 = 1;
+    /// Integrated Services FLOWSPEC, SENDER_TSPEC and ADSPEC (§A.8, §A.11, §A.12; RFC 2210).
+    pub const INTSERV: u8 = 2;
+    /// INTEGRITY (RFC 2747 §4.1) and Type 1 POLICY_DATA (RFC 2750 §3).
+    pub const TYPE_1: u8 = 1;
+}
 
 /// Class numbers (RFC 2205 §A).
 pub mod class {
@@ -52,6 +85,11 @@ pub struct Session {
     pub dst_port: u16,
 }
 
+impl Session {
+    /// Flag E_Police (§A.1): police the flow at the first hop where it enters the network.
+    pub const E_POLICE: u8 = 0x01;
+}
+
 /// RSVP_HOP (§A.2): the address of the node that sent the message, and its logical interface
 /// handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -80,6 +118,13 @@ pub struct ErrorSpec {
     pub code: u8,
     /// Error value.
     pub value: u16,
+}
+
+impl ErrorSpec {
+    /// Flag InPlace (§A.5): the reservation in error is still in place at the failure point.
+    pub const IN_PLACE: u8 = 0x01;
+    /// Flag NotGuilty (§A.5): the flowspec that failed was not the one the receiver asked for.
+    pub const NOT_GUILTY: u8 = 0x02;
 }
 
 /// SCOPE (§A.6): a list of sender addresses, all of one family.
@@ -164,4 +209,53 @@ pub struct Opaque {
     pub ctype: u8,
     /// The body (after the 4-byte object header), a multiple of 4 bytes.
     pub body: Vec<u8>,
+}
+
+/// The C-Type that names `addr`'s family in the address-carrying classes.
+fn family_ctype(addr: IpAddr) -> u8 {
+    match addr {
+        IpAddr::V4(_) => ctype::IPV4,
+        IpAddr::V6(_) => ctype::IPV6,
+    }
+}
+
+/// Bytes of `addr` on the wire.
+fn addr_len(addr: IpAddr) -> usize {
+    match addr {
+        IpAddr::V4(_) => 4,
+        IpAddr::V6(_) => 16,
+    }
+}
+
+/// Check that an address-carrying object body has the size its C-Type names: `v4_len` bytes for
+/// C-Type 1, `v4_len + 12` for C-Type 2 (the address grows from 4 to 16 bytes).
+fn check_family_body(
+    class: u8,
+    ctype: u8,
+    body: &[u8],
+    v4_len: usize,
+) -> Result<(), crate::wire::ParseErrorKind> {
+    let want = match ctype {
+        ctype::IPV4 => v4_len,
+        ctype::IPV6 => v4_len + 12,
+        _ => return Err(crate::wire::ParseErrorKind::unknown_ctype(class, ctype)),
+    };
+    if body.len() == want {
+        Ok(())
+    } else {
+        Err(crate::wire::ParseErrorKind::bad_object(class, ctype))
+    }
+}
+
+/// Read the address of the family C-Type `ctype` names (1: IPv4, otherwise IPv6); the caller has
+/// checked the body length.
+fn read_addr(
+    r: &mut pathwise_core::wire::Reader<'_>,
+    ctype: u8,
+) -> Result<IpAddr, crate::wire::ParseErrorKind> {
+    Ok(if ctype == ctype::IPV4 {
+        IpAddr::V4(r.ipv4()?)
+    } else {
+        IpAddr::V6(r.ipv6()?)
+    })
 }

@@ -1,0 +1,287 @@
+//! `pathwise bench …`: macro-benchmarks that print a table and can write JSON.
+//!
+//! `rsvp`: the cost of Path and Resv processing at a transit node holding N sessions (seed 001
+//! §V–VI measured a whole daemon; this isolates the engine), and the bytes of state per session.
+
+pub mod alloc;
+
+use pathwise_core::engine::Engine;
+use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transport};
+use pathwise_core::route::{Route, RouteChange};
+use pathwise_core::time::{Duration, Instant};
+use pathwise_rsvp::wire::{
+    Adspec, FilterSpec, FlowDescriptor, FlowSpec, Message, Path, Resv, RsvpHop, SenderDescriptor,
+    SenderTspec, Session, Style, StyleKind, TimeValues, TokenBucket,
+};
+use pathwise_rsvp::{Config, InterfaceConfig, RsvpEngine};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr};
+
+/// One measured phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct Phase {
+    /// What was fed to the engine.
+    pub name: &'static str,
+    /// Median over the runs, nanoseconds per message.
+    pub median_ns: f64,
+    /// All runs, nanoseconds per message.
+    pub runs_ns: Vec<f64>,
+}
+
+/// Result of `pathwise bench rsvp`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RsvpBenchReport {
+    /// Sessions at the transit node.
+    pub sessions: usize,
+    /// Runs per phase.
+    pub runs: usize,
+    /// Timer wheel mode.
+    pub fuzzy_timers: bool,
+    /// Per-phase costs.
+    pub phases: Vec<Phase>,
+    /// Heap bytes per session measured by the counting allocator (median of runs).
+    pub bytes_per_session: f64,
+    /// The engine's own estimate of its state, bytes per session.
+    pub estimated_bytes_per_session: f64,
+}
+
+const UPSTREAM: IfIndex = IfIndex(1);
+const DOWNSTREAM: IfIndex = IfIndex(2);
+const PHOP: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 1);
+const NHOP: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
+
+fn transit_engine(fuzzy: bool) -> RsvpEngine {
+    let iface = |ifindex, addr: [u8; 4]| InterfaceConfig {
+        ifindex,
+        addrs: vec![IpAddr::V4(Ipv4Addr::from(addr))],
+        bandwidth_bps: 100_000_000_000,
+        reservable_bps: 100_000_000_000,
+        mtu: 1500,
+        latency: Duration::from_micros(100),
+    };
+    let mut cfg = Config {
+        interfaces: vec![
+            iface(UPSTREAM, [10, 0, 1, 2]),
+            iface(DOWNSTREAM, [10, 0, 2, 1]),
+        ],
+        ..Config::default()
+    };
+    // The KOM "tuned" engine's wheel: 10 ms slots (seed 001 §V.B).
+    cfg.wheel.slot_width = Duration::from_millis(10);
+    cfg.wheel.fuzzy = fuzzy;
+    let mut e = RsvpEngine::with_memory_tc(cfg, Instant::ZERO);
+    e.handle_route_change(
+        Instant::ZERO,
+        RouteChange::Add(Route {
+            prefix: "20.0.0.0/8".parse().expect("prefix"),
+            next_hop: Some(IpAddr::V4(NHOP)),
+            ifindex: DOWNSTREAM,
+            metric: 1,
+        }),
+    );
+    e
+}
+
+fn session(i: usize) -> (Session, FilterSpec) {
+    let i = i as u32;
+    let dest = Ipv4Addr::from(0x1400_0000 | (i & 0x00ff_ffff));
+    let src = Ipv4Addr::from(0x1e00_0000 | (i & 0x00ff_ffff));
+    (
+        Session {
+            dest: IpAddr::V4(dest),
+            protocol_id: 17,
+            flags: 0,
+            dst_port: 5000,
+        },
+        FilterSpec::V4 {
+            src,
+            src_port: 6000,
+        },
+    )
+}
+
+fn tspec() -> TokenBucket {
+    TokenBucket {
+        rate: 1250.0,
+        bucket: 1500.0,
+        peak: f32::INFINITY,
+        min_policed: 64,
+        max_packet: 1500,
+    }
+}
+
+fn encode(msg: &Message, ttl: u8) -> Vec<u8> {
+    let mut v = Vec::with_capacity(msg.buffer_len());
+    msg.emit(ttl, &mut v);
+    v
+}
+
+fn path_bytes(i: usize) -> Vec<u8> {
+    let (s, f) = session(i);
+    encode(
+        &Message::Path(Path {
+            integrity: None,
+            session: s,
+            hop: RsvpHop {
+                addr: IpAddr::V4(PHOP),
+                lih: 7,
+            },
+            time_values: TimeValues { refresh_ms: 30_000 },
+            policy: Vec::new(),
+            sender: SenderDescriptor {
+                template: f,
+                tspec: SenderTspec(tspec()),
+                adspec: Some(Adspec::new_at_sender(true, true)),
+            },
+            forward: Vec::new(),
+        }),
+        63,
+    )
+}
+
+fn resv_bytes(i: usize) -> Vec<u8> {
+    let (s, f) = session(i);
+    encode(
+        &Message::Resv(Resv {
+            integrity: None,
+            session: s,
+            hop: RsvpHop {
+                addr: IpAddr::V4(NHOP),
+                lih: DOWNSTREAM.0,
+            },
+            time_values: TimeValues { refresh_ms: 30_000 },
+            confirm: None,
+            scope: None,
+            policy: Vec::new(),
+            style: Style {
+                flags: 0,
+                kind: StyleKind::Ff,
+            },
+            flows: vec![FlowDescriptor {
+                flowspec: Some(FlowSpec::ControlledLoad(tspec())),
+                filters: vec![f],
+            }],
+            forward: Vec::new(),
+        }),
+        64,
+    )
+}
+
+fn feed(
+    e: &mut RsvpEngine,
+    msgs: &[Vec<u8>],
+    from: Ipv4Addr,
+    ifindex: IfIndex,
+    ttl: u8,
+    now: Instant,
+) -> f64 {
+    let start = std::time::Instant::now();
+    for m in msgs {
+        e.handle_datagram(
+            now,
+            Received {
+                src: IpAddr::V4(from),
+                dst: IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)),
+                ifindex,
+                transport: Transport::Raw(IPPROTO_RSVP),
+                router_alert: true,
+                ttl,
+                payload: m,
+            },
+        );
+        while e.poll_transmit().is_some() {}
+    }
+    start.elapsed().as_nanos() as f64 / msgs.len().max(1) as f64
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
+/// Run the RSVP engine benchmark.
+pub fn rsvp(sessions: usize, runs: usize, fuzzy: bool) -> RsvpBenchReport {
+    let paths: Vec<Vec<u8>> = (0..sessions).map(path_bytes).collect();
+    let resvs: Vec<Vec<u8>> = (0..sessions).map(resv_bytes).collect();
+    let names = [
+        "Path (new session)",
+        "Resv (new reservation)",
+        "Path (refresh)",
+        "Resv (refresh)",
+    ];
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    let mut bytes = Vec::new();
+    let mut estimated = Vec::new();
+    for _ in 0..runs.max(1) {
+        let mut e = transit_engine(fuzzy);
+        let before = alloc::allocated();
+        let t = Instant::from_secs(1);
+        samples[0].push(feed(&mut e, &paths, PHOP, UPSTREAM, 63, t));
+        samples[1].push(feed(&mut e, &resvs, NHOP, DOWNSTREAM, 64, t));
+        bytes.push(alloc::allocated().saturating_sub(before) as f64 / sessions.max(1) as f64);
+        estimated.push(e.state_bytes() as f64 / sessions.max(1) as f64);
+        let t = Instant::from_secs(20);
+        samples[2].push(feed(&mut e, &paths, PHOP, UPSTREAM, 63, t));
+        samples[3].push(feed(&mut e, &resvs, NHOP, DOWNSTREAM, 64, t));
+        assert_eq!(
+            e.state_stats().out_isbs,
+            sessions,
+            "every reservation installed"
+        );
+    }
+    RsvpBenchReport {
+        sessions,
+        runs: runs.max(1),
+        fuzzy_timers: fuzzy,
+        phases: names
+            .iter()
+            .zip(samples)
+            .map(|(n, s)| Phase {
+                name: n,
+                median_ns: median(&s),
+                runs_ns: s,
+            })
+            .collect(),
+        bytes_per_session: median(&bytes),
+        estimated_bytes_per_session: median(&estimated),
+    }
+}
+
+/// The report as a table.
+pub fn render_rsvp(r: &RsvpBenchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "RSVP engine at a transit node, {} sessions, {} runs, {} timers",
+        r.sessions,
+        r.runs,
+        if r.fuzzy_timers { "fuzzy" } else { "precise" }
+    );
+    let _ = writeln!(
+        out,
+        "{:<24} {:>12}   runs (ns/msg)",
+        "input", "median ns/msg"
+    );
+    for p in &r.phases {
+        let runs: Vec<String> = p.runs_ns.iter().map(|x| format!("{x:.0}")).collect();
+        let _ = writeln!(
+            out,
+            "{:<24} {:>12.0}   {}",
+            p.name,
+            p.median_ns,
+            runs.join(" ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "state per session: {:.0} bytes (allocator), {:.0} bytes (engine estimate)",
+        r.bytes_per_session, r.estimated_bytes_per_session
+    );
+    out
+}

@@ -1,0 +1,7 @@
+//! pathwise: the binary's library half — the glue that puts the protocol engines on a driver
+//! (today the simulator), the demo, and the benchmarks. `main.rs` is only the command line.
+#![warn(missing_docs)]
+
+pub mod bench;
+pub mod demo;
+pub mod rsvp_sim;

@@ -1,0 +1,282 @@
+//! The end-host API, in the spirit of RAPI (RFC 2205 §3.11): applications register senders and
+//! request reservations through methods on [`super::RsvpEngine`], and hear back through
+//! [`Event`]s drained with `poll_event`.
+
+use crate::wire::{Adspec, ErrorSpec, FilterSpec, FlowDescriptor, FlowSpec, SenderTspec, Session};
+use std::net::IpAddr;
+
+/// An upcall to local applications.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// Path state for a sender arrived or changed at a receiver (RAPI PATH_EVENT).
+    PathState {
+        /// The session.
+        session: Session,
+        /// The sender.
+        sender: FilterSpec,
+        /// Its traffic.
+        tspec: SenderTspec,
+        /// What the path offers (ADSPEC), if the sender asked for one.
+        adspec: Option<Adspec>,
+    },
+    /// Path state for a sender is gone at a receiver (teardown or timeout).
+    PathGone {
+        /// The session.
+        session: Session,
+        /// The sender.
+        sender: FilterSpec,
+    },
+    /// The reservation serving a local sender was established or changed (RAPI RESV_EVENT);
+    /// `flowspec` is `None` when it went away.
+    ResvState {
+        /// The session.
+        session: Session,
+        /// The local sender.
+        sender: FilterSpec,
+        /// The merged reservation that reached the sender.
+        flowspec: Option<FlowSpec>,
+    },
+    /// A PathErr reached a local sender (RAPI PATH_ERROR).
+    PathError {
+        /// The session.
+        session: Session,
+        /// The sender in error.
+        sender: Option<FilterSpec>,
+        /// What went wrong, and where.
+        error: ErrorSpec,
+    },
+    /// A ResvErr reached a local receiver (RAPI RESV_ERROR).
+    ResvError {
+        /// The session.
+        session: Session,
+        /// What went wrong, and where.
+        error: ErrorSpec,
+        /// The flow descriptor in error.
+        flows: Vec<FlowDescriptor>,
+        /// The engine withdrew the receiver's request because it could not be admitted end to
+        /// end (see [`super::Config::release_on_admission_failure`]).
+        released: bool,
+    },
+    /// A ResvConf reached a local receiver (RAPI RESV_CONFIRM).
+    Confirmed {
+        /// The session.
+        session: Session,
+        /// The node that confirmed.
+        from: IpAddr,
+        /// The flow descriptors confirmed.
+        flows: Vec<FlowDescriptor>,
+    },
+}
+
+/// Why an API call was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// No path state for the session, so there is nobody to reserve for yet.
+    #[error("no path state for this session")]
+    NoPathState,
+    /// The session or sender is not known.
+    #[error("unknown session or sender")]
+    Unknown,
+    /// The request does not have the shape its style requires.
+    #[error("malformed reservation request: {0}")]
+    BadRequest(&'static str),
+    /// The sender address is not one of this node's addresses.
+    #[error("sender address {0} is not local")]
+    NotLocal(IpAddr),
+}
+
+use super::resv::ResvRequest;
+use super::state::{Psb, SessionId};
+use super::{RsvpEngine, TrafficControl};
+use crate::wire::{Style, StyleKind};
+use pathwise_core::time::Instant;
+use smallvec::SmallVec;
+
+impl<T: TrafficControl> RsvpEngine<T> {
+    /// Register a local sender (RAPI `rapi_sender`): its Path goes out now and is refreshed
+    /// until [`RsvpEngine::unregister_sender`]. Registering again updates the TSpec.
+    pub fn register_sender(
+        &mut self,
+        now: Instant,
+        session: Session,
+        sender: FilterSpec,
+        tspec: SenderTspec,
+    ) -> Result<(), ApiError> {
+        if !self.is_local(sender.src()) {
+            return Err(ApiError::NotLocal(sender.src()));
+        }
+        let sid = self
+            .session_for(session)
+            .map_err(|_| ApiError::BadRequest("conflicting destination ports"))?;
+        let (id, changed) = match self.find_psb(sid, &sender) {
+            Some(id) => {
+                let changed = self.psbs[id].tspec != tspec;
+                self.psbs[id].tspec = tspec;
+                (id, changed)
+            }
+            None => {
+                let adspec = Some(Box::new(Adspec::new_at_sender(true, true)));
+                let id = self.psbs.insert(Psb {
+                    session: sid,
+                    sender,
+                    tspec,
+                    adspec,
+                    phop: None,
+                    iif: None,
+                    oifs: SmallVec::new(),
+                    carried: Vec::new(),
+                    refresh_ms: self.refresh_ms(),
+                    ttl: self.cfg.ttl,
+                    non_rsvp: false,
+                    cleanup: None,
+                    oiat: SmallVec::new(),
+                });
+                self.sessions[sid].psbs.push(id);
+                (id, true)
+            }
+        };
+        let oifs = self.route_oifs(&session, sender.src(), None);
+        self.path_changed(now, id, oifs, changed);
+        self.flush_pending(now);
+        Ok(())
+    }
+
+    /// Withdraw a local sender: PathTear goes downstream and its state is removed.
+    pub fn unregister_sender(
+        &mut self,
+        now: Instant,
+        session: Session,
+        sender: FilterSpec,
+    ) -> Result<(), ApiError> {
+        let sid = *self.session_index.get(&session).ok_or(ApiError::Unknown)?;
+        let id = self
+            .find_psb(sid, &sender)
+            .filter(|&id| self.psbs[id].phop.is_none())
+            .ok_or(ApiError::Unknown)?;
+        self.remove_psb(now, id, true);
+        self.after_path_removal(now, sid);
+        self.flush_pending(now);
+        Ok(())
+    }
+
+    /// Request a reservation as a local receiver (RAPI `rapi_reserve`), replacing any earlier
+    /// request of this receiver for the session. With `confirm`, a [`Event::Confirmed`] follows
+    /// once the reservation is in place. Requests refused here (style conflicts, unknown
+    /// senders, admission) come back as [`Event::ResvError`].
+    pub fn reserve(
+        &mut self,
+        now: Instant,
+        session: Session,
+        style: StyleKind,
+        flows: Vec<FlowDescriptor>,
+        confirm: bool,
+    ) -> Result<(), ApiError> {
+        let sid = *self
+            .session_index
+            .get(&session)
+            .ok_or(ApiError::NoPathState)?;
+        let local_path = self.sessions[sid]
+            .psbs
+            .iter()
+            .any(|&p| self.psbs[p].oifs.contains(&None));
+        if !local_path {
+            return Err(ApiError::NoPathState);
+        }
+        let shape_ok = match style {
+            StyleKind::Wf => flows.len() == 1 && flows[0].filters.is_empty(),
+            StyleKind::Se => flows.len() == 1 && !flows[0].filters.is_empty(),
+            StyleKind::Ff => !flows.is_empty() && flows.iter().all(|f| f.filters.len() == 1),
+            StyleKind::Other(_) => false,
+        };
+        if !shape_ok || flows.iter().any(|f| f.flowspec.is_none()) {
+            return Err(ApiError::BadRequest(
+                "flow descriptors do not fit the style",
+            ));
+        }
+        // A new request replaces the old one.
+        let old: SmallVec<[usize; 2]> = self.sessions[sid]
+            .rsbs
+            .iter()
+            .copied()
+            .filter(|&r| self.rsbs[r].nhop.is_none())
+            .collect();
+        let keep = |r: &super::state::Rsb| {
+            r.style == style && flows.iter().any(|f| f.filters.first() == r.filters.first())
+        };
+        for r in old {
+            if !keep(&self.rsbs[r]) {
+                self.remove_rsb(r);
+            }
+        }
+        let receiver = self.iface_addr(None, session.dest);
+        let receiver = if self.is_local(session.dest) {
+            session.dest
+        } else {
+            receiver
+        };
+        let req = ResvRequest {
+            nhop: None,
+            oi: None,
+            style: Style {
+                flags: 0,
+                kind: style,
+            },
+            flows,
+            confirm: confirm.then_some(crate::wire::ResvConfirm { receiver }),
+            scope: None,
+            carried: Vec::new(),
+            lifetime: None,
+        };
+        let errors = self.process_resv(now, sid, None, &req);
+        for ((code, value), flow) in errors {
+            let node = self.iface_addr(None, session.dest);
+            self.events.push_back(Event::ResvError {
+                session,
+                error: ErrorSpec {
+                    node,
+                    flags: 0,
+                    code,
+                    value,
+                },
+                flows: vec![flow],
+                released: false,
+            });
+        }
+        self.flush_pending(now);
+        Ok(())
+    }
+
+    /// Withdraw this receiver's reservation for the session (ResvTear goes upstream).
+    pub fn release(&mut self, now: Instant, session: Session) -> Result<(), ApiError> {
+        let sid = *self.session_index.get(&session).ok_or(ApiError::Unknown)?;
+        let locals: SmallVec<[usize; 2]> = self.sessions[sid]
+            .rsbs
+            .iter()
+            .copied()
+            .filter(|&r| self.rsbs[r].nhop.is_none())
+            .collect();
+        if locals.is_empty() {
+            return Err(ApiError::Unknown);
+        }
+        for r in locals {
+            self.remove_rsb(r);
+        }
+        self.update_reservations(now, sid);
+        self.flush_pending(now);
+        Ok(())
+    }
+
+    /// Run the re-merges that were deferred while processing an input.
+    pub(super) fn flush_pending(&mut self, now: Instant) {
+        while let Some(sid) = self.pending_updates.pop() {
+            if self.sessions.contains(sid) {
+                self.update_reservations(now, sid);
+            }
+        }
+    }
+
+    /// The session ids known, for inspection.
+    pub(super) fn session_ids(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.sessions.iter().map(|(id, _)| id)
+    }
+}

@@ -1,0 +1,227 @@
+//! Building and queueing outgoing messages.
+//!
+//! Path, PathTear and ResvConf travel towards the data destination with the Router Alert option
+//! so every RSVP hop intercepts them (RFC 2205 §3.1.3); Resv, ResvTear, PathErr and ResvErr go
+//! hop by hop as plain unicast to the neighbour's address (§3.1.4).
+
+use super::state::{Oi, PsbId, RsbId, SessionId};
+use super::{RsvpEngine, TrafficControl};
+use crate::wire::error::error_code;
+use crate::wire::objects::class;
+use crate::wire::{
+    ErrorSpec, FlowDescriptor, Message, Path, PathErr, PathTear, ResvConf, ResvConfirm, ResvErr,
+    RsvpHop, SenderDescriptor, Session, Style, TimeValues,
+};
+use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Transmit, Transport};
+use std::net::IpAddr;
+
+impl<T: TrafficControl> RsvpEngine<T> {
+    /// Our address on `ifindex` of the same family as `like`; any local address of that family
+    /// if the interface has none.
+    pub(super) fn iface_addr(&self, ifindex: Option<IfIndex>, like: IpAddr) -> IpAddr {
+        let same = |a: &&IpAddr| a.is_ipv4() == like.is_ipv4();
+        ifindex
+            .and_then(|ix| self.cfg.interfaces.iter().find(|i| i.ifindex == ix))
+            .and_then(|i| i.addrs.iter().find(same))
+            .or_else(|| self.cfg.local_addrs.iter().find(same))
+            .or_else(|| {
+                self.cfg
+                    .interfaces
+                    .iter()
+                    .flat_map(|i| i.addrs.iter())
+                    .find(same)
+            })
+            .copied()
+            .unwrap_or(like)
+    }
+
+    pub(super) fn has_interface(&self, ifindex: IfIndex) -> bool {
+        self.cfg.interfaces.iter().any(|i| i.ifindex == ifindex)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn transmit(
+        &mut self,
+        msg: &Message,
+        src: Option<IpAddr>,
+        dst: IpAddr,
+        ifindex: Option<IfIndex>,
+        router_alert: bool,
+        ttl: u8,
+    ) {
+        let mut payload = Vec::with_capacity(msg.buffer_len());
+        msg.emit(ttl, &mut payload);
+        self.counters.count_out(msg.msg_type());
+        self.transmits.push_back(Transmit {
+            src,
+            dst,
+            ifindex,
+            transport: Transport::Raw(IPPROTO_RSVP),
+            router_alert,
+            ttl,
+            payload,
+        });
+    }
+
+    /// Send the Path of one sender out of each of `oifs` (local delivery needs no message).
+    pub(super) fn send_path(&mut self, id: PsbId, oifs: &[Oi]) {
+        for ifx in oifs.iter().flatten() {
+            let p = &self.psbs[id];
+            let session = self.sessions[p.session].key;
+            let mut adspec = p.adspec.as_deref().cloned();
+            if let Some(a) = adspec.as_mut() {
+                a.compose(&self.tc.hop_characteristics(*ifx));
+            }
+            let (policy, forward) = p
+                .carried
+                .iter()
+                .cloned()
+                .partition(|o| o.class == class::POLICY_DATA);
+            let msg = Message::Path(Path {
+                integrity: None,
+                session,
+                hop: RsvpHop {
+                    addr: self.iface_addr(Some(*ifx), session.dest),
+                    lih: ifx.0,
+                },
+                time_values: TimeValues {
+                    refresh_ms: self.refresh_ms(),
+                },
+                policy,
+                sender: SenderDescriptor {
+                    template: p.sender,
+                    tspec: p.tspec,
+                    adspec,
+                },
+                forward,
+            });
+            let (src, ttl) = (p.sender.src(), p.ttl);
+            self.transmit(&msg, Some(src), session.dest, Some(*ifx), true, ttl);
+        }
+    }
+
+    /// Send a PathTear for one sender out of each of `oifs`.
+    pub(super) fn send_path_tear(&mut self, id: PsbId, oifs: &[Oi]) {
+        for ifx in oifs.iter().flatten() {
+            let p = &self.psbs[id];
+            let session = self.sessions[p.session].key;
+            let msg = Message::PathTear(PathTear {
+                integrity: None,
+                session,
+                hop: RsvpHop {
+                    addr: self.iface_addr(Some(*ifx), session.dest),
+                    lih: ifx.0,
+                },
+                sender_template: Some(p.sender),
+                sender_tspec: Some(p.tspec),
+                forward: Vec::new(),
+            });
+            let (src, ttl) = (p.sender.src(), p.ttl);
+            self.transmit(&msg, Some(src), session.dest, Some(*ifx), true, ttl);
+        }
+    }
+
+    /// A PathErr towards the previous hop `to` (RFC 2205 §3.1.7).
+    pub(super) fn send_path_err_raw(
+        &mut self,
+        session: Session,
+        to: IpAddr,
+        ifindex: IfIndex,
+        code: u8,
+        value: u16,
+        sender: Option<SenderDescriptor>,
+    ) {
+        let error = ErrorSpec {
+            node: self.iface_addr(Some(ifindex), session.dest),
+            flags: 0,
+            code,
+            value,
+        };
+        let msg = Message::PathErr(PathErr {
+            integrity: None,
+            session,
+            error,
+            policy: Vec::new(),
+            sender,
+            forward: Vec::new(),
+        });
+        let src = self.iface_addr(Some(ifindex), to);
+        self.transmit(&msg, Some(src), to, Some(ifindex), false, self.cfg.ttl);
+    }
+
+    /// A ResvErr to the next hop of an RSB, or the error event to its local receiver.
+    pub(super) fn send_resv_err(
+        &mut self,
+        rsb: RsbId,
+        error: ErrorSpec,
+        flows: Vec<FlowDescriptor>,
+    ) {
+        let r = &self.rsbs[rsb];
+        let sid = r.session;
+        let session = self.sessions[sid].key;
+        let style = Style {
+            flags: 0,
+            kind: r.style,
+        };
+        match r.nhop {
+            Some(nhop) => {
+                let oi = r.oi;
+                let hop = RsvpHop {
+                    addr: self.iface_addr(oi, session.dest),
+                    lih: oi.map_or(0, |i| i.0),
+                };
+                let msg = Message::ResvErr(ResvErr {
+                    integrity: None,
+                    session,
+                    hop,
+                    error,
+                    scope: None,
+                    policy: Vec::new(),
+                    style,
+                    flows,
+                    forward: Vec::new(),
+                });
+                let src = self.iface_addr(oi, nhop.addr);
+                self.transmit(&msg, Some(src), nhop.addr, oi, false, self.cfg.ttl);
+            }
+            None => self.receiver_error(sid, error, flows),
+        }
+    }
+
+    /// A ResvConf to the receiver that asked for it (RFC 2205 §3.1.9): towards the receiver's
+    /// address with Router Alert, or straight to the local application.
+    pub(super) fn send_resv_conf(
+        &mut self,
+        sid: SessionId,
+        confirm: ResvConfirm,
+        style: Style,
+        flows: Vec<FlowDescriptor>,
+    ) {
+        let session = self.sessions[sid].key;
+        let node = self.iface_addr(None, confirm.receiver);
+        if self.is_local(confirm.receiver) {
+            self.events.push_back(super::Event::Confirmed {
+                session,
+                from: node,
+                flows,
+            });
+            return;
+        }
+        let error = ErrorSpec {
+            node,
+            flags: 0,
+            code: error_code::CONFIRMATION,
+            value: 0,
+        };
+        let msg = Message::ResvConf(ResvConf {
+            integrity: None,
+            session,
+            error,
+            confirm,
+            style,
+            flows,
+            forward: Vec::new(),
+        });
+        self.transmit(&msg, Some(node), confirm.receiver, None, true, self.cfg.ttl);
+    }
+}

@@ -1,0 +1,281 @@
+//! Emitting whole messages: objects in the order of each §3.1.x BNF, then RSVP Length and the
+//! checksum patched in through [`Packet`].
+
+use pathwise_core::wire::Writer;
+
+use super::{CommonHeader, FlowDescriptor, Message, MsgType, Packet, SenderDescriptor};
+use crate::wire::objects::{Opaque, Session, class};
+
+fn opaque_len(objs: &[Opaque]) -> usize {
+    objs.iter().map(Opaque::buffer_len).sum()
+}
+
+fn emit_opaque(objs: &[Opaque], w: &mut Writer<'_>) {
+    objs.iter().for_each(|o| o.emit(w));
+}
+
+fn flows_len(flows: &[FlowDescriptor]) -> usize {
+    flows
+        .iter()
+        .map(|f| {
+            f.flowspec.as_ref().map_or(0, |s| s.buffer_len())
+                + f.filters.iter().map(|x| x.buffer_len()).sum::<usize>()
+        })
+        .sum()
+}
+
+/// Each descriptor's FLOWSPEC (if any) followed by its FILTER_SPECs: the WF, FF and SE grammars
+/// of §3.1.4 for descriptors of the canonical shapes.
+fn emit_flows(flows: &[FlowDescriptor], w: &mut Writer<'_>) {
+    for f in flows {
+        if let Some(s) = &f.flowspec {
+            s.emit(w);
+        }
+        for x in &f.filters {
+            x.emit(w);
+        }
+    }
+}
+
+impl SenderDescriptor {
+    fn buffer_len(&self) -> usize {
+        self.template.buffer_len()
+            + self.tspec.buffer_len()
+            + self.adspec.as_ref().map_or(0, |a| a.buffer_len())
+    }
+
+    /// <sender descriptor> ::= <SENDER_TEMPLATE> <SENDER_TSPEC> [ <ADSPEC> ] (§3.1.3).
+    fn emit(&self, w: &mut Writer<'_>) {
+        self.template.emit_as(class::SENDER_TEMPLATE, w);
+        self.tspec.emit(w);
+        if let Some(a) = &self.adspec {
+            a.emit(w);
+        }
+    }
+}
+
+/// Length of an optional object.
+macro_rules! opt_len {
+    ($o:expr) => {
+        $o.as_ref().map_or(0, |o| o.buffer_len())
+    };
+}
+
+/// Emit an optional object.
+macro_rules! opt_emit {
+    ($o:expr, $w:expr) => {
+        if let Some(o) = &$o {
+            o.emit($w);
+        }
+    };
+}
+
+impl Message {
+    /// The message type.
+    pub fn msg_type(&self) -> MsgType {
+        match self {
+            Message::Path(_) => MsgType::Path,
+            Message::Resv(_) => MsgType::Resv,
+            Message::PathErr(_) => MsgType::PathErr,
+            Message::ResvErr(_) => MsgType::ResvErr,
+            Message::PathTear(_) => MsgType::PathTear,
+            Message::ResvTear(_) => MsgType::ResvTear,
+            Message::ResvConf(_) => MsgType::ResvConf,
+        }
+    }
+
+    /// The SESSION every message carries.
+    pub fn session(&self) -> &Session {
+        match self {
+            Message::Path(m) => &m.session,
+            Message::Resv(m) => &m.session,
+            Message::PathErr(m) => &m.session,
+            Message::ResvErr(m) => &m.session,
+            Message::PathTear(m) => &m.session,
+            Message::ResvTear(m) => &m.session,
+            Message::ResvConf(m) => &m.session,
+        }
+    }
+
+    /// Length in bytes of the emitted message, common header included.
+    pub fn buffer_len(&self) -> usize {
+        CommonHeader::LEN
+            + match self {
+                Message::Path(m) => {
+                    opt_len!(m.integrity)
+                        + m.session.buffer_len()
+                        + m.hop.buffer_len()
+                        + m.time_values.buffer_len()
+                        + opaque_len(&m.policy)
+                        + opaque_len(&m.forward)
+                        + m.sender.buffer_len()
+                }
+                Message::Resv(m) => {
+                    opt_len!(m.integrity)
+                        + m.session.buffer_len()
+                        + m.hop.buffer_len()
+                        + m.time_values.buffer_len()
+                        + opt_len!(m.confirm)
+                        + opt_len!(m.scope)
+                        + opaque_len(&m.policy)
+                        + opaque_len(&m.forward)
+                        + m.style.buffer_len()
+                        + flows_len(&m.flows)
+                }
+                Message::PathErr(m) => {
+                    opt_len!(m.integrity)
+                        + m.session.buffer_len()
+                        + m.error.buffer_len()
+                        + opaque_len(&m.policy)
+                        + opaque_len(&m.forward)
+                        + opt_len!(m.sender)
+                }
+                Message::ResvErr(m) => {
+                    opt_len!(m.integrity)
+                        + m.session.buffer_len()
+                        + m.hop.buffer_len()
+                        + m.error.buffer_len()
+                        + opt_len!(m.scope)
+                        + opaque_len(&m.policy)
+                        + opaque_len(&m.forward)
+                        + m.style.buffer_len()
+                        + flows_len(&m.flows)
+                }
+                Message::PathTear(m) => {
+                    opt_len!(m.integrity)
+                        + m.session.buffer_len()
+                        + m.hop.buffer_len()
+                        + opaque_len(&m.forward)
+                        + opt_len!(m.sender_template)
+                        + opt_len!(m.sender_tspec)
+                }
+                Message::ResvTear(m) => {
+                    opt_len!(m.integrity)
+                        + m.session.buffer_len()
+                        + m.hop.buffer_len()
+                        + opt_len!(m.scope)
+                        + opaque_len(&m.forward)
+                        + m.style.buffer_len()
+                        + flows_len(&m.flows)
+                }
+                Message::ResvConf(m) => {
+                    opt_len!(m.integrity)
+                        + m.session.buffer_len()
+                        + m.error.buffer_len()
+                        + m.confirm.buffer_len()
+                        + opaque_len(&m.forward)
+                        + m.style.buffer_len()
+                        + flows_len(&m.flows)
+                }
+            }
+    }
+
+    /// Append the message to `out`: common header (Vers 1, flags 0, the type, `send_ttl`, RSVP
+    /// Length) and objects, then the checksum over the whole message (RFC 2205 §3.1.1).
+    pub fn emit(&self, send_ttl: u8, out: &mut Vec<u8>) {
+        let start = out.len();
+        let mut w = Writer::new(out);
+        w.u8(CommonHeader::VERSION << 4);
+        w.u8(u8::from(self.msg_type()));
+        w.u16(0); // checksum, filled in below
+        w.u8(send_ttl);
+        w.u8(0); // reserved
+        w.u16(0); // RSVP Length, filled in below
+        self.emit_objects(&mut w);
+        let length = u16::try_from(out.len() - start).unwrap_or(u16::MAX);
+        // The header just written is 8 bytes long, so the view exists.
+        if let Ok(mut p) = Packet::new_header(&mut out[start..]) {
+            p.set_length(length);
+            p.fill_checksum();
+        }
+    }
+
+    fn emit_objects(&self, w: &mut Writer<'_>) {
+        match self {
+            // <Path Message> ::= <Common Header> [ <INTEGRITY> ] <SESSION> <RSVP_HOP>
+            //                    <TIME_VALUES> [ <POLICY_DATA> ... ] [ <sender descriptor> ]
+            Message::Path(m) => {
+                opt_emit!(m.integrity, w);
+                m.session.emit(w);
+                m.hop.emit(w);
+                m.time_values.emit(w);
+                emit_opaque(&m.policy, w);
+                emit_opaque(&m.forward, w);
+                m.sender.emit(w);
+            }
+            // <Resv Message> ::= <Common Header> [ <INTEGRITY> ] <SESSION> <RSVP_HOP>
+            //                    <TIME_VALUES> [ <RESV_CONFIRM> ] [ <SCOPE> ]
+            //                    [ <POLICY_DATA> ... ] <STYLE> <flow descriptor list>
+            Message::Resv(m) => {
+                opt_emit!(m.integrity, w);
+                m.session.emit(w);
+                m.hop.emit(w);
+                m.time_values.emit(w);
+                opt_emit!(m.confirm, w);
+                opt_emit!(m.scope, w);
+                emit_opaque(&m.policy, w);
+                emit_opaque(&m.forward, w);
+                m.style.emit(w);
+                emit_flows(&m.flows, w);
+            }
+            // <PathErr message> ::= <Common Header> [ <INTEGRITY> ] <SESSION> <ERROR_SPEC>
+            //                       [ <POLICY_DATA> ... ] [ <sender descriptor> ]
+            Message::PathErr(m) => {
+                opt_emit!(m.integrity, w);
+                m.session.emit(w);
+                m.error.emit(w);
+                emit_opaque(&m.policy, w);
+                emit_opaque(&m.forward, w);
+                opt_emit!(m.sender, w);
+            }
+            // <ResvErr Message> ::= <Common Header> [ <INTEGRITY> ] <SESSION> <RSVP_HOP>
+            //                       <ERROR_SPEC> [ <SCOPE> ] [ <POLICY_DATA> ... ]
+            //                       <STYLE> [ <error flow descriptor> ]
+            Message::ResvErr(m) => {
+                opt_emit!(m.integrity, w);
+                m.session.emit(w);
+                m.hop.emit(w);
+                m.error.emit(w);
+                opt_emit!(m.scope, w);
+                emit_opaque(&m.policy, w);
+                emit_opaque(&m.forward, w);
+                m.style.emit(w);
+                emit_flows(&m.flows, w);
+            }
+            // <PathTear Message> ::= <Common Header> [ <INTEGRITY> ] <SESSION> <RSVP_HOP>
+            //                        [ <sender descriptor> ]
+            Message::PathTear(m) => {
+                opt_emit!(m.integrity, w);
+                m.session.emit(w);
+                m.hop.emit(w);
+                emit_opaque(&m.forward, w);
+                if let Some(t) = &m.sender_template {
+                    t.emit_as(class::SENDER_TEMPLATE, w);
+                }
+                opt_emit!(m.sender_tspec, w);
+            }
+            // <ResvTear Message> ::= <Common Header> [<INTEGRITY>] <SESSION> <RSVP_HOP>
+            //                        [ <SCOPE> ] <STYLE> <flow descriptor list>
+            Message::ResvTear(m) => {
+                opt_emit!(m.integrity, w);
+                m.session.emit(w);
+                m.hop.emit(w);
+                opt_emit!(m.scope, w);
+                emit_opaque(&m.forward, w);
+                m.style.emit(w);
+                emit_flows(&m.flows, w);
+            }
+            // <ResvConf message> ::= <Common Header> [ <INTEGRITY> ] <SESSION> <ERROR_SPEC>
+            //                        <RESV_CONFIRM> <STYLE> <flow descriptor list>
+            Message::ResvConf(m) => {
+                opt_emit!(m.integrity, w);
+                m.session.emit(w);
+                m.error.emit(w);
+                m.confirm.emit(w);
+                emit_opaque(&m.forward, w);
+                m.style.emit(w);
+                emit_flows(&m.flows, w);
+            }
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! SESSION (§A.1), RSVP_HOP (§A.2), TIME_VALUES (§A.4) and RESV_CONFIRM (§A.14).
+
+use pathwise_core::wire::{Reader, Writer};
+
+use super::{
+    ObjectHeader, ResvConfirm, RsvpHop, Session, TimeValues, addr_len, check_family_body, class,
+    ctype, family_ctype, read_addr,
+};
+use crate::wire::ParseErrorKind;
+
+impl Session {
+    /// Parse a SESSION body (RFC 2205 §A.1):
+    ///
+    /// ```text
+    /// IPv4/UDP SESSION object: Class = 1, C-Type = 1
+    /// +-------------+-------------+-------------+-------------+
+    /// |             IPv4 DestAddress (4 bytes)                |
+    /// +-------------+-------------+-------------+-------------+
+    /// | Protocol Id |    Flags    |          DstPort          |
+    /// +-------------+-------------+-------------+-------------+
+    /// IPv6/UDP SESSION object: Class = 1, C-Type = 2 — the same with a 16-byte DestAddress.
+    /// ```
+    pub fn parse(ctype: u8, body: &[u8]) -> Result<Self, ParseErrorKind> {
+        check_family_body(class::SESSION, ctype, body, 8)?;
+        let mut r = Reader::new(body);
+        Ok(Session {
+            dest: read_addr(&mut r, ctype)?,
+            protocol_id: r.u8()?,
+            flags: r.u8()?,
+            dst_port: r.u16()?,
+        })
+    }
+
+    /// C-Type: 1 for an IPv4 destination, 2 for IPv6.
+    pub fn ctype(&self) -> u8 {
+        family_ctype(self.dest)
+    }
+
+    /// Object length in bytes, header included.
+    pub fn buffer_len(&self) -> usize {
+        ObjectHeader::LEN + addr_len(self.dest) + 4
+    }
+
+    /// Write the object, header included.
+    pub fn emit(&self, w: &mut Writer<'_>) {
+        ObjectHeader::emit(
+            w,
+            class::SESSION,
+            self.ctype(),
+            self.buffer_len() - ObjectHeader::LEN,
+        );
+        w.ip(self.dest);
+        w.u8(self.protocol_id);
+        w.u8(self.flags);
+        w.u16(self.dst_port);
+    }
+}
+
+impl RsvpHop {
+    /// Parse an RSVP_HOP body (RFC 2205 §A.2):
+    ///
+    /// ```text
+    /// IPv4 RSVP_HOP object: Class = 3, C-Type = 1
+    /// +-------------+-------------+-------------+-------------+
+    /// |             IPv4 Next/Previous Hop Address            |
+    /// +-------------+-------------+-------------+-------------+
+    /// |                 Logical Interface Handle              |
+    /// +-------------+-------------+-------------+-------------+
+    /// IPv6 RSVP_HOP object: Class = 3, C-Type = 2 — a 16-byte address.
+    /// ```
+    pub fn parse(ctype: u8, body: &[u8]) -> Result<Self, ParseErrorKind> {
+        check_family_body(class::RSVP_HOP, ctype, body, 8)?;
+        let mut r = Reader::new(body);
+        Ok(RsvpHop {
+            addr: read_addr(&mut r, ctype)?,
+            lih: r.u32()?,
+        })
+    }
+
+    /// C-Type: 1 for an IPv4 hop, 2 for IPv6.
+    pub fn ctype(&self) -> u8 {
+        family_ctype(self.addr)
+    }
+
+    /// Object length in bytes, header included.
+    pub fn buffer_len(&self) -> usize {
+        ObjectHeader::LEN + addr_len(self.addr) + 4
+    }
+
+    /// Write the object, header included.
+    pub fn emit(&self, w: &mut Writer<'_>) {
+        ObjectHeader::emit(
+            w,
+            class::RSVP_HOP,
+            self.ctype(),
+            self.buffer_len() - ObjectHeader::LEN,
+        );
+        w.ip(self.addr);
+        w.u32(self.lih);
+    }
+}
+
+impl TimeValues {
+    /// Parse a TIME_VALUES body (RFC 2205 §A.4, Class = 5, C-Type = 1): one 32-bit Refresh
+    /// Period R in milliseconds.
+    pub fn parse(ctype: u8, body: &[u8]) -> Result<Self, ParseErrorKind> {
+        if ctype != ctype::DEFAULT {
+            return Err(ParseErrorKind::unknown_ctype(class::TIME_VALUES, ctype));
+        }
+        let refresh: [u8; 4] = body
+            .try_into()
+            .map_err(|_| ParseErrorKind::bad_object(class::TIME_VALUES, ctype))?;
+        Ok(TimeValues {
+            refresh_ms: u32::from_be_bytes(refresh),
+        })
+    }
+
+    /// C-Type: always 1.
+    pub fn ctype(&self) -> u8 {
+        ctype::DEFAULT
+    }
+
+    /// Object length in bytes, header included.
+    pub fn buffer_len(&self) -> usize {
+        ObjectHeader::LEN + 4
+    }
+
+    /// Write the object, header included.
+    pub fn emit(&self, w: &mut Writer<'_>) {
+        ObjectHeader::emit(w, class::TIME_VALUES, ctype::DEFAULT, 4);
+        w.u32(self.refresh_ms);
+    }
+}
+
+impl ResvConfirm {
+    /// Parse a RESV_CONFIRM body (RFC 2205 §A.14): the IPv4 (C-Type 1) or IPv6 (C-Type 2)
+    /// receiver address.
+    pub fn parse(ctype: u8, body: &[u8]) -> Result<Self, ParseErrorKind> {
+        check_family_body(class::RESV_CONFIRM, ctype, body, 4)?;
+        Ok(ResvConfirm {
+            receiver: read_addr(&mut Reader::new(body), ctype)?,
+        })
+    }
+
+    /// C-Type: 1 for an IPv4 receiver, 2 for IPv6.
+    pub fn ctype(&self) -> u8 {
+        family_ctype(self.receiver)
+    }
+
+    /// Object length in bytes, header included.
+    pub fn buffer_len(&self) -> usize {
+        ObjectHeader::LEN + addr_len(self.receiver)
+    }
+
+    /// Write the object, header included.
+    pub fn emit(&self, w: &mut Writer<'_>) {
+        ObjectHeader::emit(
+            w,
+            class::RESV_CONFIRM,
+            self.ctype(),
+            addr_len(self.receiver),
+        );
+        w.ip(self.receiver);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    fn emitted(f: impl FnOnce(&mut Writer<'_>)) -> Vec<u8> {
+        // Pre-fill so a write before the object's start (a bad patch) would show.
+        let mut v = vec![0xa5; 3];
+        f(&mut Writer::new(&mut v));
+        assert_eq!(&v[..3], &[0xa5; 3]);
+        v.split_off(3)
+    }
+
+    const V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x10);
+    const V6_BYTES: [u8; 16] = [
+        0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+    ];
+
+    #[test]
+    fn session_v4() {
+        // §A.1 IPv4/UDP SESSION: length 12, class 1, C-Type 1; 10.0.0.9, UDP (17), E_Police,
+        // port 5004.
+        let obj = [0x00, 0x0c, 0x01, 0x01, 10, 0, 0, 9, 17, 0x01, 0x13, 0x8c];
+        let s = Session {
+            dest: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9)),
+            protocol_id: 17,
+            flags: Session::E_POLICE,
+            dst_port: 5004,
+        };
+        assert_eq!(Session::parse(1, &obj[4..]), Ok(s));
+        assert_eq!(s.buffer_len(), obj.len());
+        assert_eq!(emitted(|w| s.emit(w)), obj);
+    }
+
+    #[test]
+    fn session_v6() {
+        // §A.1 IPv6/UDP SESSION: length 24, class 1, C-Type 2.
+        let mut obj = vec![0x00, 0x18, 0x01, 0x02];
+        obj.extend_from_slice(&V6_BYTES);
+        obj.extend_from_slice(&[6, 0x00, 0x00, 0x50]);
+        let s = Session {
+            dest: IpAddr::V6(V6),
+            protocol_id: 6,
+            flags: 0,
+            dst_port: 80,
+        };
+        assert_eq!(Session::parse(2, &obj[4..]), Ok(s));
+        assert_eq!(s.buffer_len(), obj.len());
+        assert_eq!(emitted(|w| s.emit(w)), obj);
+    }
+
+    #[test]
+    fn session_errors() {
+        assert_eq!(
+            Session::parse(3, &[0; 8]),
+            Err(ParseErrorKind::UnknownCType { class: 1, ctype: 3 })
+        );
+        // A C-Type 1 body of IPv6 size, and a short one.
+        assert_eq!(
+            Session::parse(1, &[0; 20]),
+            Err(ParseErrorKind::BadObject { class: 1, ctype: 1 })
+        );
+        assert_eq!(
+            Session::parse(2, &[0; 8]),
+            Err(ParseErrorKind::BadObject { class: 1, ctype: 2 })
+        );
+    }
+
+    #[test]
+    fn rsvp_hop_v4_v6() {
+        // §A.2 IPv4 RSVP_HOP: length 12, class 3, C-Type 1; 192.0.2.1, LIH 7.
+        let obj = [0x00, 0x0c, 0x03, 0x01, 192, 0, 2, 1, 0, 0, 0, 7];
+        let h = RsvpHop {
+            addr: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
+            lih: 7,
+        };
+        assert_eq!(RsvpHop::parse(1, &obj[4..]), Ok(h));
+        assert_eq!(emitted(|w| h.emit(w)), obj);
+        // IPv6 RSVP_HOP: length 24, class 3, C-Type 2.
+        let mut obj = vec![0x00, 0x18, 0x03, 0x02];
+        obj.extend_from_slice(&V6_BYTES);
+        obj.extend_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+        let h = RsvpHop {
+            addr: IpAddr::V6(V6),
+            lih: 0xdead_beef,
+        };
+        assert_eq!(RsvpHop::parse(2, &obj[4..]), Ok(h));
+        assert_eq!(h.buffer_len(), 24);
+        assert_eq!(emitted(|w| h.emit(w)), obj);
+        assert_eq!(
+            RsvpHop::parse(9, &obj[4..]),
+            Err(ParseErrorKind::UnknownCType { class: 3, ctype: 9 })
+        );
+        assert_eq!(
+            RsvpHop::parse(1, &obj[4..]),
+            Err(ParseErrorKind::BadObject { class: 3, ctype: 1 })
+        );
+    }
+
+    #[test]
+    fn time_values() {
+        // §A.4 TIME_VALUES: length 8, class 5, C-Type 1; R = 30 s.
+        let obj = [0x00, 0x08, 0x05, 0x01, 0x00, 0x00, 0x75, 0x30];
+        let t = TimeValues { refresh_ms: 30_000 };
+        assert_eq!(TimeValues::parse(1, &obj[4..]), Ok(t));
+        assert_eq!(t.buffer_len(), 8);
+        assert_eq!(emitted(|w| t.emit(w)), obj);
+        assert_eq!(
+            TimeValues::parse(2, &obj[4..]),
+            Err(ParseErrorKind::UnknownCType { class: 5, ctype: 2 })
+        );
+        assert_eq!(
+            TimeValues::parse(1, &[0; 8]),
+            Err(ParseErrorKind::BadObject { class: 5, ctype: 1 })
+        );
+    }
+
+    #[test]
+    fn resv_confirm() {
+        // §A.14 IPv4 RESV_CONFIRM: length 8, class 15, C-Type 1.
+        let obj = [0x00, 0x08, 0x0f, 0x01, 10, 1, 2, 3];
+        let c = ResvConfirm {
+            receiver: IpAddr::V4(Ipv4Addr::new(10, 1, 2, 3)),
+        };
+        assert_eq!(ResvConfirm::parse(1, &obj[4..]), Ok(c));
+        assert_eq!(emitted(|w| c.emit(w)), obj);
+        // IPv6: length 20, C-Type 2.
+        let mut obj = vec![0x00, 0x14, 0x0f, 0x02];
+        obj.extend_from_slice(&V6_BYTES);
+        let c = ResvConfirm {
+            receiver: IpAddr::V6(V6),
+        };
+        assert_eq!(ResvConfirm::parse(2, &obj[4..]), Ok(c));
+        assert_eq!(c.buffer_len(), 20);
+        assert_eq!(emitted(|w| c.emit(w)), obj);
+        assert_eq!(
+            ResvConfirm::parse(1, &[0; 5]),
+            Err(ParseErrorKind::BadObject {
+                class: 15,
+                ctype: 1
+            })
+        );
+    }
+}
