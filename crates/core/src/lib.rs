@@ -5,6 +5,7 @@
 //! randomness comes from a seeded generator ([`rng::SeededRng`]) so a simulation replays exactly.
 //!
 //! - [`time`]: the time type engines take as an argument.
+//! - [`arena`]: typed slabs and 32-bit ids for compact engine state.
 //! - [`timer`]: the hierarchical timer wheel (Varghese & Lauck) with the KOM engine's fuzzy mode.
 //! - [`table`]: hash tables keyed by a randomly seeded hasher (no hash flooding).
 //! - [`wire`]: bounds-checked byte reader/writer and TLV helpers shared by the protocol codecs.
@@ -12,6 +13,7 @@
 //! - [`io`], [`engine`]: the datagram vocabulary and the sans-IO engine contract drivers rely on.
 #![warn(missing_docs)]
 
+pub mod arena;
 pub mod engine;
 pub mod fib;
 pub mod io;

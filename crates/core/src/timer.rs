@@ -20,10 +20,11 @@
 //!
 //! # Precise and fuzzy firing
 //!
-//! - Precise (`fuzzy = false`): when the wheel's time reaches a level-0 slot, its timers move into
-//!   a small binary heap ordered by (deadline, insertion); [`TimerWheel::expire`] pops the heap while
-//!   the earliest deadline is `<= now`. Only the slot being fired is ever sorted — inserting never
-//!   compares deadlines — which is what makes the seed's per-slot sorted lists unnecessary.
+//! - Precise (`fuzzy = false`): when the wheel's time reaches a level-0 slot, its timers are sorted
+//!   by (deadline, insertion) into a run that [`TimerWheel::expire`] pops while the earliest
+//!   deadline is `<= now`. Only the slot being fired is ever sorted — inserting never compares
+//!   deadlines — so the seed's per-slot sorted lists (O(log n) access) are unnecessary. Timers
+//!   inserted behind the wheel's time go to a small heap merged with that run.
 //! - Fuzzy (`fuzzy = true`, seed §III.B): "the timers within each time slot are stored in a simple
 //!   FIFO list instead of being sorted"; a level-0 slot fires as a whole once `now` reaches the
 //!   slot's end, in insertion order, with no comparison per timer. A timer therefore fires late by
@@ -48,7 +49,13 @@
 use crate::time::{Duration, Instant};
 use core::fmt;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
+
+mod bitmap;
+mod list;
+
+use bitmap::Bitmap;
+use list::{Ends, NIL, Node, push_back, unlink};
 
 /// How a [`TimerWheel`] is laid out.
 ///
@@ -88,12 +95,10 @@ pub struct TimerHandle {
     generation: u32,
 }
 
-/// End of a list, or no free node.
-const NIL: u32 = u32::MAX;
 /// `Node::loc` values above every wheel-slot index; a slot index is `level * slots + slot`.
 const LOC_VACANT: u32 = u32::MAX;
-/// Fuzzy mode: deadline's slot already fired; waits in the FIFO `past` list.
-const LOC_PAST: u32 = u32::MAX - 1;
+/// Fuzzy mode: its slot has ended; waits in the `firing` FIFO.
+const LOC_FIRING: u32 = u32::MAX - 1;
 /// Precise mode: due (slot reached, or deadline before the wheel's time), in `sorted` or `late`.
 const LOC_DUE: u32 = u32::MAX - 2;
 /// Beyond the horizon: in the `overflow` heap.
@@ -106,16 +111,6 @@ const MAX_SLOTS: usize = 1 << 20;
 /// slot is cascaded early (precise) or answered with a lower bound (fuzzy), so no single call
 /// walks a crowded slot.
 const SCAN_LIMIT: usize = 64;
-
-/// One timer, or a free arena entry (`loc == LOC_VACANT`, `next` = next free entry).
-struct Node<T> {
-    deadline: u64,
-    next: u32,
-    prev: u32,
-    loc: u32,
-    generation: u32,
-    value: Option<T>,
-}
 
 /// An entry of the due queues or the `overflow` heap. Deleted lazily: a cancelled timer's entry stays until
 /// it reaches the top or the heap is compacted, and is recognised by `generation`/`loc`.
@@ -144,96 +139,6 @@ enum Event {
     Overflow { start: u64 },
 }
 
-/// An occupancy bitmap with one summary bit per 64-bit word, so finding the next occupied slot
-/// costs O(slots / 4096) words at worst.
-struct Bitmap {
-    words: Vec<u64>,
-    summary: Vec<u64>,
-}
-
-impl Bitmap {
-    fn new(bits: usize) -> Self {
-        let words = bits.div_ceil(64);
-        Bitmap {
-            words: vec![0; words],
-            summary: vec![0; words.div_ceil(64)],
-        }
-    }
-
-    fn set(&mut self, i: usize) {
-        self.words[i / 64] |= 1 << (i % 64);
-        self.summary[i / 4096] |= 1 << ((i / 64) % 64);
-    }
-
-    fn clear(&mut self, i: usize) {
-        let w = i / 64;
-        self.words[w] &= !(1 << (i % 64));
-        if self.words[w] == 0 {
-            self.summary[w / 64] &= !(1 << (w % 64));
-        }
-    }
-
-    fn get(&self, i: usize) -> bool {
-        self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
-    }
-
-    /// The first set bit at or after `from`.
-    fn first_from(&self, from: usize) -> Option<usize> {
-        let w = from / 64;
-        let first = self.words.get(w)? & (!0u64 << (from % 64));
-        if first != 0 {
-            return Some(w * 64 + first.trailing_zeros() as usize);
-        }
-        let w = w + 1;
-        let mut s = w / 64;
-        let mut mask = self.summary.get(s)? & (!0u64 << (w % 64));
-        loop {
-            if mask != 0 {
-                let word = s * 64 + mask.trailing_zeros() as usize;
-                return Some(word * 64 + self.words[word].trailing_zeros() as usize);
-            }
-            s += 1;
-            mask = *self.summary.get(s)?;
-        }
-    }
-
-    fn heap_bytes(&self) -> usize {
-        (self.words.capacity() + self.summary.capacity()) * 8
-    }
-}
-
-/// Appends `idx` to the circular list whose first node is `*head` (the head's `prev` is the tail).
-fn push_back<T>(nodes: &mut [Node<T>], head: &mut u32, idx: u32) {
-    let i = idx as usize;
-    if *head == NIL {
-        nodes[i].next = idx;
-        nodes[i].prev = idx;
-        *head = idx;
-    } else {
-        let h = *head as usize;
-        let tail = nodes[h].prev;
-        nodes[i].prev = tail;
-        nodes[i].next = *head;
-        nodes[tail as usize].next = idx;
-        nodes[h].prev = idx;
-    }
-}
-
-/// Removes `idx` from the circular list starting at `*head`.
-fn unlink<T>(nodes: &mut [Node<T>], head: &mut u32, idx: u32) {
-    let i = idx as usize;
-    let (prev, next) = (nodes[i].prev, nodes[i].next);
-    if next == idx {
-        *head = NIL;
-    } else {
-        nodes[prev as usize].next = next;
-        nodes[next as usize].prev = prev;
-        if *head == idx {
-            *head = next;
-        }
-    }
-}
-
 /// A set of timers carrying values of type `T`.
 ///
 /// Insert and cancel are O(1); firing costs O(1) per timer plus at most `levels - 1` cascades
@@ -255,17 +160,19 @@ pub struct TimerWheel<T> {
     nodes: Vec<Node<T>>,
     free: u32,
     len: usize,
-    /// First node of each slot's list, `level * slots + slot`.
-    heads: Vec<u32>,
+    /// Each slot's list, `level * slots + slot`.
+    lists: Vec<Ends>,
     occupied: Vec<Bitmap>,
     /// The wheel's time, in ticks: every timer in a slot has a deadline tick `>= cur`.
     cur: u64,
     /// `cur / slots^k` for `k` in `0..=levels`.
     cur_q: Vec<u64>,
-    /// Fuzzy mode: timers whose slot has already ended, FIFO.
-    past: u32,
-    /// Fuzzy mode: a lower bound of the slot ends in `past` (`u64::MAX` when empty).
-    past_report: u64,
+    /// Fuzzy mode: timers whose slot has ended, in slot order and within a slot in insertion
+    /// order, as (node, generation); cancelled ones stay until popped.
+    firing: VecDeque<(u32, u32)>,
+    /// Fuzzy mode: a lower bound of the slot ends in `firing` (`u64::MAX` when empty).
+    firing_report: u64,
+    firing_stale: usize,
     /// Precise mode: the last slot reached, sorted by (deadline, insertion), latest first so the
     /// earliest pops off the end.
     sorted: Vec<Queued>,
@@ -330,12 +237,13 @@ impl<T> TimerWheel<T> {
             nodes: Vec::new(),
             free: NIL,
             len: 0,
-            heads: vec![NIL; levels * slots_usize],
+            lists: vec![Ends::EMPTY; levels * slots_usize],
             occupied: (0..levels).map(|_| Bitmap::new(slots_usize)).collect(),
             cur: now.as_nanos() / width,
             cur_q: vec![0; levels + 1],
-            past: NIL,
-            past_report: u64::MAX,
+            firing: VecDeque::new(),
+            firing_report: u64::MAX,
+            firing_stale: 0,
             sorted: Vec::new(),
             late: BinaryHeap::new(),
             due_stale: 0,
@@ -379,15 +287,10 @@ impl<T> TimerWheel<T> {
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
         let node = self.live_node(handle)?;
         let (loc, d) = (node.loc, node.deadline);
-        let slot_lists = self.heads.len() as u32;
+        let slot_lists = self.lists.len() as u32;
         match loc {
             l if l < slot_lists => self.unlink_slot(l as usize, handle.idx),
-            LOC_PAST => {
-                unlink(&mut self.nodes, &mut self.past, handle.idx);
-                if self.past == NIL {
-                    self.past_report = u64::MAX;
-                }
-            }
+            LOC_FIRING => self.firing_stale += 1,
             LOC_DUE => self.due_stale += 1,
             _ => self.overflow_stale += 1,
         }
@@ -397,13 +300,16 @@ impl<T> TimerWheel<T> {
             self.sorted.clear();
             self.late.clear();
             self.overflow.clear();
+            self.firing.clear();
+            self.firing_report = u64::MAX;
             self.due_stale = 0;
             self.overflow_stale = 0;
+            self.firing_stale = 0;
             self.next = None;
         } else {
             self.compact_heaps();
-            let past_emptied = loc == LOC_PAST && self.past == NIL;
-            if past_emptied || self.next == Some(self.report(d)) {
+            // A cancelled firing timer leaves the lower bound `firing_report` valid.
+            if loc != LOC_FIRING && self.next == Some(self.report(d)) {
                 self.refresh_next();
             }
         }
@@ -466,7 +372,8 @@ impl<T> TimerWheel<T> {
         let queued = self.sorted.capacity() + self.late.capacity() + self.overflow.capacity();
         self.nodes.capacity() * size_of::<Node<T>>()
             + (self.scratch.capacity() + self.tail_scratch.capacity()) * size_of::<u32>()
-            + self.heads.capacity() * size_of::<u32>()
+            + self.firing.capacity() * size_of::<(u32, u32)>()
+            + self.lists.capacity() * size_of::<Ends>()
             + self.occupied.iter().map(Bitmap::heap_bytes).sum::<usize>()
             + self.occupied.capacity() * size_of::<Bitmap>()
             + (self.units.capacity() + self.cur_q.capacity()) * size_of::<u64>()
@@ -600,7 +507,7 @@ impl<T> TimerWheel<T> {
                 let slot = (q - up * self.slots) as usize;
                 let list = k * self.slots as usize + slot;
                 self.nodes[idx as usize].loc = list as u32;
-                push_back(&mut self.nodes, &mut self.heads[list], idx);
+                push_back(&mut self.nodes, &mut self.lists[list], idx);
                 self.occupied[k].set(slot);
                 return;
             }
@@ -612,9 +519,10 @@ impl<T> TimerWheel<T> {
 
     fn place_past(&mut self, idx: u32, tick: u64) {
         if self.cfg.fuzzy {
-            self.nodes[idx as usize].loc = LOC_PAST;
-            push_back(&mut self.nodes, &mut self.past, idx);
-            self.past_report = self.past_report.min(self.slot_end(tick));
+            let node = &mut self.nodes[idx as usize];
+            node.loc = LOC_FIRING;
+            self.firing.push_back((idx, node.generation));
+            self.firing_report = self.firing_report.min(self.slot_end(tick));
         } else {
             let d = self.nodes[idx as usize].deadline;
             self.push_queued(idx, d, LOC_DUE);
@@ -639,8 +547,8 @@ impl<T> TimerWheel<T> {
     }
 
     fn unlink_slot(&mut self, list: usize, idx: u32) {
-        unlink(&mut self.nodes, &mut self.heads[list], idx);
-        if self.heads[list] == NIL {
+        unlink(&mut self.nodes, &mut self.lists[list], idx);
+        if self.lists[list].is_empty() {
             let slots = self.slots as usize;
             self.occupied[list / slots].clear(list % slots);
         }
@@ -651,14 +559,13 @@ impl<T> TimerWheel<T> {
     /// scattered over the arena, and this walk is most of the cost of cascading and sorting).
     fn take_slot(&mut self, level: usize, index: usize) {
         let list = level * self.slots as usize + index;
-        let head = core::mem::replace(&mut self.heads[list], NIL);
+        let ends = core::mem::replace(&mut self.lists[list], Ends::EMPTY);
         self.occupied[level].clear(index);
         self.scratch.clear();
-        if head == NIL {
+        if ends.is_empty() {
             return;
         }
-        let mut front = head;
-        let mut back = self.nodes[head as usize].prev;
+        let (mut front, mut back) = (ends.head, ends.tail);
         let mut tail_part = core::mem::take(&mut self.tail_scratch);
         tail_part.clear();
         loop {
@@ -725,7 +632,11 @@ impl<T> TimerWheel<T> {
 
     fn migrate_overflow(&mut self) {
         while let Some(q) = self.overflow_peek_live() {
-            let tick = if self.cfg.fuzzy { q.key } else { q.key / self.width };
+            let tick = if self.cfg.fuzzy {
+                q.key
+            } else {
+                q.key / self.width
+            };
             let rotation = self.rotation.map_or(0, |r| tick / r);
             if rotation > self.cur_q[self.levels] {
                 break;
@@ -775,13 +686,21 @@ impl<T> TimerWheel<T> {
         let nodes = &self.nodes;
         if self.due_stale > 32 && self.due_stale * 2 > self.sorted.len() + self.late.len() {
             self.sorted.retain(|q| Self::is_live(nodes, q, LOC_DUE));
-            self.late.retain(|Reverse(q)| Self::is_live(nodes, q, LOC_DUE));
+            self.late
+                .retain(|Reverse(q)| Self::is_live(nodes, q, LOC_DUE));
             self.due_stale = 0;
         }
         if self.overflow_stale > 32 && self.overflow_stale * 2 > self.overflow.len() {
             self.overflow
                 .retain(|Reverse(q)| Self::is_live(nodes, q, LOC_OVERFLOW));
             self.overflow_stale = 0;
+        }
+        if self.firing_stale > 32 && self.firing_stale * 2 > self.firing.len() {
+            self.firing.retain(|&(idx, generation)| {
+                let node = &nodes[idx as usize];
+                node.generation == generation && node.loc == LOC_FIRING
+            });
+            self.firing_stale = 0;
         }
     }
 
@@ -806,7 +725,11 @@ impl<T> TimerWheel<T> {
             }
         }
         let q = self.overflow_peek_live()?;
-        let tick = if self.cfg.fuzzy { q.key } else { q.key / self.width };
+        let tick = if self.cfg.fuzzy {
+            q.key
+        } else {
+            q.key / self.width
+        };
         let start = self.rotation.map_or(tick, |r| tick / r * r);
         Some(Event::Overflow { start })
     }
@@ -868,32 +791,47 @@ impl<T> TimerWheel<T> {
         }
     }
 
+    /// The first live entry of `firing`, dropping cancelled ones.
+    fn firing_front_live(&mut self) -> Option<u32> {
+        while let Some(&(idx, generation)) = self.firing.front() {
+            let node = &self.nodes[idx as usize];
+            if node.generation == generation && node.loc == LOC_FIRING {
+                return Some(idx);
+            }
+            self.firing.pop_front();
+            self.firing_stale = self.firing_stale.saturating_sub(1);
+        }
+        self.firing_report = u64::MAX;
+        None
+    }
+
     fn expire_fuzzy(&mut self, now: u64) -> Option<(u64, T)> {
         let now_tick = now / self.width;
         let fire_max = self.fuzzy_fire_max(now);
         let ended = |tick: u64| fire_max.is_some_and(|m| tick <= m);
-        if self.past != NIL {
-            // FIFO; the check only matters if `now` went backwards.
-            let idx = self.past;
-            let d = self.nodes[idx as usize].deadline;
-            if !ended(d / self.width) {
-                return None;
-            }
-            unlink(&mut self.nodes, &mut self.past, idx);
-            if self.past == NIL {
-                self.past_report = u64::MAX;
-            }
-            return self.release(idx).map(|v| (d, v));
-        }
         loop {
+            if let Some(idx) = self.firing_front_live() {
+                // The check only fails if `now` went backwards.
+                let d = self.nodes[idx as usize].deadline;
+                if !ended(d / self.width) {
+                    return None;
+                }
+                self.firing.pop_front();
+                return self.release(idx).map(|v| (d, v));
+            }
             match self.earliest_event() {
                 Some(Event::Slot { tick, index }) if ended(tick) => {
-                    // Seed §III.B: the whole slot fires, front to back, no comparisons.
-                    self.set_cur(tick);
-                    let idx = self.heads[index];
-                    let d = self.nodes[idx as usize].deadline;
-                    self.unlink_slot(index, idx);
-                    return self.release(idx).map(|v| (d, v));
+                    // Seed §III.B: the slot has ended, so all of it fires, front to back, with no
+                    // comparison per timer. Taking it whole (rather than popping the list one
+                    // timer per call) lets `take_slot` overlap the cache misses of its nodes.
+                    self.take_slot(0, index);
+                    for &n in &self.scratch {
+                        let node = &mut self.nodes[n as usize];
+                        node.loc = LOC_FIRING;
+                        self.firing.push_back((n, node.generation));
+                    }
+                    self.firing_report = self.firing_report.min(self.slot_end(tick));
+                    self.set_cur(tick.saturating_add(1));
                 }
                 Some(Event::Cascade { start, .. } | Event::Overflow { start })
                     if start <= now_tick =>
@@ -940,8 +878,8 @@ impl<T> TimerWheel<T> {
     }
 
     fn next_fuzzy(&mut self) -> Option<u64> {
-        if self.past != NIL {
-            return Some(self.past_report);
+        if self.firing_front_live().is_some() {
+            return Some(self.firing_report);
         }
         let tick = match self.earliest_event()? {
             Event::Slot { tick, .. } => tick,
@@ -961,14 +899,13 @@ impl<T> TimerWheel<T> {
 
     /// The earliest deadline in a slot of at most [`SCAN_LIMIT`] timers; `None` if it holds more.
     fn scan_min(&self, level: usize, index: usize) -> Option<u64> {
-        let head = self.heads[level * self.slots as usize + index];
-        let mut n = head;
+        let mut n = self.lists[level * self.slots as usize + index].head;
         let mut min = u64::MAX;
         for _ in 0..SCAN_LIMIT {
-            let node = &self.nodes[n as usize];
+            let node = self.nodes.get(n as usize)?;
             min = min.min(node.deadline);
             n = node.next;
-            if n == head {
+            if n == NIL {
                 return Some(min);
             }
         }
@@ -1016,7 +953,10 @@ mod tests {
             .collect();
         assert_eq!(fired, vec![4, 2, 1, 3]);
         assert_eq!(w.next_deadline(), Some(Instant::from_nanos(3_700_000)));
-        assert_eq!(drain(&mut w, ms(10)), vec![(Instant::from_nanos(3_700_000), 0)]);
+        assert_eq!(
+            drain(&mut w, ms(10)),
+            vec![(Instant::from_nanos(3_700_000), 0)]
+        );
         assert!(w.is_empty());
         assert_eq!(w.next_deadline(), None);
     }
@@ -1064,7 +1004,10 @@ mod tests {
             while let Some((d, i)) = w.expire(Instant::from_nanos(now)) {
                 assert_eq!(d.as_nanos(), deadlines[i]);
                 assert!(d.as_nanos() <= now, "early");
-                assert!(now - d.as_nanos() < width + 3 * MS, "late by more than a slot");
+                assert!(
+                    now - d.as_nanos() < width + 3 * MS,
+                    "late by more than a slot"
+                );
                 fired += 1;
             }
             now += 3 * MS;
@@ -1154,7 +1097,7 @@ mod tests {
             w.insert(ms(8), 8);
             let back: Vec<_> = drain(&mut w, ms(10)).into_iter().map(|x| x.1).collect();
             if fuzzy {
-                // The past list is FIFO: 30 ms heads it and is not due at 10 ms.
+                // The firing queue is FIFO: 30 ms heads it and is not due at 10 ms.
                 assert!(back.is_empty() || back == vec![8]);
             } else {
                 assert_eq!(back, vec![8]);
@@ -1399,7 +1342,11 @@ mod tests {
     /// nothing behind whose slot has ended.
     fn check(c: WheelConfig, start: u64, ops: &[Op]) -> Result<(), TestCaseError> {
         let width = c.slot_width.as_nanos() as u64;
-        let slot_end = |d: u64| (d / width).checked_add(1).and_then(|t| t.checked_mul(width));
+        let slot_end = |d: u64| {
+            (d / width)
+                .checked_add(1)
+                .and_then(|t| t.checked_mul(width))
+        };
         let slot_end = |d: u64| slot_end(d).unwrap_or(u64::MAX);
         let mut w = TimerWheel::new(c, Instant::from_nanos(start));
         // (deadline, seq) -> id, and id -> (handle, deadline, seq).
@@ -1423,7 +1370,9 @@ mod tests {
         };
         for op in ops {
             match *op {
-                Op::Insert(d) => insert(&mut w, &mut model, &mut handles, &mut live, offset(now, d)),
+                Op::Insert(d) => {
+                    insert(&mut w, &mut model, &mut handles, &mut live, offset(now, d))
+                }
                 Op::InsertMax => insert(&mut w, &mut model, &mut handles, &mut live, u64::MAX),
                 Op::InsertSameSlot(off) => {
                     let last = handles.last().map_or(now, |h| h.1);
@@ -1438,7 +1387,13 @@ mod tests {
                     prop_assert_eq!(w.cancel(h), expected);
                     prop_assert_eq!(w.deadline(h), None);
                     if let (Op::Reschedule(_, nd), Some(_)) = (op, expected) {
-                        insert(&mut w, &mut model, &mut handles, &mut live, offset(now, *nd));
+                        insert(
+                            &mut w,
+                            &mut model,
+                            &mut handles,
+                            &mut live,
+                            offset(now, *nd),
+                        );
                     }
                 }
                 Op::Cancel(_) | Op::Reschedule(..) => {}
@@ -1491,7 +1446,10 @@ mod tests {
                 prop_assert_eq!(next, model.keys().next().map(|&(d, _)| d));
             }
             if let Some(&id) = live.iter().next() {
-                prop_assert_eq!(w.deadline(handles[id].0), Some(Instant::from_nanos(handles[id].1)));
+                prop_assert_eq!(
+                    w.deadline(handles[id].0),
+                    Some(Instant::from_nanos(handles[id].1))
+                );
             }
         }
         Ok(())

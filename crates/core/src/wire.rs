@@ -406,4 +406,234 @@ mod tests {
         assert_eq!(bad.len(), 1);
         assert!(bad[0].is_err());
     }
+
+    // ---- property tests ----
+
+    use proptest::prelude::*;
+
+    /// One `Reader` call, with its argument where it takes one.
+    #[derive(Clone, Debug)]
+    enum ReadOp {
+        Bytes(usize),
+        Skip(usize),
+        U8,
+        U16,
+        U24,
+        U32,
+        U64,
+        F32,
+        Ipv4,
+        Ipv6,
+        Array3,
+        Rest,
+    }
+
+    fn read_op() -> impl Strategy<Value = ReadOp> {
+        prop_oneof![
+            (0usize..40).prop_map(ReadOp::Bytes),
+            any::<usize>().prop_map(ReadOp::Bytes),
+            (0usize..40).prop_map(ReadOp::Skip),
+            any::<usize>().prop_map(ReadOp::Skip),
+            Just(ReadOp::U8),
+            Just(ReadOp::U16),
+            Just(ReadOp::U24),
+            Just(ReadOp::U32),
+            Just(ReadOp::U64),
+            Just(ReadOp::F32),
+            Just(ReadOp::Ipv4),
+            Just(ReadOp::Ipv6),
+            Just(ReadOp::Array3),
+            Just(ReadOp::Rest),
+        ]
+    }
+
+    /// A value `Writer` can emit and `Reader` read back.
+    #[derive(Clone, Debug, PartialEq)]
+    enum Field {
+        U8(u8),
+        U16(u16),
+        U24(u32),
+        U32(u32),
+        U64(u64),
+        F32(u32),
+        Ip(std::net::IpAddr),
+        Bytes(Vec<u8>),
+        Zeros(usize),
+    }
+
+    fn field() -> impl Strategy<Value = Field> {
+        prop_oneof![
+            any::<u8>().prop_map(Field::U8),
+            any::<u16>().prop_map(Field::U16),
+            (0u32..1 << 24).prop_map(Field::U24),
+            any::<u32>().prop_map(Field::U32),
+            any::<u64>().prop_map(Field::U64),
+            any::<u32>().prop_map(Field::F32),
+            any::<std::net::IpAddr>().prop_map(Field::Ip),
+            prop::collection::vec(any::<u8>(), 0..20).prop_map(Field::Bytes),
+            (0usize..20).prop_map(Field::Zeros),
+        ]
+    }
+
+    fn emit(w: &mut Writer<'_>, f: &Field) {
+        match f {
+            Field::U8(v) => w.u8(*v),
+            Field::U16(v) => w.u16(*v),
+            Field::U24(v) => w.u24(*v),
+            Field::U32(v) => w.u32(*v),
+            Field::U64(v) => w.u64(*v),
+            Field::F32(bits) => w.f32(f32::from_bits(*bits)),
+            Field::Ip(a) => w.ip(*a),
+            Field::Bytes(b) => w.bytes(b),
+            Field::Zeros(n) => w.zeros(*n),
+        }
+    }
+
+    fn parse(r: &mut Reader<'_>, like: &Field) -> Result<Field, Truncated> {
+        Ok(match like {
+            Field::U8(_) => Field::U8(r.u8()?),
+            Field::U16(_) => Field::U16(r.u16()?),
+            Field::U24(_) => Field::U24(r.u24()?),
+            Field::U32(_) => Field::U32(r.u32()?),
+            Field::U64(_) => Field::U64(r.u64()?),
+            // Compared as bits: NaN payloads must survive too.
+            Field::F32(_) => Field::F32(r.f32()?.to_bits()),
+            Field::Ip(std::net::IpAddr::V4(_)) => Field::Ip(r.ipv4()?.into()),
+            Field::Ip(std::net::IpAddr::V6(_)) => Field::Ip(r.ipv6()?.into()),
+            Field::Bytes(b) => Field::Bytes(r.bytes(b.len())?.to_vec()),
+            Field::Zeros(n) => {
+                assert_zeros(r.bytes(*n)?);
+                Field::Zeros(*n)
+            }
+        })
+    }
+
+    fn assert_zeros(b: &[u8]) {
+        assert!(b.iter().all(|&x| x == 0), "zeros read back as {b:?}");
+    }
+
+    proptest! {
+        #[test]
+        fn reader_never_panics_and_accounts_every_byte(
+            buf in prop::collection::vec(any::<u8>(), 0..64),
+            ops in prop::collection::vec(read_op(), 0..40),
+        ) {
+            let mut r = Reader::new(&buf);
+            for op in &ops {
+                let before = r.position();
+                let want = match op {
+                    ReadOp::Bytes(n) | ReadOp::Skip(n) => *n,
+                    ReadOp::U8 => 1,
+                    ReadOp::U16 => 2,
+                    ReadOp::U24 | ReadOp::Array3 => 3,
+                    ReadOp::U32 | ReadOp::F32 | ReadOp::Ipv4 => 4,
+                    ReadOp::U64 => 8,
+                    ReadOp::Ipv6 => 16,
+                    ReadOp::Rest => 0,
+                };
+                let ok = match op {
+                    ReadOp::Bytes(n) => r.bytes(*n).map(|b| assert_eq!(b.len(), *n)).is_ok(),
+                    ReadOp::Skip(n) => r.skip(*n).is_ok(),
+                    ReadOp::U8 => r.u8().is_ok(),
+                    ReadOp::U16 => r.u16().is_ok(),
+                    ReadOp::U24 => r.u24().is_ok(),
+                    ReadOp::U32 => r.u32().is_ok(),
+                    ReadOp::U64 => r.u64().is_ok(),
+                    ReadOp::F32 => r.f32().is_ok(),
+                    ReadOp::Ipv4 => r.ipv4().is_ok(),
+                    ReadOp::Ipv6 => r.ipv6().is_ok(),
+                    ReadOp::Array3 => r.array::<3>().is_ok(),
+                    ReadOp::Rest => {
+                        prop_assert_eq!(r.rest(), &buf[before..]);
+                        true
+                    }
+                };
+                // A read either takes exactly what it asked for or nothing at all.
+                prop_assert_eq!(ok, want <= buf.len() - before);
+                prop_assert_eq!(r.position(), if ok { before + want } else { before });
+                prop_assert_eq!(r.position() + r.remaining(), buf.len());
+                prop_assert_eq!(r.is_empty(), r.remaining() == 0);
+            }
+        }
+
+        #[test]
+        fn writer_reader_round_trip(fields in prop::collection::vec(field(), 0..30), align in 0usize..9) {
+            let mut buf = Vec::new();
+            let mut w = Writer::new(&mut buf);
+            for f in &fields {
+                emit(&mut w, f);
+            }
+            let end = w.position();
+            w.pad_to(align);
+            prop_assert_eq!(w.position() % align.max(1), 0);
+            prop_assert!(w.position() - end < align.max(1));
+            let mut r = Reader::new(&buf);
+            for f in &fields {
+                prop_assert_eq!(&parse(&mut r, f).unwrap(), f);
+            }
+            prop_assert_eq!(r.position(), end);
+            prop_assert!(r.rest().iter().all(|&b| b == 0));
+        }
+
+        #[test]
+        fn patch_u16_never_panics(len in 0usize..8, pos in any::<usize>(), small in 0usize..10, v: u16) {
+            let mut buf = vec![0xa5; len];
+            let mut w = Writer::new(&mut buf);
+            for p in [pos, small] {
+                let fits = p.checked_add(2).is_some_and(|e| e <= len);
+                prop_assert_eq!(w.patch_u16(p, v).is_ok(), fits);
+                if fits {
+                    prop_assert_eq!(&w.written()[p..p + 2], &v.to_be_bytes()[..]);
+                }
+            }
+            prop_assert_eq!(buf.len(), len);
+        }
+
+        #[test]
+        fn tlv_iter_never_panics_or_reads_past_the_buffer(
+            buf in prop::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let range = buf.as_ptr_range();
+            let mut iter = TlvIter::<Toy>::new(&buf);
+            let mut consumed = 0;
+            let mut failed = false;
+            for item in iter.by_ref() {
+                prop_assert!(!failed, "an item after an error");
+                match item {
+                    Ok((h, body)) => {
+                        prop_assert_eq!(body.len(), h.body_len());
+                        let body_range = body.as_ptr_range();
+                        prop_assert!(range.start <= body_range.start && body_range.end <= range.end);
+                        // Bodies follow their 2-byte headers back to back.
+                        prop_assert_eq!(body_range.start as usize - range.start as usize, consumed + 2);
+                        consumed += 2 + body.len();
+                    }
+                    Err(_) => failed = true,
+                }
+            }
+            prop_assert!(consumed <= buf.len());
+            prop_assert!(failed || consumed == buf.len());
+            prop_assert!(iter.next().is_none());
+            prop_assert!(iter.position() <= buf.len());
+        }
+
+        #[test]
+        fn write_tlv_round_trips_through_tlv_iter(
+            bodies in prop::collection::vec((any::<u8>(), prop::collection::vec(any::<u8>(), 0..255)), 0..10),
+        ) {
+            let mut buf = Vec::new();
+            let mut w = Writer::new(&mut buf);
+            for (t, body) in &bodies {
+                write_tlv(&mut w, |w, len| {
+                    w.u8(*t);
+                    w.u8(len as u8)
+                }, |w| w.bytes(body));
+            }
+            let got: Vec<_> = TlvIter::<Toy>::new(&buf)
+                .map(|item| item.map(|(h, b)| (h.0, b.to_vec())))
+                .collect::<Result<_, _>>()
+                .unwrap();
+            prop_assert_eq!(got, bodies);
+        }
+    }
 }

@@ -38,6 +38,8 @@ pub struct RsvpBenchReport {
     pub runs: usize,
     /// Timer wheel mode.
     pub fuzzy_timers: bool,
+    /// Whether the engine was told the session count up front (`Config::expected_sessions`).
+    pub presized: bool,
     /// Per-phase costs.
     pub phases: Vec<Phase>,
     /// Heap bytes per session measured by the counting allocator (median of runs).
@@ -51,7 +53,7 @@ const DOWNSTREAM: IfIndex = IfIndex(2);
 const PHOP: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 1);
 const NHOP: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 
-fn transit_engine(fuzzy: bool) -> RsvpEngine {
+fn transit_engine(fuzzy: bool, expected_sessions: usize) -> RsvpEngine {
     let iface = |ifindex, addr: [u8; 4]| InterfaceConfig {
         ifindex,
         addrs: vec![IpAddr::V4(Ipv4Addr::from(addr))],
@@ -65,6 +67,7 @@ fn transit_engine(fuzzy: bool) -> RsvpEngine {
             iface(UPSTREAM, [10, 0, 1, 2]),
             iface(DOWNSTREAM, [10, 0, 2, 1]),
         ],
+        expected_sessions,
         ..Config::default()
     };
     // The KOM "tuned" engine's wheel: 10 ms slots (seed 001 §V.B).
@@ -83,16 +86,20 @@ fn transit_engine(fuzzy: bool) -> RsvpEngine {
     e
 }
 
+/// Session `i`: like the KOM experiments (seed 001 §IV), many sessions share a few destination
+/// hosts and differ in their ports — here 256 destination hosts, and one sender address per
+/// session.
 fn session(i: usize) -> (Session, FilterSpec) {
     let i = i as u32;
-    let dest = Ipv4Addr::from(0x1400_0000 | (i & 0x00ff_ffff));
+    let dest = Ipv4Addr::from(0x1400_0000 | (i % 256));
+    let port = 1024 + (i / 256) as u16;
     let src = Ipv4Addr::from(0x1e00_0000 | (i & 0x00ff_ffff));
     (
         Session {
             dest: IpAddr::V4(dest),
             protocol_id: 17,
             flags: 0,
-            dst_port: 5000,
+            dst_port: port,
         },
         FilterSpec::V4 {
             src,
@@ -206,7 +213,7 @@ fn median(v: &[f64]) -> f64 {
 }
 
 /// Run the RSVP engine benchmark.
-pub fn rsvp(sessions: usize, runs: usize, fuzzy: bool) -> RsvpBenchReport {
+pub fn rsvp(sessions: usize, runs: usize, fuzzy: bool, presize: bool) -> RsvpBenchReport {
     let paths: Vec<Vec<u8>> = (0..sessions).map(path_bytes).collect();
     let resvs: Vec<Vec<u8>> = (0..sessions).map(resv_bytes).collect();
     let names = [
@@ -219,7 +226,7 @@ pub fn rsvp(sessions: usize, runs: usize, fuzzy: bool) -> RsvpBenchReport {
     let mut bytes = Vec::new();
     let mut estimated = Vec::new();
     for _ in 0..runs.max(1) {
-        let mut e = transit_engine(fuzzy);
+        let mut e = transit_engine(fuzzy, if presize { sessions } else { 0 });
         let before = alloc::allocated();
         let t = Instant::from_secs(1);
         samples[0].push(feed(&mut e, &paths, PHOP, UPSTREAM, 63, t));
@@ -239,6 +246,7 @@ pub fn rsvp(sessions: usize, runs: usize, fuzzy: bool) -> RsvpBenchReport {
         sessions,
         runs: runs.max(1),
         fuzzy_timers: fuzzy,
+        presized: presize,
         phases: names
             .iter()
             .zip(samples)
@@ -258,10 +266,11 @@ pub fn render_rsvp(r: &RsvpBenchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "RSVP engine at a transit node, {} sessions, {} runs, {} timers",
+        "RSVP engine at a transit node, {} sessions, {} runs, {} timers{}",
         r.sessions,
         r.runs,
-        if r.fuzzy_timers { "fuzzy" } else { "precise" }
+        if r.fuzzy_timers { "fuzzy" } else { "precise" },
+        if r.presized { ", presized tables" } else { "" }
     );
     let _ = writeln!(
         out,

@@ -47,6 +47,10 @@ enum Bench {
         /// Use the fuzzy timer wheel (seed 001 §III.B).
         #[arg(long)]
         fuzzy: bool,
+        /// Tell the engine the session count up front (`expected_sessions`), so its tables are
+        /// sized once instead of grown.
+        #[arg(long)]
+        presize: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -69,10 +73,11 @@ fn main() -> Result<()> {
                     sessions,
                     runs,
                     fuzzy,
+                    presize,
                     json,
                 },
         } => {
-            let report = pathwise::bench::rsvp(sessions, runs, fuzzy);
+            let report = pathwise::bench::rsvp(sessions, runs, fuzzy, presize);
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {

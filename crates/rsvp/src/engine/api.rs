@@ -17,7 +17,7 @@ pub enum Event {
         /// Its traffic.
         tspec: SenderTspec,
         /// What the path offers (ADSPEC), if the sender asked for one.
-        adspec: Option<Adspec>,
+        adspec: Option<Box<Adspec>>,
     },
     /// Path state for a sender is gone at a receiver (teardown or timeout).
     PathGone {
@@ -86,7 +86,7 @@ pub enum ApiError {
 }
 
 use super::resv::ResvRequest;
-use super::state::{Psb, SessionId};
+use super::state::{Psb, RsbId};
 use super::{RsvpEngine, TrafficControl};
 use crate::wire::{Style, StyleKind};
 use pathwise_core::time::Instant;
@@ -106,7 +106,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             return Err(ApiError::NotLocal(sender.src()));
         }
         let sid = self
-            .session_for(session)
+            .session_for(now, session)
             .map_err(|_| ApiError::BadRequest("conflicting destination ports"))?;
         let (id, changed) = match self.find_psb(sid, &sender) {
             Some(id) => {
@@ -115,23 +115,23 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 (id, changed)
             }
             None => {
-                let adspec = Some(Box::new(Adspec::new_at_sender(true, true)));
-                let id = self.psbs.insert(Psb {
+                let adspec = Some(self.intern_adspec(Adspec::new_at_sender(true, true)));
+                let id = self.insert_psb(Psb {
                     session: sid,
+                    next: None,
                     sender,
                     tspec,
                     adspec,
                     phop: None,
                     iif: None,
                     oifs: SmallVec::new(),
-                    carried: Vec::new(),
-                    refresh_ms: self.refresh_ms(),
+                    carried: None,
                     ttl: self.cfg.ttl,
                     non_rsvp: false,
-                    cleanup: None,
-                    oiat: SmallVec::new(),
+                    expires: Instant::MAX,
+                    oiats: None,
+                    sent: None,
                 });
-                self.sessions[sid].psbs.push(id);
                 (id, true)
             }
         };
@@ -148,7 +148,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         session: Session,
         sender: FilterSpec,
     ) -> Result<(), ApiError> {
-        let sid = *self.session_index.get(&session).ok_or(ApiError::Unknown)?;
+        let sid = self.find_session(&session).ok_or(ApiError::Unknown)?;
         let id = self
             .find_psb(sid, &sender)
             .filter(|&id| self.psbs[id].phop.is_none())
@@ -171,15 +171,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
         flows: Vec<FlowDescriptor>,
         confirm: bool,
     ) -> Result<(), ApiError> {
-        let sid = *self
-            .session_index
-            .get(&session)
-            .ok_or(ApiError::NoPathState)?;
-        let local_path = self.sessions[sid]
-            .psbs
-            .iter()
-            .any(|&p| self.psbs[p].oifs.contains(&None));
-        if !local_path {
+        let sid = self.find_session(&session).ok_or(ApiError::NoPathState)?;
+        if !self.psbs_of(sid).any(|p| self.psbs[p].oifs.contains(&None)) {
             return Err(ApiError::NoPathState);
         }
         let shape_ok = match style {
@@ -193,26 +186,23 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 "flow descriptors do not fit the style",
             ));
         }
-        // A new request replaces the old one.
-        let old: SmallVec<[usize; 2]> = self.sessions[sid]
-            .rsbs
-            .iter()
-            .copied()
-            .filter(|&r| self.rsbs[r].nhop.is_none())
+        // A new request replaces the old one: requests it no longer makes go.
+        let stale: SmallVec<[RsbId; 2]> = self
+            .rsbs_of(sid)
+            .filter(|&r| {
+                let r = &self.rsbs[r];
+                r.nhop.is_none()
+                    && !(r.style == style
+                        && flows.iter().any(|f| f.filters.first() == r.filters.first()))
+            })
             .collect();
-        let keep = |r: &super::state::Rsb| {
-            r.style == style && flows.iter().any(|f| f.filters.first() == r.filters.first())
-        };
-        for r in old {
-            if !keep(&self.rsbs[r]) {
-                self.remove_rsb(r);
-            }
+        for r in stale {
+            self.remove_rsb(r);
         }
-        let receiver = self.iface_addr(None, session.dest);
         let receiver = if self.is_local(session.dest) {
             session.dest
         } else {
-            receiver
+            self.iface_addr(None, session.dest)
         };
         let req = ResvRequest {
             nhop: None,
@@ -227,8 +217,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             carried: Vec::new(),
             lifetime: None,
         };
-        let errors = self.process_resv(now, sid, None, &req);
-        for ((code, value), flow) in errors {
+        for ((code, value), flow) in self.process_resv(now, sid, &req) {
             let node = self.iface_addr(None, session.dest);
             self.events.push_back(Event::ResvError {
                 session,
@@ -248,11 +237,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// Withdraw this receiver's reservation for the session (ResvTear goes upstream).
     pub fn release(&mut self, now: Instant, session: Session) -> Result<(), ApiError> {
-        let sid = *self.session_index.get(&session).ok_or(ApiError::Unknown)?;
-        let locals: SmallVec<[usize; 2]> = self.sessions[sid]
-            .rsbs
-            .iter()
-            .copied()
+        let sid = self.find_session(&session).ok_or(ApiError::Unknown)?;
+        let locals: SmallVec<[RsbId; 2]> = self
+            .rsbs_of(sid)
             .filter(|&r| self.rsbs[r].nhop.is_none())
             .collect();
         if locals.is_empty() {
@@ -273,10 +260,5 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.update_reservations(now, sid);
             }
         }
-    }
-
-    /// The session ids known, for inspection.
-    pub(super) fn session_ids(&self) -> impl Iterator<Item = SessionId> + '_ {
-        self.sessions.iter().map(|(id, _)| id)
     }
 }

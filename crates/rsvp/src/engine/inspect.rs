@@ -1,8 +1,9 @@
 //! Read-only views of an engine's state, for `show` commands, the demo and tests.
 
 use super::counters::StateStats;
+use super::state::SessionId;
 use super::{RsvpEngine, TrafficControl};
-use crate::wire::{FilterSpec, FlowSpec, SenderTspec, Session, StyleKind};
+use crate::wire::{FilterSpec, FlowSpec, Opaque, SenderTspec, Session, StyleKind};
 use pathwise_core::io::IfIndex;
 use std::mem::size_of;
 use std::net::IpAddr;
@@ -64,26 +65,23 @@ pub struct SessionView {
 impl<T: TrafficControl> RsvpEngine<T> {
     /// A view of every session, in no particular order.
     pub fn sessions(&self) -> Vec<SessionView> {
-        self.session_ids()
-            .map(|sid| self.session_view(sid))
+        self.sessions
+            .iter()
+            .map(|(sid, _)| self.session_view(sid))
             .collect()
     }
 
     /// A view of one session.
     pub fn session(&self, key: &Session) -> Option<SessionView> {
-        self.session_index
-            .get(key)
-            .map(|&sid| self.session_view(sid))
+        self.find_session(key).map(|sid| self.session_view(sid))
     }
 
-    fn session_view(&self, sid: usize) -> SessionView {
-        let s = &self.sessions[sid];
+    fn session_view(&self, sid: SessionId) -> SessionView {
         SessionView {
-            session: s.key,
-            paths: s
-                .psbs
-                .iter()
-                .map(|&p| {
+            session: self.sessions[sid].key,
+            paths: self
+                .psbs_of(sid)
+                .map(|p| {
                     let p = &self.psbs[p];
                     PathView {
                         sender: p.sender,
@@ -94,34 +92,25 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     }
                 })
                 .collect(),
-            resvs: s
-                .rsbs
-                .iter()
-                .map(|&r| {
+            resvs: self
+                .rsbs_of(sid)
+                .map(|r| {
                     let r = &self.rsbs[r];
                     ResvView {
-                        nhop: r.nhop.map(|h| h.addr),
+                        nhop: r.nhop.map(|h| self.hops.get(h).addr),
                         oi: r.oi,
                         style: r.style,
-                        flowspec: r.flowspec,
+                        flowspec: *self.flowspecs.get(r.flowspec),
                         filters: r.filters.to_vec(),
                     }
                 })
                 .collect(),
-            installed: s
-                .out_isbs
-                .iter()
-                .map(|&o| {
-                    let o = &self.out_isbs[o];
-                    InstalledView {
-                        ifindex: o.ifindex,
-                        flowspec: o.flowspec,
-                        senders: o
-                            .oiat
-                            .iter()
-                            .map(|&x| self.psbs[self.oiats[x].psb].sender)
-                            .collect(),
-                    }
+            installed: self
+                .out_isbs_of(sid)
+                .map(|o| InstalledView {
+                    ifindex: self.out_isbs[o].ifindex,
+                    flowspec: *self.flowspecs.get(self.out_isbs[o].flowspec),
+                    senders: self.psbs_served(o).map(|p| self.psbs[p].sender).collect(),
                 })
                 .collect(),
         }
@@ -140,92 +129,77 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
     }
 
-    /// Whether the engine holds no session state at all.
+    /// Whether the engine holds no session state at all (interned values included: a leaked
+    /// reference shows here).
     pub fn is_idle(&self) -> bool {
         let s = self.state_stats();
-        s.sessions + s.psbs + s.rsbs + s.phops + s.out_isbs + s.oiats == 0
+        s.sessions + s.psbs + s.rsbs + s.phops + s.out_isbs + s.oiats + s.timers == 0
+            && self.adspecs.is_empty()
+            && self.flowspecs.is_empty()
+            && self.hops.is_empty()
+            && self.session_index.is_empty()
+            && self.dest_ports.is_empty()
     }
 
-    /// An estimate of the heap the engine's protocol state occupies, in bytes: slab and table
-    /// capacity plus the out-of-line parts of each block. The bench cross-checks it against a
-    /// counting allocator.
+    /// An estimate of the heap the engine's protocol state occupies, in bytes: arena and table
+    /// capacity plus the out-of-line parts of blocks. `pathwise bench rsvp` cross-checks it
+    /// against a counting allocator.
     pub fn state_bytes(&self) -> usize {
-        fn slab_bytes<V>(s: &slab::Slab<V>) -> usize {
-            s.capacity() * (size_of::<V>() + size_of::<usize>())
-        }
         fn map_bytes<K, V, S>(m: &std::collections::HashMap<K, V, S>) -> usize {
             m.capacity() * (size_of::<(K, V)>() + 1)
         }
-        let mut n = slab_bytes(&self.sessions)
-            + slab_bytes(&self.psbs)
-            + slab_bytes(&self.phops)
-            + slab_bytes(&self.rsbs)
-            + slab_bytes(&self.out_isbs)
-            + slab_bytes(&self.oiats)
-            + map_bytes(&self.session_index)
+        /// Heap used by a SmallVec that outgrew its inline storage.
+        fn spill<A: smallvec::Array>(v: &smallvec::SmallVec<A>) -> usize {
+            if v.spilled() {
+                v.capacity() * size_of::<A::Item>()
+            } else {
+                0
+            }
+        }
+        fn carried(c: &super::state::Carried) -> usize {
+            c.as_ref().map_or(0, |v| {
+                size_of::<Vec<Opaque>>()
+                    + v.iter()
+                        .map(|x| size_of::<Opaque>() + x.body.capacity())
+                        .sum::<usize>()
+            })
+        }
+        let tables = self.sessions.heap_bytes()
+            + self.psbs.heap_bytes()
+            + self.phops.heap_bytes()
+            + self.rsbs.heap_bytes()
+            + self.out_isbs.heap_bytes()
+            + self.oiats.heap_bytes()
+            + self.session_index.capacity() * (size_of::<SessionId>() + 1)
             + map_bytes(&self.phop_index)
             + map_bytes(&self.reported)
+            + map_bytes(&self.dest_ports)
+            + self.adspecs.heap_bytes()
+            + self.flowspecs.heap_bytes()
+            + self.hops.heap_bytes()
             + self.timers.heap_bytes();
-        for (_, s) in &self.sessions {
-            n += s
-                .psbs
-                .spilled()
-                .then(|| s.psbs.capacity() * size_of::<usize>())
-                .unwrap_or(0);
-            n += s
-                .rsbs
-                .spilled()
-                .then(|| s.rsbs.capacity() * size_of::<usize>())
-                .unwrap_or(0);
-            n += s
-                .out_isbs
-                .spilled()
-                .then(|| s.out_isbs.capacity() * size_of::<usize>())
-                .unwrap_or(0);
-            n += s.upstream.capacity() * size_of::<super::state::Upstream>();
-            n += s
-                .upstream
-                .iter()
-                .map(|u| {
-                    u.flows.capacity() * size_of::<crate::wire::FlowDescriptor>()
-                        + u.flows
-                            .iter()
-                            .map(|f| f.filters.capacity() * size_of::<FilterSpec>())
-                            .sum::<usize>()
-                })
-                .sum::<usize>();
-        }
-        for (_, p) in &self.psbs {
-            n += p
-                .adspec
-                .as_ref()
-                .map_or(0, |_| size_of::<crate::wire::Adspec>());
-            n += p
-                .carried
-                .iter()
-                .map(|o| size_of::<crate::wire::Opaque>() + o.body.capacity())
-                .sum::<usize>();
-            n += p
-                .oifs
-                .spilled()
-                .then(|| p.oifs.capacity() * size_of::<Option<IfIndex>>())
-                .unwrap_or(0);
-            n += p
-                .oiat
-                .spilled()
-                .then(|| p.oiat.capacity() * size_of::<usize>())
-                .unwrap_or(0);
-        }
-        for (_, r) in &self.rsbs {
-            n += r
-                .filters
-                .spilled()
-                .then(|| r.filters.capacity() * size_of::<FilterSpec>())
-                .unwrap_or(0);
-            n += r.scope.as_ref().map_or(0, |s| {
-                size_of::<crate::wire::Scope>() + s.addrs.capacity() * size_of::<IpAddr>()
-            });
-        }
-        n
+        let psbs: usize = self
+            .psbs
+            .iter()
+            .map(|(_, p)| carried(&p.carried) + spill(&p.oifs))
+            .sum();
+        let rsbs: usize = self
+            .rsbs
+            .iter()
+            .map(|(_, r)| {
+                spill(&r.filters)
+                    + r.extra.as_ref().map_or(0, |e| {
+                        size_of::<super::state::RsbExtra>()
+                            + e.carried
+                                .iter()
+                                .map(|x| size_of::<Opaque>() + x.body.capacity())
+                                .sum::<usize>()
+                            + e.scope
+                                .as_ref()
+                                .map_or(0, |s| s.addrs.capacity() * size_of::<IpAddr>())
+                    })
+            })
+            .sum();
+        tables + psbs + rsbs
     }
 }

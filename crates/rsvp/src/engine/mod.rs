@@ -12,6 +12,8 @@
 pub mod api;
 pub mod counters;
 pub mod inspect;
+pub mod intern;
+mod list;
 pub mod merge;
 mod path;
 mod resv;
@@ -26,19 +28,23 @@ pub use tc::{
     AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
 };
 
-use crate::wire::{Message, MsgType};
+use crate::wire::{FlowSpec, Message, MsgType, RsvpHop, Session};
+use hashbrown::HashTable;
+use intern::Interner;
+use pathwise_core::arena::Arena;
 use pathwise_core::engine::Engine;
 use pathwise_core::fib::Fib;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transmit, Transport};
 use pathwise_core::rand::Rng;
 use pathwise_core::rng::SeededRng;
 use pathwise_core::route::{MulticastRoute, Route, RouteChange};
-use pathwise_core::table::{KeyedMap, keyed_map};
+use pathwise_core::table::{KeyedMap, KeyedState, keyed_map};
 use pathwise_core::time::{Duration, Instant};
 use pathwise_core::timer::{TimerWheel, WheelConfig};
-use slab::Slab;
-use state::{OiatPsb, OutIsb, PhopSb, Psb, PsbId, Rsb, SessionId, SessionState};
+use smallvec::SmallVec;
+use state::{OiatPsb, OutIsb, PhopSb, Psb, PsbId, Rsb, RsbId, SessionId, SessionState};
 use std::collections::VecDeque;
+use std::hash::BuildHasher;
 use std::net::IpAddr;
 
 /// One local interface.
@@ -82,6 +88,9 @@ pub struct Config {
     pub interfaces: Vec<InterfaceConfig>,
     /// Further local addresses (loopback / router id).
     pub local_addrs: Vec<IpAddr>,
+    /// Sessions to make room for up front (0: grow as needed). Saves rehashing and arena growth
+    /// on a node that knows its load.
+    pub expected_sessions: usize,
 }
 
 impl Default for Config {
@@ -96,21 +105,9 @@ impl Default for Config {
             release_on_admission_failure: true,
             interfaces: Vec::new(),
             local_addrs: Vec::new(),
+            expected_sessions: 0,
         }
     }
-}
-
-/// What a timer does when it fires.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Timer {
-    /// Path state lifetime ran out (RFC 2205 §3.7).
-    PathCleanup(PsbId),
-    /// Reservation state lifetime ran out.
-    ResvCleanup(state::RsbId),
-    /// Time to refresh the session's Path and Resv state.
-    Refresh(SessionId),
-    /// Local repair after a route change (RFC 2205 §3.6).
-    Repair(SessionId),
 }
 
 /// An RSVP node: router or host.
@@ -119,20 +116,29 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     cfg: Config,
     rng: SeededRng,
     tc: T,
-    timers: TimerWheel<Timer>,
+    /// One timer per session (see [`SessionState::timer`]).
+    timers: TimerWheel<SessionId>,
     fib: Fib<Route>,
     mcast: KeyedMap<(IpAddr, IpAddr), MulticastRoute>,
     local: KeyedMap<IpAddr, ()>,
-    session_index: KeyedMap<crate::wire::Session, SessionId>,
+    /// Sessions by SESSION object: the table holds only ids; keys are read from the arena.
+    session_index: HashTable<SessionId>,
+    session_hasher: KeyedState,
+    /// Sessions per (destination, protocol) with a zero and a non-zero port, for the
+    /// "Conflicting Dest Ports" check without a scan.
+    dest_ports: KeyedMap<(IpAddr, u8), [u32; 2]>,
     phop_index: KeyedMap<(IpAddr, u32), state::PhopId>,
-    sessions: Slab<SessionState>,
-    psbs: Slab<Psb>,
-    phops: Slab<PhopSb>,
-    rsbs: Slab<Rsb>,
-    out_isbs: Slab<OutIsb>,
-    oiats: Slab<OiatPsb>,
+    sessions: Arena<SessionState>,
+    psbs: Arena<Psb>,
+    phops: Arena<PhopSb>,
+    rsbs: Arena<Rsb>,
+    out_isbs: Arena<OutIsb>,
+    oiats: Arena<OiatPsb>,
+    adspecs: Interner<crate::wire::Adspec>,
+    flowspecs: Interner<FlowSpec>,
+    hops: Interner<RsvpHop>,
     /// Reservation last reported to each local sender (RESV_EVENT only on change).
-    reported: KeyedMap<PsbId, crate::wire::FlowSpec>,
+    reported: KeyedMap<PsbId, FlowSpec>,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     counters: Counters,
@@ -172,20 +178,26 @@ impl<T: TrafficControl> RsvpEngine<T> {
         {
             local.insert(*a, ());
         }
+        let n = cfg.expected_sessions;
         RsvpEngine {
             timers: TimerWheel::new(cfg.wheel, now),
             mcast: keyed_map(&mut rng),
-            session_index: keyed_map(&mut rng),
+            session_index: HashTable::with_capacity(n),
+            session_hasher: KeyedState::from_rng(&mut rng),
+            dest_ports: keyed_map(&mut rng),
             phop_index: keyed_map(&mut rng),
+            adspecs: Interner::new(&mut rng),
+            flowspecs: Interner::new(&mut rng),
+            hops: Interner::new(&mut rng),
             reported: keyed_map(&mut rng),
             local,
             fib: Fib::new(),
-            sessions: Slab::new(),
-            psbs: Slab::new(),
-            phops: Slab::new(),
-            rsbs: Slab::new(),
-            out_isbs: Slab::new(),
-            oiats: Slab::new(),
+            sessions: Arena::with_capacity(n),
+            psbs: Arena::with_capacity(n),
+            phops: Arena::new(),
+            rsbs: Arena::with_capacity(n),
+            out_isbs: Arena::with_capacity(n),
+            oiats: Arena::with_capacity(n),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
@@ -194,6 +206,49 @@ impl<T: TrafficControl> RsvpEngine<T> {
             rng,
             cfg,
         }
+    }
+
+    /// The session with this SESSION object.
+    pub(crate) fn find_session(&self, key: &Session) -> Option<SessionId> {
+        let hash = self.session_hasher.hash_one(key);
+        self.session_index
+            .find(hash, |&sid| self.sessions[sid].key == *key)
+            .copied()
+    }
+
+    fn index_session(&mut self, sid: SessionId) {
+        let (sessions, hasher) = (&self.sessions, &self.session_hasher);
+        let hash = hasher.hash_one(sessions[sid].key);
+        self.session_index
+            .insert_unique(hash, sid, |&s| hasher.hash_one(sessions[s].key));
+    }
+
+    fn unindex_session(&mut self, sid: SessionId) {
+        let hash = self.session_hasher.hash_one(self.sessions[sid].key);
+        if let Ok(e) = self.session_index.find_entry(hash, |&s| s == sid) {
+            e.remove();
+        }
+    }
+
+    /// The session's PSBs, front to back.
+    pub(crate) fn psbs_of(&self, sid: SessionId) -> impl Iterator<Item = PsbId> + '_ {
+        list::iter(&self.psbs, self.sessions[sid].psbs, |p| p.next)
+    }
+
+    /// The session's RSBs.
+    pub(crate) fn rsbs_of(&self, sid: SessionId) -> impl Iterator<Item = RsbId> + '_ {
+        list::iter(&self.rsbs, self.sessions[sid].rsbs, |r| r.next)
+    }
+
+    /// The session's OutISBs.
+    pub(crate) fn out_isbs_of(&self, sid: SessionId) -> impl Iterator<Item = state::OutIsbId> + '_ {
+        list::iter(&self.out_isbs, self.sessions[sid].out_isbs, |o| o.next)
+    }
+
+    /// The PSBs an OutISB serves.
+    pub(crate) fn psbs_served(&self, oid: state::OutIsbId) -> impl Iterator<Item = PsbId> + '_ {
+        list::iter(&self.oiats, self.out_isbs[oid].oiats, |x| x.next_of_out)
+            .map(|x| self.oiats[x].psb)
     }
 
     /// The configuration.
@@ -232,11 +287,27 @@ impl<T: TrafficControl> RsvpEngine<T> {
         u32::try_from(self.cfg.refresh.as_millis()).unwrap_or(u32::MAX)
     }
 
-    fn ensure_refresh(&mut self, now: Instant, sid: SessionId) {
-        if self.sessions[sid].refresh.is_none() {
-            let at = now + self.refresh_interval();
-            self.sessions[sid].refresh = Some(self.timers.insert(at, Timer::Refresh(sid)));
+    /// Make sure the session's timer is due no later than the earliest of its deadlines. Only
+    /// an earlier deadline moves the timer; a later one is found when the timer fires.
+    fn schedule_session(&mut self, sid: SessionId) {
+        let s = &self.sessions[sid];
+        let earliest = self
+            .psbs_of(sid)
+            .map(|p| self.psbs[p].expires)
+            .chain(self.rsbs_of(sid).map(|r| self.rsbs[r].expires))
+            .fold(s.refresh_at.min(s.repair_at), Instant::min);
+        let wake = s
+            .timer
+            .and_then(|h| self.timers.deadline(h))
+            .unwrap_or(Instant::MAX);
+        if earliest >= wake {
+            return;
         }
+        if let Some(h) = s.timer {
+            self.timers.cancel(h);
+        }
+        self.sessions[sid].timer =
+            (earliest != Instant::MAX).then(|| self.timers.insert(earliest, sid));
     }
 
     fn drop_msg(&mut self, reason: &'static str) {
@@ -244,45 +315,50 @@ impl<T: TrafficControl> RsvpEngine<T> {
         tracing::debug!(reason, "rsvp message dropped");
     }
 
-    fn on_timer(&mut self, now: Instant, t: Timer) {
-        match t {
-            Timer::PathCleanup(id) => {
-                if let Some(p) = self.psbs.get_mut(id) {
-                    p.cleanup = None;
-                    self.counters.path_timeouts += 1;
-                    let sid = p.session;
-                    self.remove_psb(now, id, true);
-                    self.after_path_removal(now, sid);
-                }
-            }
-            Timer::ResvCleanup(id) => {
-                if let Some(r) = self.rsbs.get_mut(id) {
-                    r.cleanup = None;
-                    self.counters.resv_timeouts += 1;
-                    let sid = r.session;
-                    self.remove_rsb(id);
-                    self.update_reservations(now, sid);
-                }
-            }
-            Timer::Refresh(sid) => {
-                if self.sessions.contains(sid) {
-                    self.sessions[sid].refresh = None;
-                    self.refresh_session(now, sid);
-                    self.ensure_refresh(now, sid);
-                }
-            }
-            Timer::Repair(sid) => {
-                if self.sessions.contains(sid) {
-                    self.sessions[sid].repair = None;
-                    self.local_repair(now, sid);
-                }
-            }
+    /// The session's timer fired: time out state whose lifetime ran out (RFC 2205 §3.7), run a
+    /// pending local repair (§3.6), refresh if due, and re-arm.
+    fn on_session_timer(&mut self, now: Instant, sid: SessionId) {
+        let Some(s) = self.sessions.get_mut(sid) else {
+            return;
+        };
+        s.timer = None;
+        let expired: SmallVec<[PsbId; 2]> = self
+            .psbs_of(sid)
+            .filter(|&p| self.psbs[p].expires <= now)
+            .collect();
+        for &id in &expired {
+            self.counters.path_timeouts += 1;
+            self.remove_psb(now, id, true);
         }
+        if self.sessions[sid].psbs.is_none() {
+            self.remove_session(sid);
+            return;
+        }
+        let stale: SmallVec<[RsbId; 2]> = self
+            .rsbs_of(sid)
+            .filter(|&r| self.rsbs[r].expires <= now)
+            .collect();
+        for &id in &stale {
+            self.counters.resv_timeouts += 1;
+            self.remove_rsb(id);
+        }
+        if !expired.is_empty() || !stale.is_empty() {
+            self.update_reservations(now, sid);
+        }
+        if self.sessions[sid].repair_at <= now {
+            self.sessions[sid].repair_at = Instant::MAX;
+            self.local_repair(now, sid);
+        }
+        if self.sessions[sid].refresh_at <= now {
+            self.refresh_session(now, sid);
+            self.sessions[sid].refresh_at = now + self.refresh_interval();
+        }
+        self.schedule_session(sid);
     }
 
     /// Send every Path and Resv of a session again (RFC 2205 §3.7 refresh).
     fn refresh_session(&mut self, now: Instant, sid: SessionId) {
-        let psbs = self.sessions[sid].psbs.clone();
+        let psbs: SmallVec<[PsbId; 4]> = self.psbs_of(sid).collect();
         for id in psbs {
             let oifs = self.psbs[id].oifs.clone();
             self.send_path(id, &oifs);
@@ -306,7 +382,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             Message::PathErr(e) => self.on_path_err(e),
             Message::Resv(r) => self.on_resv(now, rx, r),
             Message::ResvTear(t) => self.on_resv_tear(now, rx, t),
-            Message::ResvErr(e) => self.on_resv_err(now, e),
+            Message::ResvErr(e) => self.on_resv_err(e),
             Message::ResvConf(c) => self.on_resv_conf(rx, c),
         }
     }
@@ -337,8 +413,8 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        while let Some((_, t)) = self.timers.expire(now) {
-            self.on_timer(now, t);
+        while let Some((_, sid)) = self.timers.expire(now) {
+            self.on_session_timer(now, sid);
         }
         self.flush_pending(now);
     }

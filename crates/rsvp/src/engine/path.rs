@@ -1,10 +1,11 @@
 //! Path-side processing: Path, PathTear and PathErr (RFC 2209 §3 "PATH MESSAGE ARRIVES",
 //! "PATHTEAR MESSAGE ARRIVES", "PATHERR MESSAGE ARRIVES") and path state removal.
 
-use super::state::{Oi, PhopId, Psb, PsbId, SessionId, SessionState};
-use super::{Event, RsvpEngine, Timer, TrafficControl};
+use super::list;
+use super::state::{Oi, PhopId, Psb, PsbId, SessionId, SessionState, carried, filter_matches};
+use super::{Event, RsvpEngine, TrafficControl};
 use crate::wire::error::error_code;
-use crate::wire::{CommonHeader, FilterSpec, Path, PathErr, PathTear, RsvpHop, Session};
+use crate::wire::{CommonHeader, FilterSpec, Path, PathErr, PathTear, RsvpHop, Session, StyleKind};
 use pathwise_core::io::{IfIndex, Received};
 use pathwise_core::time::Instant;
 use smallvec::SmallVec;
@@ -41,38 +42,56 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// The session for `key`, created if new. Refused with "Conflicting Dest Ports" (code 7) when
     /// another session to the same destination and protocol has a zero port where this one has
     /// not, or the other way round (RFC 2209 §3).
-    pub(super) fn session_for(&mut self, key: Session) -> Result<SessionId, (u8, u16)> {
-        if let Some(&sid) = self.session_index.get(&key) {
+    pub(super) fn session_for(
+        &mut self,
+        now: Instant,
+        key: Session,
+    ) -> Result<SessionId, (u8, u16)> {
+        if let Some(sid) = self.find_session(&key) {
             return Ok(sid);
         }
-        let conflict = self.session_index.keys().any(|k| {
-            k.dest == key.dest
-                && k.protocol_id == key.protocol_id
-                && k.dst_port != key.dst_port
-                && (k.dst_port == 0 || key.dst_port == 0)
-        });
-        if conflict {
+        let nonzero = usize::from(key.dst_port != 0);
+        let counts = self
+            .dest_ports
+            .entry((key.dest, key.protocol_id))
+            .or_insert([0, 0]);
+        if counts[1 - nonzero] > 0 {
             return Err((error_code::CONFLICTING_DEST_PORTS, 0));
         }
+        counts[nonzero] += 1;
+        let refresh_at = now + self.refresh_interval();
         let sid = self.sessions.insert(SessionState {
             key,
-            psbs: SmallVec::new(),
-            rsbs: SmallVec::new(),
-            out_isbs: SmallVec::new(),
-            upstream: Vec::new(),
-            refresh: None,
-            repair: None,
+            upstream_style: None,
+            psbs: None,
+            rsbs: None,
+            out_isbs: None,
+            timer: None,
+            refresh_at,
+            repair_at: Instant::MAX,
         });
-        self.session_index.insert(key, sid);
+        self.index_session(sid);
         Ok(sid)
     }
 
+    /// A reference to the shared copy of an ADSPEC.
+    pub(super) fn intern_adspec(&mut self, a: crate::wire::Adspec) -> super::state::AdspecRef {
+        self.adspecs.acquire(a)
+    }
+
     pub(super) fn find_psb(&self, sid: SessionId, sender: &FilterSpec) -> Option<PsbId> {
-        self.sessions[sid]
-            .psbs
-            .iter()
-            .copied()
+        self.psbs_of(sid)
             .find(|&id| self.psbs[id].sender == *sender)
+    }
+
+    /// Add a PSB to its session.
+    pub(super) fn insert_psb(&mut self, psb: Psb) -> PsbId {
+        let sid = psb.session;
+        let id = self.psbs.insert(psb);
+        list::push(&mut self.psbs, &mut self.sessions[sid].psbs, id, |p| {
+            &mut p.next
+        });
+        id
     }
 
     pub(super) fn phop_acquire(&mut self, hop: RsvpHop, ifindex: IfIndex) -> PhopId {
@@ -105,7 +124,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// RFC 2209 §3 "PATH MESSAGE ARRIVES".
     pub(super) fn on_path(&mut self, now: Instant, rx: &Received<'_>, hdr: &CommonHeader, p: Path) {
-        let sid = match self.session_for(p.session) {
+        let sid = match self.session_for(now, p.session) {
             Ok(sid) => sid,
             Err((code, value)) => {
                 self.drop_msg("conflicting_dest_ports");
@@ -115,11 +134,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         };
         let template = p.sender.template;
-        let conflict = self.sessions[sid]
-            .psbs
-            .iter()
-            .any(|&id| sender_ports_conflict(&self.psbs[id].sender, &template));
-        if conflict {
+        if self
+            .psbs_of(sid)
+            .any(|id| sender_ports_conflict(&self.psbs[id].sender, &template))
+        {
             self.drop_msg("conflicting_sender_ports");
             let sender = Some(p.sender.clone());
             self.send_path_err_raw(
@@ -130,20 +148,24 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 0,
                 sender,
             );
-            self.forget_session_if_empty(sid);
+            if self.sessions[sid].psbs.is_none() {
+                self.remove_session(sid);
+            }
             return;
         }
         // A Send_TTL different from the IP TTL means non-RSVP routers forwarded the message
         // (RFC 2205 §3.8): the ADSPEC's break bit says the path is not fully IntServ-capable.
         let non_rsvp = hdr.send_ttl != rx.ttl;
-        let mut adspec = p.sender.adspec.map(Box::new);
+        let mut adspec = p.sender.adspec;
         if non_rsvp && let Some(a) = adspec.as_mut() {
             a.set_break_bit();
         }
-        let mut carried = p.policy;
-        carried.extend(p.forward);
-        let lifetime = self.lifetime(p.time_values.refresh_ms);
+        let adspec = adspec.map(|a| self.intern_adspec(a));
+        let mut objects = p.policy;
+        objects.extend(p.forward);
+        let expires = now + self.lifetime(p.time_values.refresh_ms);
         let phop = self.phop_acquire(p.hop, rx.ifindex);
+        let ttl = rx.ttl.saturating_sub(1);
         let (id, changed) = match self.find_psb(sid, &template) {
             Some(id) => {
                 let old = &self.psbs[id];
@@ -151,48 +173,53 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     || old.iif != Some(rx.ifindex)
                     || old.tspec != p.sender.tspec
                     || old.adspec != adspec
-                    || old.carried != carried
+                    || super::state::carried_slice(&old.carried) != objects.as_slice()
                     || old.non_rsvp != non_rsvp;
-                let old_phop = old.phop;
-                let cleanup = old.cleanup;
-                if let Some(h) = cleanup {
-                    self.timers.cancel(h);
+                let (old_phop, old_adspec) = (old.phop, old.adspec);
+                if old_phop != Some(phop) {
+                    // The sender now reaches us through another neighbour: withdraw what we asked
+                    // of the old one.
+                    self.withdraw_upstream(id);
                 }
                 if let Some(ph) = old_phop {
                     self.phop_release(ph);
                 }
+                if let Some(a) = old_adspec {
+                    self.adspecs.release(a);
+                }
                 let psb = &mut self.psbs[id];
+                psb.expires = expires;
                 psb.phop = Some(phop);
                 psb.iif = Some(rx.ifindex);
                 psb.tspec = p.sender.tspec;
                 psb.adspec = adspec;
-                psb.carried = carried;
-                psb.refresh_ms = p.time_values.refresh_ms;
-                psb.ttl = rx.ttl.saturating_sub(1);
+                psb.ttl = ttl;
                 psb.non_rsvp = non_rsvp;
+                if changed {
+                    psb.carried = carried(objects);
+                }
                 (id, changed)
             }
             None => {
-                let id = self.psbs.insert(Psb {
+                let id = self.insert_psb(Psb {
                     session: sid,
+                    next: None,
                     sender: template,
                     tspec: p.sender.tspec,
                     adspec,
                     phop: Some(phop),
                     iif: Some(rx.ifindex),
                     oifs: SmallVec::new(),
-                    carried,
-                    refresh_ms: p.time_values.refresh_ms,
-                    ttl: rx.ttl.saturating_sub(1),
+                    carried: carried(objects),
+                    ttl,
                     non_rsvp,
-                    cleanup: None,
-                    oiat: SmallVec::new(),
+                    expires,
+                    oiats: None,
+                    sent: None,
                 });
-                self.sessions[sid].psbs.push(id);
                 (id, true)
             }
         };
-        self.psbs[id].cleanup = Some(self.timers.insert(now + lifetime, Timer::PathCleanup(id)));
         let oifs = self.route_oifs(&p.session, template.src(), Some(rx.ifindex));
         self.path_changed(now, id, oifs, changed);
     }
@@ -225,12 +252,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     session: self.sessions[sid].key,
                     sender: p.sender,
                     tspec: p.tspec,
-                    adspec: p.adspec.as_deref().cloned(),
+                    adspec: p.adspec.map(|a| Box::new(self.adspecs.get(a).clone())),
                 });
             }
             self.update_reservations(now, sid);
         }
-        self.ensure_refresh(now, sid);
+        self.schedule_session(sid);
     }
 
     fn path_gone_event(&mut self, id: PsbId) {
@@ -244,14 +271,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// RFC 2209 §3 "PATHTEAR MESSAGE ARRIVES": only the previous hop that installed the state
     /// may tear it (a PathTear from a hop we no longer route through is stale).
     pub(super) fn on_path_tear(&mut self, now: Instant, _rx: &Received<'_>, t: PathTear) {
-        let Some(&sid) = self.session_index.get(&t.session) else {
+        let Some(sid) = self.find_session(&t.session) else {
             self.drop_msg("unknown_session");
             return;
         };
-        let targets: SmallVec<[PsbId; 2]> = self.sessions[sid]
-            .psbs
-            .iter()
-            .copied()
+        let targets: SmallVec<[PsbId; 2]> = self
+            .psbs_of(sid)
             .filter(|&id| {
                 let p = &self.psbs[id];
                 p.phop
@@ -271,7 +296,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// RFC 2209 §3 "PATHERR MESSAGE ARRIVES": pass it towards the sender, unchanged.
     pub(super) fn on_path_err(&mut self, e: PathErr) {
-        let Some(&sid) = self.session_index.get(&e.session) else {
+        let Some(sid) = self.find_session(&e.session) else {
             self.drop_msg("unknown_session");
             return;
         };
@@ -309,101 +334,94 @@ impl<T: TrafficControl> RsvpEngine<T> {
         if oifs.contains(&None) {
             self.path_gone_event(id);
         }
-        let p = self.psbs.remove(id);
-        if let Some(h) = p.cleanup {
-            self.timers.cancel(h);
+        let sid = self.psbs[id].session;
+        list::unlink(&mut self.psbs, &mut self.sessions[sid].psbs, id, |p| {
+            &mut p.next
+        });
+        let rels: SmallVec<[_; 2]> =
+            list::iter(&self.oiats, self.psbs[id].oiats, |x| x.next_of_psb).collect();
+        for x in rels {
+            let out = self.oiats[x].out_isb;
+            list::unlink(&mut self.oiats, &mut self.out_isbs[out].oiats, x, |r| {
+                &mut r.next_of_out
+            });
+            self.oiats.remove(x);
         }
-        if let Some(ph) = p.phop {
-            self.phop_release(ph);
-        }
-        for oiat in p.oiat {
-            let rel = self.oiats.remove(oiat);
-            if let Some(o) = self.out_isbs.get_mut(rel.out_isb) {
-                o.oiat.retain(|x| *x != oiat);
-            }
-        }
-        self.reported.remove(&id);
-        let s = &mut self.sessions[p.session];
-        s.psbs.retain(|x| *x != id);
+        self.free_psb(id);
         // Requests naming only this sender have nothing left to reserve for (RFC 2209 §3,
         // PathTear: "delete ... RSBs ... that no longer match any PSB").
-        let sid = p.session;
-        let rsbs = self.sessions[sid].rsbs.clone();
+        let rsbs: SmallVec<[_; 4]> = self.rsbs_of(sid).collect();
         for rid in rsbs {
+            if self.rsbs[rid].style == StyleKind::Wf {
+                continue;
+            }
             let remaining: SmallVec<[FilterSpec; 1]> = self.rsbs[rid]
                 .filters
                 .iter()
                 .copied()
                 .filter(|f| {
-                    self.sessions[sid]
-                        .psbs
-                        .iter()
-                        .any(|&q| super::state::filter_matches(f, &self.psbs[q].sender))
+                    self.psbs_of(sid)
+                        .any(|q| filter_matches(f, &self.psbs[q].sender))
                 })
                 .collect();
-            let r = &mut self.rsbs[rid];
-            if r.style != crate::wire::StyleKind::Wf && remaining.len() != r.filters.len() {
-                if remaining.is_empty() {
-                    self.remove_rsb(rid);
-                } else {
-                    r.filters = remaining;
-                }
+            if remaining.is_empty() {
+                self.remove_rsb(rid);
+            } else if remaining.len() != self.rsbs[rid].filters.len() {
+                self.rsbs[rid].filters = remaining;
             }
         }
     }
 
+    /// Free a PSB that is on no list any more, releasing what it shares.
+    fn free_psb(&mut self, id: PsbId) {
+        let p = self.psbs.remove(id);
+        for r in [p.sent].into_iter().flatten() {
+            self.flowspecs.release(r);
+        }
+        if let Some(a) = p.adspec {
+            self.adspecs.release(a);
+        }
+        if let Some(ph) = p.phop {
+            self.phop_release(ph);
+        }
+        self.reported.remove(&id);
+    }
+
     /// After path state went: drop the session if nothing is left, else re-merge reservations.
     pub(super) fn after_path_removal(&mut self, now: Instant, sid: SessionId) {
-        if self.sessions[sid].psbs.is_empty() {
+        if self.sessions[sid].psbs.is_none() {
             self.remove_session(sid);
         } else {
             self.update_reservations(now, sid);
         }
     }
 
-    fn forget_session_if_empty(&mut self, sid: SessionId) {
-        if self.sessions[sid].psbs.is_empty() && self.sessions[sid].rsbs.is_empty() {
-            self.remove_session(sid);
-        }
-    }
-
     /// Remove a session and everything in it.
     pub(super) fn remove_session(&mut self, sid: SessionId) {
-        let psbs = self.sessions[sid].psbs.clone();
-        for id in psbs {
-            let p = self.psbs.remove(id);
-            if let Some(h) = p.cleanup {
-                self.timers.cancel(h);
-            }
-            if let Some(ph) = p.phop {
-                self.phop_release(ph);
-            }
-            for oiat in p.oiat {
-                self.oiats.remove(oiat);
-            }
-            self.reported.remove(&id);
+        let out: SmallVec<[_; 4]> = self.out_isbs_of(sid).collect();
+        for o in out {
+            self.remove_out_isb(sid, o);
         }
-        let rsbs = self.sessions[sid].rsbs.clone();
+        let psbs: SmallVec<[_; 4]> = self.psbs_of(sid).collect();
+        for id in psbs {
+            self.free_psb(id);
+        }
+        let rsbs: SmallVec<[_; 4]> = self.rsbs_of(sid).collect();
         for id in rsbs {
             self.remove_rsb(id);
         }
-        let out = self.sessions[sid].out_isbs.clone();
-        for id in out {
-            let o = self.out_isbs.remove(id);
-            self.tc.release(o.tc);
-            for oiat in o.oiat {
-                if self.oiats.contains(oiat) {
-                    self.oiats.remove(oiat);
-                }
-            }
-        }
-        let s = self.sessions.remove(sid);
-        for u in s.upstream {
-            self.phop_release(u.phop);
-        }
-        for h in [s.refresh, s.repair].into_iter().flatten() {
+        if let Some(h) = self.sessions[sid].timer {
             self.timers.cancel(h);
         }
-        self.session_index.remove(&s.key);
+        self.unindex_session(sid);
+        let s = self.sessions.remove(sid);
+        let slot = (s.key.dest, s.key.protocol_id);
+        if let Some(c) = self.dest_ports.get_mut(&slot) {
+            let i = usize::from(s.key.dst_port != 0);
+            c[i] = c[i].saturating_sub(1);
+            if *c == [0, 0] {
+                self.dest_ports.remove(&slot);
+            }
+        }
     }
 }

@@ -2,14 +2,18 @@
 //! ARRIVES" and following), merging requests into installed reservations (OutISBs) and into the
 //! requests sent to each previous hop.
 
-use super::merge::{exceeds, lub, lub_all};
-use super::state::{Oi, OiatPsb, OutIsb, PhopId, PsbId, Rsb, RsbId, SessionId, Upstream};
+use super::list;
+use super::merge::{exceeds, lub};
+use super::state::{
+    Oi, OiatPsb, OutIsb, OutIsbId, PhopId, PsbId, RequestFlow, Rsb, RsbId, SessionId, descriptors,
+    filter_matches,
+};
 use super::tc::{AdmissionError, TcRequest};
-use super::{Event, RsvpEngine, Timer, TrafficControl};
+use super::{Event, RsvpEngine, TrafficControl};
 use crate::wire::error::error_code;
 use crate::wire::{
     ErrorSpec, FilterSpec, FlowDescriptor, FlowSpec, Message, Opaque, Resv, ResvConf, ResvConfirm,
-    ResvErr, ResvTear, RsvpHop, Scope, Style, StyleKind, TimeValues,
+    ResvErr, ResvTear, RsvpHop, Scope, Session, Style, StyleKind, TimeValues,
 };
 use pathwise_core::io::{IfIndex, Received};
 use pathwise_core::time::{Duration, Instant};
@@ -45,18 +49,46 @@ struct Refused {
     err: AdmissionError,
 }
 
+/// One RSB a request asks for: the FF sender (if FF), the flowspec, the filters, and the flow
+/// descriptor it came from (for error reports).
+type WantedRsb = (
+    Option<FilterSpec>,
+    FlowSpec,
+    SmallVec<[FilterSpec; 1]>,
+    FlowDescriptor,
+);
+
+/// What this node asks of one previous hop: the style, the flowspec per sender, and the RSBs
+/// that contributed.
+type Request = (
+    Option<StyleKind>,
+    SmallVec<[(PsbId, FlowSpec); 2]>,
+    SmallVec<[RsbId; 2]>,
+);
+
+/// A session's senders grouped by previous hop (`None`: local senders).
+type SendersByHop = SmallVec<[(Option<PhopId>, SmallVec<[PsbId; 2]>); 2]>;
+
 /// An error to report for one flow descriptor of a request.
 type DescriptorError = ((u8, u16), FlowDescriptor);
 
+/// The state of an RSB before a request changed it: `None` if the request created it.
+type Undo = Option<(FlowSpec, SmallVec<[FilterSpec; 1]>)>;
+
 impl<T: TrafficControl> RsvpEngine<T> {
+    /// The outgoing interface a Resv (or ResvTear) from downstream is about: the LIH we put in
+    /// our Path names it (RFC 2205 §A.2); fall back to the arrival interface for a LIH we did
+    /// not issue.
+    fn resv_oi(&self, hop: &RsvpHop, rx: &Received<'_>) -> IfIndex {
+        Some(IfIndex(hop.lih))
+            .filter(|i| self.has_interface(*i))
+            .unwrap_or(rx.ifindex)
+    }
+
     /// RFC 2209 §3 "RESV MESSAGE ARRIVES".
     pub(super) fn on_resv(&mut self, now: Instant, rx: &Received<'_>, r: Resv) {
-        // The LIH we put in our Path names the outgoing interface the Resv is for (RFC 2205
-        // §A.2); fall back to the arrival interface for a LIH we did not issue.
-        let oi = Some(IfIndex(r.hop.lih))
-            .filter(|i| self.has_interface(*i))
-            .unwrap_or(rx.ifindex);
-        let Some(&sid) = self.session_index.get(&r.session) else {
+        let oi = self.resv_oi(&r.hop, rx);
+        let Some(sid) = self.find_session(&r.session) else {
             self.drop_msg("no_path_state");
             let flows = r.flows.clone();
             self.resv_err_to(
@@ -66,7 +98,6 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 r.style,
                 flows,
                 (error_code::NO_PATH_INFORMATION, 0),
-                0,
             );
             return;
         };
@@ -80,8 +111,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             carried: r.policy.into_iter().chain(r.forward).collect(),
             lifetime: Some(self.lifetime(r.time_values.refresh_ms)),
         };
-        let errors = self.process_resv(now, sid, req.nhop, &req);
-        for ((code, value), flow) in errors {
+        for ((code, value), flow) in self.process_resv(now, sid, &req) {
             self.drop_msg("resv_refused");
             self.resv_err_to(
                 r.session,
@@ -90,22 +120,19 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 r.style,
                 vec![flow],
                 (code, value),
-                0,
             );
         }
     }
 
     /// A ResvErr to a neighbour that is not (or not yet) an RSB of ours.
-    #[allow(clippy::too_many_arguments)]
     fn resv_err_to(
         &mut self,
-        session: crate::wire::Session,
+        session: Session,
         to: RsvpHop,
         oi: Oi,
         style: Style,
         flows: Vec<FlowDescriptor>,
         (code, value): (u8, u16),
-        flags: u8,
     ) {
         let node = self.iface_addr(oi, session.dest);
         let msg = Message::ResvErr(ResvErr {
@@ -117,7 +144,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             },
             error: ErrorSpec {
                 node,
-                flags,
+                flags: 0,
                 code,
                 value,
             },
@@ -131,6 +158,22 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.transmit(&msg, Some(src), to.addr, oi, false, self.cfg.ttl);
     }
 
+    /// The RSB of this next hop and outgoing interface (and, for FF, this sender).
+    fn find_rsb(
+        &self,
+        sid: SessionId,
+        nhop: Option<RsvpHop>,
+        oi: Oi,
+        ff: Option<&FilterSpec>,
+    ) -> Option<RsbId> {
+        self.rsbs_of(sid).find(|&id| {
+            let r = &self.rsbs[id];
+            r.nhop.map(|h| self.hops.get(h).addr) == nhop.map(|h| h.addr)
+                && r.oi == oi
+                && (ff.is_none() || r.filters.first() == ff)
+        })
+    }
+
     /// Install or update the RSBs a request asks for, admit the merged reservations, and pass
     /// the change upstream. Returns the errors to report for descriptors that were refused;
     /// admission failures are reported here directly, to the RSB's next hop.
@@ -138,44 +181,27 @@ impl<T: TrafficControl> RsvpEngine<T> {
         &mut self,
         now: Instant,
         sid: SessionId,
-        nhop: Option<RsvpHop>,
         req: &ResvRequest,
     ) -> Vec<DescriptorError> {
-        let mut errors = Vec::new();
         let style = req.style.kind;
+        let refuse_all = |code| req.flows.iter().map(|f| ((code, 0), f.clone())).collect();
         if let StyleKind::Other(_) = style {
-            for f in &req.flows {
-                errors.push(((error_code::UNKNOWN_RESERVATION_STYLE, 0), f.clone()));
-            }
-            return errors;
+            return refuse_all(error_code::UNKNOWN_RESERVATION_STYLE);
         }
-        let conflicting = self.sessions[sid]
-            .rsbs
-            .iter()
-            .any(|&id| self.rsbs[id].style != style);
-        if conflicting {
-            for f in &req.flows {
-                errors.push(((error_code::CONFLICTING_RESERVATION_STYLE, 0), f.clone()));
-            }
-            return errors;
+        if self.rsbs_of(sid).any(|id| self.rsbs[id].style != style) {
+            return refuse_all(error_code::CONFLICTING_RESERVATION_STYLE);
         }
-        // (filter for FF, flowspec, filters) per RSB to install.
-        let mut wanted: Vec<(
-            Option<FilterSpec>,
-            FlowSpec,
-            SmallVec<[FilterSpec; 1]>,
-            FlowDescriptor,
-        )> = Vec::new();
+        let mut errors = Vec::new();
+        // (FF sender, flowspec, filters, the descriptor it came from) per RSB to install.
+        let mut wanted: Vec<WantedRsb> = Vec::new();
         for f in &req.flows {
             let Some(fs) = f.flowspec else {
                 errors.push(((error_code::TRAFFIC_CONTROL_ERROR, 3), f.clone()));
                 continue;
             };
             let known = |s: &FilterSpec| {
-                self.sessions[sid]
-                    .psbs
-                    .iter()
-                    .any(|&p| super::state::filter_matches(s, &self.psbs[p].sender))
+                self.psbs_of(sid)
+                    .any(|p| filter_matches(s, &self.psbs[p].sender))
             };
             match style {
                 StyleKind::Ff => {
@@ -191,79 +217,73 @@ impl<T: TrafficControl> RsvpEngine<T> {
                         }
                     }
                 }
+                StyleKind::Se if !f.filters.iter().any(known) => {
+                    errors.push(((error_code::NO_SENDER_INFORMATION, 0), f.clone()))
+                }
                 StyleKind::Se => {
-                    if f.filters.iter().any(known) {
-                        wanted.push((None, fs, f.filters.iter().copied().collect(), f.clone()));
-                    } else {
-                        errors.push(((error_code::NO_SENDER_INFORMATION, 0), f.clone()));
-                    }
+                    wanted.push((None, fs, f.filters.iter().copied().collect(), f.clone()))
                 }
                 _ => wanted.push((None, fs, SmallVec::new(), f.clone())),
             }
         }
-        // Apply, remembering the previous state of each RSB so a refused one can be undone.
-        let mut touched: Vec<(
-            RsbId,
-            Option<(FlowSpec, SmallVec<[FilterSpec; 1]>)>,
-            FlowDescriptor,
-        )> = Vec::new();
-        let mut changed = false;
+        // Apply, remembering each RSB's previous state so a refused one can be undone.
+        let mut touched: Vec<(RsbId, Undo, FlowDescriptor)> = Vec::new();
+        let mut scope_changed = false;
+        let expires = req.lifetime.map_or(Instant::MAX, |l| now + l);
         for (ff, fs, filters, desc) in wanted {
-            let existing = self.sessions[sid].rsbs.iter().copied().find(|&id| {
-                let r = &self.rsbs[id];
-                r.nhop.map(|h| h.addr) == nhop.map(|h| h.addr)
-                    && r.oi == req.oi
-                    && (style != StyleKind::Ff || r.filters.first() == ff.as_ref())
-            });
-            let id = match existing {
+            let id = match self.find_rsb(sid, req.nhop, req.oi, ff.as_ref()) {
                 Some(id) => {
-                    let r = &mut self.rsbs[id];
-                    let old = (r.flowspec, r.filters.clone());
-                    if r.flowspec != fs || r.filters != filters {
-                        changed = true;
-                        touched.push((id, Some(old), desc));
+                    let r = &self.rsbs[id];
+                    let old_fs = *self.flowspecs.get(r.flowspec);
+                    if old_fs != fs || r.filters != filters {
+                        touched.push((id, Some((old_fs, r.filters.clone())), desc));
+                        let mut slot = r.flowspec;
+                        self.flowspecs.replace(&mut slot, fs);
+                        let r = &mut self.rsbs[id];
+                        r.flowspec = slot;
+                        r.filters = filters;
                     }
-                    r.flowspec = fs;
-                    r.filters = filters;
-                    r.nhop = nhop;
                     id
                 }
                 None => {
-                    changed = true;
+                    let nhop = req.nhop.map(|h| self.hops.acquire(h));
+                    let flowspec = self.flowspecs.acquire(fs);
                     let id = self.rsbs.insert(Rsb {
                         session: sid,
+                        next: None,
                         nhop,
                         oi: req.oi,
                         style,
-                        flowspec: fs,
+                        flowspec,
                         filters,
-                        scope: None,
-                        confirm: None,
-                        carried: Vec::new(),
-                        cleanup: None,
+                        extra: None,
+                        expires,
                     });
-                    self.sessions[sid].rsbs.push(id);
+                    list::push(&mut self.rsbs, &mut self.sessions[sid].rsbs, id, |r| {
+                        &mut r.next
+                    });
                     touched.push((id, None, desc));
                     id
                 }
             };
             let r = &mut self.rsbs[id];
-            if req.scope != r.scope.as_deref().cloned() {
-                r.scope = req.scope.clone().map(Box::new);
-                changed = true;
+            if req.scope.as_ref() != r.scope()
+                || r.carried() != req.carried.as_slice()
+                || req.confirm.is_some()
+            {
+                scope_changed |= req.scope.as_ref() != r.scope();
+                r.with_extra(|e| {
+                    e.scope.clone_from(&req.scope);
+                    e.carried.clone_from(&req.carried);
+                    if req.confirm.is_some() {
+                        e.confirm = req.confirm;
+                    }
+                });
             }
-            r.carried.clone_from(&req.carried);
-            if req.confirm.is_some() {
-                r.confirm = req.confirm;
-            }
-            if let Some(h) = r.cleanup.take() {
-                self.timers.cancel(h);
-            }
-            if let Some(l) = req.lifetime {
-                self.rsbs[id].cleanup = Some(self.timers.insert(now + l, Timer::ResvCleanup(id)));
-            }
+            r.expires = expires;
         }
-        if changed {
+        self.schedule_session(sid);
+        if !touched.is_empty() || scope_changed {
             let refused = self.apply_reservations(sid);
             if !refused.is_empty() {
                 self.undo_refused(sid, &refused, touched);
@@ -280,13 +300,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
         &mut self,
         sid: SessionId,
         refused: &[Refused],
-        touched: Vec<(
-            RsbId,
-            Option<(FlowSpec, SmallVec<[FilterSpec; 1]>)>,
-            FlowDescriptor,
-        )>,
+        touched: Vec<(RsbId, Undo, FlowDescriptor)>,
     ) {
         for (id, old, desc) in touched {
+            if !self.rsbs.contains(id) {
+                continue;
+            }
             let r = &self.rsbs[id];
             let Some(fail) = refused.iter().find(|f| {
                 Some(f.ifindex) == r.oi && f.ff_sender.is_none_or(|s| r.filters.first() == Some(&s))
@@ -301,19 +320,24 @@ impl<T: TrafficControl> RsvpEngine<T> {
             } else {
                 0
             };
-            let error = ErrorSpec {
-                node,
-                flags,
-                code,
-                value,
-            };
-            self.send_resv_err(id, error, vec![desc]);
+            self.send_resv_err(
+                id,
+                ErrorSpec {
+                    node,
+                    flags,
+                    code,
+                    value,
+                },
+                vec![desc],
+            );
             match old {
                 Some((fs, filters)) => {
+                    let mut slot = self.rsbs[id].flowspec;
+                    self.flowspecs.replace(&mut slot, fs);
                     let r = &mut self.rsbs[id];
-                    r.flowspec = fs;
+                    r.flowspec = slot;
                     r.filters = filters;
-                    r.confirm = None;
+                    r.with_extra(|e| e.confirm = None);
                 }
                 None => self.remove_rsb(id),
             }
@@ -323,12 +347,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// The reservation units the session's RSBs ask for on each outgoing interface
     /// (RFC 2205 §3.4): FF one per sender, WF/SE one shared, flowspecs merged to their LUB.
     fn desired_units(&self, sid: SessionId) -> Vec<Unit> {
-        let s = &self.sessions[sid];
         let mut units: Vec<Unit> = Vec::new();
-        for &rid in &s.rsbs {
+        for rid in self.rsbs_of(sid) {
             let r = &self.rsbs[rid];
             let Some(ifindex) = r.oi else { continue };
-            for &pid in &s.psbs {
+            let fs = *self.flowspecs.get(r.flowspec);
+            for pid in self.psbs_of(sid) {
                 let p = &self.psbs[pid];
                 if !p.oifs.contains(&r.oi) || !r.covers(&p.sender) {
                     continue;
@@ -339,7 +363,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     .find(|u| u.ifindex == ifindex && u.ff_sender == ff_sender)
                 {
                     Some(u) => {
-                        u.flowspec = lub(&u.flowspec, &r.flowspec);
+                        u.flowspec = lub(&u.flowspec, &fs);
                         if !u.psbs.contains(&pid) {
                             u.psbs.push(pid);
                         }
@@ -347,7 +371,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     None => units.push(Unit {
                         ifindex,
                         ff_sender,
-                        flowspec: r.flowspec,
+                        flowspec: fs,
                         psbs: SmallVec::from_elem(pid, 1),
                     }),
                 }
@@ -356,48 +380,57 @@ impl<T: TrafficControl> RsvpEngine<T> {
         units
     }
 
+    /// The FF sender an OutISB is for (its one OIatPSB), or `None` for a shared reservation.
+    fn ff_sender(&self, oid: OutIsbId) -> Option<FilterSpec> {
+        let o = &self.out_isbs[oid];
+        if !o.ff {
+            return None;
+        }
+        self.psbs_served(oid).next().map(|p| self.psbs[p].sender)
+    }
+
     /// Make the installed reservations (OutISBs) match what the RSBs ask for, through traffic
     /// control. Units traffic control refuses keep their previous reservation (or none).
     fn apply_reservations(&mut self, sid: SessionId) -> Vec<Refused> {
         let mut units = self.desired_units(sid);
         let mut refused = Vec::new();
         let session = self.sessions[sid].key;
-        let existing = self.sessions[sid].out_isbs.clone();
+        let existing: SmallVec<[OutIsbId; 4]> = self.out_isbs_of(sid).collect();
         for oid in existing {
-            let (ifindex, ff) = (self.out_isbs[oid].ifindex, self.out_isbs[oid].ff_sender);
-            match units
+            let (ifindex, ff) = (self.out_isbs[oid].ifindex, self.ff_sender(oid));
+            let Some(pos) = units
                 .iter()
                 .position(|u| u.ifindex == ifindex && u.ff_sender == ff)
-            {
-                Some(pos) => {
-                    let u = units.swap_remove(pos);
-                    let o = &self.out_isbs[oid];
-                    let linked: SmallVec<[PsbId; 2]> =
-                        o.oiat.iter().map(|&x| self.oiats[x].psb).collect();
-                    let same_psbs =
-                        linked.len() == u.psbs.len() && u.psbs.iter().all(|p| linked.contains(p));
-                    if o.flowspec != u.flowspec || !same_psbs {
-                        let filters: Vec<FilterSpec> =
-                            u.psbs.iter().map(|&p| self.psbs[p].sender).collect();
-                        let req = TcRequest {
-                            session: &session,
-                            flowspec: &u.flowspec,
-                            filters: &filters,
-                        };
-                        match self.tc.modify(o.tc, req) {
-                            Ok(()) => {
-                                self.out_isbs[oid].flowspec = u.flowspec;
-                                self.relink(oid, &u.psbs);
-                            }
-                            Err(err) => refused.push(Refused {
-                                ifindex,
-                                ff_sender: ff,
-                                err,
-                            }),
-                        }
-                    }
+            else {
+                self.remove_out_isb(sid, oid);
+                continue;
+            };
+            let u = units.swap_remove(pos);
+            let linked: SmallVec<[PsbId; 2]> = self.psbs_served(oid).collect();
+            let same_psbs =
+                linked.len() == u.psbs.len() && u.psbs.iter().all(|p| linked.contains(p));
+            let o = &self.out_isbs[oid];
+            if *self.flowspecs.get(o.flowspec) == u.flowspec && same_psbs {
+                continue;
+            }
+            let filters: Vec<FilterSpec> = u.psbs.iter().map(|&p| self.psbs[p].sender).collect();
+            let req = TcRequest {
+                session: &session,
+                flowspec: &u.flowspec,
+                filters: &filters,
+            };
+            match self.tc.modify(o.tc, req) {
+                Ok(()) => {
+                    let mut slot = o.flowspec;
+                    self.flowspecs.replace(&mut slot, u.flowspec);
+                    self.out_isbs[oid].flowspec = slot;
+                    self.relink(oid, &u.psbs);
                 }
-                None => self.remove_out_isb(sid, oid),
+                Err(err) => refused.push(Refused {
+                    ifindex,
+                    ff_sender: ff,
+                    err,
+                }),
             }
         }
         for u in units {
@@ -409,15 +442,22 @@ impl<T: TrafficControl> RsvpEngine<T> {
             };
             match self.tc.reserve(u.ifindex, req) {
                 Ok(tc) => {
+                    let flowspec = self.flowspecs.acquire(u.flowspec);
                     let oid = self.out_isbs.insert(OutIsb {
                         session: sid,
+                        next: None,
                         ifindex: u.ifindex,
-                        ff_sender: u.ff_sender,
-                        flowspec: u.flowspec,
+                        ff: u.ff_sender.is_some(),
+                        flowspec,
                         tc,
-                        oiat: SmallVec::new(),
+                        oiats: None,
                     });
-                    self.sessions[sid].out_isbs.push(oid);
+                    list::push(
+                        &mut self.out_isbs,
+                        &mut self.sessions[sid].out_isbs,
+                        oid,
+                        |o| &mut o.next,
+                    );
                     self.relink(oid, &u.psbs);
                 }
                 Err(err) => refused.push(Refused {
@@ -431,66 +471,84 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// Point an OutISB's OIatPSB relations at exactly `psbs`.
-    fn relink(&mut self, oid: usize, psbs: &[PsbId]) {
-        let current = self.out_isbs[oid].oiat.clone();
+    fn relink(&mut self, oid: OutIsbId, psbs: &[PsbId]) {
+        let current: SmallVec<[_; 2]> =
+            list::iter(&self.oiats, self.out_isbs[oid].oiats, |x| x.next_of_out).collect();
         for x in current {
             let p = self.oiats[x].psb;
             if !psbs.contains(&p) {
-                self.oiats.remove(x);
-                self.out_isbs[oid].oiat.retain(|y| *y != x);
-                self.psbs[p].oiat.retain(|y| *y != x);
+                self.unlink_oiat(x);
             }
         }
         for &p in psbs {
-            let present = self.out_isbs[oid]
-                .oiat
-                .iter()
-                .any(|&x| self.oiats[x].psb == p);
-            if !present {
+            if !self.psbs_served(oid).any(|q| q == p) {
                 let x = self.oiats.insert(OiatPsb {
                     out_isb: oid,
                     psb: p,
+                    next_of_out: None,
+                    next_of_psb: None,
                 });
-                self.out_isbs[oid].oiat.push(x);
-                self.psbs[p].oiat.push(x);
+                list::push(&mut self.oiats, &mut self.out_isbs[oid].oiats, x, |r| {
+                    &mut r.next_of_out
+                });
+                list::push(&mut self.oiats, &mut self.psbs[p].oiats, x, |r| {
+                    &mut r.next_of_psb
+                });
             }
         }
     }
 
-    fn remove_out_isb(&mut self, sid: SessionId, oid: usize) {
+    /// Take an OIatPSB off both its lists and free it.
+    fn unlink_oiat(&mut self, x: super::state::OiatId) {
+        let OiatPsb { out_isb, psb, .. } = self.oiats[x];
+        list::unlink(&mut self.oiats, &mut self.out_isbs[out_isb].oiats, x, |r| {
+            &mut r.next_of_out
+        });
+        list::unlink(&mut self.oiats, &mut self.psbs[psb].oiats, x, |r| {
+            &mut r.next_of_psb
+        });
+        self.oiats.remove(x);
+    }
+
+    /// Release an installed reservation.
+    pub(super) fn remove_out_isb(&mut self, sid: SessionId, oid: OutIsbId) {
+        let rels: SmallVec<[_; 2]> =
+            list::iter(&self.oiats, self.out_isbs[oid].oiats, |x| x.next_of_out).collect();
+        for x in rels {
+            self.unlink_oiat(x);
+        }
+        list::unlink(
+            &mut self.out_isbs,
+            &mut self.sessions[sid].out_isbs,
+            oid,
+            |o| &mut o.next,
+        );
         let o = self.out_isbs.remove(oid);
         self.tc.release(o.tc);
-        for x in o.oiat {
-            let rel = self.oiats.remove(x);
-            if let Some(p) = self.psbs.get_mut(rel.psb) {
-                p.oiat.retain(|y| *y != x);
-            }
-        }
-        self.sessions[sid].out_isbs.retain(|x| *x != oid);
+        self.flowspecs.release(o.flowspec);
     }
 
     /// Delete an RSB (its reservation is re-merged by the caller).
     pub(super) fn remove_rsb(&mut self, id: RsbId) {
+        let sid = self.rsbs[id].session;
+        list::unlink(&mut self.rsbs, &mut self.sessions[sid].rsbs, id, |r| {
+            &mut r.next
+        });
         let r = self.rsbs.remove(id);
-        if let Some(h) = r.cleanup {
-            self.timers.cancel(h);
-        }
-        if let Some(s) = self.sessions.get_mut(r.session) {
-            s.rsbs.retain(|x| *x != id);
+        self.flowspecs.release(r.flowspec);
+        if let Some(h) = r.nhop {
+            self.hops.release(h);
         }
     }
 
     /// Re-merge after any change of path or reservation state: installed reservations, the
     /// requests to previous hops, and what local senders are told.
     pub(super) fn update_reservations(&mut self, now: Instant, sid: SessionId) {
-        let refused = self.apply_reservations(sid);
-        for f in refused {
+        for f in self.apply_reservations(sid) {
             // Path changes moved a reservation somewhere it does not fit: the requests that fed
             // it learn by ResvErr; the reservation stays off until they change or go.
-            let rsbs: Vec<RsbId> = self.sessions[sid]
-                .rsbs
-                .iter()
-                .copied()
+            let rsbs: SmallVec<[RsbId; 2]> = self
+                .rsbs_of(sid)
                 .filter(|&id| self.rsbs[id].oi == Some(f.ifindex))
                 .collect();
             for id in rsbs {
@@ -499,7 +557,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 let r = &self.rsbs[id];
                 let node = self.iface_addr(r.oi, self.sessions[sid].key.dest);
                 let desc = FlowDescriptor {
-                    flowspec: Some(r.flowspec),
+                    flowspec: Some(*self.flowspecs.get(r.flowspec)),
                     filters: r.filters.to_vec(),
                 };
                 self.send_resv_err(
@@ -517,133 +575,159 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.refresh_upstream(now, sid, false);
     }
 
-    /// What this node asks of the senders behind one previous hop (`None`: the local senders),
-    /// merged per style (RFC 2205 §3.4), and the RSBs that contributed.
-    fn request_for(
-        &self,
-        sid: SessionId,
-        phop: Option<PhopId>,
-    ) -> (Option<StyleKind>, Vec<FlowDescriptor>, SmallVec<[RsbId; 2]>) {
-        let s = &self.sessions[sid];
-        let senders: SmallVec<[PsbId; 2]> = s
-            .psbs
-            .iter()
-            .copied()
-            .filter(|&p| self.psbs[p].phop == phop)
-            .collect();
-        let Some(&first) = s.rsbs.first() else {
-            return (None, Vec::new(), SmallVec::new());
+    /// What this node asks, for each of `senders`, of the previous hop they share (`None`: local
+    /// senders), merged per style (RFC 2205 §3.4); and the RSBs that contributed.
+    fn request_for(&self, sid: SessionId, senders: &[PsbId], local: bool) -> Request {
+        let Some(first) = self.sessions[sid].rsbs else {
+            return (None, SmallVec::new(), SmallVec::new());
         };
         let style = self.rsbs[first].style;
-        let mut contributing: SmallVec<[RsbId; 2]> = SmallVec::new();
-        // Does RSB `r` ask for sender `p` on a path the sender's data actually takes?
+        // RSB `r` asks for sender `p` on a path the sender's data actually takes (a local
+        // receiver's request for a local sender needs nothing from the network).
         let serves = |r: &Rsb, p: PsbId| {
             let psb = &self.psbs[p];
-            psb.oifs.contains(&r.oi) && r.covers(&psb.sender) && !(phop.is_none() && r.oi.is_none())
+            psb.oifs.contains(&r.oi) && r.covers(&psb.sender) && !(local && r.oi.is_none())
         };
-        let mut flows = Vec::new();
-        match style {
-            StyleKind::Ff => {
-                for &p in &senders {
-                    let rs: SmallVec<[RsbId; 2]> = s
-                        .rsbs
+        let mut per_sender: SmallVec<[(PsbId, FlowSpec); 2]> = SmallVec::new();
+        let mut contributing: SmallVec<[RsbId; 2]> = SmallVec::new();
+        if style == StyleKind::Ff {
+            for &p in senders {
+                let mut merged: Option<FlowSpec> = None;
+                for r in self.rsbs_of(sid).filter(|&r| serves(&self.rsbs[r], p)) {
+                    let fs = self.flowspecs.get(self.rsbs[r].flowspec);
+                    merged = Some(merged.map_or(*fs, |m| lub(&m, fs)));
+                    if !contributing.contains(&r) {
+                        contributing.push(r);
+                    }
+                }
+                per_sender.extend(merged.map(|m| (p, m)));
+            }
+        } else {
+            // One shared reservation: the LUB of every request that serves any of the senders,
+            // applied to the senders some request covers (all of them for WF).
+            contributing = self
+                .rsbs_of(sid)
+                .filter(|&r| senders.iter().any(|&p| serves(&self.rsbs[r], p)))
+                .collect();
+            let merged = contributing
+                .iter()
+                .map(|&r| self.flowspecs.get(self.rsbs[r].flowspec))
+                .fold(None, |acc: Option<FlowSpec>, f| {
+                    Some(acc.map_or(*f, |a| lub(&a, f)))
+                });
+            if let Some(m) = merged {
+                for &p in senders {
+                    if contributing
                         .iter()
-                        .copied()
-                        .filter(|&r| serves(&self.rsbs[r], p))
-                        .collect();
-                    if let Some(fs) = lub_all(rs.iter().map(|&r| &self.rsbs[r].flowspec)) {
-                        flows.push(FlowDescriptor {
-                            flowspec: Some(fs),
-                            filters: vec![self.psbs[p].sender],
-                        });
-                        contributing.extend(
-                            rs.into_iter()
-                                .filter(|r| !contributing.contains(r))
-                                .collect::<Vec<_>>(),
-                        );
+                        .any(|&r| self.rsbs[r].covers(&self.psbs[p].sender))
+                    {
+                        per_sender.push((p, m));
                     }
                 }
             }
-            _ => {
-                let rs: SmallVec<[RsbId; 2]> = s
-                    .rsbs
-                    .iter()
-                    .copied()
-                    .filter(|&r| senders.iter().any(|&p| serves(&self.rsbs[r], p)))
-                    .collect();
-                if let Some(fs) = lub_all(rs.iter().map(|&r| &self.rsbs[r].flowspec)) {
-                    let filters = if style == StyleKind::Se {
-                        senders
-                            .iter()
-                            .map(|&p| self.psbs[p].sender)
-                            .filter(|snd| rs.iter().any(|&r| self.rsbs[r].covers(snd)))
-                            .collect()
-                    } else {
-                        Vec::new()
-                    };
-                    flows.push(FlowDescriptor {
-                        flowspec: Some(fs),
-                        filters,
-                    });
-                    contributing = rs;
+        }
+        (Some(style), per_sender, contributing)
+    }
+
+    /// The request (flattened) that `per_sender` makes in `style`.
+    fn request_flows(
+        &self,
+        style: StyleKind,
+        per_sender: &[(PsbId, FlowSpec)],
+    ) -> SmallVec<[RequestFlow; 2]> {
+        match style {
+            StyleKind::Wf => per_sender
+                .first()
+                .map(|&(_, flowspec)| RequestFlow {
+                    flowspec,
+                    filter: None,
+                })
+                .into_iter()
+                .collect(),
+            _ => per_sender
+                .iter()
+                .map(|&(p, flowspec)| RequestFlow {
+                    flowspec,
+                    filter: Some(self.psbs[p].sender),
+                })
+                .collect(),
+        }
+    }
+
+    /// What was last asked of a previous hop for `senders`, from their `sent` records.
+    fn sent_flows(&self, style: StyleKind, senders: &[PsbId]) -> SmallVec<[RequestFlow; 2]> {
+        let per_sender: SmallVec<[(PsbId, FlowSpec); 2]> = senders
+            .iter()
+            .filter_map(|&p| self.psbs[p].sent.map(|s| (p, *self.flowspecs.get(s))))
+            .collect();
+        self.request_flows(style, &per_sender)
+    }
+
+    /// Record what was asked of each sender's previous hop.
+    fn set_sent(&mut self, senders: &[PsbId], per_sender: &[(PsbId, FlowSpec)]) {
+        for &p in senders {
+            let want = per_sender.iter().find(|(q, _)| *q == p).map(|&(_, f)| f);
+            let have = self.psbs[p].sent;
+            match (have, want) {
+                (Some(mut slot), Some(f)) => {
+                    self.flowspecs.replace(&mut slot, f);
+                    self.psbs[p].sent = Some(slot);
                 }
+                (None, Some(f)) => self.psbs[p].sent = Some(self.flowspecs.acquire(f)),
+                (Some(slot), None) => {
+                    self.flowspecs.release(slot);
+                    self.psbs[p].sent = None;
+                }
+                (None, None) => {}
             }
         }
-        (Some(style), flows, contributing)
     }
 
     /// Send each previous hop the merged request for its senders when it changed (or always,
     /// on refresh); tear requests that vanished; answer or forward confirmations; tell local
     /// senders about their reservations.
-    pub(super) fn refresh_upstream(&mut self, now: Instant, sid: SessionId, force: bool) {
-        let _ = now;
-        let mut phops: SmallVec<[Option<PhopId>; 2]> = SmallVec::new();
-        for &p in &self.sessions[sid].psbs {
+    pub(super) fn refresh_upstream(&mut self, _now: Instant, sid: SessionId, force: bool) {
+        let mut groups: SendersByHop = SmallVec::new();
+        for p in self.psbs_of(sid) {
             let ph = self.psbs[p].phop;
-            if !phops.contains(&ph) {
-                phops.push(ph);
+            match groups.iter_mut().find(|(g, _)| *g == ph) {
+                Some((_, v)) => v.push(p),
+                None => groups.push((ph, SmallVec::from_elem(p, 1))),
             }
         }
-        for u in &self.sessions[sid].upstream {
-            if !phops.contains(&Some(u.phop)) {
-                phops.push(Some(u.phop));
-            }
-        }
-        let session = self.sessions[sid].key;
-        for ph in phops {
-            let (style, flows, contributing) = self.request_for(sid, ph);
+        for (ph, senders) in groups {
+            let (style, per_sender, contributing) = self.request_for(sid, &senders, ph.is_none());
             let Some(ph) = ph else {
-                self.notify_local_senders(sid);
+                self.notify_local_senders(sid, &senders, &per_sender);
+                let flows = style
+                    .map(|s| descriptors(s, &self.request_flows(s, &per_sender)))
+                    .unwrap_or_default();
                 self.confirm_here(sid, &contributing, style, &flows);
                 continue;
             };
-            let pos = self.sessions[sid]
-                .upstream
-                .iter()
-                .position(|u| u.phop == ph);
-            let previous = pos.map(|i| self.sessions[sid].upstream[i].clone());
-            if flows.is_empty() {
-                if let (Some(i), Some(prev)) = (pos, previous) {
-                    self.sessions[sid].upstream.remove(i);
-                    self.send_resv_tear(session, ph, &prev);
-                    self.phop_release(ph);
+            let prev_style = self.sessions[sid].upstream_style;
+            let prev = prev_style
+                .map(|s| self.sent_flows(s, &senders))
+                .unwrap_or_default();
+            let Some(style) = style.filter(|_| !per_sender.is_empty()) else {
+                if let (Some(s), false) = (prev_style, prev.is_empty()) {
+                    self.send_resv_tear(sid, ph, s, descriptors(s, &prev));
+                    self.set_sent(&senders, &[]);
                 }
                 continue;
-            }
-            let style = style.unwrap_or(StyleKind::Wf);
-            let grew = previous
-                .as_ref()
-                .is_none_or(|p| p.style != style || request_grew(&p.flows, &flows));
-            let changed = previous
-                .as_ref()
-                .is_none_or(|p| p.style != style || p.flows != flows);
+            };
+            let now_flows = self.request_flows(style, &per_sender);
+            let same_style = prev_style == Some(style);
+            let grew = !same_style || request_grew(&prev, &now_flows);
+            let changed = !same_style || prev != now_flows;
+            let flows = descriptors(style, &now_flows);
             if !changed && !force {
                 // Nothing new travels upstream: confirmations are answered here.
                 self.confirm_here(sid, &contributing, Some(style), &flows);
                 continue;
             }
             // A request that grows carries one confirmation upstream (the sender side answers
-            // it); one that does not grow is confirmed here (RFC 2205 §3.1.4 / §3.6).
+            // it); one that does not grow is confirmed here (RFC 2205 §3.1.4).
             let confirm = if grew {
                 self.take_confirm(&contributing)
             } else {
@@ -652,26 +736,41 @@ impl<T: TrafficControl> RsvpEngine<T> {
             if !grew {
                 self.confirm_here(sid, &contributing, Some(style), &flows);
             }
-            let entry = Upstream {
-                phop: ph,
-                style,
-                flows: flows.clone(),
-            };
-            match pos {
-                Some(i) => self.sessions[sid].upstream[i] = entry,
-                None => {
-                    self.phops[ph].refs += 1;
-                    self.sessions[sid].upstream.push(entry);
-                }
-            }
+            self.set_sent(&senders, &per_sender);
+            self.sessions[sid].upstream_style = Some(style);
             self.send_resv(sid, ph, style, flows, confirm, &contributing);
         }
+    }
+
+    /// A sender moves away from its previous hop (route change upstream): tear down what we
+    /// asked of that hop for it, unless (wildcard) other senders behind the hop still need it.
+    pub(super) fn withdraw_upstream(&mut self, psb: PsbId) {
+        let (Some(sent), Some(ph)) = (self.psbs[psb].sent, self.psbs[psb].phop) else {
+            return;
+        };
+        let sid = self.psbs[psb].session;
+        let Some(style) = self.sessions[sid].upstream_style else {
+            return;
+        };
+        let others_need_it = style == StyleKind::Wf
+            && self
+                .psbs_of(sid)
+                .any(|q| q != psb && self.psbs[q].phop == Some(ph) && self.psbs[q].sent.is_some());
+        if !others_need_it {
+            let flow = RequestFlow {
+                flowspec: *self.flowspecs.get(sent),
+                filter: (style != StyleKind::Wf).then_some(self.psbs[psb].sender),
+            };
+            self.send_resv_tear(sid, ph, style, descriptors(style, &[flow]));
+        }
+        self.flowspecs.release(sent);
+        self.psbs[psb].sent = None;
     }
 
     fn take_confirm(&mut self, contributing: &[RsbId]) -> Option<ResvConfirm> {
         contributing
             .iter()
-            .find_map(|&r| self.rsbs[r].confirm.take())
+            .find_map(|&r| self.rsbs[r].with_extra(|e| e.confirm.take()))
     }
 
     /// Answer the pending confirmations of `contributing` with ResvConf from this node.
@@ -684,7 +783,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     ) {
         let Some(kind) = style else { return };
         for &r in contributing {
-            if let Some(c) = self.rsbs[r].confirm.take() {
+            if let Some(c) = self.rsbs[r].with_extra(|e| e.confirm.take()) {
                 self.send_resv_conf(sid, c, Style { flags: 0, kind }, flows.to_vec());
             }
         }
@@ -703,18 +802,19 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let (hop, ifx) = (self.phops[ph].hop, self.phops[ph].ifindex);
         // Wildcard requests name the senders they are for when several previous hops feed the
         // session, so they are not looped back to senders elsewhere (RFC 2205 §3.4 SCOPE).
-        let scope =
-            (style == StyleKind::Wf && self.sessions[sid].upstream.len() > 1).then(|| Scope {
-                addrs: self.sessions[sid]
-                    .psbs
-                    .iter()
-                    .filter(|&&p| self.psbs[p].phop == Some(ph))
-                    .map(|&p| self.psbs[p].sender.src())
-                    .collect(),
-            });
+        let several = self
+            .psbs_of(sid)
+            .any(|p| self.psbs[p].phop.is_some_and(|q| q != ph));
+        let scope = (style == StyleKind::Wf && several).then(|| Scope {
+            addrs: self
+                .psbs_of(sid)
+                .filter(|&p| self.psbs[p].phop == Some(ph))
+                .map(|p| self.psbs[p].sender.src())
+                .collect(),
+        });
         let mut forward: Vec<Opaque> = Vec::new();
         for &r in contributing {
-            for o in &self.rsbs[r].carried {
+            for o in self.rsbs[r].carried() {
                 if o.class != crate::wire::objects::class::POLICY_DATA && !forward.contains(o) {
                     forward.push(o.clone());
                 }
@@ -744,7 +844,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.transmit(&msg, Some(src), hop.addr, Some(ifx), false, self.cfg.ttl);
     }
 
-    fn send_resv_tear(&mut self, session: crate::wire::Session, ph: PhopId, prev: &Upstream) {
+    fn send_resv_tear(
+        &mut self,
+        sid: SessionId,
+        ph: PhopId,
+        style: StyleKind,
+        flows: Vec<FlowDescriptor>,
+    ) {
+        let session = self.sessions[sid].key;
         let (hop, ifx) = (self.phops[ph].hop, self.phops[ph].ifindex);
         let msg = Message::ResvTear(ResvTear {
             integrity: None,
@@ -756,9 +863,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             scope: None,
             style: Style {
                 flags: 0,
-                kind: prev.style,
+                kind: style,
             },
-            flows: prev.flows.clone(),
+            flows,
             forward: Vec::new(),
         });
         let src = self.iface_addr(Some(ifx), hop.addr);
@@ -766,35 +873,23 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// RESV_EVENT to each local sender whose reservation changed.
-    fn notify_local_senders(&mut self, sid: SessionId) {
+    fn notify_local_senders(
+        &mut self,
+        sid: SessionId,
+        senders: &[PsbId],
+        per_sender: &[(PsbId, FlowSpec)],
+    ) {
         let session = self.sessions[sid].key;
-        let locals: SmallVec<[PsbId; 2]> = self.sessions[sid]
-            .psbs
-            .iter()
-            .copied()
-            .filter(|&p| self.psbs[p].phop.is_none())
-            .collect();
-        for p in locals {
-            let sender = self.psbs[p].sender;
-            let fs = lub_all(
-                self.sessions[sid]
-                    .rsbs
-                    .iter()
-                    .map(|&r| &self.rsbs[r])
-                    .filter(|r| {
-                        r.oi.is_some() && self.psbs[p].oifs.contains(&r.oi) && r.covers(&sender)
-                    })
-                    .map(|r| &r.flowspec),
-            );
-            let before = self.reported.get(&p).copied();
-            if fs != before {
+        for &p in senders {
+            let fs = per_sender.iter().find(|(q, _)| *q == p).map(|&(_, f)| f);
+            if fs != self.reported.get(&p).copied() {
                 match fs {
                     Some(f) => self.reported.insert(p, f),
                     None => self.reported.remove(&p),
                 };
                 self.events.push_back(Event::ResvState {
                     session,
-                    sender,
+                    sender: self.psbs[p].sender,
                     flowspec: fs,
                 });
             }
@@ -803,22 +898,19 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// RFC 2209 §3 "RESVTEAR MESSAGE ARRIVES".
     pub(super) fn on_resv_tear(&mut self, now: Instant, rx: &Received<'_>, t: ResvTear) {
-        let oi = Some(IfIndex(t.hop.lih))
-            .filter(|i| self.has_interface(*i))
-            .unwrap_or(rx.ifindex);
-        let Some(&sid) = self.session_index.get(&t.session) else {
+        let oi = self.resv_oi(&t.hop, rx);
+        let Some(sid) = self.find_session(&t.session) else {
             self.drop_msg("unknown_session");
             return;
         };
-        let n = self.tear_requests(sid, Some(t.hop.addr), Some(oi), t.style.kind, &t.flows);
-        if n == 0 {
+        if self.tear_requests(sid, Some(t.hop.addr), Some(oi), t.style.kind, &t.flows) == 0 {
             self.drop_msg("no_matching_resv_state");
             return;
         }
         self.update_reservations(now, sid);
     }
 
-    /// Delete the RSBs of one next hop that a teardown names; returns how many went.
+    /// Delete the RSBs of one next hop that a teardown names; returns how many it named.
     pub(super) fn tear_requests(
         &mut self,
         sid: SessionId,
@@ -827,25 +919,25 @@ impl<T: TrafficControl> RsvpEngine<T> {
         style: StyleKind,
         flows: &[FlowDescriptor],
     ) -> usize {
-        let victims: SmallVec<[RsbId; 2]> = self.sessions[sid]
-            .rsbs
-            .iter()
-            .copied()
+        let named = |r: &Rsb| {
+            flows
+                .iter()
+                .flat_map(|f| &f.filters)
+                .any(|f| r.filters.contains(f))
+        };
+        let victims: SmallVec<[RsbId; 2]> = self
+            .rsbs_of(sid)
             .filter(|&id| {
                 let r = &self.rsbs[id];
-                r.nhop.map(|h| h.addr) == nhop
+                r.nhop.map(|h| self.hops.get(h).addr) == nhop
                     && r.oi == oi
-                    && (style == StyleKind::Wf
-                        || flows
-                            .iter()
-                            .flat_map(|f| &f.filters)
-                            .any(|f| r.filters.contains(f)))
+                    && (style == StyleKind::Wf || named(r))
             })
             .collect();
         for &id in &victims {
-            let r = &mut self.rsbs[id];
             if style == StyleKind::Se {
                 // SE: drop just the named senders; the request goes when none is left.
+                let r = &mut self.rsbs[id];
                 r.filters
                     .retain(|f| !flows.iter().flat_map(|d| &d.filters).any(|x| x == f));
                 if !r.filters.is_empty() {
@@ -859,33 +951,29 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// RFC 2209 §3 "RESVERR MESSAGE ARRIVES": pass it to every next hop whose request it is
     /// about, or to the local receiver.
-    pub(super) fn on_resv_err(&mut self, now: Instant, e: ResvErr) {
-        let Some(&sid) = self.session_index.get(&e.session) else {
+    pub(super) fn on_resv_err(&mut self, e: ResvErr) {
+        let Some(sid) = self.find_session(&e.session) else {
             self.drop_msg("unknown_session");
             return;
         };
-        let named: Vec<FilterSpec> = e
+        let named: SmallVec<[FilterSpec; 2]> = e
             .flows
             .iter()
             .flat_map(|f| f.filters.iter().copied())
             .collect();
         let mut seen: SmallVec<[(Option<std::net::IpAddr>, Oi); 2]> = SmallVec::new();
-        let targets: SmallVec<[RsbId; 2]> = self.sessions[sid]
-            .rsbs
-            .iter()
-            .copied()
-            .filter(|&id| {
-                let r = &self.rsbs[id];
-                let hit = named.is_empty()
-                    || r.style == StyleKind::Wf
-                    || named.iter().any(|f| r.filters.contains(f));
-                let key = (r.nhop.map(|h| h.addr), r.oi);
-                hit && !seen.contains(&key) && {
-                    seen.push(key);
-                    true
-                }
-            })
-            .collect();
+        let mut targets: SmallVec<[RsbId; 2]> = SmallVec::new();
+        for id in self.rsbs_of(sid) {
+            let r = &self.rsbs[id];
+            let hit = named.is_empty()
+                || r.style == StyleKind::Wf
+                || named.iter().any(|f| r.filters.contains(f));
+            let key = (r.nhop.map(|h| self.hops.get(h).addr), r.oi);
+            if hit && !seen.contains(&key) {
+                seen.push(key);
+                targets.push(id);
+            }
+        }
         if targets.is_empty() {
             self.drop_msg("no_matching_resv_state");
             return;
@@ -893,7 +981,6 @@ impl<T: TrafficControl> RsvpEngine<T> {
         for id in targets {
             self.send_resv_err(id, e.error, e.flows.clone());
         }
-        let _ = now;
     }
 
     /// A ResvErr reached the receiver: tell the application, and withdraw a request that could
@@ -909,10 +996,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
             && error.code == error_code::ADMISSION_CONTROL_FAILURE
             && error.flags & ErrorSpec::IN_PLACE == 0;
         if release {
-            let locals: SmallVec<[RsbId; 2]> = self.sessions[sid]
-                .rsbs
-                .iter()
-                .copied()
+            let locals: SmallVec<[RsbId; 2]> = self
+                .rsbs_of(sid)
                 .filter(|&r| self.rsbs[r].nhop.is_none())
                 .collect();
             for r in locals {
@@ -939,24 +1024,21 @@ impl<T: TrafficControl> RsvpEngine<T> {
             });
             return;
         }
-        let msg = Message::ResvConf(c.clone());
         let ttl = rx.ttl.saturating_sub(1);
         if ttl == 0 {
             self.drop_msg("ttl_expired");
             return;
         }
-        self.transmit(&msg, Some(rx.src), c.confirm.receiver, None, true, ttl);
+        let to = c.confirm.receiver;
+        self.transmit(&Message::ResvConf(c), Some(rx.src), to, None, true, ttl);
     }
 }
 
 /// Whether `new` asks upstream for anything `old` did not.
-fn request_grew(old: &[FlowDescriptor], new: &[FlowDescriptor]) -> bool {
-    new.iter().any(|n| {
-        let matching = old.iter().find(|o| o.filters == n.filters);
-        match (matching.and_then(|o| o.flowspec), n.flowspec) {
-            (Some(o), Some(f)) => exceeds(&f, &o),
-            (None, Some(_)) => true,
-            _ => false,
-        }
-    })
+fn request_grew(old: &[RequestFlow], new: &[RequestFlow]) -> bool {
+    new.iter()
+        .any(|n| match old.iter().find(|o| o.filter == n.filter) {
+            Some(o) => exceeds(&n.flowspec, &o.flowspec),
+            None => true,
+        })
 }

@@ -2,7 +2,7 @@
 //! and local repair when they change (RFC 2205 §3.6).
 
 use super::state::{Oi, SessionId};
-use super::{RsvpEngine, Timer, TrafficControl};
+use super::{RsvpEngine, TrafficControl};
 use crate::wire::Session;
 use pathwise_core::io::IfIndex;
 use pathwise_core::route::RouteChange;
@@ -60,16 +60,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         };
         let affected: Vec<SessionId> = self
-            .session_index
+            .sessions
             .iter()
-            .filter(|(k, _)| affects(k))
-            .map(|(_, &sid)| sid)
+            .filter(|(_, s)| affects(&s.key))
+            .map(|(sid, _)| sid)
             .collect();
+        let at = now + self.cfg.local_repair_delay;
         for sid in affected {
-            if self.sessions[sid].repair.is_none() {
-                let at = now + self.cfg.local_repair_delay;
-                self.sessions[sid].repair = Some(self.timers.insert(at, Timer::Repair(sid)));
-            }
+            let s = &mut self.sessions[sid];
+            s.repair_at = s.repair_at.min(at);
+            self.schedule_session(sid);
         }
     }
 
@@ -77,7 +77,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// moved, Path goes out on the new branch at once, and the reservations follow.
     pub(super) fn local_repair(&mut self, now: Instant, sid: SessionId) {
         let session = self.sessions[sid].key;
-        let psbs = self.sessions[sid].psbs.clone();
+        let psbs: SmallVec<[_; 4]> = self.psbs_of(sid).collect();
         let mut repaired = false;
         for id in psbs {
             let p = &self.psbs[id];

@@ -68,12 +68,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         for ifx in oifs.iter().flatten() {
             let p = &self.psbs[id];
             let session = self.sessions[p.session].key;
-            let mut adspec = p.adspec.as_deref().cloned();
+            let mut adspec = p.adspec.map(|a| self.adspecs.get(a).clone());
             if let Some(a) = adspec.as_mut() {
                 a.compose(&self.tc.hop_characteristics(*ifx));
             }
-            let (policy, forward) = p
-                .carried
+            let (policy, forward) = super::state::carried_slice(&p.carried)
                 .iter()
                 .cloned()
                 .partition(|o| o.class == class::POLICY_DATA);
@@ -163,7 +162,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             flags: 0,
             kind: r.style,
         };
-        match r.nhop {
+        match r.nhop.map(|h| *self.hops.get(h)) {
             Some(nhop) => {
                 let oi = r.oi;
                 let hop = RsvpHop {

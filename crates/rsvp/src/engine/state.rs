@@ -6,64 +6,83 @@
 //! - [`Rsb`] (Reservation State Block): one downstream request.
 //! - [`OutIsb`] (Outgoing Interface State Block): a reservation installed on one interface.
 //! - [`OiatPsb`] (Outgoing Interface at PSB): the N:M relation between OutISBs and the PSBs they
-//!   serve, kept as two 1:N relations (each side lists its OIatPSBs).
+//!   serve, kept as two 1:N relations — each OIatPSB is on its PSB's list and its OutISB's list.
 //!
-//! Blocks live in slabs and refer to each other by index; a block is always removed from every
-//! list that names it, and its timers cancelled, before its slot is freed.
+//! Blocks live in typed arenas and refer to each other by 4-byte ids; a session's blocks are
+//! chained through intrusive lists ([`super::list`]); values many blocks share (ADSPECs,
+//! flowspecs, next hops) are interned ([`super::intern`]). A block is taken off every list that
+//! names it, and its shared values released, before it is freed.
 
+use super::intern::{Encode, Interned};
 use crate::wire::{
-    Adspec, FilterSpec, FlowSpec, Opaque, ResvConfirm, RsvpHop, Scope, SenderTspec, Session,
-    StyleKind,
+    Adspec, FilterSpec, FlowDescriptor, FlowSpec, Opaque, ResvConfirm, RsvpHop, Scope, SenderTspec,
+    Session, StyleKind,
 };
+use pathwise_core::arena::Id;
 use pathwise_core::io::IfIndex;
+use pathwise_core::time::Instant;
 use pathwise_core::timer::TimerHandle;
+use pathwise_core::wire::Writer;
 use smallvec::SmallVec;
 
-/// Index of a [`SessionState`].
-pub type SessionId = usize;
-/// Index of a [`Psb`].
-pub type PsbId = usize;
-/// Index of a [`PhopSb`].
-pub type PhopId = usize;
-/// Index of an [`Rsb`].
-pub type RsbId = usize;
-/// Index of an [`OutIsb`].
-pub type OutIsbId = usize;
-/// Index of an [`OiatPsb`].
-pub type OiatId = usize;
+/// Id of a [`SessionState`].
+pub type SessionId = Id<SessionState>;
+/// Id of a [`Psb`].
+pub type PsbId = Id<Psb>;
+/// Id of a [`PhopSb`].
+pub type PhopId = Id<PhopSb>;
+/// Id of an [`Rsb`].
+pub type RsbId = Id<Rsb>;
+/// Id of an [`OutIsb`].
+pub type OutIsbId = Id<OutIsb>;
+/// Id of an [`OiatPsb`].
+pub type OiatId = Id<OiatPsb>;
+/// An interned ADSPEC.
+pub type AdspecRef = Interned<Adspec>;
+/// An interned flowspec.
+pub type FlowSpecRef = Interned<FlowSpec>;
+/// An interned RSVP_HOP (a next hop).
+pub type HopRef = Interned<RsvpHop>;
 
 /// Where a sender's data leaves this node: an outgoing interface, or `None` for delivery to a
 /// local receiver application.
 pub type Oi = Option<IfIndex>;
+
+/// Objects carried without being interpreted (POLICY_DATA, unknown class 11bbbbbb); almost
+/// always none, so one pointer.
+pub type Carried = Option<Box<Vec<Opaque>>>;
+
+/// `Carried` from a list of objects.
+pub fn carried(v: Vec<Opaque>) -> Carried {
+    (!v.is_empty()).then(|| Box::new(v))
+}
+
+/// The objects of a `Carried`.
+pub fn carried_slice(c: &Carried) -> &[Opaque] {
+    c.as_deref().map_or(&[], Vec::as_slice)
+}
 
 /// All state of one session.
 #[derive(Debug)]
 pub struct SessionState {
     /// The SESSION object.
     pub key: Session,
-    /// Path state, one per sender (and previous hop).
-    pub psbs: SmallVec<[PsbId; 1]>,
+    /// Style of the requests this node last sent upstream (for their teardown).
+    pub upstream_style: Option<StyleKind>,
+    /// Path state, one per sender.
+    pub psbs: Option<PsbId>,
     /// Reservation requests from downstream.
-    pub rsbs: SmallVec<[RsbId; 1]>,
+    pub rsbs: Option<RsbId>,
     /// Reservations installed on outgoing interfaces.
-    pub out_isbs: SmallVec<[OutIsbId; 1]>,
-    /// The reservation last sent to each previous hop, to send only changes and tear what goes.
-    pub upstream: Vec<Upstream>,
-    /// Refresh timer (Path and Resv refreshes of this session).
-    pub refresh: Option<TimerHandle>,
-    /// Pending local-repair timer (RFC 2205 §3.6).
-    pub repair: Option<TimerHandle>,
-}
-
-/// What this node last asked of one previous hop.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Upstream {
-    /// The previous hop.
-    pub phop: PhopId,
-    /// The style of the request.
-    pub style: StyleKind,
-    /// The merged flow descriptors sent.
-    pub flows: Vec<crate::wire::FlowDescriptor>,
+    pub out_isbs: Option<OutIsbId>,
+    /// The session's one timer. State lifetimes, refresh and local repair share it; it is due
+    /// at the earliest of them and moved only when something falls due earlier (a refresh that
+    /// extends a lifetime touches no timer).
+    pub timer: Option<TimerHandle>,
+    /// When Path and Resv state is next refreshed (RFC 2205 §3.7).
+    pub refresh_at: Instant,
+    /// When local repair is due after a route change ([`Instant::MAX`]: none pending).
+    pub repair_at: Instant,
 }
 
 /// Path State Block: one sender of a session as announced by its previous hop.
@@ -71,12 +90,14 @@ pub struct Upstream {
 pub struct Psb {
     /// Owning session.
     pub session: SessionId,
+    /// Next PSB of the session.
+    pub next: Option<PsbId>,
     /// SENDER_TEMPLATE.
     pub sender: FilterSpec,
     /// SENDER_TSPEC.
     pub tspec: SenderTspec,
     /// ADSPEC as received (composed with each outgoing link when forwarded).
-    pub adspec: Option<Box<Adspec>>,
+    pub adspec: Option<AdspecRef>,
     /// Previous hop; `None` for a sender registered locally through the API.
     pub phop: Option<PhopId>,
     /// Incoming interface; `None` for a local sender.
@@ -84,17 +105,18 @@ pub struct Psb {
     /// Where the sender's data goes from here (route lookup result).
     pub oifs: SmallVec<[Oi; 1]>,
     /// POLICY_DATA and unknown-but-forwarded objects, passed on downstream.
-    pub carried: Vec<Opaque>,
-    /// Refresh period R of the previous hop, milliseconds.
-    pub refresh_ms: u32,
+    pub carried: Carried,
     /// IP TTL to forward Path with (received TTL − 1).
     pub ttl: u8,
     /// A non-RSVP hop lies between the previous hop and us (IP TTL ≠ Send_TTL, RFC 2205 §3.8).
     pub non_rsvp: bool,
-    /// State lifetime timer; `None` for local senders, which live until the API removes them.
-    pub cleanup: Option<TimerHandle>,
+    /// When the state times out unless refreshed ([`Instant::MAX`] for local senders, which
+    /// live until the API removes them).
+    pub expires: Instant,
     /// OIatPSB relations to the reservations serving this sender.
-    pub oiat: SmallVec<[OiatId; 1]>,
+    pub oiats: Option<OiatId>,
+    /// The flowspec this node last asked the previous hop to reserve for this sender.
+    pub sent: Option<FlowSpecRef>,
 }
 
 /// Previous Hop State Block: a neighbour Paths come from.
@@ -114,34 +136,60 @@ pub struct PhopSb {
 pub struct Rsb {
     /// Owning session.
     pub session: SessionId,
+    /// Next RSB of the session.
+    pub next: Option<RsbId>,
     /// The next hop that sent it; `None` for a local receiver.
-    pub nhop: Option<RsvpHop>,
+    pub nhop: Option<HopRef>,
     /// The outgoing interface it reserves on (`None`: local delivery).
     pub oi: Oi,
     /// Reservation style.
     pub style: StyleKind,
     /// Requested flowspec.
-    pub flowspec: FlowSpec,
+    pub flowspec: FlowSpecRef,
     /// Senders it applies to: one for FF, one or more for SE, none (all) for WF.
     pub filters: SmallVec<[FilterSpec; 1]>,
-    /// SCOPE (WF).
-    pub scope: Option<Box<Scope>>,
+    /// What few requests carry (SCOPE, a pending confirmation, forwarded objects), out of line.
+    pub extra: Option<Box<RsbExtra>>,
+    /// When the state times out unless refreshed ([`Instant::MAX`] for local receivers).
+    pub expires: Instant,
+}
+
+/// The rarely present parts of an RSB.
+#[derive(Debug, Default, PartialEq)]
+pub struct RsbExtra {
+    /// SCOPE (WF with several previous hops).
+    pub scope: Option<Scope>,
     /// A confirmation requested and not yet answered.
     pub confirm: Option<ResvConfirm>,
     /// POLICY_DATA and unknown-but-forwarded objects.
     pub carried: Vec<Opaque>,
-    /// State lifetime timer; `None` for local receivers.
-    pub cleanup: Option<TimerHandle>,
 }
 
 impl Rsb {
+    /// SCOPE, if the request has one.
+    pub fn scope(&self) -> Option<&Scope> {
+        self.extra.as_ref().and_then(|e| e.scope.as_ref())
+    }
+
+    /// Objects carried with the request.
+    pub fn carried(&self) -> &[Opaque] {
+        self.extra.as_ref().map_or(&[], |e| e.carried.as_slice())
+    }
+
+    /// Change the rare parts; the box goes when they are all empty again.
+    pub fn with_extra<R>(&mut self, f: impl FnOnce(&mut RsbExtra) -> R) -> R {
+        let mut e = self.extra.take().unwrap_or_default();
+        let r = f(&mut e);
+        if *e != RsbExtra::default() {
+            self.extra = Some(e);
+        }
+        r
+    }
+
     /// Whether this request applies to `sender` (style semantics, RFC 2205 §1.3).
     pub fn covers(&self, sender: &FilterSpec) -> bool {
         match self.style {
-            StyleKind::Wf => self
-                .scope
-                .as_ref()
-                .is_none_or(|s| s.addrs.contains(&sender.src())),
+            StyleKind::Wf => self.scope().is_none_or(|s| s.addrs.contains(&sender.src())),
             _ => self.filters.iter().any(|f| filter_matches(f, sender)),
         }
     }
@@ -190,16 +238,18 @@ pub fn filter_matches(filter: &FilterSpec, sender: &FilterSpec) -> bool {
 pub struct OutIsb {
     /// Owning session.
     pub session: SessionId,
+    /// Next OutISB of the session.
+    pub next: Option<OutIsbId>,
     /// The interface.
     pub ifindex: IfIndex,
-    /// For FF, the one sender it is for; `None` for a shared (WF/SE) reservation.
-    pub ff_sender: Option<FilterSpec>,
+    /// A fixed-filter reservation for the one sender on its OIatPSB list; otherwise shared.
+    pub ff: bool,
     /// The merged flowspec installed.
-    pub flowspec: FlowSpec,
+    pub flowspec: FlowSpecRef,
     /// Traffic control's handle.
     pub tc: crate::engine::tc::TcHandle,
     /// OIatPSB relations to the senders it serves.
-    pub oiat: SmallVec<[OiatId; 1]>,
+    pub oiats: Option<OiatId>,
 }
 
 /// Outgoing Interface at PSB: "this reservation serves this sender".
@@ -209,6 +259,78 @@ pub struct OiatPsb {
     pub out_isb: OutIsbId,
     /// The sender's path state.
     pub psb: PsbId,
+    /// Next relation of the same OutISB.
+    pub next_of_out: Option<OiatId>,
+    /// Next relation of the same PSB.
+    pub next_of_psb: Option<OiatId>,
+}
+
+/// One flowspec of a request and the sender it names (`None` for wildcard): the compact form in
+/// which requests are compared.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RequestFlow {
+    /// The flowspec.
+    pub flowspec: FlowSpec,
+    /// The sender, for FF and SE.
+    pub filter: Option<FilterSpec>,
+}
+
+/// Flatten flow descriptors into one entry per (flowspec, sender).
+pub fn flatten(flows: &[FlowDescriptor]) -> SmallVec<[RequestFlow; 2]> {
+    let mut out = SmallVec::new();
+    for d in flows {
+        let Some(flowspec) = d.flowspec else { continue };
+        if d.filters.is_empty() {
+            out.push(RequestFlow {
+                flowspec,
+                filter: None,
+            });
+        }
+        out.extend(d.filters.iter().map(|f| RequestFlow {
+            flowspec,
+            filter: Some(*f),
+        }));
+    }
+    out
+}
+
+/// Back to flow descriptors of `style`: one per entry for FF, one shared otherwise.
+pub fn descriptors(style: StyleKind, flows: &[RequestFlow]) -> Vec<FlowDescriptor> {
+    match style {
+        StyleKind::Ff => flows
+            .iter()
+            .map(|f| FlowDescriptor {
+                flowspec: Some(f.flowspec),
+                filters: f.filter.into_iter().collect(),
+            })
+            .collect(),
+        _ => flows
+            .first()
+            .map(|first| FlowDescriptor {
+                flowspec: Some(first.flowspec),
+                filters: flows.iter().filter_map(|f| f.filter).collect(),
+            })
+            .into_iter()
+            .collect(),
+    }
+}
+
+impl Encode for Adspec {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.emit(&mut Writer::new(out));
+    }
+}
+
+impl Encode for FlowSpec {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.emit(&mut Writer::new(out));
+    }
+}
+
+impl Encode for RsvpHop {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.emit(&mut Writer::new(out));
+    }
 }
 
 #[cfg(test)]
@@ -247,17 +369,65 @@ mod tests {
     }
 
     #[test]
+    fn flatten_and_back() {
+        let fs = FlowSpec::ControlledLoad(crate::wire::TokenBucket {
+            rate: 1.0,
+            bucket: 1.0,
+            peak: 1.0,
+            min_policed: 1,
+            max_packet: 1,
+        });
+        let a = FilterSpec::V4 {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            src_port: 1,
+        };
+        let b = FilterSpec::V4 {
+            src: Ipv4Addr::new(10, 0, 0, 2),
+            src_port: 1,
+        };
+        let se = vec![FlowDescriptor {
+            flowspec: Some(fs),
+            filters: vec![a, b],
+        }];
+        assert_eq!(descriptors(StyleKind::Se, &flatten(&se)), se);
+        let ff = vec![
+            FlowDescriptor {
+                flowspec: Some(fs),
+                filters: vec![a],
+            },
+            FlowDescriptor {
+                flowspec: Some(fs),
+                filters: vec![b],
+            },
+        ];
+        assert_eq!(descriptors(StyleKind::Ff, &flatten(&ff)), ff);
+        let wf = vec![FlowDescriptor {
+            flowspec: Some(fs),
+            filters: vec![],
+        }];
+        assert_eq!(descriptors(StyleKind::Wf, &flatten(&wf)), wf);
+    }
+
+    #[test]
     fn state_blocks_stay_small() {
         // Bytes per session is a published figure; these guard against accidental growth.
+        use std::mem::size_of;
         assert!(
-            std::mem::size_of::<Psb>() <= 192,
-            "Psb is {}",
-            std::mem::size_of::<Psb>()
+            size_of::<SessionState>() <= 72,
+            "SessionState is {}",
+            size_of::<SessionState>()
+        );
+        assert!(size_of::<Psb>() <= 128, "Psb is {}", size_of::<Psb>());
+        assert!(size_of::<Rsb>() <= 80, "Rsb is {}", size_of::<Rsb>());
+        assert!(
+            size_of::<OutIsb>() <= 40,
+            "OutIsb is {}",
+            size_of::<OutIsb>()
         );
         assert!(
-            std::mem::size_of::<Rsb>() <= 160,
-            "Rsb is {}",
-            std::mem::size_of::<Rsb>()
+            size_of::<OiatPsb>() <= 16,
+            "OiatPsb is {}",
+            size_of::<OiatPsb>()
         );
     }
 }

@@ -6,6 +6,7 @@
 //! (HTB/HFSC classes) lives with the network driver.
 
 use crate::wire::{FilterSpec, FlowSpec, HopCharacteristics, Session};
+use pathwise_core::arena::{Arena, Id};
 use pathwise_core::io::IfIndex;
 use std::collections::BTreeMap;
 
@@ -86,8 +87,7 @@ struct Installed {
 #[derive(Clone, Debug, Default)]
 pub struct MemoryTrafficControl {
     interfaces: BTreeMap<IfIndex, (TcInterface, f64)>,
-    installed: BTreeMap<TcHandle, Installed>,
-    next: u64,
+    installed: Arena<Installed>,
 }
 
 impl MemoryTrafficControl {
@@ -115,6 +115,13 @@ impl MemoryTrafficControl {
     /// Whether nothing is installed.
     pub fn is_empty(&self) -> bool {
         self.installed.is_empty()
+    }
+
+    /// The installed reservation behind a handle.
+    fn find(&self, h: TcHandle) -> Option<Id<Installed>> {
+        usize::try_from(h.0)
+            .ok()
+            .and_then(|i| self.installed.id_at(i))
     }
 
     fn admit(
@@ -156,28 +163,27 @@ impl TrafficControl for MemoryTrafficControl {
         if let Some((_, used)) = self.interfaces.get_mut(&ifindex) {
             *used += rate;
         }
-        self.next += 1;
-        let h = TcHandle(self.next);
-        self.installed.insert(h, Installed { ifindex, rate });
-        Ok(h)
+        Ok(TcHandle(
+            self.installed.insert(Installed { ifindex, rate }).index() as u64,
+        ))
     }
 
     fn modify(&mut self, handle: TcHandle, req: TcRequest<'_>) -> Result<(), AdmissionError> {
-        let Some(old) = self.installed.get(&handle).cloned() else {
+        let Some(id) = self.find(handle) else {
             return Err(AdmissionError::UnknownInterface);
         };
+        let old = self.installed[id].clone();
         let rate = self.admit(old.ifindex, &req, old.rate)?;
         if let Some((_, used)) = self.interfaces.get_mut(&old.ifindex) {
             *used += rate - old.rate;
         }
-        if let Some(i) = self.installed.get_mut(&handle) {
-            i.rate = rate;
-        }
+        self.installed[id].rate = rate;
         Ok(())
     }
 
     fn release(&mut self, handle: TcHandle) {
-        if let Some(old) = self.installed.remove(&handle)
+        if let Some(id) = self.find(handle)
+            && let old = self.installed.remove(id)
             && let Some((_, used)) = self.interfaces.get_mut(&old.ifindex)
         {
             *used = (*used - old.rate).max(0.0);
