@@ -387,15 +387,29 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
     }
 
-    /// A message that does not parse is dropped and counted; where RFC 2205 asks for an error
-    /// reply (unknown object class or C-Type, §3.10; bad traffic parameters) and enough of the
-    /// message was readable to address one, a PathErr goes back to the previous hop.
+    /// A message that does not parse is dropped and counted. Where RFC 2205 asks for an error
+    /// reply (unknown object class or C-Type, §3.10; unknown style; bad traffic parameters) and
+    /// enough of the message was readable to address one, a Path is answered with PathErr to the
+    /// previous hop and a Resv with ResvErr to the next hop. Error messages, teardowns and
+    /// confirmations are never answered with an error.
     fn on_parse_error(&mut self, rx: &Received<'_>, e: &crate::wire::ParseError) {
         self.drop_msg(e.kind.reason());
-        if let (Some((code, value)), Some(MsgType::Path), Some(session), Some(hop)) =
-            (e.kind.error_code(), e.msg_type, e.session, e.hop)
-        {
-            self.send_path_err_raw(session, hop.addr, rx.ifindex, code, value, None);
+        let (Some((code, value)), Some(session), Some(hop)) = (e.kind.error_code(), e.session, e.hop) else {
+            return;
+        };
+        match e.msg_type {
+            Some(MsgType::Path) => self.send_path_err_raw(session, hop.addr, rx.ifindex, code, value, None),
+            Some(MsgType::Resv) => {
+                let style = match &e.kind {
+                    crate::wire::ParseErrorKind::UnknownStyle { style } => Some(*style),
+                    _ => e.style,
+                };
+                if let Some(style) = style {
+                    let oi = self.resv_oi(&hop, rx);
+                    self.resv_err_to(session, hop, Some(oi), style, Vec::new(), (code, value));
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -440,3 +454,5 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
         dgram.transport == Transport::Raw(IPPROTO_RSVP)
     }
 }
+#[cfg(test)]
+mod tests;

@@ -79,7 +79,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// The outgoing interface a Resv (or ResvTear) from downstream is about: the LIH we put in
     /// our Path names it (RFC 2205 §A.2); fall back to the arrival interface for a LIH we did
     /// not issue.
-    fn resv_oi(&self, hop: &RsvpHop, rx: &Received<'_>) -> IfIndex {
+    pub(super) fn resv_oi(&self, hop: &RsvpHop, rx: &Received<'_>) -> IfIndex {
         Some(IfIndex(hop.lih))
             .filter(|i| self.has_interface(*i))
             .unwrap_or(rx.ifindex)
@@ -125,7 +125,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// A ResvErr to a neighbour that is not (or not yet) an RSB of ours.
-    fn resv_err_to(
+    pub(super) fn resv_err_to(
         &mut self,
         session: Session,
         to: RsvpHop,

@@ -344,6 +344,8 @@ pub struct ParseError {
     pub session: Option<Session>,
     /// The RSVP_HOP object, if it was found and valid.
     pub hop: Option<RsvpHop>,
+    /// The STYLE object, if it was found and valid (a ResvErr must name one).
+    pub style: Option<Style>,
 }
 
 impl ParseError {
@@ -354,6 +356,7 @@ impl ParseError {
             msg_type: None,
             session: None,
             hop: None,
+            style: None,
         }
     }
 }
@@ -465,6 +468,7 @@ mod tests {
                 dst_port: 1,
             }),
             hop: None,
+            style: None,
         };
         assert_eq!(e.to_string(), "truncated");
     }

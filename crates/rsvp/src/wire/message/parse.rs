@@ -516,22 +516,25 @@ fn flow_descriptors(
             }
             Ok(vec![FlowDescriptor { flowspec, filters }])
         }
+        // A ResvErr reporting "Unknown reservation style" names the style it could not
+        // understand, with no flow descriptor (RFC 2205 §3.1.8: the descriptor is optional).
+        StyleKind::Other(_) if objects.is_empty() && rules == FlowRules::Optional => Ok(Vec::new()),
         StyleKind::Other(_) => Err(ParseErrorKind::UnknownStyle { style }),
     }
 }
 
 /// The first valid SESSION and RSVP_HOP among `objects`, for an error's context.
-fn find_context(objects: &[u8]) -> (Option<Session>, Option<RsvpHop>) {
-    let mut session = None;
-    let mut hop = None;
+fn find_context(objects: &[u8]) -> (Option<Session>, Option<RsvpHop>, Option<Style>) {
+    let (mut session, mut hop, mut style) = (None, None, None);
     for (h, body) in ObjectHeader::iter(objects).map_while(Result::ok) {
         match h.class {
             class::SESSION if session.is_none() => session = Session::parse(h.ctype, body).ok(),
             class::RSVP_HOP if hop.is_none() => hop = RsvpHop::parse(h.ctype, body).ok(),
+            class::STYLE if style.is_none() => style = Style::parse(h.ctype, body).ok(),
             _ => {}
         }
     }
-    (session, hop)
+    (session, hop, style)
 }
 
 impl Message {
@@ -560,32 +563,27 @@ impl Message {
     pub fn parse(buf: &[u8]) -> Result<(CommonHeader, Message), ParseError> {
         let header = Self::parse_header(buf)?;
         let msg_type = header.msg_type;
-        let fail = |kind, session, hop| ParseError {
+        let fail = |kind, (session, hop, style)| ParseError {
             kind,
             msg_type: Some(msg_type),
             session,
             hop,
+            style,
         };
         if let MsgType::Unknown(n) = msg_type {
-            return Err(fail(ParseErrorKind::UnknownMsgType(n), None, None));
+            return Err(fail(ParseErrorKind::UnknownMsgType(n), (None, None, None)));
         }
         let objects = buf
             .get(CommonHeader::LEN..usize::from(header.length))
             .unwrap_or(&[]);
         let mut c = Collected::default();
         if let Err(kind) = c.collect(msg_type, objects) {
-            let (session, hop) = match (c.session, c.hop) {
-                (Some(s), Some(h)) => (Some(s), Some(h)),
-                (s, h) => {
-                    let (fs, fh) = find_context(objects);
-                    (s.or(fs), h.or(fh))
-                }
-            };
-            return Err(fail(kind, session, hop));
+            let (fs, fh, fst) = find_context(objects);
+            return Err(fail(kind, (c.session.or(fs), c.hop.or(fh), c.style.or(fst))));
         }
-        let (session, hop) = (c.session, c.hop);
+        let context = (c.session, c.hop, c.style);
         c.assemble(msg_type)
             .map(|m| (header, m))
-            .map_err(|kind| fail(kind, session, hop))
+            .map_err(|kind| fail(kind, context))
     }
 }
