@@ -3,5 +3,6 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod cli;
 pub mod demo;
 pub mod rsvp_sim;

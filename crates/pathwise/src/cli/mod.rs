@@ -1,0 +1,40 @@
+//! The command line: one module per command group, each with its clap arguments and its `run`.
+//! `main.rs` only parses and dispatches.
+
+pub mod bench;
+pub mod demo;
+
+use clap::{Parser, Subcommand};
+
+/// Path-aware network control services: RSVP, and more to come.
+#[derive(Debug, Parser)]
+#[command(name = "pathwise", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The command groups.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run RSVP across the KOM testbed in simulation and show the reservations (no root, no
+    /// config needed).
+    Demo(demo::Args),
+    /// Benchmarks that print a table (and JSON with --json).
+    Bench {
+        /// Which benchmark.
+        #[command(subcommand)]
+        which: bench::Bench,
+    },
+}
+
+impl Cli {
+    /// Run the parsed command.
+    pub fn run(self) -> anyhow::Result<()> {
+        match self.command {
+            Command::Demo(a) => demo::run(a),
+            Command::Bench { which } => bench::run(which),
+        }
+    }
+}
