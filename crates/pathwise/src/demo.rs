@@ -251,14 +251,22 @@ pub fn run(seed: u64) -> DemoReport {
         .iter()
         .map(|f| {
             let (sn, sender) = f.sender;
-            let resv = sc.log.iter().find_map(|r| match &r.event {
-                Event::ResvState {
-                    session,
-                    sender: s,
-                    flowspec: Some(fs),
-                } if r.node == sn && *session == f.session && *s == sender => Some((r.time, *fs)),
-                _ => None,
-            });
+            // Setup latency is to the first reservation reaching the sender; the rate shown is
+            // the last one (merging may raise it as more receivers join).
+            let resvs: Vec<(Instant, FlowSpec)> = sc
+                .log
+                .iter()
+                .filter_map(|r| match &r.event {
+                    Event::ResvState { session, sender: s, flowspec: Some(fs) }
+                        if r.node == sn && *session == f.session && *s == sender =>
+                    {
+                        Some((r.time, *fs))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let first = resvs.first().map(|(t, _)| *t);
+            let last = resvs.last().map(|(_, fs)| *fs);
             let confirm =
                 sc.log
                     .iter()
@@ -277,8 +285,8 @@ pub fn run(seed: u64) -> DemoReport {
                 style: style_name(f.style),
                 sender: name_of(sn),
                 receivers: f.receivers.iter().map(|&r| name_of(r)).collect(),
-                reserved_kbps: resv.map(|(_, fs)| f64::from(fs.reserved_rate()) / 125.0),
-                setup_latency_ms: resv.map(|(t, _)| ms(t, f.start)),
+                reserved_kbps: last.map(|fs| f64::from(fs.reserved_rate()) / 125.0),
+                setup_latency_ms: first.map(|t| ms(t, f.start)),
                 confirm_latency_ms: confirm.map(|t| ms(t, f.start)),
             }
         })

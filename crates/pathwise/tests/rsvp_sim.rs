@@ -590,8 +590,11 @@ fn route_change_triggers_local_repair() {
     assert_eq!(installed_kbps(&sc, c, &s), 0.0);
     let ab = sc.sim.link_between(a, bb).unwrap();
     sc.sim.link_down(ab);
-    // Well within one refresh period (30 s) the reservation follows the new route.
-    sc.run_until(Instant::from_secs(3));
+    // After the repair delay W (2 s, RFC 2205 §3.6) — well within one refresh period (30 s) —
+    // the reservation follows the new route.
+    sc.run_until(Instant::from_secs(2));
+    assert_eq!(installed_kbps(&sc, c, &s), 0.0, "not before W");
+    sc.run_until(Instant::from_secs(4));
     assert_eq!(
         installed_kbps(&sc, c, &s),
         100.0,

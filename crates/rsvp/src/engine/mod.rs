@@ -101,7 +101,8 @@ impl Default for Config {
             keep_multiplier: 3,
             ttl: 64,
             wheel: WheelConfig::default(),
-            local_repair_delay: Duration::from_millis(100),
+            // RFC 2205 §3.6: "Currently W = 2 sec is suggested".
+            local_repair_delay: Duration::from_secs(2),
             release_on_admission_failure: true,
             interfaces: Vec::new(),
             local_addrs: Vec::new(),
