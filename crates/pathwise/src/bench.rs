@@ -226,8 +226,9 @@ pub fn rsvp(sessions: usize, runs: usize, fuzzy: bool, presize: bool) -> RsvpBen
     let mut bytes = Vec::new();
     let mut estimated = Vec::new();
     for _ in 0..runs.max(1) {
-        let mut e = transit_engine(fuzzy, if presize { sessions } else { 0 });
+        // The baseline is taken before the engine exists, so tables sized up front count.
         let before = alloc::allocated();
+        let mut e = transit_engine(fuzzy, if presize { sessions } else { 0 });
         let t = Instant::from_secs(1);
         samples[0].push(feed(&mut e, &paths, PHOP, UPSTREAM, 63, t));
         samples[1].push(feed(&mut e, &resvs, NHOP, DOWNSTREAM, 64, t));
