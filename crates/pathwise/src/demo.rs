@@ -257,9 +257,11 @@ pub fn run(seed: u64) -> DemoReport {
                 .log
                 .iter()
                 .filter_map(|r| match &r.event {
-                    Event::ResvState { session, sender: s, flowspec: Some(fs) }
-                        if r.node == sn && *session == f.session && *s == sender =>
-                    {
+                    Event::ResvState {
+                        session,
+                        sender: s,
+                        flowspec: Some(fs),
+                    } if r.node == sn && *session == f.session && *s == sender => {
                         Some((r.time, *fs))
                     }
                     _ => None,

@@ -670,3 +670,97 @@ fn engine_config_defaults_follow_rfc_2205() {
     assert_eq!(c.refresh, Duration::from_secs(30));
     assert_eq!(c.keep_multiplier, 3);
 }
+
+/// RFC 2205 §3.5: a receiver keeps asking for more than the N3 → N4 link can give (a "killer
+/// reservation", and it never withdraws it). Blockade state at N4 keeps it out of the merge, so
+/// the other receiver's smaller request is still installed upstream; the killer's next hop is told
+/// it caused the failure, the other is marked NotGuilty.
+#[test]
+fn blockade_state_lets_smaller_requests_past_a_killer_reservation() {
+    let text = testbeds::KOM_RSVP.replace(
+        "a = \"N3\"\nb = \"N4\"\n",
+        "a = \"N3\"\nb = \"N4\"\na_reservable = \"1000kbit\"\n",
+    );
+    let topo = Topology::from_toml(&text).unwrap();
+    let cfg = Config {
+        refresh: R,
+        release_on_admission_failure: false,
+        ..Config::default()
+    };
+    let mut sc = Scenario::new(rsvp_sim(topo, SimConfig::seeded(21), cfg));
+    let (n1, n3, n4, n5, n6) = (
+        node(&sc, "N1"),
+        node(&sc, "N3"),
+        node(&sc, "N4"),
+        node(&sc, "N5"),
+        node(&sc, "N6"),
+    );
+    let group: IpAddr = "224.3.3.3".parse().unwrap();
+    let s = udp(group, 3000);
+    // The killer comes first; the modest receiver joins a second later.
+    sc.sim.join_group(n6, group);
+    sc.sim.schedule(
+        Instant::from_secs(1),
+        pathwise_sim::Control::JoinGroup(n5, group),
+    );
+    sc.add_receiver(Receiver {
+        node: n5,
+        session: s,
+        style: StyleKind::Wf,
+        flowspec: cl(200.0),
+        confirm: false,
+    });
+    sc.add_receiver(Receiver {
+        node: n6,
+        session: s,
+        style: StyleKind::Wf,
+        flowspec: cl(2000.0),
+        confirm: false,
+    });
+    let src = v4(&sc, n1);
+    sc.sim.add_multicast_source(n1, src, group);
+    register(
+        &mut sc,
+        Instant::from_millis(1),
+        n1,
+        s,
+        filter(src, 3000),
+        2000.0,
+    );
+    sc.run_until(Instant::from_millis(900));
+    assert_eq!(
+        installed_kbps(&sc, n3, &s),
+        0.0,
+        "the killer alone gets nothing"
+    );
+    // N5's join reaches the routers' multicast trees; local repair (W = 2 s) sends it the Path.
+    sc.run_until(Instant::from_secs(5));
+    let not_guilty = pathwise_rsvp::wire::ErrorSpec::NOT_GUILTY;
+    let flags_at = |sc: &Scenario, n| {
+        sc.log.iter().find_map(|r| match &r.event {
+            Event::ResvError {
+                error, released, ..
+            } if r.node == n => Some((error.flags, *released)),
+            _ => None,
+        })
+    };
+    let (f6, released6) = flags_at(&sc, n6).expect("the killer's receiver hears the ResvErr");
+    assert_eq!(f6 & not_guilty, 0);
+    assert!(!released6);
+
+    // N4's two links carry each receiver's own request; upstream, only the smaller one fits.
+    assert_eq!(installed_kbps(&sc, n4, &s), 2200.0);
+    assert_eq!(installed_kbps(&sc, n3, &s), 200.0);
+    assert_eq!(resv_at_sender(&sc, n1, &s), Some(cl(200.0)));
+    // The blockade lapses after Kb·R and the killer is tried again, fails again, and the
+    // smaller reservation stays in place throughout.
+    for t in (5..60).step_by(5) {
+        sc.run_until(Instant::from_secs(t));
+        assert_eq!(installed_kbps(&sc, n3, &s), 200.0, "at {t}s");
+    }
+    let retries = sc.sim.engine(n3).unwrap().counters().admission_failures;
+    assert!(
+        retries >= 3,
+        "the killer is retried after each blockade: {retries}"
+    );
+}

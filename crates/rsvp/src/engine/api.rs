@@ -131,6 +131,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     expires: Instant::MAX,
                     oiats: None,
                     sent: None,
+                    blockade: None,
                 });
                 (id, true)
             }

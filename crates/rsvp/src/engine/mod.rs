@@ -73,6 +73,9 @@ pub struct Config {
     pub refresh: Duration,
     /// K, the number of refreshes that may be lost before state times out (default 3).
     pub keep_multiplier: u32,
+    /// Kb, the number of refresh periods blockade state lasts (RFC 2205 §3.5; default 4, the
+    /// RSVP-MIB's `rsvpIfRefreshBlockadeMultiple`, RFC 2206).
+    pub blockade_multiplier: u32,
     /// IP TTL of messages this node originates.
     pub ttl: u8,
     /// Timer wheel layout.
@@ -99,6 +102,7 @@ impl Default for Config {
             seed: 0,
             refresh: Duration::from_secs(30),
             keep_multiplier: 3,
+            blockade_multiplier: 4,
             ttl: 64,
             wheel: WheelConfig::default(),
             // RFC 2205 §3.6: "Currently W = 2 sec is suggested".
@@ -294,7 +298,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let s = &self.sessions[sid];
         let earliest = self
             .psbs_of(sid)
-            .map(|p| self.psbs[p].expires)
+            .map(|p| {
+                self.psbs[p]
+                    .blockade
+                    .as_ref()
+                    .map_or(self.psbs[p].expires, |b| {
+                        b.expires.min(self.psbs[p].expires)
+                    })
+            })
             .chain(self.rsbs_of(sid).map(|r| self.rsbs[r].expires))
             .fold(s.refresh_at.min(s.repair_at), Instant::min);
         let wake = s
@@ -343,7 +354,19 @@ impl<T: TrafficControl> RsvpEngine<T> {
             self.counters.resv_timeouts += 1;
             self.remove_rsb(id);
         }
-        if !expired.is_empty() || !stale.is_empty() {
+        let lapsed: SmallVec<[PsbId; 2]> = self
+            .psbs_of(sid)
+            .filter(|&p| {
+                self.psbs[p]
+                    .blockade
+                    .as_ref()
+                    .is_some_and(|b| b.expires <= now)
+            })
+            .collect();
+        for &p in &lapsed {
+            self.psbs[p].blockade = None;
+        }
+        if !expired.is_empty() || !stale.is_empty() || !lapsed.is_empty() {
             self.update_reservations(now, sid);
         }
         if self.sessions[sid].repair_at <= now {
@@ -383,7 +406,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             Message::PathErr(e) => self.on_path_err(e),
             Message::Resv(r) => self.on_resv(now, rx, r),
             Message::ResvTear(t) => self.on_resv_tear(now, rx, t),
-            Message::ResvErr(e) => self.on_resv_err(e),
+            Message::ResvErr(e) => self.on_resv_err(now, e),
             Message::ResvConf(c) => self.on_resv_conf(rx, c),
         }
     }
@@ -395,11 +418,15 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// confirmations are never answered with an error.
     fn on_parse_error(&mut self, rx: &Received<'_>, e: &crate::wire::ParseError) {
         self.drop_msg(e.kind.reason());
-        let (Some((code, value)), Some(session), Some(hop)) = (e.kind.error_code(), e.session, e.hop) else {
+        let (Some((code, value)), Some(session), Some(hop)) =
+            (e.kind.error_code(), e.session, e.hop)
+        else {
             return;
         };
         match e.msg_type {
-            Some(MsgType::Path) => self.send_path_err_raw(session, hop.addr, rx.ifindex, code, value, None),
+            Some(MsgType::Path) => {
+                self.send_path_err_raw(session, hop.addr, rx.ifindex, code, value, None)
+            }
             Some(MsgType::Resv) => {
                 let style = match &e.kind {
                     crate::wire::ParseErrorKind::UnknownStyle { style } => Some(*style),

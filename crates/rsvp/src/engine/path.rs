@@ -216,6 +216,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     expires,
                     oiats: None,
                     sent: None,
+                    blockade: None,
                 });
                 (id, true)
             }

@@ -5,8 +5,8 @@
 use super::list;
 use super::merge::{exceeds, lub};
 use super::state::{
-    Oi, OiatPsb, OutIsb, OutIsbId, PhopId, PsbId, RequestFlow, Rsb, RsbId, SessionId, descriptors,
-    filter_matches,
+    Blockade, Oi, OiatPsb, OutIsb, OutIsbId, PhopId, PsbId, RequestFlow, Rsb, RsbId, SessionId,
+    descriptors, filter_matches,
 };
 use super::tc::{AdmissionError, TcRequest};
 use super::{Event, RsvpEngine, TrafficControl};
@@ -593,7 +593,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         if style == StyleKind::Ff {
             for &p in senders {
                 let mut merged: Option<FlowSpec> = None;
-                for r in self.rsbs_of(sid).filter(|&r| serves(&self.rsbs[r], p)) {
+                let serving = self
+                    .rsbs_of(sid)
+                    .filter(|&r| serves(&self.rsbs[r], p))
+                    .collect();
+                for r in self.unblockaded(serving, self.psbs[p].blockade.as_deref()) {
                     let fs = self.flowspecs.get(self.rsbs[r].flowspec);
                     merged = Some(merged.map_or(*fs, |m| lub(&m, fs)));
                     if !contributing.contains(&r) {
@@ -605,10 +609,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
         } else {
             // One shared reservation: the LUB of every request that serves any of the senders,
             // applied to the senders some request covers (all of them for WF).
-            contributing = self
+            let serving = self
                 .rsbs_of(sid)
                 .filter(|&r| senders.iter().any(|&p| serves(&self.rsbs[r], p)))
                 .collect();
+            let blockade = senders
+                .iter()
+                .find_map(|&p| self.psbs[p].blockade.as_deref());
+            contributing = self.unblockaded(serving, blockade);
             let merged = contributing
                 .iter()
                 .map(|&r| self.flowspecs.get(self.rsbs[r].flowspec))
@@ -627,6 +635,23 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         }
         (Some(style), per_sender, contributing)
+    }
+
+    /// Blockade (RFC 2205 §3.5): requests at least as large as the flowspec Qb that failed
+    /// upstream are left out of the merge, so smaller requests get through instead of failing
+    /// with the "killer" — unless every request is that large, when all are merged as usual.
+    fn unblockaded(
+        &self,
+        rsbs: SmallVec<[RsbId; 2]>,
+        blockade: Option<&Blockade>,
+    ) -> SmallVec<[RsbId; 2]> {
+        let Some(b) = blockade else { return rsbs };
+        let below: SmallVec<[RsbId; 2]> = rsbs
+            .iter()
+            .copied()
+            .filter(|&r| exceeds(&b.flowspec, self.flowspecs.get(self.rsbs[r].flowspec)))
+            .collect();
+        if below.is_empty() { rsbs } else { below }
     }
 
     /// The request (flattened) that `per_sender` makes in `style`.
@@ -951,7 +976,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// RFC 2209 §3 "RESVERR MESSAGE ARRIVES": pass it to every next hop whose request it is
     /// about, or to the local receiver.
-    pub(super) fn on_resv_err(&mut self, e: ResvErr) {
+    pub(super) fn on_resv_err(&mut self, now: Instant, e: ResvErr) {
         let Some(sid) = self.find_session(&e.session) else {
             self.drop_msg("unknown_session");
             return;
@@ -978,8 +1003,44 @@ impl<T: TrafficControl> RsvpEngine<T> {
             self.drop_msg("no_matching_resv_state");
             return;
         }
+        // An admission failure upstream puts the senders it concerns under blockade (RFC 2205
+        // §3.5): those named, behind the previous hop that reported it.
+        let admission = e.error.code == error_code::ADMISSION_CONTROL_FAILURE;
+        let qe = e
+            .flows
+            .iter()
+            .find_map(|f| f.flowspec)
+            .filter(|_| admission);
+        if let Some(qe) = qe {
+            let expires = now + self.cfg.refresh * self.cfg.blockade_multiplier;
+            let blocked: SmallVec<[PsbId; 2]> = self
+                .psbs_of(sid)
+                .filter(|&p| {
+                    let psb = &self.psbs[p];
+                    psb.phop
+                        .is_some_and(|ph| self.phops[ph].hop.addr == e.hop.addr)
+                        && (named.is_empty()
+                            || named.iter().any(|f| filter_matches(f, &psb.sender)))
+                })
+                .collect();
+            for p in blocked {
+                self.psbs[p].blockade = Some(Box::new(Blockade {
+                    flowspec: qe,
+                    expires,
+                }));
+            }
+        }
         for id in targets {
-            self.send_resv_err(id, e.error, e.flows.clone());
+            // Next hops whose own request is smaller than the one that failed did not cause it.
+            let mut error = e.error;
+            if qe.is_some_and(|q| exceeds(&q, self.flowspecs.get(self.rsbs[id].flowspec))) {
+                error.flags |= ErrorSpec::NOT_GUILTY;
+            }
+            self.send_resv_err(id, error, e.flows.clone());
+        }
+        if qe.is_some() {
+            self.schedule_session(sid);
+            self.refresh_upstream(now, sid, false);
         }
     }
 
@@ -994,7 +1055,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let session = self.sessions[sid].key;
         let release = self.cfg.release_on_admission_failure
             && error.code == error_code::ADMISSION_CONTROL_FAILURE
-            && error.flags & ErrorSpec::IN_PLACE == 0;
+            && error.flags & (ErrorSpec::IN_PLACE | ErrorSpec::NOT_GUILTY) == 0;
         if release {
             let locals: SmallVec<[RsbId; 2]> = self
                 .rsbs_of(sid)

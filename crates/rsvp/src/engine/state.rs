@@ -117,6 +117,18 @@ pub struct Psb {
     pub oiats: Option<OiatId>,
     /// The flowspec this node last asked the previous hop to reserve for this sender.
     pub sent: Option<FlowSpecRef>,
+    /// Blockade state (RFC 2205 §3.5): a request upstream failed admission, so requests at
+    /// least this large are left out of merging until it expires.
+    pub blockade: Option<Box<Blockade>>,
+}
+
+/// Blockade State Block (RFC 2209 §1 "BSB"), kept with the sender it concerns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Blockade {
+    /// Qb: the flowspec that failed admission upstream.
+    pub flowspec: FlowSpec,
+    /// When the blockade lapses (Tb = Kb · R).
+    pub expires: Instant,
 }
 
 /// Previous Hop State Block: a neighbour Paths come from.

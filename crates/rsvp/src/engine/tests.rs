@@ -28,33 +28,65 @@ fn engine() -> RsvpEngine {
         mtu: 1500,
         latency: Duration::from_micros(50),
     };
-    let cfg = Config { interfaces: vec![iface(UP, [10, 0, 1, 2]), iface(DOWN, [10, 0, 2, 1])], ..Config::default() };
+    let cfg = Config {
+        interfaces: vec![iface(UP, [10, 0, 1, 2]), iface(DOWN, [10, 0, 2, 1])],
+        ..Config::default()
+    };
     let mut e = RsvpEngine::with_memory_tc(cfg, Instant::ZERO);
     let prefix = "20.0.0.0/8".parse().unwrap();
-    e.handle_route_change(Instant::ZERO, RouteChange::Add(Route { prefix, next_hop: Some(NHOP.into()), ifindex: DOWN, metric: 1 }));
+    e.handle_route_change(
+        Instant::ZERO,
+        RouteChange::Add(Route {
+            prefix,
+            next_hop: Some(NHOP.into()),
+            ifindex: DOWN,
+            metric: 1,
+        }),
+    );
     e
 }
 
 fn session(port: u16) -> Session {
-    Session { dest: IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)), protocol_id: 17, flags: 0, dst_port: port }
+    Session {
+        dest: IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)),
+        protocol_id: 17,
+        flags: 0,
+        dst_port: port,
+    }
 }
 
 fn sender(port: u16) -> FilterSpec {
-    FilterSpec::V4 { src: Ipv4Addr::new(30, 0, 0, 1), src_port: port }
+    FilterSpec::V4 {
+        src: Ipv4Addr::new(30, 0, 0, 1),
+        src_port: port,
+    }
 }
 
 fn tb(rate: f32) -> TokenBucket {
-    TokenBucket { rate, bucket: 1000.0, peak: f32::INFINITY, min_policed: 64, max_packet: 1500 }
+    TokenBucket {
+        rate,
+        bucket: 1000.0,
+        peak: f32::INFINITY,
+        min_policed: 64,
+        max_packet: 1500,
+    }
 }
 
 fn path(s: Session, f: FilterSpec) -> Message {
     Message::Path(Path {
         integrity: None,
         session: s,
-        hop: RsvpHop { addr: PHOP.into(), lih: 7 },
+        hop: RsvpHop {
+            addr: PHOP.into(),
+            lih: 7,
+        },
         time_values: TimeValues { refresh_ms: 30_000 },
         policy: Vec::new(),
-        sender: SenderDescriptor { template: f, tspec: SenderTspec(tb(1000.0)), adspec: Some(Adspec::new_at_sender(true, true)) },
+        sender: SenderDescriptor {
+            template: f,
+            tspec: SenderTspec(tb(1000.0)),
+            adspec: Some(Adspec::new_at_sender(true, true)),
+        },
         forward: Vec::new(),
     })
 }
@@ -63,19 +95,28 @@ fn resv(s: Session, style: StyleKind, flows: Vec<FlowDescriptor>) -> Message {
     Message::Resv(Resv {
         integrity: None,
         session: s,
-        hop: RsvpHop { addr: NHOP.into(), lih: DOWN.0 },
+        hop: RsvpHop {
+            addr: NHOP.into(),
+            lih: DOWN.0,
+        },
         time_values: TimeValues { refresh_ms: 30_000 },
         confirm: None,
         scope: None,
         policy: Vec::new(),
-        style: Style { flags: 0, kind: style },
+        style: Style {
+            flags: 0,
+            kind: style,
+        },
         flows,
         forward: Vec::new(),
     })
 }
 
 fn ff(rate: f32, f: FilterSpec) -> Vec<FlowDescriptor> {
-    vec![FlowDescriptor { flowspec: Some(FlowSpec::ControlledLoad(tb(rate))), filters: vec![f] }]
+    vec![FlowDescriptor {
+        flowspec: Some(FlowSpec::ControlledLoad(tb(rate))),
+        filters: vec![f],
+    }]
 }
 
 fn bytes(m: &Message, send_ttl: u8) -> Vec<u8> {
@@ -98,21 +139,33 @@ fn with_object(mut msg: Vec<u8>, class: u8, ctype: u8, body: &[u8]) -> Vec<u8> {
 }
 
 /// Feed one datagram and collect what the engine sends.
-fn feed(e: &mut RsvpEngine, now: Instant, payload: &[u8], from: Ipv4Addr, ifindex: IfIndex, ttl: u8) -> Vec<Transmit> {
-    e.handle_datagram(now, Received {
-        src: from.into(),
-        dst: IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)),
-        ifindex,
-        transport: Transport::Raw(IPPROTO_RSVP),
-        router_alert: true,
-        ttl,
-        payload,
-    });
+fn feed(
+    e: &mut RsvpEngine,
+    now: Instant,
+    payload: &[u8],
+    from: Ipv4Addr,
+    ifindex: IfIndex,
+    ttl: u8,
+) -> Vec<Transmit> {
+    e.handle_datagram(
+        now,
+        Received {
+            src: from.into(),
+            dst: IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)),
+            ifindex,
+            transport: Transport::Raw(IPPROTO_RSVP),
+            router_alert: true,
+            ttl,
+            payload,
+        },
+    );
     std::iter::from_fn(|| e.poll_transmit()).collect()
 }
 
 fn parsed(t: &Transmit) -> Message {
-    Message::parse(&t.payload).expect("the engine emits valid messages").1
+    Message::parse(&t.payload)
+        .expect("the engine emits valid messages")
+        .1
 }
 
 fn error_of(t: &Transmit) -> (u8, u16) {
@@ -126,13 +179,35 @@ fn error_of(t: &Transmit) -> (u8, u16) {
 #[test]
 fn path_is_forwarded_hop_by_hop_with_our_hop_and_composed_adspec() {
     let mut e = engine();
-    let out = feed(&mut e, Instant::ZERO, &bytes(&path(session(1), sender(1)), 63), PHOP, UP, 63);
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&path(session(1), sender(1)), 63),
+        PHOP,
+        UP,
+        63,
+    );
     assert_eq!(out.len(), 1);
     let t = &out[0];
-    assert_eq!((t.ifindex, t.router_alert, t.ttl, t.dst), (Some(DOWN), true, 62, session(1).dest));
-    assert_eq!(t.src, Some(sender(1).src()), "Path keeps the sender's address as IP source");
-    let Message::Path(p) = parsed(t) else { panic!() };
-    assert_eq!(p.hop, RsvpHop { addr: IpAddr::V4(Ipv4Addr::new(10, 0, 2, 1)), lih: DOWN.0 });
+    assert_eq!(
+        (t.ifindex, t.router_alert, t.ttl, t.dst),
+        (Some(DOWN), true, 62, session(1).dest)
+    );
+    assert_eq!(
+        t.src,
+        Some(sender(1).src()),
+        "Path keeps the sender's address as IP source"
+    );
+    let Message::Path(p) = parsed(t) else {
+        panic!()
+    };
+    assert_eq!(
+        p.hop,
+        RsvpHop {
+            addr: IpAddr::V4(Ipv4Addr::new(10, 0, 2, 1)),
+            lih: DOWN.0
+        }
+    );
     let a = p.sender.adspec.unwrap();
     assert_eq!(a.general.hop_count, 1);
     assert!(!a.general.break_bit);
@@ -143,8 +218,17 @@ fn path_is_forwarded_hop_by_hop_with_our_hop_and_composed_adspec() {
 fn non_rsvp_hop_sets_the_adspec_break_bit() {
     let mut e = engine();
     // Sent with TTL 64, arrives with 60: four plain routers were crossed (RFC 2205 §3.8).
-    let out = feed(&mut e, Instant::ZERO, &bytes(&path(session(1), sender(1)), 64), PHOP, UP, 60);
-    let Message::Path(p) = parsed(&out[0]) else { panic!() };
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&path(session(1), sender(1)), 64),
+        PHOP,
+        UP,
+        60,
+    );
+    let Message::Path(p) = parsed(&out[0]) else {
+        panic!()
+    };
     assert!(p.sender.adspec.unwrap().general.break_bit);
 }
 
@@ -155,24 +239,44 @@ fn unknown_object_class_is_answered_per_rfc_2205_3_10() {
     let msg = with_object(bytes(&path(session(1), sender(1)), 63), 0x42, 3, &[0; 4]);
     let out = feed(&mut e, Instant::ZERO, &msg, PHOP, UP, 63);
     assert_eq!(out.len(), 1);
-    assert_eq!(error_of(&out[0]), (error_code::UNKNOWN_OBJECT_CLASS, 0x4203));
+    assert_eq!(
+        error_of(&out[0]),
+        (error_code::UNKNOWN_OBJECT_CLASS, 0x4203)
+    );
     assert_eq!(out[0].dst, IpAddr::V4(PHOP));
     assert_eq!(e.state_stats().psbs, 0, "nothing installed");
     // Class 10bbbbbb: ignored silently, the Path is processed and not forwarded with it.
     let msg = with_object(bytes(&path(session(1), sender(1)), 63), 0x85, 1, &[0; 4]);
     let out = feed(&mut e, Instant::ZERO, &msg, PHOP, UP, 63);
-    let Message::Path(p) = parsed(&out[0]) else { panic!() };
+    let Message::Path(p) = parsed(&out[0]) else {
+        panic!()
+    };
     assert!(p.forward.is_empty());
     // Class 11bbbbbb: forwarded unexamined.
-    let msg = with_object(bytes(&path(session(2), sender(2)), 63), 0xc5, 1, &[1, 2, 3, 4]);
+    let msg = with_object(
+        bytes(&path(session(2), sender(2)), 63),
+        0xc5,
+        1,
+        &[1, 2, 3, 4],
+    );
     let out = feed(&mut e, Instant::ZERO, &msg, PHOP, UP, 63);
-    let Message::Path(p) = parsed(&out[0]) else { panic!() };
+    let Message::Path(p) = parsed(&out[0]) else {
+        panic!()
+    };
     assert_eq!(p.forward.len(), 1);
     assert_eq!(p.forward[0].body, vec![1, 2, 3, 4]);
     // In a Resv: answered with ResvErr naming the style.
-    let msg = with_object(bytes(&resv(session(2), StyleKind::Ff, ff(10.0, sender(2))), 64), 0x43, 1, &[0; 4]);
+    let msg = with_object(
+        bytes(&resv(session(2), StyleKind::Ff, ff(10.0, sender(2))), 64),
+        0x43,
+        1,
+        &[0; 4],
+    );
     let out = feed(&mut e, Instant::ZERO, &msg, NHOP, DOWN, 64);
-    assert_eq!(error_of(&out[0]), (error_code::UNKNOWN_OBJECT_CLASS, 0x4301));
+    assert_eq!(
+        error_of(&out[0]),
+        (error_code::UNKNOWN_OBJECT_CLASS, 0x4301)
+    );
     assert_eq!(out[0].dst, IpAddr::V4(NHOP));
 }
 
@@ -182,7 +286,12 @@ fn errors_are_never_answered_with_errors() {
     let err = Message::PathErr(PathErr {
         integrity: None,
         session: session(1),
-        error: crate::wire::ErrorSpec { node: PHOP.into(), flags: 0, code: 1, value: 2 },
+        error: crate::wire::ErrorSpec {
+            node: PHOP.into(),
+            flags: 0,
+            code: 1,
+            value: 2,
+        },
         policy: Vec::new(),
         sender: None,
         forward: Vec::new(),
@@ -195,7 +304,14 @@ fn errors_are_never_answered_with_errors() {
 #[test]
 fn resv_without_path_state_gets_no_path_information() {
     let mut e = engine();
-    let out = feed(&mut e, Instant::ZERO, &bytes(&resv(session(1), StyleKind::Ff, ff(10.0, sender(1))), 64), NHOP, DOWN, 64);
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&resv(session(1), StyleKind::Ff, ff(10.0, sender(1))), 64),
+        NHOP,
+        DOWN,
+        64,
+    );
     assert_eq!(error_of(&out[0]), (error_code::NO_PATH_INFORMATION, 0));
     assert_eq!(e.counters().drops.get("no_path_state"), Some(&1));
 }
@@ -203,8 +319,22 @@ fn resv_without_path_state_gets_no_path_information() {
 #[test]
 fn ff_resv_for_unknown_sender_gets_no_sender_information() {
     let mut e = engine();
-    feed(&mut e, Instant::ZERO, &bytes(&path(session(1), sender(1)), 63), PHOP, UP, 63);
-    let out = feed(&mut e, Instant::ZERO, &bytes(&resv(session(1), StyleKind::Ff, ff(10.0, sender(9))), 64), NHOP, DOWN, 64);
+    feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&path(session(1), sender(1)), 63),
+        PHOP,
+        UP,
+        63,
+    );
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&resv(session(1), StyleKind::Ff, ff(10.0, sender(9))), 64),
+        NHOP,
+        DOWN,
+        64,
+    );
     assert_eq!(error_of(&out[0]), (error_code::NO_SENDER_INFORMATION, 0));
     assert!(e.traffic_control().is_empty());
 }
@@ -212,20 +342,61 @@ fn ff_resv_for_unknown_sender_gets_no_sender_information() {
 #[test]
 fn unknown_style_gets_unknown_reservation_style() {
     let mut e = engine();
-    feed(&mut e, Instant::ZERO, &bytes(&path(session(1), sender(1)), 63), PHOP, UP, 63);
-    let out = feed(&mut e, Instant::ZERO, &bytes(&resv(session(1), StyleKind::Other(0b11111), ff(10.0, sender(1))), 64), NHOP, DOWN, 64);
-    assert_eq!(error_of(&out[0]), (error_code::UNKNOWN_RESERVATION_STYLE, 0));
+    feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&path(session(1), sender(1)), 63),
+        PHOP,
+        UP,
+        63,
+    );
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(
+            &resv(session(1), StyleKind::Other(0b11111), ff(10.0, sender(1))),
+            64,
+        ),
+        NHOP,
+        DOWN,
+        64,
+    );
+    assert_eq!(
+        error_of(&out[0]),
+        (error_code::UNKNOWN_RESERVATION_STYLE, 0)
+    );
 }
 
 #[test]
 fn conflicting_ports_are_refused() {
     let mut e = engine();
-    feed(&mut e, Instant::ZERO, &bytes(&path(session(0), sender(1)), 63), PHOP, UP, 63);
+    feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&path(session(0), sender(1)), 63),
+        PHOP,
+        UP,
+        63,
+    );
     // A non-zero port next to a zero port for the same destination and protocol.
-    let out = feed(&mut e, Instant::ZERO, &bytes(&path(session(5), sender(1)), 63), PHOP, UP, 63);
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&path(session(5), sender(1)), 63),
+        PHOP,
+        UP,
+        63,
+    );
     assert_eq!(error_of(&out[0]), (error_code::CONFLICTING_DEST_PORTS, 0));
     // Same sender address with and without a port in one session.
-    let out = feed(&mut e, Instant::ZERO, &bytes(&path(session(0), sender(0)), 63), PHOP, UP, 63);
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&path(session(0), sender(0)), 63),
+        PHOP,
+        UP,
+        63,
+    );
     assert_eq!(error_of(&out[0]), (error_code::CONFLICTING_SENDER_PORTS, 0));
     assert_eq!(e.state_stats().sessions, 1);
 }
@@ -244,13 +415,23 @@ fn bad_checksum_is_dropped_and_counted() {
 #[test]
 fn path_tear_from_another_hop_is_stale() {
     let mut e = engine();
-    feed(&mut e, Instant::ZERO, &bytes(&path(session(1), sender(1)), 63), PHOP, UP, 63);
+    feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&path(session(1), sender(1)), 63),
+        PHOP,
+        UP,
+        63,
+    );
     let tear = |addr: Ipv4Addr| {
         bytes(
             &Message::PathTear(PathTear {
                 integrity: None,
                 session: session(1),
-                hop: RsvpHop { addr: addr.into(), lih: 7 },
+                hop: RsvpHop {
+                    addr: addr.into(),
+                    lih: 7,
+                },
                 sender_template: Some(sender(1)),
                 sender_tspec: None,
                 forward: Vec::new(),
@@ -258,19 +439,46 @@ fn path_tear_from_another_hop_is_stale() {
             63,
         )
     };
-    assert!(feed(&mut e, Instant::ZERO, &tear(Ipv4Addr::new(10, 9, 9, 9)), PHOP, UP, 63).is_empty());
+    assert!(
+        feed(
+            &mut e,
+            Instant::ZERO,
+            &tear(Ipv4Addr::new(10, 9, 9, 9)),
+            PHOP,
+            UP,
+            63
+        )
+        .is_empty()
+    );
     assert_eq!(e.state_stats().psbs, 1);
     assert_eq!(e.counters().drops.get("no_matching_path_state"), Some(&1));
     let out = feed(&mut e, Instant::ZERO, &tear(PHOP), PHOP, UP, 63);
-    assert!(matches!(parsed(&out[0]), Message::PathTear(_)), "passed downstream");
+    assert!(
+        matches!(parsed(&out[0]), Message::PathTear(_)),
+        "passed downstream"
+    );
     assert!(e.is_idle());
 }
 
 #[test]
 fn unrefreshed_state_times_out_and_is_torn_downstream() {
     let mut e = engine();
-    feed(&mut e, Instant::ZERO, &bytes(&path(session(1), sender(1)), 63), PHOP, UP, 63);
-    feed(&mut e, Instant::ZERO, &bytes(&resv(session(1), StyleKind::Ff, ff(10.0, sender(1))), 64), NHOP, DOWN, 64);
+    feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&path(session(1), sender(1)), 63),
+        PHOP,
+        UP,
+        63,
+    );
+    feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&resv(session(1), StyleKind::Ff, ff(10.0, sender(1))), 64),
+        NHOP,
+        DOWN,
+        64,
+    );
     assert_eq!(e.traffic_control().len(), 1);
     // L = (K + 0.5) · 1.5 · R = 157.5 s for R = 30 s (RFC 2205 §3.7). Our own refreshes go out
     // meanwhile; nothing comes back.
@@ -281,11 +489,17 @@ fn unrefreshed_state_times_out_and_is_torn_downstream() {
         e.handle_timeout(now);
         sent.extend(std::iter::from_fn(|| e.poll_transmit()));
     }
-    assert!(now >= Instant::from_millis(157_500), "not before the lifetime: {now:?}");
+    assert!(
+        now >= Instant::from_millis(157_500),
+        "not before the lifetime: {now:?}"
+    );
     assert!(e.is_idle(), "{:?}", e.state_stats());
     assert!(e.traffic_control().is_empty());
     let types: Vec<MsgType> = sent.iter().map(|t| parsed(t).msg_type()).collect();
-    assert!(types.contains(&MsgType::Path) && types.contains(&MsgType::Resv), "refreshes: {types:?}");
+    assert!(
+        types.contains(&MsgType::Path) && types.contains(&MsgType::Resv),
+        "refreshes: {types:?}"
+    );
     assert_eq!(types.last(), Some(&MsgType::PathTear));
     assert_eq!(e.counters().path_timeouts, 1);
 }
@@ -293,7 +507,14 @@ fn unrefreshed_state_times_out_and_is_torn_downstream() {
 #[test]
 fn unchanged_resv_refresh_sends_nothing_new_upstream() {
     let mut e = engine();
-    feed(&mut e, Instant::ZERO, &bytes(&path(session(1), sender(1)), 63), PHOP, UP, 63);
+    feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&path(session(1), sender(1)), 63),
+        PHOP,
+        UP,
+        63,
+    );
     let r = bytes(&resv(session(1), StyleKind::Ff, ff(10.0, sender(1))), 64);
     let first = feed(&mut e, Instant::ZERO, &r, NHOP, DOWN, 64);
     assert_eq!(first.len(), 1);

@@ -579,7 +579,10 @@ impl Message {
         let mut c = Collected::default();
         if let Err(kind) = c.collect(msg_type, objects) {
             let (fs, fh, fst) = find_context(objects);
-            return Err(fail(kind, (c.session.or(fs), c.hop.or(fh), c.style.or(fst))));
+            return Err(fail(
+                kind,
+                (c.session.or(fs), c.hop.or(fh), c.style.or(fst)),
+            ));
         }
         let context = (c.session, c.hop, c.style);
         c.assemble(msg_type)
