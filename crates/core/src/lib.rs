@@ -9,6 +9,7 @@
 //! - [`timer`]: the hierarchical timer wheel (Varghese & Lauck) with the KOM engine's fuzzy mode.
 //! - [`table`]: hash tables keyed by a randomly seeded hasher (no hash flooding).
 //! - [`wire`]: bounds-checked byte reader/writer and TLV helpers shared by the protocol codecs.
+//! - [`units`]: bandwidths and durations as written in configuration files.
 //! - [`route`], [`fib`]: routes as drivers report them, and the longest-prefix-match table engines keep.
 //! - [`io`], [`engine`]: the datagram vocabulary and the sans-IO engine contract drivers rely on.
 #![warn(missing_docs)]
@@ -22,6 +23,7 @@ pub mod route;
 pub mod table;
 pub mod time;
 pub mod timer;
+pub mod units;
 pub mod wire;
 
 pub use rand;

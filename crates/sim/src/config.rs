@@ -37,11 +37,9 @@ use crate::link::LinkParams;
 use crate::topology::{
     EndSpec, LinkSpec, NodeId, NodeRole, NodeSpec, Topology, TopologyError, invalid,
 };
-use core::fmt;
 use ipnet::{Ipv4Net, Ipv6Net};
-use pathwise_core::time::Duration;
+use pathwise_core::units::{Bandwidth, TimeSpan};
 use serde::Deserialize;
-use serde::de::{self, Deserializer, Visitor};
 
 impl Topology {
     /// Parse and validate a topology written in TOML (format in the [`crate::config`] docs).
@@ -70,12 +68,12 @@ struct TopologyFile {
 #[derive(Deserialize, Default, Clone)]
 #[serde(deny_unknown_fields)]
 struct DirEntry {
-    delay: Option<Dur>,
+    delay: Option<TimeSpan>,
     bandwidth: Option<Bandwidth>,
     loss: Option<f64>,
     duplicate: Option<f64>,
     reorder: Option<f64>,
-    reorder_jitter: Option<Dur>,
+    reorder_jitter: Option<TimeSpan>,
     mtu: Option<u32>,
     cost: Option<u32>,
     queue_bytes: Option<u64>,
@@ -135,7 +133,7 @@ struct NodeEntry {
     engine: bool,
     loopback_v4: Option<Ipv4Net>,
     loopback_v6: Option<Ipv6Net>,
-    processing_delay: Option<Dur>,
+    processing_delay: Option<TimeSpan>,
 }
 
 #[derive(Deserialize)]
@@ -144,12 +142,12 @@ struct LinkEntry {
     a: String,
     b: String,
     // Both directions (serde cannot flatten with deny_unknown_fields, hence the repetition).
-    delay: Option<Dur>,
+    delay: Option<TimeSpan>,
     bandwidth: Option<Bandwidth>,
     loss: Option<f64>,
     duplicate: Option<f64>,
     reorder: Option<f64>,
-    reorder_jitter: Option<Dur>,
+    reorder_jitter: Option<TimeSpan>,
     mtu: Option<u32>,
     cost: Option<u32>,
     queue_bytes: Option<u64>,
@@ -202,7 +200,9 @@ impl TopologyFile {
                 engine: n.engine,
                 loopback_v4: n.loopback_v4,
                 loopback_v6: n.loopback_v6,
-                processing_delay: n.processing_delay.map_or(Duration::ZERO, |d| d.0),
+                processing_delay: n
+                    .processing_delay
+                    .map_or(pathwise_core::time::Duration::ZERO, |d| d.0),
             });
         }
         for (i, l) in self.links.into_iter().enumerate() {
@@ -245,117 +245,5 @@ impl TopologyFile {
             });
         }
         b.build()
-    }
-}
-
-/// A duration written with a unit: `"1.5ms"`, `"250us"`, `"2s"`, `"10ns"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Dur(Duration);
-
-/// A bandwidth in bit/s: an integer, or `"100Mbit"`, `"1Gbps"`, `"64kbit"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Bandwidth(u64);
-
-fn split_number(s: &str) -> Result<(f64, &str), String> {
-    let s = s.trim();
-    let end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(end);
-    let num: f64 = num
-        .replace('_', "")
-        .parse()
-        .map_err(|_| format!("{s:?} does not start with a number"))?;
-    Ok((num, unit.trim()))
-}
-
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (n, unit) = split_number(s)?;
-    let scale = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => {
-            return Err(format!(
-                "{s:?}: a duration needs a unit: ns, us, ms or s (e.g. \"1ms\")"
-            ));
-        }
-    };
-    Ok(Duration::from_nanos((n * scale).round() as u64))
-}
-
-pub(crate) fn parse_bandwidth(s: &str) -> Result<u64, String> {
-    let (n, unit) = split_number(s)?;
-    let unit = unit.strip_suffix("/s").unwrap_or(unit).to_ascii_lowercase();
-    let scale = match unit.as_str() {
-        "" | "bit" | "bps" | "b" => 1.0,
-        "k" | "kbit" | "kbps" | "kb" => 1e3,
-        "m" | "mbit" | "mbps" | "mb" => 1e6,
-        "g" | "gbit" | "gbps" | "gb" => 1e9,
-        _ => {
-            return Err(format!(
-                "{s:?}: a bandwidth is in bit/s: bit, kbit, Mbit or Gbit (e.g. \"100Mbit\")"
-            ));
-        }
-    };
-    Ok((n * scale).round() as u64)
-}
-
-impl<'de> Deserialize<'de> for Dur {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Dur;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a duration string with a unit, e.g. \"1ms\"")
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Dur, E> {
-                parse_duration(s).map(Dur).map_err(E::custom)
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-impl<'de> Deserialize<'de> for Bandwidth {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Bandwidth;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("bit/s as an integer or a string like \"100Mbit\"")
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Bandwidth, E> {
-                Ok(Bandwidth(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Bandwidth, E> {
-                u64::try_from(v)
-                    .map(Bandwidth)
-                    .map_err(|_| E::custom("bandwidth must not be negative"))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Bandwidth, E> {
-                parse_bandwidth(s).map(Bandwidth).map_err(E::custom)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn units() {
-        assert_eq!(parse_duration("1.5ms"), Ok(Duration::from_micros(1500)));
-        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration("2").is_err());
-        assert_eq!(parse_bandwidth("100Mbit"), Ok(100_000_000));
-        assert_eq!(parse_bandwidth("1Gbps"), Ok(1_000_000_000));
-        assert_eq!(parse_bandwidth("64 kbit/s"), Ok(64_000));
-        assert!(parse_bandwidth("10MB/s").is_ok_and(|b| b == 10_000_000));
-        assert!(parse_bandwidth("fast").is_err());
     }
 }
