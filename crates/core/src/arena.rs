@@ -17,8 +17,14 @@ pub struct Id<T> {
 
 impl<T> Id<T> {
     fn new(index: usize) -> Self {
-        let raw = u32::try_from(index + 1).ok().and_then(NonZeroU32::new).expect("arena holds at most u32::MAX - 1 values");
-        Id { raw, _t: PhantomData }
+        let raw = u32::try_from(index + 1)
+            .ok()
+            .and_then(NonZeroU32::new)
+            .expect("arena holds at most u32::MAX - 1 values");
+        Id {
+            raw,
+            _t: PhantomData,
+        }
     }
 
     /// The slot number.
@@ -80,7 +86,9 @@ impl<T> Arena<T> {
 
     /// An empty arena with room for `n` values.
     pub fn with_capacity(n: usize) -> Self {
-        Arena { slab: Slab::with_capacity(n) }
+        Arena {
+            slab: Slab::with_capacity(n),
+        }
     }
 
     /// Store a value.
@@ -183,6 +191,9 @@ mod tests {
         let z = a.insert("z");
         assert_eq!(z, x, "slots are reused");
         assert_eq!(a.len(), 2);
-        assert_eq!(a.iter().map(|(_, v)| *v).collect::<Vec<_>>(), vec!["z", "y"]);
+        assert_eq!(
+            a.iter().map(|(_, v)| *v).collect::<Vec<_>>(),
+            vec!["z", "y"]
+        );
     }
 }
