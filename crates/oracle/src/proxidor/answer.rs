@@ -1,0 +1,321 @@
+//! One datagram in, at most one datagram out: the function every server worker calls.
+
+use super::header::{HEADER_LEN, Header, Opcode, Rcode};
+use super::message::{DatagramView, TLV_HEADER_LEN, TlvType, WireError};
+use crate::TopologySnapshot;
+use pathwise_core::wire::Writer;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use thiserror::Error;
+
+/// Bytes of candidate addresses one query may carry: 1500 (the seed's datagram budget) − 12
+/// (fixed header) − 8 (authentication block) − 4 (one TLV header) − 22 (the source extensions:
+/// 4 + 1 for IPv4, 16 + 1 for IPv6) = 1454. See docs/proxidor.md.
+pub const MAX_ADDRESS_BYTES: usize = 1500 - HEADER_LEN - 8 - TLV_HEADER_LEN - 22;
+/// Most IPv4 candidates per query: ⌊1454 / 4⌋ = 363.
+pub const MAX_IPV4: usize = MAX_ADDRESS_BYTES / 4;
+/// Most IPv6 candidates per query: ⌊1454 / 16⌋ = 90.
+pub const MAX_IPV6: usize = MAX_ADDRESS_BYTES / 16;
+
+/// The protocol version this implementation speaks.
+pub const VERSION: u8 = 0;
+
+/// What [`answer`] did with a datagram; the server counts by this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A ranked reply is in `out`.
+    Answered {
+        /// Candidate addresses ranked.
+        addresses: usize,
+        /// Of those, how many the oracle could place (the rest went last).
+        placed: usize,
+    },
+    /// An error reply (header only, the Rcode set) is in `out`.
+    Rejected {
+        /// The Rcode sent.
+        rcode: Rcode,
+        /// Why.
+        reason: Malformed,
+    },
+    /// Nothing to send; `out` is untouched.
+    Dropped(DropReason),
+}
+
+/// Why a query was answered with an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+pub enum Malformed {
+    /// Version other than 0.
+    #[error("version {0}")]
+    Version(u8),
+    /// Reserved flag bits or an Rcode set in a query.
+    #[error("bad flags {0:#06x}")]
+    Flags(u16),
+    /// An opcode other than COQ.
+    #[error("opcode {0}")]
+    Opcode(u8),
+    /// A servcode other than 0.
+    #[error("servcode {0}")]
+    Servcode(u8),
+    /// A service category other than 0.
+    #[error("service category {0}")]
+    ServiceCategory(u8),
+    /// A TLV type other than the address lists.
+    #[error("TLV type {0}")]
+    TlvType(u8),
+    /// Structurally malformed.
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    /// More addresses than [`MAX_ADDRESS_BYTES`] allows.
+    #[error("{ipv4} IPv4 and {ipv6} IPv6 candidates exceed one datagram")]
+    TooManyAddresses {
+        /// IPv4 candidates.
+        ipv4: usize,
+        /// IPv6 candidates.
+        ipv6: usize,
+    },
+}
+
+impl Malformed {
+    /// The Rcode this error is answered with.
+    pub fn rcode(&self) -> Rcode {
+        match self {
+            Malformed::Version(_) => Rcode::BadVersion,
+            Malformed::Flags(_) | Malformed::Wire(_) => Rcode::FormatError,
+            Malformed::Opcode(_)
+            | Malformed::Servcode(_)
+            | Malformed::ServiceCategory(_)
+            | Malformed::TlvType(_) => Rcode::NotImplemented,
+            Malformed::TooManyAddresses { .. } => Rcode::TooManyAddresses,
+        }
+    }
+}
+
+/// Why a datagram got no reply at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+pub enum DropReason {
+    /// Shorter than the fixed header: nothing to echo an identification from.
+    #[error("{0} bytes, shorter than the 12-byte header")]
+    TooShort(usize),
+    /// QR is set: a reply sent to the server. Answering could start a loop between two servers.
+    #[error("a reply, not a query")]
+    NotAQuery,
+}
+
+/// Answer one Proxidor query from `peer` (the datagram's source address) against `snapshot`,
+/// appending the reply to `out` (which the caller clears and reuses).
+///
+/// The ranking source is the query's IPv4 source extension if present and placeable, else its
+/// IPv6 one, else `peer`. The reply echoes the identification, sets QR and the snapshot's TTL,
+/// carries no authentication block or source extension, and holds one IPv4 list TLV and/or one
+/// IPv6 list TLV: every list of a family in the query merged, ranked, attributes dropped (seed
+/// §4.8.1). Allocation-free apart from growing `out`. Never panics.
+pub fn answer(
+    snapshot: &TopologySnapshot,
+    peer: IpAddr,
+    query: &[u8],
+    out: &mut Vec<u8>,
+) -> Outcome {
+    if query.len() < HEADER_LEN {
+        return Outcome::Dropped(DropReason::TooShort(query.len()));
+    }
+    let view = match DatagramView::parse(query) {
+        Ok(v) => v,
+        Err(e) => {
+            // The fixed header is there; answer with its identification.
+            let Ok(header) = Header::parse(&mut pathwise_core::wire::Reader::new(query)) else {
+                return Outcome::Dropped(DropReason::TooShort(query.len()));
+            };
+            if header.response {
+                return Outcome::Dropped(DropReason::NotAQuery);
+            }
+            return reject(
+                &header,
+                check_header(&header).err().unwrap_or(e.into()),
+                out,
+            );
+        }
+    };
+    let h = view.header;
+    if h.response {
+        return Outcome::Dropped(DropReason::NotAQuery);
+    }
+    if let Err(m) = check_header(&h) {
+        return reject(&h, m, out);
+    }
+    let (mut n4, mut n6) = (0usize, 0usize);
+    for t in view.tlvs().flatten() {
+        match t.kind {
+            TlvType::Ipv4List => n4 += t.payload.len() / 4,
+            TlvType::Ipv6List => n6 += t.payload.len() / 16,
+            TlvType::Unknown(n) => return reject(&h, Malformed::TlvType(n), out),
+        }
+    }
+    if 4 * n4 + 16 * n6 > MAX_ADDRESS_BYTES {
+        return reject(&h, Malformed::TooManyAddresses { ipv4: n4, ipv6: n6 }, out);
+    }
+
+    let sources = [
+        view.source_v4.map(|(a, _)| IpAddr::V4(a)),
+        view.source_v6.map(|(a, _)| IpAddr::V6(a)),
+        Some(peer),
+    ];
+    let row = sources
+        .into_iter()
+        .flatten()
+        .find_map(|s| snapshot.source_row(s));
+
+    let mut v4 = [Ipv4Addr::UNSPECIFIED; MAX_IPV4];
+    let mut v6 = [Ipv6Addr::UNSPECIFIED; MAX_IPV6];
+    let (mut i4, mut i6) = (0usize, 0usize);
+    for t in view.tlvs().flatten() {
+        match t.kind {
+            TlvType::Ipv4List => {
+                for c in t.payload.chunks_exact(4) {
+                    if let Some(slot) = v4.get_mut(i4) {
+                        *slot = Ipv4Addr::new(c[0], c[1], c[2], c[3]);
+                        i4 += 1;
+                    }
+                }
+            }
+            TlvType::Ipv6List => {
+                for c in t.payload.chunks_exact(16) {
+                    if let (Some(slot), Ok(b)) = (v6.get_mut(i6), <[u8; 16]>::try_from(c)) {
+                        *slot = Ipv6Addr::from(b);
+                        i6 += 1;
+                    }
+                }
+            }
+            TlvType::Unknown(_) => {}
+        }
+    }
+    let mut k4 = [(0u64, 0u32); MAX_IPV4];
+    let mut k6 = [(0u64, 0u32); MAX_IPV6];
+    let placed = rank_into(
+        snapshot,
+        row,
+        v4.get(..i4).unwrap_or(&[]),
+        &mut k4,
+        IpAddr::V4,
+    ) + rank_into(
+        snapshot,
+        row,
+        v6.get(..i6).unwrap_or(&[]),
+        &mut k6,
+        IpAddr::V6,
+    );
+
+    let reply = Header {
+        version: VERSION,
+        servcode: 0,
+        response: true,
+        opcode: Opcode::Coq,
+        authenticated: false,
+        ipv4_source: false,
+        ipv6_source: false,
+        reserved: 0,
+        rcode: Rcode::NoError,
+        id: h.id,
+        ttl: snapshot.settings().ttl,
+        service_category: 0,
+        auth_type: 0,
+    };
+    out.reserve(HEADER_LEN + 2 * TLV_HEADER_LEN + 4 * i4 + 16 * i6);
+    let mut w = Writer::new(out);
+    reply.emit(&mut w);
+    if i4 > 0 {
+        emit_list_header(&mut w, TlvType::Ipv4List, i6 > 0, 4 * i4);
+        for &(_, i) in k4.get(..i4).unwrap_or(&[]) {
+            if let Some(a) = v4.get(i as usize) {
+                w.bytes(&a.octets());
+            }
+        }
+    }
+    if i6 > 0 {
+        emit_list_header(&mut w, TlvType::Ipv6List, false, 16 * i6);
+        for &(_, i) in k6.get(..i6).unwrap_or(&[]) {
+            if let Some(a) = v6.get(i as usize) {
+                w.bytes(&a.octets());
+            }
+        }
+    }
+    Outcome::Answered {
+        addresses: i4 + i6,
+        placed,
+    }
+}
+
+/// Fill `keys` for `addrs` and sort them; returns how many were placed.
+fn rank_into<A: Copy>(
+    snapshot: &TopologySnapshot,
+    row: Option<&[crate::snapshot::PathEntry]>,
+    addrs: &[A],
+    keys: &mut [(u64, u32)],
+    ip: fn(A) -> IpAddr,
+) -> usize {
+    let mut sink = SliceSink { keys, len: 0 };
+    let placed = snapshot.keys_into(row, addrs.iter().map(|&a| ip(a)), &mut sink);
+    let n = sink.len;
+    if let Some(k) = sink.keys.get_mut(..n) {
+        k.sort_unstable();
+    }
+    placed
+}
+
+/// An `Extend` target over a fixed slice (extra items are dropped; callers size it).
+struct SliceSink<'a> {
+    keys: &'a mut [(u64, u32)],
+    len: usize,
+}
+
+impl Extend<(u64, u32)> for SliceSink<'_> {
+    fn extend<I: IntoIterator<Item = (u64, u32)>>(&mut self, iter: I) {
+        for k in iter {
+            if let Some(slot) = self.keys.get_mut(self.len) {
+                *slot = k;
+                self.len += 1;
+            }
+        }
+    }
+}
+
+fn emit_list_header(w: &mut Writer<'_>, kind: TlvType, next: bool, payload: usize) {
+    w.u8(kind.into());
+    w.u8(u8::from(next) << 7);
+    w.u16(u16::try_from(TLV_HEADER_LEN + payload).unwrap_or(u16::MAX));
+}
+
+fn check_header(h: &Header) -> Result<(), Malformed> {
+    if h.version != VERSION {
+        return Err(Malformed::Version(h.version));
+    }
+    if h.reserved != 0 || h.rcode != Rcode::NoError {
+        return Err(Malformed::Flags(h.flags()));
+    }
+    if h.opcode != Opcode::Coq {
+        return Err(Malformed::Opcode(h.opcode.into()));
+    }
+    if h.servcode != 0 {
+        return Err(Malformed::Servcode(h.servcode));
+    }
+    if h.service_category != 0 {
+        return Err(Malformed::ServiceCategory(h.service_category));
+    }
+    Ok(())
+}
+
+fn reject(h: &Header, reason: Malformed, out: &mut Vec<u8>) -> Outcome {
+    let rcode = reason.rcode();
+    let reply = Header {
+        version: VERSION,
+        response: true,
+        authenticated: false,
+        ipv4_source: false,
+        ipv6_source: false,
+        reserved: 0,
+        rcode,
+        ttl: 0,
+        auth_type: 0,
+        ..*h
+    };
+    reply.emit(&mut Writer::new(out));
+    Outcome::Rejected { rcode, reason }
+}

@@ -1,0 +1,119 @@
+//! Ranking: a cost per candidate from its path metrics, lower first.
+//!
+//! The default is the seed's eq. 3, `8·as_distance + 0.5·hops + 10/bandwidth` (§4.5.5). Other
+//! built-ins and operator-defined [`CostExpr`]essions are chosen by name in the configuration
+//! (`ranking = "…"`). [`TopologySnapshot::rank`](crate::TopologySnapshot::rank) applies a ranking
+//! to a candidate list: the output is always a permutation of the input, ties keep their input
+//! order, and candidates the oracle cannot place go last in their input order.
+
+pub mod expr;
+
+pub use expr::{CostExpr, ExprError, ExprErrorKind, Var};
+
+/// Aggregated properties of the path from a query's source to one candidate (seed §4.5.5's
+/// `networkPathProperties`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PathMetrics {
+    /// Smallest bandwidth along the internal path, Mbit/s; infinite for a zero-hop path.
+    pub bandwidth: f64,
+    /// Sum of link latencies along the internal path, ms.
+    pub latency: f64,
+    /// Internal hops.
+    pub hops: u32,
+    /// Sum of link weights along the internal path.
+    pub weight: u64,
+    /// The destination's AS (the oracle's own AS for internal destinations).
+    pub as_number: u32,
+    /// AS hops beyond the exit router (0 inside the AS).
+    pub as_distance: u16,
+    /// Largest congestion along the internal path, as a fraction of capacity.
+    pub congestion: f64,
+    /// Whether the destination is outside the AS (reached through an external network).
+    pub external: bool,
+}
+
+/// How candidates are ordered.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ranking {
+    /// Seed eq. 3: `8·as_distance + 0.5·hops + 10/bandwidth` (`seed`).
+    Seed,
+    /// Internal latency (`latency-first`).
+    LatencyFirst,
+    /// Internal hops plus AS distance (`fewest-hops`).
+    FewestHops,
+    /// Internal weight, the IGP's own view (`lowest-weight`).
+    LowestWeight,
+    /// `1/bandwidth`: the widest bottleneck first (`widest-bandwidth`).
+    WidestBandwidth,
+    /// An operator-defined cost expression.
+    Expression(CostExpr),
+}
+
+/// The built-in rankings by configuration name.
+pub const BUILT_IN: &[(&str, Ranking)] = &[
+    ("seed", Ranking::Seed),
+    ("latency-first", Ranking::LatencyFirst),
+    ("fewest-hops", Ranking::FewestHops),
+    ("lowest-weight", Ranking::LowestWeight),
+    ("widest-bandwidth", Ranking::WidestBandwidth),
+];
+
+impl Ranking {
+    /// A built-in by name, or else `text` compiled as a cost expression.
+    pub fn parse(text: &str) -> Result<Ranking, ExprError> {
+        let name = text.trim();
+        if let Some((_, r)) = BUILT_IN.iter().find(|(n, _)| *n == name) {
+            return Ok(r.clone());
+        }
+        CostExpr::compile(text).map(Ranking::Expression)
+    }
+
+    /// The configuration text this ranking was parsed from (a name or the expression).
+    pub fn text(&self) -> &str {
+        match self {
+            Ranking::Expression(e) => e.source(),
+            other => BUILT_IN
+                .iter()
+                .find(|(_, r)| r == other)
+                .map_or("seed", |(n, _)| n),
+        }
+    }
+
+    /// The cost of one path; lower ranks first.
+    #[inline]
+    pub fn cost(&self, m: &PathMetrics) -> f64 {
+        match self {
+            Ranking::Seed => {
+                8.0 * f64::from(m.as_distance) + 0.5 * f64::from(m.hops) + 10.0 / m.bandwidth
+            }
+            Ranking::LatencyFirst => m.latency,
+            Ranking::FewestHops => f64::from(m.hops) + f64::from(m.as_distance),
+            Ranking::LowestWeight => m.weight as f64,
+            Ranking::WidestBandwidth => 1.0 / m.bandwidth,
+            Ranking::Expression(e) => e.eval(m),
+        }
+    }
+}
+
+/// A sort key: placed candidates by cost (NaN as +∞), then the unplaceable ones.
+#[inline]
+pub(crate) fn order_key(cost: Option<f64>) -> u64 {
+    match cost {
+        None => u64::MAX,
+        Some(c) => {
+            let c = if c.is_nan() { f64::INFINITY } else { c };
+            // -0.0 and 0.0 tie.
+            let c = if c == 0.0 { 0.0 } else { c };
+            let bits = c.to_bits();
+            // The IEEE 754 total-order trick: flip negatives entirely, set the sign of positives.
+            if bits >> 63 == 1 {
+                !bits
+            } else {
+                bits | 1 << 63
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,210 @@
+//! Reading a snapshot: locating addresses, path metrics, ranking.
+
+use super::TopologySnapshot;
+use super::paths::{PathEntry, compute_row};
+use super::prefixes::Exit;
+use super::routers::RouterIdx;
+use crate::rank::{PathMetrics, order_key};
+use ipnet::IpNet;
+use std::net::IpAddr;
+
+/// What the prefix table says about an address (console `show`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Located {
+    /// The most specific prefix containing the address.
+    pub prefix: IpNet,
+    /// Its exits.
+    pub exits: Vec<ExitInfo>,
+}
+
+/// One exit of a prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExitInfo {
+    /// The exit router.
+    pub router: IpAddr,
+    /// The NIC the network hangs off.
+    pub nic: u8,
+    /// Whether it is a source network (attached to `router`) rather than an external one.
+    pub source: bool,
+    /// AS number of the network.
+    pub as_number: u32,
+    /// AS distance from the exit.
+    pub as_distance: u16,
+}
+
+/// Reusable buffers for [`TopologySnapshot::rank_with`], so ranking allocates nothing once warm.
+#[derive(Clone, Debug, Default)]
+pub struct RankScratch {
+    keys: Vec<(u64, u32)>,
+    addrs: Vec<IpAddr>,
+}
+
+impl TopologySnapshot {
+    /// The prefix entry covering `addr`.
+    pub fn locate(&self, addr: IpAddr) -> Option<Located> {
+        let (prefix, exits) = self.prefixes.lookup(addr)?;
+        let exits = exits
+            .iter()
+            .filter_map(|e| {
+                Some(ExitInfo {
+                    router: self.routers.get(e.router)?.address,
+                    nic: e.nic,
+                    source: e.source,
+                    as_number: e.as_number,
+                    as_distance: e.as_distance,
+                })
+            })
+            .collect();
+        Some(Located { prefix, exits })
+    }
+
+    /// One router's definition, by address (console `show router`).
+    pub fn router(&self, address: IpAddr) -> Option<crate::model::RouterConfig> {
+        let idx = self.routers.index_of(&address)?;
+        self.routers.get(idx).map(|r| r.to_config())
+    }
+
+    /// The addresses of all routers, in slot order.
+    pub fn router_addresses(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        self.routers.iter().map(|(_, r)| r.address)
+    }
+
+    /// The router a query from `source` comes in at: the most specific prefix containing
+    /// `source` must be a source network (the lowest router address wins if several routers
+    /// share it).
+    pub fn source_router(&self, source: IpAddr) -> Option<IpAddr> {
+        self.source_idx(source)
+            .and_then(|r| self.routers.get(r))
+            .map(|r| r.address)
+    }
+
+    fn source_idx(&self, source: IpAddr) -> Option<RouterIdx> {
+        let (_, exits) = self.prefixes.lookup(source)?;
+        exits
+            .iter()
+            .filter(|e| e.source)
+            .min_by_key(|e| self.graph.rank.get(e.router as usize).copied())
+            .map(|e| e.router)
+    }
+
+    /// The path-cache row for a query from `source`.
+    #[inline]
+    pub(crate) fn source_row(&self, source: IpAddr) -> Option<&[PathEntry]> {
+        self.paths.row(self.source_idx(source)?)
+    }
+
+    /// Metrics towards `addr` from the router owning `row`: the §3.2.3 routing abstraction
+    /// picks, among the prefix's reachable exits, the one with the lowest internal weight (ties:
+    /// lower AS distance, then lower router address).
+    #[inline]
+    pub(crate) fn metrics_in_row(&self, row: &[PathEntry], addr: IpAddr) -> Option<PathMetrics> {
+        let (_, exits) = self.prefixes.lookup(addr)?;
+        let mut best: Option<((u32, u16, u32), &Exit, &PathEntry)> = None;
+        for e in exits {
+            let Some(p) = row.get(e.router as usize).filter(|p| p.reachable()) else {
+                continue;
+            };
+            let rank = self
+                .graph
+                .rank
+                .get(e.router as usize)
+                .copied()
+                .unwrap_or(u32::MAX);
+            let key = (p.weight, e.as_distance, rank);
+            if best.is_none_or(|(k, _, _)| key < k) {
+                best = Some((key, e, p));
+            }
+        }
+        let (_, e, p) = best?;
+        Some(PathMetrics {
+            bandwidth: f64::from(p.bandwidth),
+            latency: f64::from(p.latency),
+            hops: u32::from(p.hops),
+            weight: u64::from(p.weight),
+            as_number: e.as_number,
+            as_distance: e.as_distance,
+            congestion: f64::from(p.congestion) / 10_000.0,
+            external: !e.source,
+        })
+    }
+
+    /// Path metrics from a query source to a candidate, or `None` when the oracle cannot place
+    /// one of them.
+    pub fn metrics(&self, source: IpAddr, candidate: IpAddr) -> Option<PathMetrics> {
+        self.metrics_in_row(self.source_row(source)?, candidate)
+    }
+
+    /// The ranking cost of `candidate` for a query from `source`.
+    pub fn cost(&self, source: IpAddr, candidate: IpAddr) -> Option<f64> {
+        self.metrics(source, candidate)
+            .map(|m| self.ranking.cost(&m))
+    }
+
+    /// Metrics of the internal path between two routers (by address), from the cache, or
+    /// computed on the spot for a router without a cache row.
+    pub fn path(&self, from: IpAddr, to: IpAddr) -> Option<PathMetrics> {
+        let (f, t) = (self.routers.index_of(&from)?, self.routers.index_of(&to)?);
+        let p = match self.paths.row(f) {
+            Some(row) => *row.get(t as usize)?,
+            None => *compute_row(&self.graph, self.settings.routing, f).get(t as usize)?,
+        };
+        p.reachable().then(|| PathMetrics {
+            bandwidth: f64::from(p.bandwidth),
+            latency: f64::from(p.latency),
+            hops: u32::from(p.hops),
+            weight: u64::from(p.weight),
+            as_number: self.settings.local_as,
+            as_distance: 0,
+            congestion: f64::from(p.congestion) / 10_000.0,
+            external: false,
+        })
+    }
+
+    /// Sort keys for `addrs` as seen from `source` into `keys` (one per address, in order).
+    #[inline]
+    pub(crate) fn keys_into(
+        &self,
+        row: Option<&[PathEntry]>,
+        addrs: impl Iterator<Item = IpAddr>,
+        keys: &mut impl Extend<(u64, u32)>,
+    ) -> usize {
+        let mut placed = 0;
+        keys.extend(addrs.enumerate().map(|(i, a)| {
+            let cost = row
+                .and_then(|row| self.metrics_in_row(row, a))
+                .map(|m| self.ranking.cost(&m));
+            placed += usize::from(cost.is_some());
+            (order_key(cost), i as u32)
+        }));
+        placed
+    }
+
+    /// Rank `candidates` in place for a query from `source`: lower cost first, ties in input
+    /// order, candidates the oracle cannot place last in input order. Returns how many were
+    /// placed. Always a permutation of the input.
+    pub fn rank(&self, source: IpAddr, candidates: &mut [IpAddr]) -> usize {
+        self.rank_with(source, candidates, &mut RankScratch::default())
+    }
+
+    /// [`rank`](Self::rank) with caller-held buffers.
+    pub fn rank_with(
+        &self,
+        source: IpAddr,
+        candidates: &mut [IpAddr],
+        scratch: &mut RankScratch,
+    ) -> usize {
+        scratch.keys.clear();
+        let row = self.source_row(source);
+        let placed = self.keys_into(row, candidates.iter().copied(), &mut scratch.keys);
+        // (cost, input index) keys are distinct, so an unstable sort is a stable ranking.
+        scratch.keys.sort_unstable();
+        scratch.addrs.clear();
+        scratch.addrs.extend_from_slice(candidates);
+        for (slot, &(_, i)) in candidates.iter_mut().zip(&scratch.keys) {
+            if let Some(a) = scratch.addrs.get(i as usize) {
+                *slot = *a;
+            }
+        }
+        placed
+    }
+}
