@@ -38,6 +38,7 @@ export RUSTFLAGS="${RUSTFLAGS:-} --cfg fuzzing -Cpasses=sancov-module \
 -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares \
 -Cdebug-assertions -Coverflow-checks -Cforce-frame-pointers"
+target_dir="${CARGO_TARGET_DIR:-target}"
 cargo build --release --target "$host" --bin "$target"
 
 corpus="corpus/$target"
@@ -47,7 +48,7 @@ dirs=("$corpus")
 if [[ -d "seeds/$target" ]]; then
     dirs+=("seeds/$target")
 fi
-exec "target/$host/release/$target" \
+exec "$target_dir/$host/release/$target" \
     -max_total_time="$seconds" \
     -artifact_prefix="$artifacts" \
     -print_final_stats=1 \
