@@ -4,5 +4,8 @@
 
 pub mod bench;
 pub mod cli;
+pub mod daemon;
 pub mod demo;
+pub mod mgmt;
+pub mod netns;
 pub mod rsvp_sim;

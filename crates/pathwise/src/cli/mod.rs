@@ -2,7 +2,9 @@
 //! `main.rs` only parses and dispatches.
 
 pub mod bench;
+pub mod daemon;
 pub mod demo;
+pub mod rsvp;
 
 use clap::{Parser, Subcommand};
 
@@ -21,6 +23,10 @@ pub enum Command {
     /// Run RSVP across the KOM testbed in simulation and show the reservations (no root, no
     /// config needed).
     Demo(demo::Args),
+    /// Run the services a node configuration enables (RSVP) until SIGINT/SIGTERM.
+    Daemon(daemon::Args),
+    /// RSVP on a running daemon: senders, reservations, state.
+    Rsvp(rsvp::Args),
     /// Benchmarks that print a table (and JSON with --json).
     Bench {
         /// Which benchmark.
@@ -34,6 +40,8 @@ impl Cli {
     pub fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::Demo(a) => demo::run(a),
+            Command::Daemon(a) => daemon::run(a),
+            Command::Rsvp(a) => rsvp::run(a),
             Command::Bench { which } => bench::run(which),
         }
     }

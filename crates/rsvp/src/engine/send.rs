@@ -16,14 +16,15 @@ use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Transmit, Transport};
 use std::net::IpAddr;
 
 impl<T: TrafficControl> RsvpEngine<T> {
-    /// Our address on `ifindex` of the same family as `like`; any local address of that family
-    /// if the interface has none.
+    /// The source address for a message towards `like`: our address on `ifindex` (or, when
+    /// none is given, on the interface the route to `like` leaves by) of the same family;
+    /// failing that any interface address, then any other local address, never a loopback one
+    /// (a loopback source is a martian to every neighbour).
     pub(super) fn iface_addr(&self, ifindex: Option<IfIndex>, like: IpAddr) -> IpAddr {
-        let same = |a: &&IpAddr| a.is_ipv4() == like.is_ipv4();
-        ifindex
-            .and_then(|ix| self.cfg.interfaces.iter().find(|i| i.ifindex == ix))
+        let same = |a: &&IpAddr| a.is_ipv4() == like.is_ipv4() && !a.is_loopback();
+        let out = ifindex.or_else(|| self.fib.lookup(like).map(|(_, r)| r.ifindex));
+        out.and_then(|ix| self.cfg.interfaces.iter().find(|i| i.ifindex == ix))
             .and_then(|i| i.addrs.iter().find(same))
-            .or_else(|| self.cfg.local_addrs.iter().find(same))
             .or_else(|| {
                 self.cfg
                     .interfaces
@@ -31,6 +32,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     .flat_map(|i| i.addrs.iter())
                     .find(same)
             })
+            .or_else(|| self.cfg.local_addrs.iter().find(same))
             .copied()
             .unwrap_or(like)
     }

@@ -1,0 +1,313 @@
+//! `node.toml`: what `pathwise daemon` runs. Parsing is strict (unknown fields are errors) and
+//! every error names the file, the line and the field, so nothing starts half-configured.
+//!
+//! ```toml
+//! [daemon]
+//! socket = "/run/pathwise/pathwise.sock"   # management socket (CLI verbs)
+//! metrics = "127.0.0.1:9464"               # optional: Prometheus text on http://…/metrics
+//! log = "info"                              # error | warn | info | debug | trace
+//!
+//! [rsvp]                                    # present: RSVP runs
+//! refresh = "30s"                           # R (RFC 2205 §3.7)
+//! keep_multiplier = 3                       # K
+//! local_repair_delay = "2s"                 # W (RFC 2205 §3.6)
+//! traffic_control = "htb"                   # "htb" (Linux tc) or "memory" (admission only)
+//! timer_wheel = { slot_width = "10ms", slots = 256, levels = 3, fuzzy = false }
+//!
+//! [[rsvp.interface]]
+//! name = "eth0"
+//! bandwidth = "10Mbit"
+//! reservable = "8Mbit"                      # default: all of it
+//! ```
+
+use pathwise_core::units::{Bandwidth, TimeSpan};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Process-wide settings.
+    #[serde(default)]
+    pub daemon: DaemonSection,
+    /// RSVP, if enabled.
+    pub rsvp: Option<RsvpSection>,
+}
+
+/// `[daemon]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonSection {
+    /// Management socket path.
+    #[serde(default = "default_socket")]
+    pub socket: PathBuf,
+    /// Address to serve Prometheus metrics on (opt-in).
+    pub metrics: Option<Spanned<String>>,
+    /// Log level.
+    #[serde(default = "default_log")]
+    pub log: String,
+}
+
+impl Default for DaemonSection {
+    fn default() -> Self {
+        DaemonSection {
+            socket: default_socket(),
+            metrics: None,
+            log: default_log(),
+        }
+    }
+}
+
+/// The default management socket.
+pub fn default_socket() -> PathBuf {
+    PathBuf::from("/run/pathwise/pathwise.sock")
+}
+
+fn default_log() -> String {
+    "info".into()
+}
+
+/// How reservations reach the data plane.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TrafficControlKind {
+    /// HTB classes and u32 filters through `tc`.
+    #[default]
+    Htb,
+    /// Admission control only (no data-plane effect).
+    Memory,
+}
+
+/// `[rsvp]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RsvpSection {
+    /// Refresh period R.
+    #[serde(default = "default_refresh")]
+    pub refresh: TimeSpan,
+    /// K.
+    #[serde(default = "default_k")]
+    pub keep_multiplier: u32,
+    /// W.
+    #[serde(default = "default_w")]
+    pub local_repair_delay: TimeSpan,
+    /// The data plane.
+    #[serde(default)]
+    pub traffic_control: TrafficControlKind,
+    /// Timer wheel layout.
+    #[serde(default)]
+    pub timer_wheel: WheelSection,
+    /// Interfaces RSVP runs on.
+    #[serde(default, rename = "interface")]
+    pub interfaces: Vec<InterfaceSection>,
+}
+
+fn default_refresh() -> TimeSpan {
+    TimeSpan(std::time::Duration::from_secs(30))
+}
+fn default_k() -> u32 {
+    3
+}
+fn default_w() -> TimeSpan {
+    TimeSpan(std::time::Duration::from_secs(2))
+}
+
+/// `timer_wheel = { … }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WheelSection {
+    /// Finest slot width.
+    #[serde(default = "default_slot")]
+    pub slot_width: TimeSpan,
+    /// Slots per level.
+    #[serde(default = "default_slots")]
+    pub slots: usize,
+    /// Levels.
+    #[serde(default = "default_levels")]
+    pub levels: usize,
+    /// Fuzzy firing (seed 001 §III.B).
+    #[serde(default)]
+    pub fuzzy: bool,
+}
+
+impl Default for WheelSection {
+    fn default() -> Self {
+        WheelSection {
+            slot_width: default_slot(),
+            slots: default_slots(),
+            levels: default_levels(),
+            fuzzy: false,
+        }
+    }
+}
+fn default_slot() -> TimeSpan {
+    TimeSpan(std::time::Duration::from_millis(10))
+}
+fn default_slots() -> usize {
+    256
+}
+fn default_levels() -> usize {
+    3
+}
+
+/// `[[rsvp.interface]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterfaceSection {
+    /// Kernel interface name.
+    pub name: Spanned<String>,
+    /// Link bandwidth.
+    pub bandwidth: Bandwidth,
+    /// What reservations may take (default: all of `bandwidth`).
+    pub reservable: Option<Spanned<Bandwidth>>,
+}
+
+/// A configuration error, located.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {field}: {message}")]
+pub struct ConfigError {
+    /// The file.
+    pub file: String,
+    /// 1-based line (0: the file as a whole).
+    pub line: usize,
+    /// The field, as a dotted path.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+impl NodeConfig {
+    /// Read and check `path`.
+    pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: file.clone(),
+            line: 0,
+            field: "-".into(),
+            message: e.to_string(),
+        })?;
+        Self::parse(&file, &text)
+    }
+
+    /// Parse and check the text of `file`.
+    pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
+        let cfg: NodeConfig = toml::from_str(text).map_err(|e| ConfigError {
+            file: file.into(),
+            line: e.span().map_or(0, |s| line_of(text, s.start)),
+            field: "-".into(),
+            message: e.message().to_string(),
+        })?;
+        let at = |span: std::ops::Range<usize>, field: &str, message: String| ConfigError {
+            file: file.into(),
+            line: line_of(text, span.start),
+            field: field.into(),
+            message,
+        };
+        if let Some(r) = &cfg.rsvp {
+            let mut seen = std::collections::BTreeSet::new();
+            for (n, i) in r.interfaces.iter().enumerate() {
+                let field = |f: &str| format!("rsvp.interface[{n}].{f}");
+                if !seen.insert(i.name.get_ref().clone()) {
+                    return Err(at(
+                        i.name.span(),
+                        &field("name"),
+                        format!("interface {:?} listed twice", i.name.get_ref()),
+                    ));
+                }
+                if let Some(res) = &i.reservable
+                    && res.get_ref().0 > i.bandwidth.0
+                {
+                    return Err(at(
+                        res.span(),
+                        &field("reservable"),
+                        format!(
+                            "{} is more than the interface's bandwidth {}",
+                            res.get_ref(),
+                            i.bandwidth
+                        ),
+                    ));
+                }
+            }
+            if r.timer_wheel.slots < 2
+                || r.timer_wheel.levels < 1
+                || r.timer_wheel.slot_width.0.is_zero()
+            {
+                return Err(ConfigError {
+                    file: file.into(),
+                    line: 0,
+                    field: "rsvp.timer_wheel".into(),
+                    message: "needs slots ≥ 2, levels ≥ 1 and a non-zero slot width".into(),
+                });
+            }
+        }
+        if let Some(m) = &cfg.daemon.metrics
+            && m.get_ref().parse::<std::net::SocketAddr>().is_err()
+        {
+            return Err(at(
+                m.span(),
+                "daemon.metrics",
+                format!("{:?} is not an address:port", m.get_ref()),
+            ));
+        }
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[daemon]
+socket = "/tmp/pw.sock"
+metrics = "127.0.0.1:9464"
+
+[rsvp]
+refresh = "5s"
+traffic_control = "memory"
+
+[[rsvp.interface]]
+name = "veth1"
+bandwidth = "10Mbit"
+reservable = "8Mbit"
+"#;
+
+    #[test]
+    fn parses_a_node_config() {
+        let c = NodeConfig::parse("node.toml", GOOD).unwrap();
+        let r = c.rsvp.unwrap();
+        assert_eq!(r.refresh.0, std::time::Duration::from_secs(5));
+        assert_eq!(r.keep_multiplier, 3);
+        assert_eq!(r.traffic_control, TrafficControlKind::Memory);
+        assert_eq!(
+            r.interfaces[0].reservable.as_ref().unwrap().get_ref().0,
+            8_000_000
+        );
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let bad = GOOD.replace("reservable = \"8Mbit\"", "reservable = \"80Mbit\"");
+        let e = NodeConfig::parse("node.toml", &bad).unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.line, e.field.as_str()),
+            ("node.toml", 13, "rsvp.interface[0].reservable")
+        );
+        let e = NodeConfig::parse("node.toml", &GOOD.replace("refresh", "refrsh")).unwrap_err();
+        assert_eq!(e.line, 7);
+        assert!(e.message.contains("refrsh"), "{e}");
+        let e =
+            NodeConfig::parse("node.toml", &GOOD.replace("\"10Mbit\"", "\"fast\"")).unwrap_err();
+        assert_eq!(e.line, 12);
+        assert!(e.to_string().starts_with("node.toml:12:"), "{e}");
+        let e = NodeConfig::parse("node.toml", &GOOD.replace("127.0.0.1:9464", "localhost"))
+            .unwrap_err();
+        assert_eq!(e.field, "daemon.metrics");
+    }
+}

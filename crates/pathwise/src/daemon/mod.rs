@@ -1,0 +1,140 @@
+//! `pathwise daemon --config node.toml`: the long-running process on a Linux router or host.
+//!
+//! One thread owns the protocol engines and runs a `poll(2)` loop over their sockets, the
+//! routing feed and a wake-up socket, sleeping until the engines' next deadline. The management
+//! socket ([`crate::mgmt`]) is served on its own thread, which hands each request to the loop
+//! and waits for the answer, so engines are never shared between threads. Prometheus metrics
+//! (opt-in) are served from a snapshot the loop refreshes every second. SIGINT and SIGTERM stop
+//! the loop; dropping the services removes what they installed (traffic-control classes) and
+//! the management socket.
+
+pub mod config;
+pub mod rsvp;
+pub mod verbs;
+
+use anyhow::Context as _;
+use config::NodeConfig;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+type Request = (String, Value, mpsc::Sender<Result<Value, String>>);
+
+/// Run the daemon until SIGINT or SIGTERM.
+pub fn run(config: &Path) -> anyhow::Result<()> {
+    let cfg = NodeConfig::load(config)?;
+    let Some(rsvp_cfg) = &cfg.rsvp else {
+        anyhow::bail!(
+            "{}: no service enabled (add an [rsvp] section)",
+            config.display()
+        );
+    };
+    let mut rsvp = rsvp::RsvpService::start(rsvp_cfg)?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing signal handlers")?;
+    }
+    let (wake_tx, wake_rx) = UnixStream::pair().context("creating the wake-up socket")?;
+    wake_rx.set_nonblocking(true)?;
+    let (req_tx, req_rx) = mpsc::channel::<Request>();
+    let wake_tx = Mutex::new(wake_tx);
+    let handler = move |verb: &str, args: &Value| -> Result<Value, String> {
+        let (tx, rx) = mpsc::channel();
+        req_tx
+            .send((verb.to_string(), args.clone(), tx))
+            .map_err(|_| "daemon is shutting down".to_string())?;
+        if let Ok(mut w) = wake_tx.lock() {
+            let _ = w.write_all(&[1]);
+        }
+        rx.recv_timeout(Duration::from_secs(10))
+            .map_err(|_| "daemon did not answer".to_string())?
+    };
+    let server = crate::mgmt::Server::bind(&cfg.daemon.socket)?;
+    tracing::info!(socket = %cfg.daemon.socket.display(), "management socket ready");
+    let _server = server.spawn(handler);
+
+    let metrics = Arc::new(Mutex::new(String::new()));
+    if let Some(addr) = &cfg.daemon.metrics {
+        serve_metrics(addr.get_ref(), Arc::clone(&metrics))?;
+    }
+
+    let mut last_metrics = Instant::now() - Duration::from_secs(1);
+    while !stop.load(Ordering::Relaxed) {
+        // Wake at the engine's deadline, and at least every second (metrics, signals).
+        let wait = rsvp
+            .deadline()
+            .map_or(Duration::from_secs(1), |d| {
+                d.saturating_duration_since(Instant::now())
+            })
+            .min(Duration::from_secs(1));
+        {
+            let mut pfds: Vec<PollFd<'_>> = rsvp
+                .fds()
+                .into_iter()
+                .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
+                .collect();
+            pfds.push(PollFd::new(wake_rx.as_fd(), PollFlags::POLLIN));
+            let ms = i32::try_from(wait.as_millis()).unwrap_or(1000);
+            match poll(
+                &mut pfds,
+                PollTimeout::try_from(ms).unwrap_or(PollTimeout::NONE),
+            ) {
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(e).context("poll"),
+            }
+        }
+        let mut sink = [0u8; 64];
+        while let Ok(n) = (&wake_rx).read(&mut sink) {
+            if n == 0 {
+                break;
+            }
+        }
+        while let Ok((verb, args, reply)) = req_rx.try_recv() {
+            let _ = reply.send(rsvp.handle(&verb, &args));
+        }
+        rsvp.on_readable();
+        if rsvp.deadline().is_some_and(|d| d <= Instant::now()) {
+            rsvp.on_timeout();
+        }
+        if last_metrics.elapsed() >= Duration::from_secs(1) {
+            let mut text = String::new();
+            rsvp.metrics(&mut text);
+            if let Ok(mut m) = metrics.lock() {
+                *m = text;
+            }
+            last_metrics = Instant::now();
+        }
+    }
+    tracing::info!("stopping");
+    Ok(())
+}
+
+/// Serve the metrics snapshot as Prometheus text on `addr` (any path).
+fn serve_metrics(addr: &str, snapshot: Arc<Mutex<String>>) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(addr).with_context(|| format!("metrics: binding {addr}"))?;
+    tracing::info!(%addr, "metrics on http://{addr}/metrics");
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut req = [0u8; 1024];
+            let _ = conn.read(&mut req);
+            let body = snapshot.lock().map(|s| s.clone()).unwrap_or_default();
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    Ok(())
+}

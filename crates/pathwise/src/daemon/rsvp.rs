@@ -1,0 +1,440 @@
+//! The RSVP service of `pathwise daemon`: one [`RsvpEngine`] driven by raw IP sockets (Router
+//! Alert interception on forwarding nodes), the kernel's routes (netlink), and traffic control
+//! (HTB classes), plus the management verbs and metrics.
+
+use super::config::{RsvpSection, TrafficControlKind};
+use super::verbs::{self, ReserveReq, SenderReq, SessionArg};
+use anyhow::{Context as _, bail};
+use pathwise_core::engine::Engine;
+use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Transmit};
+use pathwise_core::time::Instant;
+use pathwise_core::timer::WheelConfig;
+use pathwise_net::tc::{Command, HtbInterface, HtbTrafficControl};
+use pathwise_net::{Family, FibMirror, NetEvent, RawConfig, RawSocket};
+use pathwise_rsvp::engine::counters::MSG_TYPES;
+use pathwise_rsvp::engine::{
+    AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
+};
+use pathwise_rsvp::wire::HopCharacteristics;
+use pathwise_rsvp::{Config, Event, InterfaceConfig, RsvpEngine};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::os::fd::{AsFd, BorrowedFd};
+
+/// Where admitted reservations go.
+#[derive(Debug)]
+pub enum DataPlane {
+    /// Linux HTB classes.
+    Htb(HtbTrafficControl<Command>),
+    /// Accounting only.
+    Memory(MemoryTrafficControl),
+}
+
+impl TrafficControl for DataPlane {
+    fn reserve(
+        &mut self,
+        ifindex: IfIndex,
+        req: TcRequest<'_>,
+    ) -> Result<TcHandle, AdmissionError> {
+        match self {
+            DataPlane::Htb(t) => t.reserve(ifindex, req),
+            DataPlane::Memory(t) => t.reserve(ifindex, req),
+        }
+    }
+    fn modify(&mut self, handle: TcHandle, req: TcRequest<'_>) -> Result<(), AdmissionError> {
+        match self {
+            DataPlane::Htb(t) => t.modify(handle, req),
+            DataPlane::Memory(t) => t.modify(handle, req),
+        }
+    }
+    fn release(&mut self, handle: TcHandle) {
+        match self {
+            DataPlane::Htb(t) => t.release(handle),
+            DataPlane::Memory(t) => t.release(handle),
+        }
+    }
+    fn hop_characteristics(&self, ifindex: IfIndex) -> HopCharacteristics {
+        match self {
+            DataPlane::Htb(t) => t.hop_characteristics(ifindex),
+            DataPlane::Memory(t) => t.hop_characteristics(ifindex),
+        }
+    }
+}
+
+/// Events kept for `show events`.
+const EVENT_LOG: usize = 256;
+
+/// The running RSVP service.
+#[derive(Debug)]
+pub struct RsvpService {
+    engine: RsvpEngine<DataPlane>,
+    sockets: Vec<RawSocket>,
+    fib: FibMirror,
+    epoch: std::time::Instant,
+    interfaces: Vec<(IfIndex, String)>,
+    events: VecDeque<Value>,
+    send_errors: u64,
+}
+
+impl RsvpService {
+    /// Open sockets, learn interfaces and routes, take over traffic control.
+    pub fn start(cfg: &RsvpSection) -> anyhow::Result<RsvpService> {
+        let kernel = pathwise_net::interfaces().context("listing interfaces")?;
+        let mut ifaces = Vec::new();
+        for i in &cfg.interfaces {
+            let name = i.name.get_ref();
+            let Some(k) = kernel.iter().find(|k| &k.name == name) else {
+                bail!("interface {name:?} (rsvp.interface) does not exist");
+            };
+            let reservable = i
+                .reservable
+                .as_ref()
+                .map_or(i.bandwidth.0, |r| r.get_ref().0);
+            ifaces.push((k, i.bandwidth.0, reservable));
+        }
+        let engine_cfg = Config {
+            seed: pathwise_core::rand::random(),
+            refresh: cfg.refresh.0,
+            keep_multiplier: cfg.keep_multiplier,
+            local_repair_delay: cfg.local_repair_delay.0,
+            wheel: WheelConfig {
+                slot_width: cfg.timer_wheel.slot_width.0,
+                slots: cfg.timer_wheel.slots,
+                levels: cfg.timer_wheel.levels,
+                fuzzy: cfg.timer_wheel.fuzzy,
+            },
+            interfaces: ifaces
+                .iter()
+                .map(|(k, bw, res)| InterfaceConfig {
+                    ifindex: k.ifindex,
+                    addrs: k.addrs.iter().map(|n| n.addr()).collect(),
+                    bandwidth_bps: *bw,
+                    reservable_bps: *res,
+                    mtu: k.mtu,
+                    latency: std::time::Duration::ZERO,
+                })
+                .collect(),
+            local_addrs: kernel
+                .iter()
+                .flat_map(|k| k.addrs.iter().map(|n| n.addr()))
+                .collect(),
+            ..Config::default()
+        };
+        let tc = match cfg.traffic_control {
+            TrafficControlKind::Htb => DataPlane::Htb(HtbTrafficControl::new(
+                Command,
+                ifaces.iter().map(|(k, bw, res)| {
+                    (
+                        k.ifindex,
+                        HtbInterface {
+                            name: k.name.clone(),
+                            bandwidth_bps: *bw,
+                            reservable_bps: *res,
+                            mtu: k.mtu,
+                            latency_us: 0,
+                        },
+                    )
+                }),
+            )),
+            TrafficControlKind::Memory => {
+                let mut m = MemoryTrafficControl::new();
+                for (k, bw, res) in &ifaces {
+                    m.add_interface(
+                        k.ifindex,
+                        TcInterface {
+                            reservable: *res as f64 / 8.0,
+                            bandwidth: *bw as f64 / 8.0,
+                            latency_us: 0,
+                            mtu: k.mtu,
+                        },
+                    );
+                }
+                DataPlane::Memory(m)
+            }
+        };
+        let engine = RsvpEngine::new(engine_cfg, tc, Instant::ZERO);
+        let mut sockets = vec![
+            RawSocket::open(RawConfig {
+                protocol: IPPROTO_RSVP,
+                family: Family::V4,
+                intercept_router_alert: true,
+                recv_batch: 32,
+            })
+            .context("opening the raw IPv4 RSVP socket (needs root or CAP_NET_RAW)")?,
+        ];
+        match RawSocket::open(RawConfig {
+            protocol: IPPROTO_RSVP,
+            family: Family::V6,
+            intercept_router_alert: true,
+            recv_batch: 32,
+        }) {
+            Ok(s) => sockets.push(s),
+            Err(e) => tracing::warn!(error = %e, "no IPv6 RSVP socket; IPv4 only"),
+        }
+        let fib = FibMirror::open().context("opening rtnetlink")?;
+        let interfaces = ifaces
+            .iter()
+            .map(|(k, _, _)| (k.ifindex, k.name.clone()))
+            .collect();
+        let mut s = RsvpService {
+            engine,
+            sockets,
+            fib,
+            epoch: std::time::Instant::now(),
+            interfaces,
+            events: VecDeque::new(),
+            send_errors: 0,
+        };
+        s.on_readable();
+        Ok(s)
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// File descriptors to wait on.
+    pub fn fds(&self) -> Vec<BorrowedFd<'_>> {
+        let mut v: Vec<BorrowedFd<'_>> = self.sockets.iter().map(|s| s.as_fd()).collect();
+        v.push(self.fib.as_fd());
+        v
+    }
+
+    /// When the engine next needs time to pass.
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.engine
+            .poll_timeout()
+            .map(|t| self.epoch + std::time::Duration::from_nanos(t.as_nanos()))
+    }
+
+    /// Drain every socket and the routing feed, then let the engine act.
+    pub fn on_readable(&mut self) {
+        let now = self.now();
+        match self.fib.drain() {
+            Ok(events) => {
+                for e in events {
+                    if let NetEvent::Route(change) = e {
+                        self.engine.handle_route_change(now, change);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "rtnetlink read failed"),
+        }
+        for i in 0..self.sockets.len() {
+            loop {
+                let mut got = 0;
+                match self.sockets[i].recv_batch() {
+                    Ok(batch) => {
+                        for d in batch {
+                            got += 1;
+                            self.engine.handle_datagram(now, d);
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "raw socket receive failed"),
+                }
+                if got == 0 {
+                    break;
+                }
+            }
+        }
+        self.flush();
+    }
+
+    /// Time passed.
+    pub fn on_timeout(&mut self) {
+        let now = self.now();
+        self.engine.handle_timeout(now);
+        self.flush();
+    }
+
+    fn flush(&mut self) {
+        let out: Vec<Transmit> = std::iter::from_fn(|| self.engine.poll_transmit()).collect();
+        if !out.is_empty() {
+            let (v4, v6): (Vec<Transmit>, Vec<Transmit>) =
+                out.into_iter().partition(|t| t.dst.is_ipv4());
+            for (batch, want_v4) in [(v4, true), (v6, false)] {
+                if batch.is_empty() {
+                    continue;
+                }
+                let Some(sock) = self.sockets.iter().find(|s| s.is_ipv4() == want_v4) else {
+                    self.send_errors += batch.len() as u64;
+                    continue;
+                };
+                // send_batch stops at the first datagram the kernel refuses: count it, skip it,
+                // and send the rest.
+                let mut from = 0;
+                while from < batch.len() {
+                    match sock.send_batch(&batch[from..]) {
+                        Ok(n) if n > 0 => from += n,
+                        Ok(_) => from = batch.len(),
+                        Err(e) => {
+                            self.send_errors += 1;
+                            tracing::warn!(error = %e, dst = %batch[from].dst, "raw socket send failed");
+                            from += 1;
+                        }
+                    }
+                }
+            }
+        }
+        let t = self.epoch.elapsed().as_secs_f64();
+        while let Some(e) = self.engine.poll_event() {
+            tracing::info!(event = ?e, "rsvp upcall");
+            if self.events.len() == EVENT_LOG {
+                self.events.pop_front();
+            }
+            self.events
+                .push_back(json!({ "t": t, "event": event_json(&e) }));
+        }
+    }
+
+    /// Answer a management verb.
+    pub fn handle(&mut self, verb: &str, args: &Value) -> Result<Value, String> {
+        let now = self.now();
+        fn parse<T: serde::de::DeserializeOwned>(verb: &str, args: &Value) -> Result<T, String> {
+            serde_json::from_value(args.clone())
+                .map_err(|e| format!("bad arguments for {verb}: {e}"))
+        }
+        let result = match verb {
+            "rsvp.sender.add" => {
+                let r: SenderReq = parse(verb, args)?;
+                let t = r.traffic.ok_or("rsvp.sender.add needs traffic")?;
+                self.engine.register_sender(now, r.session.into(), r.sender.into(), verbs::tspec(&t)).map(|_| json!("sender registered")).map_err(|e| e.to_string())
+            }
+            "rsvp.sender.del" => {
+                let r: SenderReq = parse(verb, args)?;
+                self.engine.unregister_sender(now, r.session.into(), r.sender.into()).map(|_| json!("sender withdrawn")).map_err(|e| e.to_string())
+            }
+            "rsvp.reserve" => {
+                let r: ReserveReq = parse(verb, args)?;
+                let (style, flows) = r.descriptors()?;
+                self.engine.reserve(now, r.session.into(), style, flows, r.confirm).map(|_| json!("reservation requested")).map_err(|e| e.to_string())
+            }
+            "rsvp.release" => {
+                let s: SessionArg = parse(verb, args)?;
+                self.engine.release(now, s.into()).map(|_| json!("reservation released")).map_err(|e| e.to_string())
+            }
+            "rsvp.show.sessions" => Ok(Value::Array(self.engine.sessions().iter().map(verbs::session_json).collect())),
+            "rsvp.show.interfaces" => Ok(Value::Array(
+                self.interfaces.iter().map(|(i, name)| json!({ "ifindex": i.0, "name": name, "reserved_bps": self.reserved_bps(*i) })).collect(),
+            )),
+            "rsvp.show.counters" => Ok(self.counters_json()),
+            "rsvp.show.events" => Ok(Value::Array(self.events.iter().cloned().collect())),
+            _ => Err(format!("unknown verb {verb:?}")),
+        };
+        self.flush();
+        result
+    }
+
+    fn reserved_bps(&self, i: IfIndex) -> u64 {
+        match self.engine.traffic_control() {
+            DataPlane::Htb(t) => t.reserved_bps(i),
+            DataPlane::Memory(t) => (t.reserved(i) * 8.0) as u64,
+        }
+    }
+
+    fn counters_json(&self) -> Value {
+        let c = self.engine.counters();
+        let st = self.engine.state_stats();
+        let name = |t| format!("{t:?}");
+        json!({
+            "messages_in": MSG_TYPES.iter().map(|&t| (name(t), json!(c.received(t)))).collect::<serde_json::Map<_, _>>(),
+            "messages_out": MSG_TYPES.iter().map(|&t| (name(t), json!(c.sent(t)))).collect::<serde_json::Map<_, _>>(),
+            "drops": c.drops,
+            "send_errors": self.send_errors,
+            "path_timeouts": c.path_timeouts,
+            "resv_timeouts": c.resv_timeouts,
+            "admission_failures": c.admission_failures,
+            "local_repairs": c.local_repairs,
+            "sessions": st.sessions,
+            "path_states": st.psbs,
+            "resv_states": st.rsbs,
+            "reservations": st.out_isbs,
+            "state_bytes": self.engine.state_bytes(),
+            "socket_drops": self.sockets.iter().map(|s| s.stats().total_drops()).sum::<u64>(),
+        })
+    }
+
+    /// Prometheus text exposition of the counters.
+    pub fn metrics(&self, out: &mut String) {
+        let c = self.engine.counters();
+        let st = self.engine.state_stats();
+        let _ = writeln!(out, "# TYPE pathwise_rsvp_messages_total counter");
+        for &t in &MSG_TYPES {
+            let _ = writeln!(
+                out,
+                "pathwise_rsvp_messages_total{{direction=\"in\",type=\"{t:?}\"}} {}",
+                c.received(t)
+            );
+            let _ = writeln!(
+                out,
+                "pathwise_rsvp_messages_total{{direction=\"out\",type=\"{t:?}\"}} {}",
+                c.sent(t)
+            );
+        }
+        let _ = writeln!(out, "# TYPE pathwise_rsvp_drops_total counter");
+        for (reason, n) in &c.drops {
+            let _ = writeln!(out, "pathwise_rsvp_drops_total{{reason=\"{reason}\"}} {n}");
+        }
+        for (name, v) in [
+            ("sessions", st.sessions),
+            ("path_states", st.psbs),
+            ("resv_states", st.rsbs),
+            ("reservations", st.out_isbs),
+            ("state_bytes", self.engine.state_bytes()),
+        ] {
+            let _ = writeln!(
+                out,
+                "# TYPE pathwise_rsvp_{name} gauge\npathwise_rsvp_{name} {v}"
+            );
+        }
+        for (name, v) in [
+            ("path_timeouts", c.path_timeouts),
+            ("resv_timeouts", c.resv_timeouts),
+            ("admission_failures", c.admission_failures),
+            ("send_errors", self.send_errors),
+        ] {
+            let _ = writeln!(
+                out,
+                "# TYPE pathwise_rsvp_{name}_total counter\npathwise_rsvp_{name}_total {v}"
+            );
+        }
+    }
+}
+
+fn event_json(e: &Event) -> Value {
+    match e {
+        Event::PathState {
+            session,
+            sender,
+            tspec,
+            ..
+        } => {
+            json!({"path": {"session": format!("{}:{}", session.dest, session.dst_port), "sender": sender.src(), "kbps": f64::from(tspec.0.rate) * 8.0 / 1000.0}})
+        }
+        Event::PathGone { session, sender } => {
+            json!({"path_gone": {"session": format!("{}:{}", session.dest, session.dst_port), "sender": sender.src()}})
+        }
+        Event::ResvState {
+            session,
+            sender,
+            flowspec,
+        } => {
+            json!({"resv": {"session": format!("{}:{}", session.dest, session.dst_port), "sender": sender.src(), "kbps": flowspec.map(|f| f64::from(f.reserved_rate()) * 8.0 / 1000.0)}})
+        }
+        Event::PathError { session, error, .. } => {
+            json!({"path_error": {"session": format!("{}:{}", session.dest, session.dst_port), "code": error.code, "value": error.value, "node": error.node}})
+        }
+        Event::ResvError {
+            session,
+            error,
+            released,
+            ..
+        } => {
+            json!({"resv_error": {"session": format!("{}:{}", session.dest, session.dst_port), "code": error.code, "value": error.value, "node": error.node, "released": released}})
+        }
+        Event::Confirmed { session, from, .. } => {
+            json!({"confirmed": {"session": format!("{}:{}", session.dest, session.dst_port), "from": from}})
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! A small management channel for pathwise daemons: JSON requests and responses over a Unix
+//! stream socket, one JSON object per line.
+//!
+//! ```text
+//! → {"verb": "insert", "args": {"policy": "default", "booster": "lz4"}}
+//! ← {"ok": {...}}            or            ← {"error": "no policy named \"x\""}
+//! ```
+//!
+//! A daemon calls [`Server::bind`] with a socket path and a [`Handler`] (any
+//! `Fn(&str, &Value) -> Result<Value, String>`), then [`Server::spawn`] to serve on a thread of
+//! its own; each connection is served in turn, request by request, until the client closes it.
+//! A CLI calls [`request`] (or keeps a [`Client`] for several requests). When nothing listens on
+//! the path, the client's error says so and names the daemon to start. The booster gateway uses it
+//! today; the RSVP daemon, the GIST daemon and the oracle server are meant to reuse it as is:
+//! give each its own default socket path and its own verbs.
+//!
+//! Not a hot path: one thread, blocking I/O, a JSON value per request. Requests larger than
+//! [`MAX_REQUEST`] bytes are refused. The socket file is removed when the [`Server`] is dropped.
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Largest request line accepted.
+pub const MAX_REQUEST: u64 = 1 << 20;
+
+/// What a daemon answers requests with: verb and arguments in, a JSON value or an error
+/// message out.
+pub trait Handler: Send + Sync + 'static {
+    /// Answer one request.
+    fn handle(&self, verb: &str, args: &Value) -> Result<Value, String>;
+}
+
+impl<F> Handler for F
+where
+    F: Fn(&str, &Value) -> Result<Value, String> + Send + Sync + 'static,
+{
+    fn handle(&self, verb: &str, args: &Value) -> Result<Value, String> {
+        self(verb, args)
+    }
+}
+
+/// A listening management socket.
+#[derive(Debug)]
+pub struct Server {
+    listener: UnixListener,
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+}
+
+impl Server {
+    /// Listen on `path`. A stale socket file (nothing accepting on it) is replaced; a live one
+    /// is an error, so two daemons cannot share a path.
+    pub fn bind(path: &Path) -> anyhow::Result<Server> {
+        if path.exists() {
+            if UnixStream::connect(path).is_ok() {
+                anyhow::bail!("{} is in use by a running daemon", path.display());
+            }
+            std::fs::remove_file(path)
+                .with_context(|| format!("removing stale socket {}", path.display()))?;
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let listener =
+            UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
+        Ok(Server {
+            listener,
+            path: path.to_path_buf(),
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The socket path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Serve requests on a new thread until the returned [`ServerHandle`] is dropped.
+    pub fn spawn(self, handler: impl Handler) -> anyhow::Result<ServerHandle> {
+        let stop = self.stop.clone();
+        let path = self.path.clone();
+        let thread = std::thread::Builder::new()
+            .name("mgmt".into())
+            .spawn(move || self.serve(&handler))?;
+        Ok(ServerHandle {
+            stop,
+            path,
+            thread: Some(thread),
+        })
+    }
+
+    /// Serve requests on this thread until stopped.
+    pub fn serve(&self, handler: &dyn Handler) {
+        for conn in self.listener.incoming() {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let Ok(conn) = conn else { continue };
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+            if let Err(e) = serve_connection(conn, handler) {
+                tracing::debug!(error = %e, "management connection ended");
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn serve_connection(conn: UnixStream, handler: &dyn Handler) -> std::io::Result<()> {
+    let mut writer = conn.try_clone()?;
+    let mut reader = BufReader::new(conn);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = (&mut reader).take(MAX_REQUEST).read_line(&mut line)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let reply = match serde_json::from_str::<Value>(&line) {
+            Ok(req) => match req.get("verb").and_then(Value::as_str) {
+                Some(verb) => {
+                    let args = req.get("args").cloned().unwrap_or(Value::Null);
+                    match handler.handle(verb, &args) {
+                        Ok(v) => json!({ "ok": v }),
+                        Err(e) => json!({ "error": e }),
+                    }
+                }
+                None => json!({ "error": "request has no \"verb\"" }),
+            },
+            Err(e) => json!({ "error": format!("request is not JSON: {e}") }),
+        };
+        let mut out = serde_json::to_vec(&reply).unwrap_or_default();
+        out.push(b'\n');
+        writer.write_all(&out)?;
+    }
+}
+
+/// A running server; dropping it stops the thread and removes the socket.
+#[derive(Debug)]
+pub struct ServerHandle {
+    stop: Arc<AtomicBool>,
+    path: PathBuf,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wake the accept loop.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A connection to a daemon's management socket.
+#[derive(Debug)]
+pub struct Client {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Client {
+    /// Connect to `path`; `daemon` names what should be listening there, for the error message.
+    pub fn connect(path: &Path, daemon: &str) -> anyhow::Result<Client> {
+        let conn = UnixStream::connect(path).map_err(|e| {
+            use std::io::ErrorKind::*;
+            match e.kind() {
+                NotFound | ConnectionRefused => anyhow::anyhow!(
+                    "no {daemon} is running: nothing listens on {} ({e}); start it first, or \
+                     pass --socket with the path it uses",
+                    path.display()
+                ),
+                _ => anyhow::anyhow!("connecting to {}: {e}", path.display()),
+            }
+        })?;
+        conn.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(Client {
+            writer: conn.try_clone()?,
+            reader: BufReader::new(conn),
+        })
+    }
+
+    /// Send one request; the `ok` value, or the daemon's error as an error.
+    pub fn request(&mut self, verb: &str, args: Value) -> anyhow::Result<Value> {
+        let mut line = serde_json::to_vec(&json!({ "verb": verb, "args": args }))?;
+        line.push(b'\n');
+        self.writer.write_all(&line)?;
+        let mut reply = String::new();
+        if self.reader.read_line(&mut reply)? == 0 {
+            anyhow::bail!("the daemon closed the connection without answering");
+        }
+        let mut v: Value = serde_json::from_str(&reply).context("reply is not JSON")?;
+        if let Some(e) = v.get("error") {
+            anyhow::bail!("{}", e.as_str().unwrap_or(&e.to_string()));
+        }
+        Ok(v.get_mut("ok").map(Value::take).unwrap_or(Value::Null))
+    }
+}
+
+/// Connect, send one request, return the answer.
+pub fn request(path: &Path, daemon: &str, verb: &str, args: Value) -> anyhow::Result<Value> {
+    Client::connect(path, daemon)?.request(verb, args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_response_errors_and_no_daemon() {
+        let dir = std::env::temp_dir().join(format!("pathwise-mgmt-{}", std::process::id()));
+        let path = dir.join("t.sock");
+        let err = request(&path, "test daemon", "x", Value::Null).unwrap_err();
+        assert!(
+            err.to_string().contains("no test daemon is running"),
+            "{err}"
+        );
+        let server = Server::bind(&path).unwrap();
+        assert!(
+            Server::bind(&path).is_err(),
+            "a live socket is not taken over"
+        );
+        let handle = server
+            .spawn(|verb: &str, args: &Value| match verb {
+                "echo" => Ok(args.clone()),
+                _ => Err(format!("unknown verb {verb:?}")),
+            })
+            .unwrap();
+        let mut c = Client::connect(&path, "test daemon").unwrap();
+        assert_eq!(c.request("echo", json!({"a": 1})).unwrap(), json!({"a": 1}));
+        let e = c.request("nope", Value::Null).unwrap_err();
+        assert_eq!(e.to_string(), "unknown verb \"nope\"");
+        drop(c);
+        drop(handle);
+        assert!(!path.exists());
+        let _ = std::fs::remove_dir(&dir);
+    }
+}

@@ -1,0 +1,406 @@
+//! RSVP on a real Linux network (issue 3): five namespaces H1 – R1 – R2 – R3 – H2 with
+//! forwarding on, a `pathwise daemon` in each, driven through the CLI. Needs root, `ip` and `tc`
+//! (and `tshark`, `iperf3`, `python3` for the tests that use them); each test prints why and
+//! passes when something is missing. Every namespace is deleted when its test ends.
+
+use pathwise::netns::{Lab, unavailable, wait_for};
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+const H1: usize = 0;
+const R1: usize = 1;
+const R2: usize = 2;
+const R3: usize = 3;
+const H2: usize = 4;
+const NODES: [&str; 5] = ["h1", "r1", "r2", "r3", "h2"];
+const SENDER: &str = "10.91.1.1";
+const RECEIVER: &str = "10.91.4.2";
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_pathwise")
+}
+
+fn skip(test: &str, tools: &[&str]) -> bool {
+    match unavailable(tools) {
+        Some(why) => {
+            println!("skipping {test}: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
+/// The chain, addressed 10.91.<link>.0/24, with static routes and a daemon on every node
+/// (refresh 1 s, so timeouts take seconds). Interfaces: `w0` faces H1, `e0` faces H2.
+fn chain(tc: &str) -> anyhow::Result<Lab> {
+    let mut lab = Lab::new(&NODES)?;
+    for l in 0..4 {
+        let (a, b) = (l, l + 1);
+        lab.link(
+            (a, "e0", &format!("10.91.{}.1/24", l + 1)),
+            (b, "w0", &format!("10.91.{}.2/24", l + 1)),
+        )?;
+    }
+    // H1 is 10.91.1.1 on e0; R1 is 10.91.1.2 on w0 and 10.91.2.1 on e0; …; H2 is 10.91.4.2.
+    lab.exec_ok(H1, &["ip", "route", "add", "default", "via", "10.91.1.2"])?;
+    lab.exec_ok(H2, &["ip", "route", "add", "default", "via", "10.91.4.1"])?;
+    for r in [R1, R2, R3] {
+        lab.forward(r)?;
+        for net in 1..=4 {
+            let (here_w, here_e) = (r, r + 1);
+            if net < here_w {
+                lab.exec_ok(
+                    r,
+                    &[
+                        "ip",
+                        "route",
+                        "add",
+                        &format!("10.91.{net}.0/24"),
+                        "via",
+                        &format!("10.91.{r}.1"),
+                    ],
+                )?;
+            } else if net > here_e {
+                lab.exec_ok(
+                    r,
+                    &[
+                        "ip",
+                        "route",
+                        "add",
+                        &format!("10.91.{net}.0/24"),
+                        "via",
+                        &format!("10.91.{}.2", r + 1),
+                    ],
+                )?;
+            }
+        }
+    }
+    for (i, node) in NODES.iter().enumerate() {
+        let ifaces: &[&str] = match i {
+            H1 => &["e0"],
+            H2 => &["w0"],
+            _ => &["w0", "e0"],
+        };
+        let mut cfg = format!(
+            "[daemon]\nsocket = {:?}\n\n[rsvp]\nrefresh = \"1s\"\ntraffic_control = {tc:?}\n",
+            lab.path(&format!("{node}.sock"))
+        );
+        for ifname in ifaces {
+            cfg += &format!(
+                "\n[[rsvp.interface]]\nname = \"{ifname}\"\nbandwidth = \"10Mbit\"\nreservable = \"8Mbit\"\n"
+            );
+        }
+        let path = lab.path(&format!("{node}.toml"));
+        std::fs::write(&path, cfg)?;
+        lab.spawn(
+            node,
+            i,
+            &[
+                bin(),
+                "daemon",
+                "--config",
+                path.to_str().unwrap_or_default(),
+            ],
+        )?;
+    }
+    for node in NODES {
+        let sock = lab.path(&format!("{node}.sock"));
+        wait_for(Duration::from_secs(10), &format!("{node}'s daemon"), || {
+            sock.exists().then_some(())
+        })
+        .map_err(|e| anyhow::anyhow!("{e}; log: {}", lab.log(node)))?;
+    }
+    Ok(lab)
+}
+
+/// Run `pathwise rsvp --json …` against node `i`'s daemon.
+fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
+    let sock = lab.path(&format!("{}.sock", NODES[i]));
+    let mut argv = vec![
+        bin(),
+        "rsvp",
+        "--json",
+        "--socket",
+        sock.to_str().unwrap_or_default(),
+    ];
+    argv.extend_from_slice(args);
+    let out = lab.exec_ok(i, &argv)?;
+    Ok(serde_json::from_str(&out)?)
+}
+
+fn sessions(lab: &Lab, i: usize) -> Vec<Value> {
+    cli(lab, i, &["show", "sessions"])
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn installed_kbps(lab: &Lab, i: usize) -> f64 {
+    sessions(lab, i)
+        .iter()
+        .flat_map(|s| s["installed"].as_array().cloned().unwrap_or_default())
+        .filter_map(|x| x["kbps"].as_f64())
+        .sum()
+}
+
+fn setup_reservation(lab: &Lab, kbit: u32) -> anyhow::Result<()> {
+    let rate = format!("{kbit}kbit");
+    cli(
+        lab,
+        H1,
+        &[
+            "sender", "add", "--dest", RECEIVER, "--port", "5001", "--src", SENDER, "--rate", &rate,
+        ],
+    )?;
+    wait_for(Duration::from_secs(5), "path state at H2", || {
+        (!sessions(lab, H2).is_empty()).then_some(())
+    })?;
+    cli(
+        lab,
+        H2,
+        &[
+            "reserve",
+            "--dest",
+            RECEIVER,
+            "--port",
+            "5001",
+            "--style",
+            "ff",
+            "--sender",
+            SENDER,
+            "--rate",
+            &rate,
+            "--confirm",
+        ],
+    )?;
+    let resv_at_sender = || {
+        let ev = cli(lab, H1, &["show", "events"]).ok()?;
+        ev.as_array()?
+            .iter()
+            .any(|e| e["event"]["resv"]["kbps"].as_f64() == Some(f64::from(kbit)))
+            .then_some(())
+    };
+    wait_for(
+        Duration::from_secs(5),
+        "the reservation at the sender",
+        resv_at_sender,
+    )
+}
+
+fn tc_classes(lab: &Lab, i: usize, dev: &str) -> String {
+    lab.exec_ok(i, &["tc", "class", "show", "dev", dev])
+        .unwrap_or_default()
+}
+
+#[test]
+fn reservation_across_the_chain_and_teardown() -> anyhow::Result<()> {
+    if skip("reservation_across_the_chain_and_teardown", &["tc"]) {
+        return Ok(());
+    }
+    let lab = chain("htb")?;
+    setup_reservation(&lab, 4000)?;
+    // Path was intercepted and processed at every router (Router Alert), and each installed
+    // the reservation on its interface towards H2 as an HTB class.
+    for r in [R1, R2, R3] {
+        let s = sessions(&lab, r);
+        assert_eq!(s.len(), 1, "{}: {s:?}", NODES[r]);
+        assert_eq!(
+            s[0]["paths"][0]["phop"].as_str(),
+            Some(format!("10.91.{r}.1").as_str()),
+            "previous hop at {}",
+            NODES[r]
+        );
+        assert_eq!(installed_kbps(&lab, r), 4000.0);
+        let classes = tc_classes(&lab, r, "e0");
+        assert!(classes.contains("rate 4Mbit"), "{}: {classes}", NODES[r]);
+    }
+    let confirmed = cli(&lab, H2, &["show", "events"])?;
+    assert!(confirmed.to_string().contains("confirmed"), "{confirmed}");
+    // Teardown: receiver releases, sender withdraws; nothing is left anywhere.
+    cli(&lab, H2, &["release", "--dest", RECEIVER, "--port", "5001"])?;
+    cli(
+        &lab,
+        H1,
+        &[
+            "sender", "del", "--dest", RECEIVER, "--port", "5001", "--src", SENDER,
+        ],
+    )?;
+    for (i, node) in NODES.iter().enumerate() {
+        wait_for(
+            Duration::from_secs(5),
+            &format!("no state at {node}"),
+            || sessions(&lab, i).is_empty().then_some(()),
+        )?;
+    }
+    for r in [R1, R2, R3] {
+        let classes = tc_classes(&lab, r, "e0");
+        assert!(!classes.contains("rate 4Mbit"), "{}: {classes}", NODES[r]);
+    }
+    Ok(())
+}
+
+/// Killing R2's daemon (SIGKILL, no teardown) leaves R2 a plain forwarding router: R1's Path
+/// refreshes now reach R3 across a non-RSVP hop, so R3's previous hop becomes R1, and R1 times
+/// out the reservation state R2 used to refresh; the reservation itself survives, requested by
+/// R3 directly. Nothing of R2 remains in its neighbours' state.
+#[test]
+fn a_dead_routers_state_is_timed_out_by_its_neighbours() -> anyhow::Result<()> {
+    if skip(
+        "a_dead_routers_state_is_timed_out_by_its_neighbours",
+        &["tc"],
+    ) {
+        return Ok(());
+    }
+    let mut lab = chain("memory")?;
+    setup_reservation(&lab, 1000)?;
+    let phop_at_r3 = |lab: &Lab| {
+        sessions(lab, R3)
+            .first()
+            .and_then(|s| s["paths"][0]["phop"].as_str().map(str::to_string))
+    };
+    assert_eq!(phop_at_r3(&lab).as_deref(), Some("10.91.3.1"));
+    lab.kill("r2");
+    // R = 1 s: lifetime L = (K + 0.5) · 1.5 · R = 5.25 s.
+    wait_for(
+        Duration::from_secs(12),
+        "R3's previous hop becoming R1",
+        || (phop_at_r3(&lab).as_deref() == Some("10.91.2.1")).then_some(()),
+    )?;
+    let resv_timeouts = |lab: &Lab| {
+        cli(lab, R1, &["show", "counters"])
+            .ok()
+            .and_then(|c| c["resv_timeouts"].as_u64())
+    };
+    wait_for(
+        Duration::from_secs(12),
+        "R1 timing out R2's reservation state",
+        || resv_timeouts(&lab).filter(|&n| n >= 1),
+    )?;
+    let nhops: Vec<String> = sessions(&lab, R1)
+        .iter()
+        .flat_map(|s| s["resvs"].as_array().cloned().unwrap_or_default())
+        .filter_map(|r| r["nhop"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        nhops,
+        vec!["10.91.3.2".to_string()],
+        "R1's reservation now comes from R3 only"
+    );
+    assert_eq!(installed_kbps(&lab, R1), 1000.0);
+    Ok(())
+}
+
+#[test]
+fn bad_input_is_dropped_and_counted_and_service_continues() -> anyhow::Result<()> {
+    if skip(
+        "bad_input_is_dropped_and_counted_and_service_continues",
+        &["tc", "python3"],
+    ) {
+        return Ok(());
+    }
+    let lab = chain("memory")?;
+    setup_reservation(&lab, 1000)?;
+    // From H1, raw IP protocol 46 datagrams to R2: truncated, bad checksum, wrong length,
+    // unknown object class (0x42), oversize, garbage.
+    let script = r#"
+import socket, struct
+def csum(b):
+    if len(b) % 2: b += b'\0'
+    s = sum(struct.unpack('!%dH' % (len(b)//2), b))
+    while s >> 16: s = (s & 0xffff) + (s >> 16)
+    return (~s) & 0xffff
+def msg(objs, length=None):
+    body = b''.join(objs)
+    n = 8 + len(body) if length is None else length
+    h = struct.pack('!BBHBBH', 0x10, 1, 0, 64, 0, n) + body
+    return h[:2] + struct.pack('!H', csum(h)) + h[4:]
+session = struct.pack('!HBB4sBBH', 12, 1, 1, socket.inet_aton('10.91.4.2'), 17, 0, 5001)
+hop = struct.pack('!HBB4sI', 12, 3, 1, socket.inet_aton('10.91.1.1'), 1)
+good = msg([session, hop])
+bad_sum = bytearray(good); bad_sum[2] ^= 0xff
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, 46)
+for p in [good[:6], bytes(bad_sum), msg([session, hop], length=400), msg([session, hop, struct.pack('!HBB4s', 8, 0x42, 1, b'xxxx')]), b'\x10\x01' + b'\xff' * 9000, b'garbage!' * 8]:
+    s.sendto(p, ('10.91.2.2', 0))
+"#;
+    lab.exec_ok(H1, &["python3", "-c", script])?;
+    let drops = || {
+        cli(&lab, R2, &["show", "counters"]).ok().map(|c| {
+            c["drops"]
+                .as_object()
+                .map_or(0, |d| d.values().filter_map(Value::as_u64).sum::<u64>())
+                + c["socket_drops"].as_u64().unwrap_or(0)
+        })
+    };
+    let n = wait_for(Duration::from_secs(5), "R2 counting the drops", || {
+        drops().filter(|&n| n >= 5)
+    })?;
+    assert!(n >= 5, "dropped {n}");
+    // Still serving, and the reservation is untouched.
+    assert_eq!(installed_kbps(&lab, R2), 1000.0);
+    assert_eq!(sessions(&lab, R2).len(), 1);
+    Ok(())
+}
+
+#[test]
+fn tshark_decodes_every_message_we_send() -> anyhow::Result<()> {
+    if skip("tshark_decodes_every_message_we_send", &["tc", "tshark"]) {
+        return Ok(());
+    }
+    let mut lab = chain("memory")?;
+    let pcap = lab.path("r2.pcap");
+    let pcap_s = pcap.to_str().unwrap_or_default().to_string();
+    lab.spawn(
+        "tshark",
+        R2,
+        &[
+            "tshark",
+            "-q",
+            "-i",
+            "e0",
+            "-i",
+            "w0",
+            "-f",
+            "ip proto 46",
+            "-w",
+            &pcap_s,
+        ],
+    )?;
+    std::thread::sleep(Duration::from_secs(2));
+    setup_reservation(&lab, 1000)?;
+    cli(&lab, H2, &["release", "--dest", RECEIVER, "--port", "5001"])?;
+    cli(
+        &lab,
+        H1,
+        &[
+            "sender", "del", "--dest", RECEIVER, "--port", "5001", "--src", SENDER,
+        ],
+    )?;
+    std::thread::sleep(Duration::from_secs(2));
+    lab.terminate("tshark", Duration::from_secs(5))?;
+    let decoded = lab.exec_ok(
+        R2,
+        &["tshark", "-r", &pcap_s, "-T", "fields", "-e", "rsvp.msg"],
+    )?;
+    let types: std::collections::BTreeSet<&str> = decoded
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    for t in ["1", "2", "5", "6", "7"] {
+        assert!(types.contains(t), "message type {t} not seen: {types:?}");
+    }
+    let malformed = lab.exec_ok(
+        R2,
+        &[
+            "tshark",
+            "-r",
+            &pcap_s,
+            "-Y",
+            "_ws.malformed || _ws.expert.severity >= error",
+        ],
+    )?;
+    assert!(malformed.trim().is_empty(), "tshark complains: {malformed}");
+    assert!(Path::new(&pcap).exists());
+    Ok(())
+}

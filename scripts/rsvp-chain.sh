@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The RSVP test chain of issue 3, by hand: five network namespaces H1 – R1 – R2 – R3 – H2 with
+# forwarding on and a `pathwise daemon` in each (needs root, iproute2, tc).
+#
+#   sudo scripts/rsvp-chain.sh up [PATHWISE_BINARY]   # build with `cargo build --release` first
+#   sudo scripts/rsvp-chain.sh down
+#
+# Addresses: link n (1..4) is 10.91.n.0/24; the node west of it is .1 on its `e0`, the node east
+# of it .2 on its `w0`. H1 = 10.91.1.1, H2 = 10.91.4.2. Daemons log to /tmp/pw-chain/NODE.log and
+# listen on /tmp/pw-chain/NODE.sock.
+set -euo pipefail
+nodes=(h1 r1 r2 r3 h2)
+dir=/tmp/pw-chain
+cmd=${1:-}
+bin=${2:-$(cd "$(dirname "$0")/.." && pwd)/target/release/pathwise}
+
+down() {
+    for n in "${nodes[@]}"; do
+        if [[ -f $dir/$n.pid ]]; then kill "$(cat "$dir/$n.pid")" 2>/dev/null || true; fi
+        ip netns del "pwc-$n" 2>/dev/null || true
+    done
+    rm -rf "$dir"
+}
+
+up() {
+    [[ -x $bin ]] || { echo "no pathwise binary at $bin (cargo build --release)" >&2; exit 1; }
+    down
+    mkdir -p "$dir"
+    for n in "${nodes[@]}"; do ip netns add "pwc-$n"; ip -n "pwc-$n" link set lo up; done
+    for l in 1 2 3 4; do
+        a=${nodes[$((l - 1))]}; b=${nodes[$l]}
+        ip link add e0 netns "pwc-$a" type veth peer name w0 netns "pwc-$b"
+        ip -n "pwc-$a" addr add "10.91.$l.1/24" dev e0; ip -n "pwc-$a" link set e0 up
+        ip -n "pwc-$b" addr add "10.91.$l.2/24" dev w0; ip -n "pwc-$b" link set w0 up
+    done
+    ip -n pwc-h1 route add default via 10.91.1.2
+    ip -n pwc-h2 route add default via 10.91.4.1
+    for r in 1 2 3; do
+        ip netns exec "pwc-r$r" sysctl -qw net.ipv4.ip_forward=1
+        for net in 1 2 3 4; do
+            if (( net < r )); then ip -n "pwc-r$r" route add "10.91.$net.0/24" via "10.91.$r.1"; fi
+            if (( net > r + 1 )); then ip -n "pwc-r$r" route add "10.91.$net.0/24" via "10.91.$((r + 1)).2"; fi
+        done
+    done
+    for n in "${nodes[@]}"; do
+        case $n in h1) ifs="e0" ;; h2) ifs="w0" ;; *) ifs="w0 e0" ;; esac
+        {
+            printf '[daemon]\nsocket = "%s/%s.sock"\n\n[rsvp]\nrefresh = "30s"\ntraffic_control = "htb"\n' "$dir" "$n"
+            for i in $ifs; do printf '\n[[rsvp.interface]]\nname = "%s"\nbandwidth = "10Mbit"\nreservable = "8Mbit"\n' "$i"; done
+        } > "$dir/$n.toml"
+        ip netns exec "pwc-$n" "$bin" daemon --config "$dir/$n.toml" > "$dir/$n.log" 2>&1 &
+        echo $! > "$dir/$n.pid"
+    done
+    sleep 1
+    cat <<EOT
+Chain is up. Try:
+  ip netns exec pwc-h1 $bin rsvp --socket $dir/h1.sock sender add --dest 10.91.4.2 --port 5001 --src 10.91.1.1 --rate 4Mbit
+  ip netns exec pwc-h2 $bin rsvp --socket $dir/h2.sock reserve --dest 10.91.4.2 --port 5001 --style ff --sender 10.91.1.1 --rate 4Mbit --confirm
+  ip netns exec pwc-r2 $bin rsvp --socket $dir/r2.sock show sessions
+  ip netns exec pwc-r2 tc class show dev e0
+  ip netns exec pwc-h1 $bin rsvp --socket $dir/h1.sock show events
+Tear it down with: $0 down
+EOT
+}
+
+case $cmd in
+    up) up ;;
+    down) down ;;
+    *) echo "usage: $0 up [PATHWISE_BINARY] | down" >&2; exit 2 ;;
+esac
