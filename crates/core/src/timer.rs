@@ -27,10 +27,11 @@
 //!   inserted behind the wheel's time go to a small heap merged with that run.
 //! - Fuzzy (`fuzzy = true`, seed §III.B): "the timers within each time slot are stored in a simple
 //!   FIFO list instead of being sorted"; a level-0 slot fires as a whole once `now` reaches the
-//!   slot's end, in insertion order, with no comparison per timer. A timer therefore fires late by
-//!   less than one slot width and never early. The seed found the gain "hardly visible" on top of
-//!   a good wheel, but that firing a whole slot per wake-up cut system calls (its §V.C); we keep
-//!   both and measure (docs/BENCHMARKS.md).
+//!   slot's end, in insertion order, with no comparison per timer (the ended slot moves whole
+//!   into a FIFO that `expire` pops). A timer therefore fires late by less than one slot width and
+//!   never early. The seed found the gain "hardly visible" on top of a good wheel, but that firing
+//!   a whole slot per wake-up cut system calls (its §V.C); we keep both and measure
+//!   (docs/BENCHMARKS.md).
 //!
 //! # Time
 //!
@@ -42,9 +43,10 @@
 //! # Memory
 //!
 //! One node per pending timer: `24 + size_of::<Option<T>>()` bytes (deadline, two links, list id,
-//! generation, value) — 32 bytes for `T = u32`, 40 for `T = u64`. Timers in the slot being fired
-//! (precise mode) or in the overflow heap take 24 more bytes there. Fixed cost: 4 bytes per slot
-//! per level plus the bitmaps. [`TimerWheel::heap_bytes`] adds it up.
+//! generation, value) — 32 bytes for `T = u32`, 40 for `T = u64`. While a timer waits in the
+//! slot being fired it takes 24 more bytes there (precise) or 8 (fuzzy), and 24 in the overflow
+//! heap. Fixed cost: 8 bytes per slot per level (the list ends) plus the bitmaps.
+//! [`TimerWheel::heap_bytes`] adds it up.
 
 use crate::time::{Duration, Instant};
 use core::fmt;
@@ -112,8 +114,9 @@ const MAX_SLOTS: usize = 1 << 20;
 /// walks a crowded slot.
 const SCAN_LIMIT: usize = 64;
 
-/// An entry of the due queues or the `overflow` heap. Deleted lazily: a cancelled timer's entry stays until
-/// it reaches the top or the heap is compacted, and is recognised by `generation`/`loc`.
+/// An entry of the due queues or the `overflow` heap. Deleted lazily: a cancelled timer's entry
+/// stays until it reaches the top or the queue is compacted, and is recognised by
+/// `generation`/`loc`.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Queued {
     /// Deadline (precise mode), or deadline tick (fuzzy overflow, which keeps FIFO per tick).
@@ -365,9 +368,9 @@ impl<T> TimerWheel<T> {
     }
 
     /// An estimate of the heap memory the wheel holds, in bytes (not counting heap memory owned
-    /// by the values themselves). Per pending timer it is `size_of` of one node (see the module
-    /// docs), plus 24 bytes while the timer sits in a heap; arrays grow by doubling, so up to
-    /// twice that after growth.
+    /// by the values themselves). Per pending timer it is [`Self::BYTES_PER_TIMER`] (one arena
+    /// node, see the module docs), plus a queue entry while the timer waits in a fired slot or the
+    /// overflow heap; arrays grow by doubling, so capacity can be up to twice what is in use.
     pub fn heap_bytes(&self) -> usize {
         let queued = self.sorted.capacity() + self.late.capacity() + self.overflow.capacity();
         self.nodes.capacity() * size_of::<Node<T>>()
