@@ -7,9 +7,13 @@
 //! ```text
 //! 5057:      root htb, unclassified traffic to 5057:fffe
 //! 5057:1     parent class, rate = ceil = link bandwidth
-//! 5057:fffe  best effort: rate = link − reservable, ceil = link
+//! 5057:fffd  signaling (IP protocol 46, filter priority 1): 1% of the link, at least 64 kbit/s,
+//!            HTB priority 0 — a flood cannot starve the refreshes that keep reservations up
+//! 5057:fffe  best effort: rate = link − reservable − signaling, ceil = link; a pfifo of about
+//!            100 ms at link rate
 //! 5057:N     one per reservation: rate = reserved, ceil = link (it may borrow when idle);
-//!            its filters sit at u32 priority N, so a reservation's filters go with one command
+//!            its filters sit at u32 priority 10 + N, so a reservation's filters go with one
+//!            command
 //! ```
 //!
 //! Admission is decided here, against the configured reservable bandwidth, before any command
@@ -28,6 +32,7 @@ use std::net::IpAddr;
 /// The root qdisc handle pathwise owns on a managed interface ("PW").
 pub const ROOT: u16 = 0x5057;
 const PARENT_CLASS: u16 = 1;
+const CONTROL: u16 = 0xfffd;
 const BEST_EFFORT: u16 = 0xfffe;
 
 /// Runs one `tc` command line (its arguments after `tc`).
@@ -96,10 +101,6 @@ pub struct HtbTrafficControl<R: TcRunner = Command> {
     pub last_failure: Option<String>,
 }
 
-fn dev(args: &mut Vec<String>, words: &[&str]) {
-    args.extend(words.iter().map(|w| (*w).to_string()));
-}
-
 fn class_id(minor: u16) -> String {
     format!("{ROOT:x}:{minor:x}")
 }
@@ -109,87 +110,27 @@ fn rate(bps: u64) -> String {
 }
 
 /// The `match` clauses of a u32 filter selecting one sender's packets of a session.
-fn u32_matches(dest: IpAddr, protocol: u8, dst_port: u16, sender: &FilterSpec) -> Vec<String> {
-    let mut m: Vec<String> = Vec::new();
-    let mut push = |w: &[String]| m.extend_from_slice(w);
-    let s = |x: &str| x.to_string();
-    match dest {
-        IpAddr::V4(d) => {
-            push(&[s("match"), s("ip"), s("dst"), format!("{d}/32")]);
-            push(&[
-                s("match"),
-                s("ip"),
-                s("protocol"),
-                protocol.to_string(),
-                s("0xff"),
-            ]);
-            if dst_port != 0 {
-                push(&[
-                    s("match"),
-                    s("ip"),
-                    s("dport"),
-                    dst_port.to_string(),
-                    s("0xffff"),
-                ]);
-            }
-        }
-        IpAddr::V6(d) => {
-            push(&[s("match"), s("ip6"), s("dst"), format!("{d}/128")]);
-            push(&[
-                s("match"),
-                s("ip6"),
-                s("protocol"),
-                protocol.to_string(),
-                s("0xff"),
-            ]);
-            if dst_port != 0 {
-                push(&[
-                    s("match"),
-                    s("ip6"),
-                    s("dport"),
-                    dst_port.to_string(),
-                    s("0xffff"),
-                ]);
-            }
-        }
+fn u32_matches(dest: IpAddr, protocol: u8, dst_port: u16, sender: &FilterSpec) -> String {
+    let (fam, host) = if dest.is_ipv4() {
+        ("ip", 32)
+    } else {
+        ("ip6", 128)
+    };
+    let mut m = format!("match {fam} dst {dest}/{host} match {fam} protocol {protocol} 0xff");
+    if dst_port != 0 {
+        m += &format!(" match {fam} dport {dst_port} 0xffff");
     }
-    match *sender {
-        FilterSpec::V4 { src, src_port } => {
-            push(&[s("match"), s("ip"), s("src"), format!("{src}/32")]);
-            if src_port != 0 {
-                push(&[
-                    s("match"),
-                    s("ip"),
-                    s("sport"),
-                    src_port.to_string(),
-                    s("0xffff"),
-                ]);
-            }
-        }
-        FilterSpec::V6 { src, src_port } => {
-            push(&[s("match"), s("ip6"), s("src"), format!("{src}/128")]);
-            if src_port != 0 {
-                push(&[
-                    s("match"),
-                    s("ip6"),
-                    s("sport"),
-                    src_port.to_string(),
-                    s("0xffff"),
-                ]);
-            }
-        }
-        FilterSpec::V6FlowLabel { src, flow_label } => {
-            push(&[s("match"), s("ip6"), s("src"), format!("{src}/128")]);
-            if flow_label != 0 {
-                push(&[
-                    s("match"),
-                    s("ip6"),
-                    s("flowlabel"),
-                    format!("{flow_label:#x}"),
-                    s("0xfffff"),
-                ]);
-            }
-        }
+    let (src, sport, label) = match *sender {
+        FilterSpec::V4 { src, src_port } => (IpAddr::V4(src), src_port, 0),
+        FilterSpec::V6 { src, src_port } => (IpAddr::V6(src), src_port, 0),
+        FilterSpec::V6FlowLabel { src, flow_label } => (IpAddr::V6(src), 0, flow_label),
+    };
+    m += &format!(" match {fam} src {src}/{host}");
+    if sport != 0 {
+        m += &format!(" match {fam} sport {sport} 0xffff");
+    }
+    if label != 0 {
+        m += &format!(" match ip6 flowlabel {label:#x} 0xfffff");
     }
     m
 }
@@ -217,143 +158,105 @@ impl<R: TcRunner> HtbTrafficControl<R> {
         };
         for (ifindex, cfg) in interfaces {
             tc.setup(&cfg);
-            tc.ifaces.insert(
-                ifindex,
-                Iface {
-                    cfg,
-                    used_bps: 0,
-                    free_minors: Vec::new(),
-                    next_minor: 2,
-                },
-            );
+            let iface = Iface {
+                cfg,
+                used_bps: 0,
+                free_minors: Vec::new(),
+                next_minor: 2,
+            };
+            tc.ifaces.insert(ifindex, iface);
         }
         tc
     }
 
-    fn exec(&mut self, args: Vec<String>) {
+    /// Run one `tc` command line. Arguments never contain spaces (interface names cannot),
+    /// so the line is split on whitespace.
+    fn exec(&mut self, line: String) {
+        let args: Vec<String> = line.split_whitespace().map(str::to_string).collect();
         if let Err(e) = self.runner.run(&args) {
             self.failures += 1;
-            tracing::warn!(command = %args.join(" "), error = %e, "tc command failed");
+            tracing::warn!(command = %line, error = %e, "tc command failed");
             self.last_failure = Some(e);
         }
     }
 
     fn setup(&mut self, i: &HtbInterface) {
-        let name = i.name.as_str();
+        let (dev, link) = (i.name.as_str(), rate(i.bandwidth_bps));
         // Whatever root qdisc a crashed run of ours left goes first; a foreign one is replaced
         // too (pathwise manages the interface), which `replace` does atomically.
-        let mut a = Vec::new();
-        dev(
-            &mut a,
-            &[
-                "qdisc",
-                "replace",
-                "dev",
-                name,
-                "root",
-                "handle",
-                &format!("{ROOT:x}:"),
-                "htb",
-                "default",
-                &format!("{BEST_EFFORT:x}"),
-            ],
-        );
-        self.exec(a);
-        let link = rate(i.bandwidth_bps);
-        let mut a = Vec::new();
-        dev(
-            &mut a,
-            &[
-                "class",
-                "replace",
-                "dev",
-                name,
-                "parent",
-                &format!("{ROOT:x}:"),
-                "classid",
-                &class_id(PARENT_CLASS),
-                "htb",
-                "rate",
-                &link,
-                "ceil",
-                &link,
-            ],
-        );
-        self.exec(a);
-        let best = rate(i.bandwidth_bps.saturating_sub(i.reservable_bps));
-        let mut a = Vec::new();
-        dev(
-            &mut a,
-            &[
-                "class",
-                "replace",
-                "dev",
-                name,
-                "parent",
-                &class_id(PARENT_CLASS),
-                "classid",
-                &class_id(BEST_EFFORT),
-                "htb",
-                "rate",
-                &best,
-                "ceil",
-                &link,
-            ],
-        );
-        self.exec(a);
+        self.exec(format!(
+            "qdisc replace dev {dev} root handle {ROOT:x}: htb default {BEST_EFFORT:x}"
+        ));
+        self.exec(format!(
+            "class replace dev {dev} parent {ROOT:x}: classid {} htb rate {link} ceil {link}",
+            class_id(PARENT_CLASS)
+        ));
+        // Signaling keeps a small guaranteed share ahead of best effort, so a flood cannot
+        // starve the refreshes that keep reservations alive.
+        let control = i
+            .bandwidth_bps
+            .div_ceil(100)
+            .max(64_000)
+            .min(i.bandwidth_bps);
+        let best = i
+            .bandwidth_bps
+            .saturating_sub(i.reservable_bps)
+            .saturating_sub(control);
+        let parent = class_id(PARENT_CLASS);
+        self.exec(format!(
+            "class replace dev {dev} parent {parent} classid {} htb rate {} ceil {link} prio 0",
+            class_id(CONTROL),
+            rate(control)
+        ));
+        self.exec(format!(
+            "class replace dev {dev} parent {parent} classid {} htb rate {} ceil {link} prio 1",
+            class_id(BEST_EFFORT),
+            rate(best)
+        ));
+        // Best effort queues about 100 ms at link rate rather than the device's 1000 packets
+        // (1.2 s at 10 Mbit/s): bounded delay for unreserved traffic, and under overload its
+        // drops are spread over its flows instead of queueing behind bursts.
+        let limit = (i.bandwidth_bps / 10 / 12_000).clamp(16, 10_000);
+        self.exec(format!(
+            "qdisc replace dev {dev} parent {} handle {BEST_EFFORT:x}: pfifo limit {limit}",
+            class_id(BEST_EFFORT)
+        ));
+        for proto in ["ip", "ipv6"] {
+            let fam = if proto == "ip" { "ip" } else { "ip6" };
+            self.exec(format!(
+                "filter replace dev {dev} parent {ROOT:x}: protocol {proto} prio 1 u32 match {fam} protocol 46 0xff flowid {}",
+                class_id(CONTROL)
+            ));
+        }
     }
 
-    fn filters(&mut self, name: &str, minor: u16, req: &TcRequest<'_>) {
+    fn filters(&mut self, dev: &str, minor: u16, req: &TcRequest<'_>) {
         let proto = if req.session.dest.is_ipv4() {
             "ip"
         } else {
             "ipv6"
         };
         for sender in req.filters {
-            let mut a = Vec::new();
-            dev(
-                &mut a,
-                &[
-                    "filter",
-                    "add",
-                    "dev",
-                    name,
-                    "parent",
-                    &format!("{ROOT:x}:"),
-                    "protocol",
-                    proto,
-                    "prio",
-                    &minor.to_string(),
-                    "u32",
-                ],
-            );
-            a.extend(u32_matches(
+            let m = u32_matches(
                 req.session.dest,
                 req.session.protocol_id,
                 req.session.dst_port,
                 sender,
+            );
+            // Reservation filters sit at priority 10 + minor, after the control filter (1).
+            self.exec(format!(
+                "filter add dev {dev} parent {ROOT:x}: protocol {proto} prio {} u32 {m} flowid {}",
+                u32::from(minor) + 10,
+                class_id(minor)
             ));
-            dev(&mut a, &["flowid", &class_id(minor)]);
-            self.exec(a);
         }
     }
 
-    fn del_filters(&mut self, name: &str, minor: u16) {
-        let mut a = Vec::new();
-        dev(
-            &mut a,
-            &[
-                "filter",
-                "del",
-                "dev",
-                name,
-                "parent",
-                &format!("{ROOT:x}:"),
-                "prio",
-                &minor.to_string(),
-            ],
-        );
-        self.exec(a);
+    fn del_filters(&mut self, dev: &str, minor: u16) {
+        self.exec(format!(
+            "filter del dev {dev} parent {ROOT:x}: prio {}",
+            u32::from(minor) + 10
+        ));
     }
 
     fn admit(
@@ -401,21 +304,8 @@ impl<R: TcRunner> HtbTrafficControl<R> {
     /// filter).
     pub fn teardown(&mut self) {
         let names: Vec<String> = self.ifaces.values().map(|i| i.cfg.name.clone()).collect();
-        for name in names {
-            let mut a = Vec::new();
-            dev(
-                &mut a,
-                &[
-                    "qdisc",
-                    "del",
-                    "dev",
-                    &name,
-                    "root",
-                    "handle",
-                    &format!("{ROOT:x}:"),
-                ],
-            );
-            self.exec(a);
+        for dev in names {
+            self.exec(format!("qdisc del dev {dev} root handle {ROOT:x}:"));
         }
         self.ifaces.clear();
         self.installed = Arena::new();
@@ -435,36 +325,22 @@ impl<R: TcRunner> TrafficControl for HtbTrafficControl<R> {
             .ok_or(AdmissionError::UnknownInterface)?;
         let minor = match i.free_minors.pop() {
             Some(m) => m,
-            // Minor numbers 2..0xfffd; a class per reservation on one interface.
-            None if i.next_minor < BEST_EFFORT => {
+            // Minor numbers 2..0xfffc: a class per reservation on one interface.
+            None if i.next_minor < CONTROL => {
                 i.next_minor += 1;
                 i.next_minor - 1
             }
             None => return Err(AdmissionError::BandwidthUnavailable),
         };
         i.used_bps += bps;
-        let (name, link) = (i.cfg.name.clone(), rate(i.cfg.bandwidth_bps));
-        let mut a = Vec::new();
-        dev(
-            &mut a,
-            &[
-                "class",
-                "replace",
-                "dev",
-                &name,
-                "parent",
-                &class_id(PARENT_CLASS),
-                "classid",
-                &class_id(minor),
-                "htb",
-                "rate",
-                &rate(bps),
-                "ceil",
-                &link,
-            ],
-        );
-        self.exec(a);
-        self.filters(&name, minor, &req);
+        let (dev, link) = (i.cfg.name.clone(), rate(i.cfg.bandwidth_bps));
+        self.exec(format!(
+            "class replace dev {dev} parent {} classid {} htb rate {} ceil {link} prio 1",
+            class_id(PARENT_CLASS),
+            class_id(minor),
+            rate(bps)
+        ));
+        self.filters(&dev, minor, &req);
         Ok(TcHandle(
             self.installed
                 .insert(Installed {
@@ -489,30 +365,16 @@ impl<R: TcRunner> TrafficControl for HtbTrafficControl<R> {
             .get_mut(&ifindex)
             .ok_or(AdmissionError::UnknownInterface)?;
         i.used_bps = i.used_bps - rate_bps + bps;
-        let (name, link) = (i.cfg.name.clone(), rate(i.cfg.bandwidth_bps));
+        let (dev, link) = (i.cfg.name.clone(), rate(i.cfg.bandwidth_bps));
         self.installed[id].rate_bps = bps;
-        let mut a = Vec::new();
-        dev(
-            &mut a,
-            &[
-                "class",
-                "change",
-                "dev",
-                &name,
-                "parent",
-                &class_id(PARENT_CLASS),
-                "classid",
-                &class_id(minor),
-                "htb",
-                "rate",
-                &rate(bps),
-                "ceil",
-                &link,
-            ],
-        );
-        self.exec(a);
-        self.del_filters(&name, minor);
-        self.filters(&name, minor, &req);
+        self.exec(format!(
+            "class change dev {dev} parent {} classid {} htb rate {} ceil {link} prio 1",
+            class_id(PARENT_CLASS),
+            class_id(minor),
+            rate(bps)
+        ));
+        self.del_filters(&dev, minor);
+        self.filters(&dev, minor, &req);
         Ok(())
     }
 
@@ -528,14 +390,9 @@ impl<R: TcRunner> TrafficControl for HtbTrafficControl<R> {
         };
         i.used_bps = i.used_bps.saturating_sub(rate_bps);
         i.free_minors.push(minor);
-        let name = i.cfg.name.clone();
-        self.del_filters(&name, minor);
-        let mut a = Vec::new();
-        dev(
-            &mut a,
-            &["class", "del", "dev", &name, "classid", &class_id(minor)],
-        );
-        self.exec(a);
+        let dev = i.cfg.name.clone();
+        self.del_filters(&dev, minor);
+        self.exec(format!("class del dev {dev} classid {}", class_id(minor)));
     }
 
     fn hop_characteristics(&self, ifindex: IfIndex) -> HopCharacteristics {
@@ -632,29 +489,20 @@ mod tests {
         tc.release(h);
         drop(tc);
         let cmds = rec.0.borrow().clone();
-        assert_eq!(
-            cmds[0],
-            "qdisc replace dev veth0 root handle 5057: htb default fffe"
-        );
-        assert_eq!(
-            cmds[1],
-            "class replace dev veth0 parent 5057: classid 5057:1 htb rate 10000000bit ceil 10000000bit"
-        );
-        assert_eq!(
-            cmds[2],
-            "class replace dev veth0 parent 5057:1 classid 5057:fffe htb rate 2000000bit ceil 10000000bit"
-        );
-        assert_eq!(
-            cmds[3],
-            "class replace dev veth0 parent 5057:1 classid 5057:2 htb rate 4000000bit ceil 10000000bit"
-        );
-        assert_eq!(
-            cmds[4],
-            "filter add dev veth0 parent 5057: protocol ip prio 2 u32 match ip dst 10.0.4.2/32 match ip protocol 17 0xff match ip dport 5001 0xffff match ip src 10.0.0.1/32 flowid 5057:2"
-        );
-        assert_eq!(cmds[5], "filter del dev veth0 parent 5057: prio 2");
-        assert_eq!(cmds[6], "class del dev veth0 classid 5057:2");
-        assert_eq!(cmds[7], "qdisc del dev veth0 root handle 5057:");
-        assert_eq!(cmds.len(), 8);
+        let expect = [
+            "qdisc replace dev veth0 root handle 5057: htb default fffe",
+            "class replace dev veth0 parent 5057: classid 5057:1 htb rate 10000000bit ceil 10000000bit",
+            "class replace dev veth0 parent 5057:1 classid 5057:fffd htb rate 100000bit ceil 10000000bit prio 0",
+            "class replace dev veth0 parent 5057:1 classid 5057:fffe htb rate 1900000bit ceil 10000000bit prio 1",
+            "qdisc replace dev veth0 parent 5057:fffe handle fffe: pfifo limit 83",
+            "filter replace dev veth0 parent 5057: protocol ip prio 1 u32 match ip protocol 46 0xff flowid 5057:fffd",
+            "filter replace dev veth0 parent 5057: protocol ipv6 prio 1 u32 match ip6 protocol 46 0xff flowid 5057:fffd",
+            "class replace dev veth0 parent 5057:1 classid 5057:2 htb rate 4000000bit ceil 10000000bit prio 1",
+            "filter add dev veth0 parent 5057: protocol ip prio 12 u32 match ip dst 10.0.4.2/32 match ip protocol 17 0xff match ip dport 5001 0xffff match ip src 10.0.0.1/32 flowid 5057:2",
+            "filter del dev veth0 parent 5057: prio 12",
+            "class del dev veth0 classid 5057:2",
+            "qdisc del dev veth0 root handle 5057:",
+        ];
+        assert_eq!(cmds, expect);
     }
 }
