@@ -1,0 +1,492 @@
+//! NSLP data: SendMessage (RFC 5971 B.1) into Query piggybacks, queues, Data messages in D-mode
+//! or over an MA, stateless Q-mode Data (§4.3.2); receiving Data; GIST Errors in and out
+//! (A.4.4).
+
+use super::handshake::Inbound;
+use super::state::{MrsKey, Pending, QueryingState, RespondingState};
+use super::{GistEngine, Upcall};
+use crate::nslp::{
+    ApiError, DeliveryError, MessageHandle, MessageStatus, RecvMessage, SendMessage, SiiHandle,
+    TransferAttributes,
+};
+use crate::wire::{
+    AdditionalInfo, Body, Data, ErrorMsg, ErrorObject, MAX_OBJECT_BODY, Message, Mri, ObjectHeader,
+    error_code,
+};
+use pathwise_core::time::Instant;
+use pathwise_core::wire::Writer;
+use std::net::IpAddr;
+
+/// An Object Value Info field carrying `mri` as the object in error.
+pub(crate) fn object_value_info(t: u16, mri: &Mri) -> AdditionalInfo {
+    let mut obj = Vec::with_capacity(4 + mri.buffer_len());
+    let w = &mut Writer::new(&mut obj);
+    ObjectHeader::new(t, mri.buffer_len()).emit(w);
+    mri.emit(w);
+    w.pad_to(4);
+    AdditionalInfo::ObjectValue {
+        real_length_words: (obj.len() / 4).min(0xfff) as u16,
+        offset: 0,
+        object: obj,
+    }
+}
+
+impl GistEngine {
+    /// SendMessage (B.1).
+    pub(super) fn api_send(
+        &mut self,
+        now: Instant,
+        msg: SendMessage,
+    ) -> Result<MessageHandle, ApiError> {
+        if !self.served.contains(&msg.nslpid) {
+            return Err(ApiError::UnknownNslpid(msg.nslpid));
+        }
+        if msg.nslp_data.len() > MAX_OBJECT_BODY {
+            return Err(ApiError::MessageTooLarge);
+        }
+        if msg.transfer.secure {
+            return Err(ApiError::Unsupported);
+        }
+        if !matches!(msg.mri, Mri::PathCoupled(_)) {
+            return Err(ApiError::UnsupportedMri);
+        }
+        let key = MrsKey::new(&msg.mri, msg.nslpid, msg.session_id);
+        if msg.mri.is_upstream() {
+            let idx = self.lookup(&key).ok_or(ApiError::NoRoutingState)?;
+            let handle = self.alloc_handle();
+            let p = Pending {
+                handle,
+                data: msg.nslp_data,
+                transfer: msg.transfer,
+            };
+            let established = self.mrs[idx as usize]
+                .up
+                .as_ref()
+                .is_some_and(|u| u.state == RespondingState::Established);
+            if established {
+                self.send_data_up(now, idx, p);
+            } else {
+                // Our own downstream handshake made this state; the Confirm from upstream is
+                // on its way (the reply to a piggybacked message can overtake it).
+                let limit = self.cfg.queue_limit;
+                let wait = now + self.cfg.confirm_wait;
+                let pu = self.mrs[idx as usize].pending_up.get_or_insert_with(|| {
+                    Box::new(super::state::PendingUp {
+                        msgs: Vec::new(),
+                        deadline: wait,
+                    })
+                });
+                if pu.msgs.len() >= limit {
+                    self.fail(&key, p.handle, DeliveryError::QueueFull);
+                } else {
+                    pu.msgs.push(p);
+                    self.schedule_mrs(idx);
+                }
+            }
+            return Ok(handle);
+        }
+        let dst = msg.mri.destination().ok_or(ApiError::UnsupportedMri)?;
+        if self.source_for(dst).is_none() {
+            return Err(ApiError::NoLocalAddress);
+        }
+        let handle = self.alloc_handle();
+        let p = Pending {
+            handle,
+            data: msg.nslp_data,
+            transfer: msg.transfer,
+        };
+        let idx = self.lookup(&key);
+        let state = idx.and_then(|i| self.mrs[i as usize].down.as_ref().map(|d| d.state));
+        let lifetime = now + self.cfg.state_lifetime;
+        match (idx, state) {
+            (Some(idx), Some(QueryingState::Established | QueryingState::AwaitingRefresh)) => {
+                let needs_ma = p.transfer.reliable;
+                let Some(d) = self.mrs[idx as usize].down.as_mut() else {
+                    return Ok(handle);
+                };
+                d.expires = d.expires.max(lifetime);
+                if needs_ma && d.ma.is_none() {
+                    // Reliable transfer on D-mode state: re-run the handshake asking for C-mode.
+                    d.cmode = true;
+                    d.queue.push(p);
+                    if d.state == QueryingState::Established {
+                        self.start_refresh(now, idx);
+                    }
+                } else {
+                    self.send_data_down(now, idx, p);
+                }
+                self.schedule_mrs(idx);
+            }
+            (Some(idx), Some(QueryingState::AwaitingResponse)) => {
+                let full = self.mrs[idx as usize]
+                    .down
+                    .as_ref()
+                    .is_some_and(|d| d.queue.len() >= self.cfg.queue_limit);
+                if full {
+                    self.fail(&key, p.handle, DeliveryError::QueueFull);
+                } else if let Some(d) = self.mrs[idx as usize].down.as_mut() {
+                    d.cmode |= p.transfer.reliable;
+                    d.expires = d.expires.max(lifetime);
+                    d.queue.push(p);
+                }
+            }
+            _ if !p.transfer.setup_state => {
+                self.send_stateless(now, &key, p, msg.gist_hops, msg.ip_ttl)
+            }
+            _ => {
+                let idx = self.lookup_or_insert(key);
+                let hops = msg.gist_hops.unwrap_or(self.cfg.gist_hops);
+                let ttl = msg.ip_ttl.unwrap_or(self.cfg.ip_ttl);
+                let reliable = p.transfer.reliable;
+                if self.cfg.piggyback && !reliable {
+                    self.start_query(now, idx, false, Some(p), hops, ttl);
+                } else {
+                    self.start_query(now, idx, reliable, None, hops, ttl);
+                    if let Some(d) = self.mrs[idx as usize].down.as_mut() {
+                        d.queue.push(p);
+                    }
+                }
+            }
+        }
+        Ok(handle)
+    }
+
+    /// A Data message without routing state: Q-mode encapsulated towards the flow's
+    /// destination, picked up by the next GIST node of the NSLP (RFC 5971 §4.3.2).
+    fn send_stateless(
+        &mut self,
+        _now: Instant,
+        key: &MrsKey,
+        p: Pending,
+        hops: Option<u8>,
+        ttl: Option<u8>,
+    ) {
+        let Some(dst) = key.mri.destination() else {
+            return;
+        };
+        let Some(src) = self.source_for(dst) else {
+            return;
+        };
+        let msg = Message {
+            gist_hops: hops.unwrap_or(self.cfg.gist_hops),
+            nslpid: key.nslpid,
+            c_flag: true,
+            s_flag: true,
+            r_flag: false,
+            e_flag: false,
+            body: Body::Data(Data {
+                nat: None,
+                mri: key.mri.clone(),
+                session_id: key.session_id,
+                nli: Some(self.nli(src)),
+                nslp_data: p.data,
+                unknown: Vec::new(),
+            }),
+        };
+        self.send_dmode(
+            &msg,
+            Some(src),
+            dst,
+            crate::wire::GIST_PORT,
+            true,
+            ttl.unwrap_or(self.cfg.ip_ttl),
+        );
+    }
+
+    fn data_msg(
+        &self,
+        key: &MrsKey,
+        upstream: bool,
+        nli_addr: Option<IpAddr>,
+        data: Vec<u8>,
+    ) -> Message {
+        Message {
+            gist_hops: self.cfg.gist_hops,
+            nslpid: key.nslpid,
+            c_flag: false,
+            s_flag: true,
+            r_flag: false,
+            e_flag: false,
+            body: Body::Data(Data {
+                nat: None,
+                mri: key.mri.with_direction(upstream),
+                session_id: key.session_id,
+                nli: nli_addr.map(|a| self.nli(a)),
+                nslp_data: data,
+                unknown: Vec::new(),
+            }),
+        }
+    }
+
+    /// Send to the downstream peer: over the state's MA if it has one, else D-mode.
+    pub(super) fn send_data_down(&mut self, now: Instant, idx: u32, p: Pending) {
+        let s = &self.mrs[idx as usize];
+        let Some(d) = s.down.as_ref() else { return };
+        let Some(peer) = d.peer.and_then(|p| self.peer_addr(p)) else {
+            return;
+        };
+        let key = s.key.clone();
+        match d.ma.filter(|&m| self.ma_connected(m)) {
+            Some(ma) => {
+                let m = self.data_msg(&key, false, None, p.data);
+                self.ma_send(now, ma, &m);
+            }
+            None if p.transfer.reliable => {
+                // The MA is still connecting: wait for it.
+                if let Some(d) = self.mrs[idx as usize].down.as_mut() {
+                    d.queue.push(p);
+                }
+            }
+            None => {
+                let src = self.source_for(peer);
+                let m = self.data_msg(&key, false, src, p.data);
+                self.send_dmode(
+                    &m,
+                    src,
+                    peer,
+                    crate::wire::GIST_PORT,
+                    false,
+                    self.cfg.ip_ttl,
+                );
+            }
+        }
+    }
+
+    /// Send to the upstream peer: over the MA its Confirm came by, else D-mode.
+    fn send_data_up(&mut self, now: Instant, idx: u32, p: Pending) {
+        let s = &self.mrs[idx as usize];
+        let Some(up) = s.up.as_ref() else { return };
+        let Some(peer) = self.peer_addr(up.peer) else {
+            return;
+        };
+        let key = s.key.clone();
+        match up.ma.filter(|&m| self.ma_connected(m)) {
+            Some(ma) => {
+                let m = self.data_msg(&key, true, None, p.data);
+                self.ma_send(now, ma, &m);
+            }
+            None => {
+                let src = self.source_for(peer);
+                let m = self.data_msg(&key, true, src, p.data);
+                self.send_dmode(
+                    &m,
+                    src,
+                    peer,
+                    crate::wire::GIST_PORT,
+                    false,
+                    self.cfg.ip_ttl,
+                );
+            }
+        }
+    }
+
+    /// Send what waited for the downstream handshake.
+    pub(super) fn flush_down_queue(&mut self, now: Instant, idx: u32) {
+        let Some(d) = self.mrs[idx as usize].down.as_mut() else {
+            return;
+        };
+        let queue = std::mem::take(&mut d.queue);
+        for p in queue {
+            self.send_data_down(now, idx, p);
+        }
+    }
+
+    /// Send what waited for the upstream Confirm.
+    pub(super) fn flush_up_pending(&mut self, now: Instant, idx: u32) {
+        let s = &mut self.mrs[idx as usize];
+        let pending = s.pending_up.take().map(|p| p.msgs).unwrap_or_default();
+        for p in pending {
+            self.send_data_up(now, idx, p);
+        }
+    }
+
+    /// Report a failed message to its NSLP (B.3).
+    pub(super) fn fail(&mut self, key: &MrsKey, handle: MessageHandle, error: DeliveryError) {
+        self.upcall(Upcall::Status(MessageStatus {
+            handle,
+            nslpid: key.nslpid,
+            session_id: key.session_id,
+            error: Some(error),
+        }));
+    }
+
+    /// A Data message (RFC 5972 rx_Data).
+    pub(super) fn on_data(&mut self, now: Instant, ctx: Inbound, msg: Message) {
+        let _ = now;
+        let Body::Data(d) = &msg.body else { return };
+        let upstream = d.mri.is_upstream();
+        let key = MrsKey::new(&d.mri, msg.nslpid, d.session_id);
+        let mut peer = d.nli.as_ref().map(|n| n.interface_address);
+        if !msg.c_flag {
+            // Routed by state: the half facing the sender must exist, and an MA carrying it
+            // must be the one that half uses (A.4.4.4, A.4.4.5).
+            let s = self.lookup(&key).map(|i| &self.mrs[i as usize]);
+            let side = s.and_then(|s| {
+                if upstream {
+                    s.down.as_ref().and_then(|x| x.peer.map(|p| (p, x.ma)))
+                } else {
+                    s.up.as_ref()
+                        .filter(|u| u.state == RespondingState::Established)
+                        .map(|u| (u.peer, u.ma))
+                }
+            });
+            match side {
+                None => {
+                    self.drop_msg("data_no_state");
+                    let e = ErrorObject::new(error_code::NO_ROUTING_STATE, 0, msg.header());
+                    self.reply_error(ctx, &msg, e);
+                    return;
+                }
+                Some((_, Some(ma))) if ctx.ma.is_some_and(|m| m != ma) => {
+                    self.drop_msg("data_wrong_ma");
+                    let e = ErrorObject::new(
+                        error_code::INCORRECTLY_DELIVERED_MESSAGE,
+                        0,
+                        msg.header(),
+                    );
+                    self.reply_error(ctx, &msg, e);
+                    return;
+                }
+                Some((p, _)) => peer = self.peer_addr(p).or(peer),
+            }
+        }
+        let Body::Data(d) = msg.body else { return };
+        self.upcall(Upcall::Recv(RecvMessage {
+            nslp_data: d.nslp_data,
+            nslpid: msg.nslpid,
+            session_id: d.session_id,
+            mri: d.mri,
+            routing_state_check: false,
+            sii_handle: peer.map(SiiHandle),
+            transfer: TransferAttributes {
+                reliable: ctx.ma.is_some(),
+                secure: false,
+                setup_state: !msg.c_flag,
+            },
+            ip_ttl: ctx.ttl,
+            ip_distance: d
+                .nli
+                .and_then(|n| n.ip_ttl.checked_sub(ctx.ttl))
+                .map(|x| x.saturating_add(1)),
+            gist_hops: msg.gist_hops,
+            inbound_interface: ctx.ifindex,
+        }));
+    }
+
+    /// A GIST Error about a message this node sent.
+    pub(super) fn on_error(&mut self, now: Instant, e: ErrorObject) {
+        *self.counters.errors_received.entry(e.code).or_insert(0) += 1;
+        let (Some(sid), Some(mri)) = (e.session_id, e.mri.as_ref()) else {
+            return;
+        };
+        let key = MrsKey::new(mri, e.original_header.nslpid, sid);
+        let Some(idx) = self.lookup(&key) else { return };
+        let about = e.original_header.kind();
+        match about {
+            Some(crate::wire::MsgType::Query) => {
+                // The handshake cannot succeed: the path's end (Endpoint Found), or the peer
+                // refuses the NSLP or the message.
+                let Some(d) = self.mrs[idx as usize].down.take() else {
+                    return;
+                };
+                let d = *d;
+                let last = e.code == error_code::ENDPOINT_FOUND;
+                self.counters.handshake_failures += 1;
+                let err = if last {
+                    DeliveryError::NoPeer
+                } else {
+                    DeliveryError::PeerError {
+                        class: e.class.number(),
+                        code: e.code,
+                    }
+                };
+                self.release_down(&key, d, err);
+                self.notify(
+                    &key,
+                    if last {
+                        crate::nslp::NotificationKind::LastNode
+                    } else {
+                        crate::nslp::NotificationKind::RoutingStateLost {
+                            direction: crate::nslp::Direction::Downstream,
+                        }
+                    },
+                );
+            }
+            Some(crate::wire::MsgType::Data | crate::wire::MsgType::Confirm)
+                if e.code == error_code::NO_ROUTING_STATE
+                    || e.code == error_code::OBJECT_VALUE_ERROR =>
+            {
+                // The peer has no state for us (it restarted, or our Confirm was refused):
+                // set it up again.
+                let established = self.mrs[idx as usize]
+                    .down
+                    .as_ref()
+                    .is_some_and(|d| d.state == QueryingState::Established);
+                if established {
+                    self.start_refresh(now, idx);
+                }
+            }
+            _ => {}
+        }
+        self.reap_mrs(idx);
+    }
+
+    pub(super) fn notify(&mut self, key: &MrsKey, kind: crate::nslp::NotificationKind) {
+        self.upcall(Upcall::Notify(crate::nslp::NetworkNotification {
+            nslpid: key.nslpid,
+            session_id: key.session_id,
+            mri: key.mri.clone(),
+            kind,
+        }));
+    }
+
+    /// Answer `msg` with an Error, filling in its Session ID and MRI, to the address its NLI
+    /// gives (else its IP source).
+    pub(super) fn reply_error(&mut self, ctx: Inbound, msg: &Message, mut e: ErrorObject) {
+        if msg.msg_type() == crate::wire::MsgType::Error {
+            return;
+        }
+        e.dmode = ctx.ma.is_none();
+        if e.code != error_code::COMMON_HEADER_PARSE_ERROR {
+            e.session_id = e.session_id.or(msg.session_id());
+            if e.mri.is_none() {
+                e.mri = msg.mri().cloned();
+            }
+        }
+        let nli = match &msg.body {
+            Body::Query(q) => Some(&q.nli),
+            Body::Response(r) => Some(&r.nli),
+            Body::Confirm(c) => Some(&c.nli),
+            Body::Data(d) => d.nli.as_ref(),
+            _ => None,
+        };
+        let to = nli.map_or(ctx.src, |n| n.interface_address);
+        self.send_error(ctx, msg.nslpid, to, e);
+    }
+
+    /// Send an Error message: over the MA the offending message came by, else D-mode.
+    pub(super) fn send_error(&mut self, ctx: Inbound, nslpid: u16, to: IpAddr, e: ErrorObject) {
+        *self.counters.errors_sent.entry(e.code).or_insert(0) += 1;
+        let our = self
+            .iface_addr(ctx.ifindex, to)
+            .or_else(|| self.source_for(to));
+        let msg = Message {
+            gist_hops: self.cfg.gist_hops,
+            nslpid,
+            c_flag: false,
+            s_flag: true,
+            r_flag: false,
+            e_flag: false,
+            body: Body::Error(ErrorMsg {
+                nat: None,
+                nli: our.map(|a| self.nli(a)),
+                error: e,
+                unknown: Vec::new(),
+            }),
+        };
+        match ctx.ma {
+            Some(ma) => self.ma_send_now(ma, &msg),
+            None => self.send_dmode(&msg, our, to, ctx.src_port, false, self.cfg.ip_ttl),
+        }
+    }
+}

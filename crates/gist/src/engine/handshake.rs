@@ -1,0 +1,732 @@
+//! The three-way handshake (RFC 5971 §4.4.1; RFC 5972 §5.2–§5.3): Query, Response, Confirm,
+//! with retransmission, refresh, late state installation and peer changes.
+
+use super::state::{MrsKey, Pending, QuerySide, QueryingState, RespondSide, RespondingState};
+use super::{CookieMode, GistEngine, Upcall};
+use crate::nslp::{
+    Direction, NetworkNotification, NotificationKind, RecvMessage, RoutingDecision, SiiHandle,
+    TransferAttributes,
+};
+use crate::wire::{
+    Body, Confirm, Cookie, ErrorObject, MaProtocolOptions, Message, Mri, ParseErrorKind, Query,
+    Response, StackConfigData, StackProposal, ValueFault, error_code, ma_protocol, object_type,
+};
+use pathwise_core::io::{IfIndex, Received, Transmit, Transport};
+use pathwise_core::rand::Rng;
+use pathwise_core::time::{Duration, Instant};
+use std::net::IpAddr;
+
+/// Where a message came from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Inbound {
+    pub ifindex: IfIndex,
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub src_port: u16,
+    pub ttl: u8,
+    /// The MA it arrived over (C-mode), or `None` for D-mode.
+    pub ma: Option<u32>,
+}
+
+impl GistEngine {
+    /// A D-mode datagram (RFC 5971 §5.4).
+    pub(super) fn on_datagram(&mut self, now: Instant, rx: &Received<'_>) {
+        let src_port = match rx.transport {
+            Transport::Udp { src_port, .. } => src_port,
+            Transport::Raw(_) => return,
+        };
+        let ctx = Inbound {
+            ifindex: rx.ifindex,
+            src: rx.src,
+            dst: rx.dst,
+            src_port,
+            ttl: rx.ttl,
+            ma: None,
+        };
+        match Message::parse_datagram(rx.payload) {
+            Ok(msg) => self.on_message(now, ctx, msg, rx.payload.get(4..).unwrap_or(&[])),
+            Err(e) => self.on_parse_error(now, ctx, &e, rx.payload.get(4..).unwrap_or(&[])),
+        }
+    }
+
+    /// A parsed message from either mode.
+    pub(super) fn on_message(&mut self, now: Instant, ctx: Inbound, msg: Message, raw: &[u8]) {
+        self.counters.count_in(msg.msg_type());
+        let nslpid = msg.nslpid;
+        if !matches!(msg.body, Body::Error(_) | Body::MaHello(_)) && !self.served.contains(&nslpid)
+        {
+            // A directly addressed message for an NSLP not served here (A.4.4.6); a Query at
+            // the flow's end is "Endpoint Found" (A.4.4.7).
+            let end = msg
+                .mri()
+                .and_then(Mri::destination)
+                .is_some_and(|d| self.local.contains(&d));
+            let code = if matches!(msg.body, Body::Query(_)) && end {
+                error_code::ENDPOINT_FOUND
+            } else {
+                error_code::UNKNOWN_NSLPID
+            };
+            self.drop_msg("unknown_nslpid");
+            self.reply_error(ctx, &msg, ErrorObject::new(code, 0, msg.header()));
+            return;
+        }
+        match msg.body {
+            Body::Query(_) if ctx.ma.is_some() => {
+                // A Query over an MA (A.4.4.3).
+                self.drop_msg("query_in_ma");
+                self.reply_error(
+                    ctx,
+                    &msg,
+                    ErrorObject::new(error_code::INCORRECT_ENCAPSULATION, 0, msg.header()),
+                );
+            }
+            Body::Query(_) => self.on_query(now, ctx, msg, raw),
+            Body::Response(_) => self.on_response(now, ctx, msg),
+            Body::Confirm(_) => self.on_confirm(now, ctx, msg),
+            Body::Data(_) => self.on_data(now, ctx, msg),
+            Body::Error(e) => self.on_error(now, e.error),
+            Body::MaHello(h) => self.on_hello(now, ctx, msg.r_flag, h.hello_id),
+        }
+    }
+
+    /// Refresh interval for a peer that keeps state `validity_ms`: the configured period, no
+    /// more than the validity, jittered to 75–100 % so refreshes do not synchronise.
+    fn refresh_interval(&mut self, validity_ms: u32) -> Duration {
+        let validity = Duration::from_millis(u64::from(validity_ms.max(1000)));
+        self.cfg
+            .refresh_period
+            .min(validity)
+            .mul_f64(self.rng.random_range(0.75..1.0))
+    }
+
+    fn initial_rto_ms(&self) -> u32 {
+        u32::try_from(self.cfg.query_rto.as_millis())
+            .unwrap_or(u32::MAX)
+            .max(1)
+    }
+
+    /// Create the downstream half of `idx` and send its first Query.
+    pub(super) fn start_query(
+        &mut self,
+        now: Instant,
+        idx: u32,
+        cmode: bool,
+        piggyback: Option<Pending>,
+        hops: u8,
+        ttl: u8,
+    ) {
+        let rto_ms = self.initial_rto_ms();
+        let cookie = self.rng.random();
+        let lifetime = self.cfg.state_lifetime;
+        self.mrs[idx as usize].down = Some(Box::new(QuerySide {
+            state: QueryingState::AwaitingResponse,
+            peer: None,
+            cookie,
+            attempts: 0,
+            rto_ms,
+            deadline: now,
+            expires: now + lifetime,
+            peer_validity_ms: 0,
+            cmode,
+            ma: None,
+            piggyback: piggyback.map(Box::new),
+            queue: Vec::new(),
+            confirm: None,
+            gist_hops: hops,
+            ip_ttl: ttl,
+        }));
+        self.send_query(now, idx);
+    }
+
+    /// Start a refresh handshake (RFC 5972 §5.2: Established → Awaiting Refresh).
+    pub(super) fn start_refresh(&mut self, now: Instant, idx: u32) {
+        let cookie = self.rng.random();
+        let rto_ms = self.initial_rto_ms();
+        let Some(d) = self.mrs[idx as usize].down.as_mut() else {
+            return;
+        };
+        d.state = QueryingState::AwaitingRefresh;
+        d.cookie = cookie;
+        d.attempts = 0;
+        d.rto_ms = rto_ms;
+        self.counters.refreshes += 1;
+        self.send_query(now, idx);
+    }
+
+    /// (Re)send the Query of `idx`'s downstream half and arm its retransmission.
+    pub(super) fn send_query(&mut self, now: Instant, idx: u32) {
+        let s = &self.mrs[idx as usize];
+        let Some(d) = s.down.as_ref() else { return };
+        let Some(dst) = s.key.mri.destination() else {
+            return;
+        };
+        let Some(src) = self.source_for(dst) else {
+            self.drop_msg("no_source_address");
+            return;
+        };
+        let (stack_proposal, stack_config) = if d.cmode {
+            (
+                Some(StackProposal {
+                    profiles: vec![vec![ma_protocol::TCP]],
+                }),
+                Some(StackConfigData {
+                    ma_hold_time_ms: u32::try_from(self.cfg.ma_hold_time.as_millis())
+                        .unwrap_or(u32::MAX),
+                    options: vec![MaProtocolOptions {
+                        protocol: ma_protocol::TCP,
+                        profile: 1,
+                        d_flag: false,
+                        data: Vec::new(),
+                    }],
+                }),
+            )
+        } else {
+            (None, None)
+        };
+        let msg = Message {
+            gist_hops: d.gist_hops,
+            nslpid: s.key.nslpid,
+            c_flag: true,
+            s_flag: true,
+            r_flag: true,
+            e_flag: false,
+            body: Body::Query(Query {
+                nat: None,
+                mri: s.key.mri.clone(),
+                session_id: s.key.session_id,
+                nli: self.nli(src),
+                query_cookie: Cookie(d.cookie.to_be_bytes().to_vec()),
+                stack_proposal,
+                stack_config,
+                nslp_data: d.piggyback.as_ref().map(|p| p.data.clone()),
+                unknown: Vec::new(),
+            }),
+        };
+        let ttl = d.ip_ttl;
+        // RFC 5971 §5.3.2: Q-mode, to the flow's destination, with router alert.
+        self.send_dmode(&msg, Some(src), dst, crate::wire::GIST_PORT, true, ttl);
+        if let Some(d) = self.mrs[idx as usize].down.as_mut() {
+            d.attempts = d.attempts.saturating_add(1);
+            d.deadline = now + Duration::from_millis(u64::from(d.rto_ms));
+        }
+        self.schedule_mrs(idx);
+    }
+
+    /// A Query: ask the NSLP whether to peer (Routing-State-Check, B.2); answer with a
+    /// Response and, in hash-cookie mode, keep nothing (RFC 5971 §4.4.1, late state
+    /// installation); or forward the Query onwards.
+    fn on_query(&mut self, now: Instant, ctx: Inbound, msg: Message, raw: &[u8]) {
+        let Body::Query(q) = &msg.body else { return };
+        if msg.gist_hops == 0 {
+            self.drop_msg("hop_limit");
+            self.reply_error(
+                ctx,
+                &msg,
+                ErrorObject::new(error_code::HOP_LIMIT_EXCEEDED, 0, msg.header()),
+            );
+            return;
+        }
+        let path_coupled_down = matches!(&q.mri, Mri::PathCoupled(p) if !p.upstream);
+        if !path_coupled_down {
+            // Only downstream path-coupled Queries are supported (upstream Q-mode and other
+            // MRMs are not): Object Value Error, Value Not Supported, with the MRI.
+            self.drop_msg("unsupported_mri");
+            let mut e = ErrorObject::new(
+                error_code::OBJECT_VALUE_ERROR,
+                ValueFault::ValueNotSupported.subcode(),
+                msg.header(),
+            );
+            e.session_id = Some(q.session_id);
+            e.info
+                .push(super::data::object_value_info(object_type::MRI, &q.mri));
+            self.reply_error(ctx, &msg, e);
+            return;
+        }
+        let recv = RecvMessage {
+            nslp_data: q.nslp_data.clone().unwrap_or_default(),
+            nslpid: msg.nslpid,
+            session_id: q.session_id,
+            mri: q.mri.clone(),
+            routing_state_check: true,
+            sii_handle: Some(SiiHandle(q.nli.interface_address)),
+            transfer: TransferAttributes::default(),
+            ip_ttl: ctx.ttl,
+            ip_distance: q
+                .nli
+                .ip_ttl
+                .checked_sub(ctx.ttl)
+                .map(|d| d.saturating_add(1)),
+            gist_hops: msg.gist_hops,
+            inbound_interface: ctx.ifindex,
+        };
+        let response_data = match self.routing_state_check(now, recv) {
+            RoutingDecision::Accept { response_data } => response_data,
+            RoutingDecision::Decline => {
+                self.forward_query(ctx, &msg, raw);
+                return;
+            }
+        };
+        let Body::Query(q) = msg.body else { return };
+        let cookie = match self.cfg.cookie_mode {
+            CookieMode::Hash => {
+                self.cookies
+                    .mint(&mut self.rng, now, ctx.ifindex, &q.nli, &q.mri, msg.nslpid)
+            }
+            CookieMode::Random => {
+                let mut c = [0u8; 16];
+                self.rng.fill(&mut c);
+                self.await_confirm(now, &q, msg.nslpid, c);
+                Cookie(c.to_vec())
+            }
+        };
+        self.counters.cookies_minted += 1;
+        let cmode = q
+            .stack_proposal
+            .as_ref()
+            .is_some_and(|sp| sp.offers(ma_protocol::TCP));
+        let (stack_proposal, stack_config) = match (cmode, self.cfg.cmode_port) {
+            (true, Some(port)) => (
+                Some(StackProposal {
+                    profiles: vec![vec![ma_protocol::TCP]],
+                }),
+                Some(StackConfigData {
+                    ma_hold_time_ms: u32::try_from(self.cfg.ma_hold_time.as_millis())
+                        .unwrap_or(u32::MAX),
+                    options: vec![MaProtocolOptions::tcp_port(1, port)],
+                }),
+            ),
+            _ => (None, None),
+        };
+        let peer_addr = q.nli.interface_address;
+        let our_addr = self
+            .iface_addr(ctx.ifindex, peer_addr)
+            .or_else(|| self.source_for(peer_addr))
+            .unwrap_or(ctx.dst);
+        let resp = Message {
+            gist_hops: self.cfg.gist_hops,
+            nslpid: msg.nslpid,
+            c_flag: false,
+            s_flag: true,
+            r_flag: true,
+            e_flag: false,
+            body: Body::Response(Response {
+                nat: None,
+                mri: q.mri.with_direction(true),
+                session_id: q.session_id,
+                nli: self.nli(our_addr),
+                query_cookie: q.query_cookie,
+                responder_cookie: Some(cookie),
+                stack_proposal,
+                stack_config,
+                nslp_data: response_data,
+                unknown: Vec::new(),
+            }),
+        };
+        // An MA already open to the querying node carries the Response (thesis §2.3.2, third
+        // case); otherwise it goes D-mode to the port the Query came from (§5.3.2).
+        match self.connected_ma(peer_addr) {
+            Some(ma) => self.ma_send(now, ma, &resp),
+            None => self.send_dmode(
+                &resp,
+                Some(our_addr),
+                peer_addr,
+                ctx.src_port,
+                false,
+                self.cfg.ip_ttl,
+            ),
+        }
+    }
+
+    /// The NSLP declined: send the Query on unchanged but for the GIST hop count.
+    fn forward_query(&mut self, ctx: Inbound, msg: &Message, raw: &[u8]) {
+        if msg.gist_hops <= 1 || ctx.ttl <= 1 {
+            self.drop_msg("forward_hop_limit");
+            return;
+        }
+        let mut payload = Vec::with_capacity(raw.len() + 4);
+        payload.extend_from_slice(&crate::wire::MAGIC.to_be_bytes());
+        payload.extend_from_slice(raw);
+        payload[5] = msg.gist_hops - 1;
+        self.counters.queries_forwarded += 1;
+        self.counters.count_out(crate::wire::MsgType::Query);
+        self.transmits.push_back(Transmit {
+            src: Some(ctx.src),
+            dst: ctx.dst,
+            ifindex: None,
+            transport: Transport::Udp {
+                src_port: ctx.src_port,
+                dst_port: crate::wire::GIST_PORT,
+            },
+            router_alert: true,
+            ttl: ctx.ttl - 1,
+            payload,
+        });
+    }
+
+    /// Random-cookie mode: keep the cookie in a Responding-Node half awaiting the Confirm.
+    fn await_confirm(&mut self, now: Instant, q: &Query, nslpid: u16, cookie: [u8; 16]) {
+        let idx = self.lookup_or_insert(MrsKey::new(&q.mri, nslpid, q.session_id));
+        let wait = now + self.cfg.confirm_wait;
+        let up_exists = self.mrs[idx as usize].up.is_some();
+        if up_exists {
+            if let Some(up) = self.mrs[idx as usize].up.as_mut() {
+                up.cookie = Some(Box::new(cookie));
+                if up.state == RespondingState::AwaitingConfirm {
+                    up.expires = wait;
+                }
+            }
+        } else {
+            let peer = self.peer_ref(q.nli.interface_address, &q.nli.peer_identity);
+            self.mrs[idx as usize].up = Some(RespondSide {
+                state: RespondingState::AwaitingConfirm,
+                peer,
+                expires: wait,
+                cookie: Some(Box::new(cookie)),
+                ma: None,
+            });
+        }
+        self.schedule_mrs(idx);
+    }
+
+    /// A Response: the downstream peer is found (RFC 5972 §5.2 rx_Response).
+    fn on_response(&mut self, now: Instant, ctx: Inbound, msg: Message) {
+        let Body::Response(r) = msg.body else { return };
+        let key = MrsKey::new(&r.mri, msg.nslpid, r.session_id);
+        let Some(idx) = self.lookup(&key) else {
+            self.drop_msg("response_no_state");
+            return;
+        };
+        let Some(d) = self.mrs[idx as usize].down.as_ref() else {
+            self.drop_msg("response_no_state");
+            return;
+        };
+        if d.state == QueryingState::Established {
+            self.drop_msg("response_duplicate");
+            return;
+        }
+        if r.query_cookie.0 != d.cookie.to_be_bytes() {
+            self.drop_msg("response_bad_cookie");
+            return;
+        }
+        let new_peer = self.peer_ref(r.nli.interface_address, &r.nli.peer_identity);
+        let interval = self.refresh_interval(r.nli.rs_validity_ms);
+        let initial_rto = self.initial_rto_ms();
+        let Some(d) = self.mrs[idx as usize].down.as_mut() else {
+            return;
+        };
+        let old = d.peer.replace(new_peer);
+        d.state = QueryingState::Established;
+        d.attempts = 0;
+        d.rto_ms = initial_rto;
+        d.peer_validity_ms = r.nli.rs_validity_ms;
+        d.deadline = now + interval;
+        d.piggyback = None;
+        let wants_cmode = d.cmode;
+        let changed = old.is_some_and(|o| o != new_peer);
+        if let Some(o) = old {
+            self.peer_unref(o);
+        }
+        if changed {
+            self.counters.peer_changes += 1;
+            // The old peer's MA no longer serves this state.
+            if let Some(ma) = self.mrs[idx as usize]
+                .down
+                .as_mut()
+                .and_then(|d| d.ma.take())
+            {
+                self.ma_unuse(now, ma);
+            }
+        }
+        if old.is_none() || changed {
+            self.upcall(Upcall::Notify(NetworkNotification {
+                nslpid: key.nslpid,
+                session_id: key.session_id,
+                mri: key.mri.clone(),
+                kind: NotificationKind::RoutingStatusChange {
+                    direction: Direction::Downstream,
+                    peer: SiiHandle(r.nli.interface_address),
+                    changed,
+                },
+            }));
+        }
+        let peer_addr = r.nli.interface_address;
+        if msg.r_flag {
+            let port = r
+                .stack_config
+                .as_ref()
+                .and_then(|s| s.find(ma_protocol::TCP))
+                .and_then(MaProtocolOptions::port);
+            let src = self.source_for(peer_addr).unwrap_or(ctx.dst);
+            let mut confirm = Confirm {
+                mri: key.mri.clone(),
+                session_id: key.session_id,
+                nli: self.nli(src),
+                responder_cookie: r.responder_cookie.clone(),
+                stack_proposal: None,
+                stack_config: None,
+                nslp_data: None,
+                unknown: Vec::new(),
+            };
+            match (
+                wants_cmode,
+                port.or(ctx.ma.map(|m| self.mas[m as usize].port)),
+            ) {
+                (true, Some(port)) => {
+                    confirm.stack_proposal = r.stack_proposal.clone();
+                    confirm.stack_config = Some(StackConfigData {
+                        ma_hold_time_ms: u32::try_from(self.cfg.ma_hold_time.as_millis())
+                            .unwrap_or(u32::MAX),
+                        options: Vec::new(),
+                    });
+                    self.confirm_over_ma(now, idx, peer_addr, port, ctx.ma, confirm);
+                    // Keep the MA alive within the hold time the responder advertised (A.3.5).
+                    let hold = r.stack_config.as_ref().map(|s| s.ma_hold_time_ms);
+                    self.note_peer_hold(peer_addr, hold);
+                }
+                _ => {
+                    // D-mode: piggyback the first waiting unreliable message (thesis §2.4).
+                    let take = self.cfg.piggyback
+                        && self.mrs[idx as usize]
+                            .down
+                            .as_ref()
+                            .is_some_and(|d| d.queue.first().is_some_and(|p| !p.transfer.reliable));
+                    if take && let Some(d) = self.mrs[idx as usize].down.as_mut() {
+                        confirm.nslp_data = Some(d.queue.remove(0).data);
+                    }
+                    let m = Message {
+                        gist_hops: self.cfg.gist_hops,
+                        nslpid: key.nslpid,
+                        c_flag: false,
+                        s_flag: true,
+                        r_flag: false,
+                        e_flag: false,
+                        body: Body::Confirm(confirm),
+                    };
+                    self.send_dmode(
+                        &m,
+                        Some(src),
+                        peer_addr,
+                        crate::wire::GIST_PORT,
+                        false,
+                        self.cfg.ip_ttl,
+                    );
+                    self.flush_down_queue(now, idx);
+                }
+            }
+        } else {
+            self.flush_down_queue(now, idx);
+        }
+        if let Some(data) = r.nslp_data {
+            self.upcall(Upcall::Recv(RecvMessage {
+                nslp_data: data,
+                nslpid: key.nslpid,
+                session_id: key.session_id,
+                mri: r.mri,
+                routing_state_check: false,
+                sii_handle: Some(SiiHandle(peer_addr)),
+                transfer: TransferAttributes::default(),
+                ip_ttl: ctx.ttl,
+                ip_distance: r
+                    .nli
+                    .ip_ttl
+                    .checked_sub(ctx.ttl)
+                    .map(|d| d.saturating_add(1)),
+                gist_hops: msg.gist_hops,
+                inbound_interface: ctx.ifindex,
+            }));
+        }
+        self.schedule_mrs(idx);
+    }
+
+    /// A Confirm: verify the Responder-Cookie, then install (or refresh) the upstream half
+    /// (RFC 5972 §5.3 rx_Confirm; late state installation).
+    fn on_confirm(&mut self, now: Instant, ctx: Inbound, msg: Message) {
+        let Body::Confirm(c) = &msg.body else { return };
+        let key = MrsKey::new(&c.mri, msg.nslpid, c.session_id);
+        let rc = c
+            .responder_cookie
+            .as_ref()
+            .map(|x| x.0.as_slice())
+            .unwrap_or(&[]);
+        let valid = match self.cfg.cookie_mode {
+            CookieMode::Hash => self
+                .cookies
+                .verify(&mut self.rng, now, rc, &c.nli, &c.mri, msg.nslpid)
+                .is_some(),
+            CookieMode::Random => self
+                .lookup(&key)
+                .and_then(|i| self.mrs[i as usize].up.as_ref())
+                .and_then(|u| u.cookie.as_deref())
+                .is_some_and(|k| k.as_slice() == rc),
+        };
+        if !valid {
+            self.counters.cookies_rejected += 1;
+            self.drop_msg("invalid_cookie");
+            let mut e = ErrorObject::new(
+                error_code::OBJECT_VALUE_ERROR,
+                ValueFault::InvalidCookie.subcode(),
+                msg.header(),
+            );
+            e.session_id = Some(c.session_id);
+            e.mri = Some(c.mri.clone());
+            e.dmode = ctx.ma.is_none();
+            self.reply_error(ctx, &msg, e);
+            return;
+        }
+        let Body::Confirm(c) = msg.body else { return };
+        if ctx.ma.is_some() {
+            self.note_peer_hold(
+                c.nli.interface_address,
+                c.stack_config.as_ref().map(|s| s.ma_hold_time_ms),
+            );
+        }
+        let idx = self.lookup_or_insert(key.clone());
+        let peer = self.peer_ref(c.nli.interface_address, &c.nli.peer_identity);
+        let validity = Duration::from_millis(u64::from(c.nli.rs_validity_ms.max(1000)));
+        let mut notify = None;
+        match self.mrs[idx as usize].up.as_mut() {
+            Some(up) => {
+                let old = up.peer;
+                up.peer = peer;
+                up.state = RespondingState::Established;
+                up.expires = now + validity;
+                up.cookie = None;
+                let old_ma = up.ma;
+                if ctx.ma.is_some() && old_ma != ctx.ma {
+                    up.ma = ctx.ma;
+                }
+                self.peer_unref(old);
+                if old != peer {
+                    notify = Some(true);
+                }
+                if ctx.ma.is_some() && old_ma != ctx.ma {
+                    if let Some(m) = ctx.ma {
+                        self.ma_use(m);
+                    }
+                    if let Some(m) = old_ma {
+                        self.ma_unuse(now, m);
+                    }
+                }
+            }
+            None => {
+                self.mrs[idx as usize].up = Some(RespondSide {
+                    state: RespondingState::Established,
+                    peer,
+                    expires: now + validity,
+                    cookie: None,
+                    ma: ctx.ma,
+                });
+                if let Some(m) = ctx.ma {
+                    self.ma_use(m);
+                }
+                notify = Some(false);
+            }
+        }
+        if let Some(changed) = notify {
+            self.upcall(Upcall::Notify(NetworkNotification {
+                nslpid: key.nslpid,
+                session_id: key.session_id,
+                mri: key.mri.clone(),
+                kind: NotificationKind::RoutingStatusChange {
+                    direction: Direction::Upstream,
+                    peer: SiiHandle(c.nli.interface_address),
+                    changed,
+                },
+            }));
+        }
+        self.flush_up_pending(now, idx);
+        if let Some(data) = c.nslp_data {
+            self.upcall(Upcall::Recv(RecvMessage {
+                nslp_data: data,
+                nslpid: key.nslpid,
+                session_id: key.session_id,
+                mri: key.mri.clone(),
+                routing_state_check: false,
+                sii_handle: Some(SiiHandle(c.nli.interface_address)),
+                transfer: TransferAttributes {
+                    reliable: ctx.ma.is_some(),
+                    ..TransferAttributes::default()
+                },
+                ip_ttl: ctx.ttl,
+                ip_distance: None,
+                gist_hops: msg.gist_hops,
+                inbound_interface: ctx.ifindex,
+            }));
+        }
+        self.schedule_mrs(idx);
+    }
+
+    /// Release an upstream half's references.
+    pub(super) fn release_up(&mut self, up: RespondSide) {
+        self.peer_unref(up.peer);
+        if let Some(ma) = up.ma {
+            self.ma_unuse_later(ma);
+        }
+    }
+
+    /// Release a downstream half's references and fail what it still held.
+    pub(super) fn release_down(
+        &mut self,
+        key: &MrsKey,
+        d: QuerySide,
+        error: crate::nslp::DeliveryError,
+    ) {
+        if let Some(p) = d.peer {
+            self.peer_unref(p);
+        }
+        if let Some(ma) = d.ma {
+            self.ma_unuse_later(ma);
+        }
+        for p in d.piggyback.map(|b| *b).into_iter().chain(d.queue) {
+            self.fail(key, p.handle, error);
+        }
+    }
+
+    /// A message that did not parse: count it and, where the RFC asks for one and the sender
+    /// can be addressed, answer with a GIST Error (A.4.4).
+    pub(super) fn on_parse_error(
+        &mut self,
+        _now: Instant,
+        ctx: Inbound,
+        e: &crate::wire::ParseError,
+        raw: &[u8],
+    ) {
+        self.drop_msg(e.kind.reason());
+        let (Some((_, code, subcode)), Some(hdr)) = (e.kind.error_code(), e.header) else {
+            return;
+        };
+        if hdr.kind() == Some(crate::wire::MsgType::Error) {
+            return; // never answer an Error with an Error
+        }
+        let mut err = ErrorObject::new(code, subcode, hdr);
+        err.dmode = ctx.ma.is_none();
+        if code != error_code::COMMON_HEADER_PARSE_ERROR {
+            err.session_id = e.session_id;
+            err.mri = e.mri.as_deref().cloned();
+        }
+        match e.kind {
+            ParseErrorKind::IncorrectLength { calculated, .. } => {
+                err.info
+                    .push(crate::wire::AdditionalInfo::MessageLength(calculated));
+            }
+            ParseErrorKind::ObjectValue { .. } => {
+                if let Some(r) = e.object.clone()
+                    && let Some(obj) = raw.get(r)
+                {
+                    err.info.push(crate::wire::AdditionalInfo::ObjectValue {
+                        real_length_words: (obj.len().div_ceil(4)).min(0xfff) as u16,
+                        offset: e.offset_in_object.min(0xffff) as u16,
+                        object: obj.to_vec(),
+                    });
+                }
+            }
+            k => {
+                if let Some(t) = k.object_type() {
+                    err.info.push(crate::wire::AdditionalInfo::ObjectType(t));
+                }
+            }
+        }
+        let to = e.nli.as_ref().map_or(ctx.src, |n| n.interface_address);
+        self.send_error(ctx, hdr.nslpid, to, err);
+    }
+}

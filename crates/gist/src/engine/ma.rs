@@ -1,0 +1,373 @@
+//! Messaging associations (RFC 5971 §4.4.2–§4.4.5; RFC 5972 §5.4): C-mode over reliable
+//! streams the driver runs, one per peer and reused by every session with that peer, kept alive
+//! with MA-Hello and torn down when idle or silent.
+
+use super::handshake::Inbound;
+use super::state::{Ma, MaState};
+use super::{GistEngine, StreamInput, StreamOp, StreamTransmit, TimerKey};
+use crate::wire::{Body, Confirm, MaHello, Message, frame_len};
+use pathwise_core::io::IfIndex;
+use pathwise_core::time::{Duration, Instant};
+use std::net::IpAddr;
+
+impl GistEngine {
+    /// A stream event from the driver (C-mode input).
+    pub fn handle_stream(&mut self, now: Instant, input: StreamInput<'_>) {
+        self.now = self.now.max(now);
+        match input {
+            StreamInput::Connected { peer } => self.on_connected(now, peer),
+            StreamInput::Accepted { peer } => self.on_accepted(now, peer),
+            StreamInput::Data { peer, bytes } => self.on_stream_data(now, peer, bytes),
+            StreamInput::Closed { peer } => {
+                if let Some(&ma) = self.ma_index.get(&peer) {
+                    self.close_ma(ma, false);
+                }
+            }
+        }
+        self.dispatch_upcalls(now);
+    }
+
+    fn new_ma(
+        &mut self,
+        now: Instant,
+        peer: IpAddr,
+        port: u16,
+        state: MaState,
+        initiator: bool,
+    ) -> u32 {
+        let hold = u32::try_from(self.cfg.ma_hold_time.as_millis()).unwrap_or(u32::MAX);
+        let id = self.mas.insert(Ma {
+            peer,
+            port,
+            state,
+            initiator,
+            rx_buf: Vec::new(),
+            users: 0,
+            last_tx: now,
+            last_rx: now,
+            idle_since: Some(now),
+            peer_hold_ms: hold,
+            waiting: Vec::new(),
+            hello_id: 0,
+            timer: None,
+            wake: Instant::MAX,
+        }) as u32;
+        self.ma_index.insert(peer, id);
+        self.counters.mas_opened += 1;
+        self.schedule_ma(id);
+        id
+    }
+
+    fn on_accepted(&mut self, now: Instant, peer: IpAddr) {
+        match self.ma_index.get(&peer).copied() {
+            // Both ends opened at once: the stream the peer opened serves (the driver keeps
+            // one per peer); whatever waited for ours goes out now.
+            Some(_) => self.on_connected(now, peer),
+            None => {
+                self.new_ma(now, peer, 0, MaState::Connected, false);
+            }
+        }
+    }
+
+    fn on_connected(&mut self, now: Instant, peer: IpAddr) {
+        let Some(&ma) = self.ma_index.get(&peer) else {
+            return;
+        };
+        let m = &mut self.mas[ma as usize];
+        m.state = MaState::Connected;
+        m.last_rx = now;
+        let waiting = std::mem::take(&mut m.waiting);
+        for idx in waiting {
+            let confirm = self
+                .mrs
+                .get_mut(idx as usize)
+                .and_then(|s| s.down.as_mut())
+                .and_then(|d| d.confirm.take());
+            if let Some(c) = confirm {
+                let nslpid = self.mrs[idx as usize].key.nslpid;
+                self.ma_send(now, ma, &confirm_msg(self.cfg.gist_hops, nslpid, *c));
+                self.flush_down_queue(now, idx);
+            }
+        }
+        self.schedule_ma(ma);
+    }
+
+    fn on_stream_data(&mut self, now: Instant, peer: IpAddr, bytes: &[u8]) {
+        let Some(&ma) = self.ma_index.get(&peer) else {
+            self.drop_msg("stream_unknown_peer");
+            return;
+        };
+        let m = &mut self.mas[ma as usize];
+        m.last_rx = now;
+        m.rx_buf.extend_from_slice(bytes);
+        let port = m.port;
+        let ifindex = self.fib.lookup(peer).map_or(IfIndex(0), |(_, &i)| i);
+        let ctx = Inbound {
+            ifindex,
+            src: peer,
+            dst: self.source_for(peer).unwrap_or(peer),
+            src_port: port,
+            ttl: 0,
+            ma: Some(ma),
+        };
+        loop {
+            let Some(m) = self.mas.get_mut(ma as usize) else {
+                return;
+            };
+            let Some(n) = frame_len(&m.rx_buf).filter(|&n| n <= m.rx_buf.len()) else {
+                break;
+            };
+            let frame: Vec<u8> = m.rx_buf.drain(..n).collect();
+            match Message::parse(&frame) {
+                Ok(msg) => self.on_message(now, ctx, msg, &frame),
+                Err(e) => self.on_parse_error(now, ctx, &e, &frame),
+            }
+        }
+        self.schedule_ma(ma);
+    }
+
+    /// Whether `ma` is connected.
+    pub(super) fn ma_connected(&self, ma: u32) -> bool {
+        self.mas
+            .get(ma as usize)
+            .is_some_and(|m| m.state == MaState::Connected)
+    }
+
+    /// The connected MA to `peer`, if any.
+    pub(super) fn connected_ma(&self, peer: IpAddr) -> Option<u32> {
+        self.ma_index
+            .get(&peer)
+            .copied()
+            .filter(|&m| self.ma_connected(m))
+    }
+
+    /// Send `msg` over `ma` (C-mode messages carry no magic number, RFC 5971 §5.4.1).
+    pub(super) fn ma_send(&mut self, now: Instant, ma: u32, msg: &Message) {
+        if let Some(m) = self.mas.get_mut(ma as usize) {
+            m.last_tx = now;
+        }
+        self.ma_send_now(ma, msg);
+        self.schedule_ma(ma);
+    }
+
+    pub(super) fn ma_send_now(&mut self, ma: u32, msg: &Message) {
+        let Some(m) = self.mas.get(ma as usize) else {
+            return;
+        };
+        let mut bytes = Vec::with_capacity(msg.buffer_len());
+        msg.emit(&mut bytes);
+        self.counters.count_out(msg.msg_type());
+        self.streams.push_back(StreamTransmit {
+            peer: m.peer,
+            port: m.port,
+            op: StreamOp::Send(bytes),
+        });
+    }
+
+    pub(super) fn ma_use(&mut self, ma: u32) {
+        if let Some(m) = self.mas.get_mut(ma as usize) {
+            m.users += 1;
+            m.idle_since = None;
+        }
+    }
+
+    pub(super) fn ma_unuse(&mut self, now: Instant, ma: u32) {
+        if let Some(m) = self.mas.get_mut(ma as usize) {
+            m.users = m.users.saturating_sub(1);
+            if m.users == 0 {
+                m.idle_since = Some(now);
+            }
+        }
+        self.schedule_ma(ma);
+    }
+
+    pub(super) fn ma_unuse_later(&mut self, ma: u32) {
+        let now = self.now;
+        self.ma_unuse(now, ma);
+    }
+
+    /// C-mode Confirm: over the MA to the peer, opening one if there is none (RFC 5971
+    /// §4.4.2: reuse an existing association).
+    pub(super) fn confirm_over_ma(
+        &mut self,
+        now: Instant,
+        idx: u32,
+        peer: IpAddr,
+        port: u16,
+        via: Option<u32>,
+        confirm: Confirm,
+    ) {
+        let ma = match via.or_else(|| self.ma_index.get(&peer).copied()) {
+            Some(ma) => ma,
+            None => {
+                self.streams.push_back(StreamTransmit {
+                    peer,
+                    port,
+                    op: StreamOp::Open,
+                });
+                self.new_ma(now, peer, port, MaState::Connecting, true)
+            }
+        };
+        let prev = self.mrs[idx as usize]
+            .down
+            .as_mut()
+            .and_then(|d| d.ma.replace(ma));
+        if prev != Some(ma) {
+            self.ma_use(ma);
+            if let Some(p) = prev {
+                self.ma_unuse(now, p);
+            }
+        }
+        let nslpid = self.mrs[idx as usize].key.nslpid;
+        if self.ma_connected(ma) {
+            self.ma_send(now, ma, &confirm_msg(self.cfg.gist_hops, nslpid, confirm));
+            self.flush_down_queue(now, idx);
+        } else {
+            if let Some(d) = self.mrs[idx as usize].down.as_mut() {
+                d.confirm = Some(Box::new(confirm));
+            }
+            self.mas[ma as usize].waiting.push(idx);
+        }
+    }
+
+    /// The peer's MA-Hold-Time from its Stack-Configuration-Data: send MA-Hellos often enough
+    /// for it.
+    pub(super) fn note_peer_hold(&mut self, peer: IpAddr, hold_ms: Option<u32>) {
+        let (Some(hold), Some(&ma)) = (hold_ms.filter(|&h| h > 0), self.ma_index.get(&peer)) else {
+            return;
+        };
+        if let Some(m) = self.mas.get_mut(ma as usize) {
+            m.peer_hold_ms = hold;
+        }
+        self.schedule_ma(ma);
+    }
+
+    /// MA-Hello (RFC 5971 §5.1): answer if asked; any message counts as liveness.
+    pub(super) fn on_hello(&mut self, now: Instant, ctx: Inbound, reply: bool, hello_id: u32) {
+        let Some(ma) = ctx.ma else {
+            self.drop_msg("hello_not_in_ma");
+            return;
+        };
+        if reply {
+            let m = hello_msg(hello_id, false);
+            self.ma_send(now, ma, &m);
+        }
+    }
+
+    fn schedule_ma(&mut self, ma: u32) {
+        let Some(m) = self.mas.get(ma as usize) else {
+            return;
+        };
+        let mut next = if m.state == MaState::Connected {
+            (m.last_tx + hello_interval(m)).min(m.last_rx + self.cfg.ma_hold_time)
+        } else {
+            m.last_tx + self.cfg.ma_hold_time
+        };
+        if let Some(t) = m.idle_since.filter(|_| m.initiator) {
+            next = next.min(t + self.cfg.ma_idle_timeout);
+        }
+        if next == m.wake {
+            return;
+        }
+        if let Some(h) = m.timer {
+            self.timers.cancel(h);
+        }
+        let h = self.timers.insert(next, TimerKey::Ma(ma));
+        let m = &mut self.mas[ma as usize];
+        m.timer = Some(h);
+        m.wake = next;
+    }
+
+    /// An MA's timer: tear it down when idle or silent, else keep it alive with MA-Hello.
+    pub(super) fn on_ma_timer(&mut self, now: Instant, ma: u32) {
+        let Some(m) = self.mas.get_mut(ma as usize) else {
+            return;
+        };
+        m.timer = None;
+        m.wake = Instant::MAX;
+        // The initiator tears an idle MA down; the other side waits for silence (its hold time).
+        let idle = m.initiator
+            && m.idle_since
+                .is_some_and(|t| t + self.cfg.ma_idle_timeout <= now);
+        let silent = m.last_rx + self.cfg.ma_hold_time <= now;
+        if idle || silent {
+            self.drop_msg(if idle { "ma_idle" } else { "ma_silent" });
+            self.close_ma(ma, true);
+            return;
+        }
+        let hello_due = m.state == MaState::Connected && m.last_tx + hello_interval(m) <= now;
+        if hello_due {
+            m.hello_id = m.hello_id.wrapping_add(1);
+            let msg = hello_msg(m.hello_id, false);
+            self.ma_send(now, ma, &msg);
+        }
+        self.schedule_ma(ma);
+    }
+
+    /// Forget an MA; routing state that used it falls back to D-mode until it asks again.
+    fn close_ma(&mut self, ma: u32, tell_driver: bool) {
+        let Some(m) = self.mas.try_remove(ma as usize) else {
+            return;
+        };
+        self.ma_index.remove(&m.peer);
+        if let Some(h) = m.timer {
+            self.timers.cancel(h);
+        }
+        if tell_driver {
+            self.streams.push_back(StreamTransmit {
+                peer: m.peer,
+                port: m.port,
+                op: StreamOp::Close,
+            });
+        }
+        self.counters.mas_closed += 1;
+        if m.users > 0 || !m.waiting.is_empty() {
+            // Rare: clear every reference (a scan, not per-message work).
+            for (_, s) in self.mrs.iter_mut() {
+                if let Some(d) = s.down.as_mut()
+                    && d.ma == Some(ma)
+                {
+                    d.ma = None;
+                    d.confirm = None;
+                }
+                if let Some(u) = s.up.as_mut()
+                    && u.ma == Some(ma)
+                {
+                    u.ma = None;
+                }
+            }
+        }
+    }
+}
+
+/// Send an MA-Hello after half the peer's hold time without sending anything.
+fn hello_interval(m: &Ma) -> Duration {
+    Duration::from_millis(u64::from(m.peer_hold_ms.max(2)) / 2)
+}
+
+fn confirm_msg(hops: u8, nslpid: u16, c: Confirm) -> Message {
+    Message {
+        gist_hops: hops,
+        nslpid,
+        c_flag: false,
+        s_flag: true,
+        r_flag: false,
+        e_flag: false,
+        body: Body::Confirm(c),
+    }
+}
+
+fn hello_msg(hello_id: u32, reply: bool) -> Message {
+    Message {
+        gist_hops: 1,
+        nslpid: 0,
+        c_flag: false,
+        s_flag: false,
+        r_flag: reply,
+        e_flag: false,
+        body: Body::MaHello(MaHello {
+            hello_id,
+            unknown: Vec::new(),
+        }),
+    }
+}

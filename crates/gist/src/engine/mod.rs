@@ -1,0 +1,679 @@
+//! The GIST engine (RFC 5971 §4, state machines of RFC 5972), sans-IO.
+//!
+//! Driven through [`pathwise_core::engine::Engine`]: the driver hands in D-mode datagrams
+//! (`handle_datagram`: UDP port 270, and router-alert interceptions it asked
+//! [`Engine::wants_router_alert`] about), route changes and the passing of time, then drains
+//! `poll_transmit` and `poll_event` and sleeps until `poll_timeout`. Messaging associations
+//! (C-mode) are reliable in-order byte streams the driver runs: the engine asks for them with
+//! [`GistEngine::poll_stream`] and hears back through [`GistEngine::handle_stream`] (TCP under
+//! the Linux driver; [`crate::sim_stream`] in simulation).
+//!
+//! Signalling applications plug in as [`Nslp`] implementations
+//! ([`GistEngine::register`]) and talk to GIST through [`GistApi`]; the engine implements that
+//! trait too, for applications driving it from outside.
+
+mod api;
+mod cookie;
+pub mod counters;
+mod data;
+mod handshake;
+mod inspect;
+mod ma;
+pub mod state;
+mod timers;
+
+pub use cookie::COOKIE_LEN;
+pub use counters::{Counters, StateStats};
+pub use inspect::RoutingStateView;
+pub use state::{MaState, MrsKey, QueryingState, RespondingState};
+
+use crate::nslp::{
+    GistApi, MessageHandle, MessageStatus, NetworkNotification, Nslp, NslpEvent, RecvMessage,
+    RoutingDecision,
+};
+use crate::wire::{GIST_PORT, Message, MsgType, Nli};
+use cookie::CookieMint;
+use pathwise_core::engine::Engine;
+use pathwise_core::fib::Fib;
+use pathwise_core::io::{IfIndex, Received, Transmit, Transport};
+use pathwise_core::rand::Rng;
+use pathwise_core::rng::SeededRng;
+use pathwise_core::route::RouteChange;
+use pathwise_core::table::{KeyedMap, KeyedSet, keyed_map, keyed_set};
+use pathwise_core::time::{Duration, Instant};
+use pathwise_core::timer::{TimerWheel, WheelConfig};
+use slab::Slab;
+use state::{Ma, Peer, PeerId, RoutingState};
+use std::collections::VecDeque;
+use std::net::IpAddr;
+
+/// How the responding node proves a Confirm answers its Response (seed 000 §2.3.3, §4.5.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CookieMode {
+    /// Keyed hash over a rotating secret and the Query's data: no state until a valid Confirm
+    /// (late state installation).
+    Hash,
+    /// A random cookie stored per Query until the Confirm or `confirm_wait`: the thesis's
+    /// comparison mode, which a Query flood fills with state.
+    Random,
+}
+
+/// One local interface.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InterfaceConfig {
+    /// Its index.
+    pub ifindex: IfIndex,
+    /// Its addresses.
+    pub addrs: Vec<IpAddr>,
+}
+
+/// Engine configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Seed of the engine's generator (cookies, secrets, Session IDs, jitter, hash keys).
+    pub seed: u64,
+    /// Peer Identity in this node's NLI; `None`: 16 bytes drawn from the seed.
+    pub peer_identity: Option<Vec<u8>>,
+    /// Local interfaces.
+    pub interfaces: Vec<InterfaceConfig>,
+    /// Further local addresses (loopbacks).
+    pub local_addrs: Vec<IpAddr>,
+    /// NSLPIDs served without a plug-in: their messages surface as [`GistEvent`]s.
+    pub nslpids: Vec<u16>,
+    /// Refresh period of downstream routing state (thesis §4.3.1: 180 s), jittered down to
+    /// 75–100 % of it and never beyond the peer's validity time.
+    pub refresh_period: Duration,
+    /// Routing State Validity Time advertised in this node's NLI: how long its peers may keep
+    /// state without a refresh from it.
+    pub rs_validity: Duration,
+    /// How long downstream state lives without NSLP activity (RFC 5972 Inactive_QNode), unless
+    /// the NSLP sets a lifetime (SetStateLifetime).
+    pub state_lifetime: Duration,
+    /// Initial Query retransmission timeout (RFC 5971 §5.3.3 T1: 500 ms); doubled per
+    /// retransmission.
+    pub query_rto: Duration,
+    /// Give up when the timeout would exceed this (RFC 5971 §5.3.3 T2 = 64 T1).
+    pub query_rto_max: Duration,
+    /// Responder cookie mode.
+    pub cookie_mode: CookieMode,
+    /// Random-cookie mode: how long per-Query state waits for the Confirm (thesis §4.5.1: 2 s);
+    /// also how long upstream messages wait for a Confirm.
+    pub confirm_wait: Duration,
+    /// Hash cookies: secret rotation period.
+    pub secret_rotation: Duration,
+    /// IP TTL of messages this node sends.
+    pub ip_ttl: u8,
+    /// Initial GIST hop count.
+    pub gist_hops: u8,
+    /// Carry the first NSLP message in the Query (and answers in the Response) when unreliable
+    /// transfer is asked for.
+    pub piggyback: bool,
+    /// Port this node accepts messaging associations on (TCP); `None`: D-mode only.
+    pub cmode_port: Option<u16>,
+    /// MA-Hold-Time this node advertises (A.3.5).
+    pub ma_hold_time: Duration,
+    /// Close a messaging association no routing state has used for this long.
+    pub ma_idle_timeout: Duration,
+    /// Most NSLP messages queued per session while its state is being set up.
+    pub queue_limit: usize,
+    /// Timer wheel layout.
+    pub wheel: WheelConfig,
+    /// Sessions to make room for up front.
+    pub expected_sessions: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            seed: 0,
+            peer_identity: None,
+            interfaces: Vec::new(),
+            local_addrs: Vec::new(),
+            nslpids: Vec::new(),
+            refresh_period: Duration::from_secs(180),
+            rs_validity: Duration::from_secs(540),
+            state_lifetime: Duration::from_secs(180),
+            query_rto: Duration::from_millis(500),
+            query_rto_max: Duration::from_secs(32),
+            cookie_mode: CookieMode::Hash,
+            confirm_wait: Duration::from_secs(2),
+            secret_rotation: Duration::from_secs(60),
+            ip_ttl: 64,
+            gist_hops: 32,
+            piggyback: true,
+            cmode_port: Some(30000),
+            ma_hold_time: Duration::from_secs(180),
+            ma_idle_timeout: Duration::from_secs(30),
+            queue_limit: 16,
+            wheel: WheelConfig {
+                slot_width: Duration::from_millis(10),
+                slots: 256,
+                levels: 4,
+                fuzzy: false,
+            },
+            expected_sessions: 0,
+        }
+    }
+}
+
+/// What the engine reports to the application above it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GistEvent {
+    /// RecvMessage (B.2) for an NSLPID served without a plug-in. A Query's Routing-State-Check
+    /// was answered "accept" already.
+    Recv(RecvMessage),
+    /// MessageStatus (B.3) for an NSLPID served without a plug-in.
+    Status(MessageStatus),
+    /// NetworkNotification (B.4) for an NSLPID served without a plug-in.
+    Notify(NetworkNotification),
+    /// A plug-in NSLP's report.
+    Nslp(NslpEvent),
+}
+
+/// What the driver is asked to do with a messaging association's stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamOp {
+    /// Open a reliable stream to the peer's port (TCP connect).
+    Open,
+    /// Send these bytes, in order, after everything sent before.
+    Send(Vec<u8>),
+    /// Close the stream.
+    Close,
+}
+
+/// A stream request for the driver: `op` on the stream to `peer`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamTransmit {
+    /// The peer's address.
+    pub peer: IpAddr,
+    /// The peer's port (for `Open`).
+    pub port: u16,
+    /// What to do.
+    pub op: StreamOp,
+}
+
+/// What the driver reports about a stream (one per peer address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamInput<'a> {
+    /// A stream this engine opened is connected.
+    Connected {
+        /// The peer.
+        peer: IpAddr,
+    },
+    /// A peer opened a stream to this node's `cmode_port`.
+    Accepted {
+        /// The peer.
+        peer: IpAddr,
+    },
+    /// Bytes arrived, in order.
+    Data {
+        /// The peer.
+        peer: IpAddr,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+    /// The stream failed or the peer closed it.
+    Closed {
+        /// The peer.
+        peer: IpAddr,
+    },
+}
+
+/// An upcall waiting for dispatch to its NSLP.
+#[derive(Debug)]
+pub(crate) enum Upcall {
+    Status(MessageStatus),
+    Notify(NetworkNotification),
+    Recv(RecvMessage),
+}
+
+/// A timer's meaning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TimerKey {
+    Mrs(u32),
+    Ma(u32),
+}
+
+/// A GIST node.
+pub struct GistEngine {
+    cfg: Config,
+    rng: SeededRng,
+    identity: Vec<u8>,
+    /// The latest time an input brought.
+    now: Instant,
+    timers: TimerWheel<TimerKey>,
+    mrs_index: KeyedMap<MrsKey, u32>,
+    mrs: Slab<RoutingState>,
+    peers: Slab<Peer>,
+    peer_index: KeyedMap<IpAddr, PeerId>,
+    mas: Slab<Ma>,
+    ma_index: KeyedMap<IpAddr, u32>,
+    fib: Fib<IfIndex>,
+    local: KeyedSet<IpAddr>,
+    served: KeyedSet<u16>,
+    cookies: CookieMint,
+    transmits: VecDeque<Transmit>,
+    streams: VecDeque<StreamTransmit>,
+    events: VecDeque<GistEvent>,
+    upcalls: VecDeque<Upcall>,
+    nslps: Vec<(u16, Option<Box<dyn Nslp>>)>,
+    next_handle: u64,
+    counters: Counters,
+}
+
+impl core::fmt::Debug for GistEngine {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("GistEngine")
+            .field("routing_states", &self.mrs.len())
+            .field("peers", &self.peers.len())
+            .field("mas", &self.mas.len())
+            .field("nslps", &self.nslps.iter().map(|n| n.0).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GistEngine {
+    /// An engine whose time starts at `now`.
+    pub fn new(cfg: Config, now: Instant) -> Self {
+        let mut rng = pathwise_core::rng::seeded(cfg.seed);
+        let identity = cfg.peer_identity.clone().unwrap_or_else(|| {
+            let mut id = vec![0u8; 16];
+            rng.fill(&mut id[..]);
+            id
+        });
+        let mut local = keyed_set(&mut rng);
+        for a in cfg
+            .interfaces
+            .iter()
+            .flat_map(|i| i.addrs.iter())
+            .chain(&cfg.local_addrs)
+        {
+            local.insert(*a);
+        }
+        let mut served = keyed_set(&mut rng);
+        served.extend(cfg.nslpids.iter().copied());
+        let mut mrs_index: KeyedMap<MrsKey, u32> = keyed_map(&mut rng);
+        mrs_index.reserve(cfg.expected_sessions);
+        GistEngine {
+            timers: TimerWheel::new(cfg.wheel, now),
+            mrs_index,
+            mrs: Slab::with_capacity(cfg.expected_sessions),
+            peers: Slab::new(),
+            peer_index: keyed_map(&mut rng),
+            mas: Slab::new(),
+            ma_index: keyed_map(&mut rng),
+            fib: Fib::new(),
+            local,
+            served,
+            cookies: CookieMint::new(&mut rng, cfg.secret_rotation, now),
+            transmits: VecDeque::new(),
+            streams: VecDeque::new(),
+            events: VecDeque::new(),
+            upcalls: VecDeque::new(),
+            nslps: Vec::new(),
+            next_handle: 1,
+            counters: Counters::default(),
+            identity,
+            rng,
+            cfg,
+            now,
+        }
+    }
+
+    /// Plug in a signalling application under its NSLPID (replacing one registered before).
+    pub fn register(&mut self, nslp: Box<dyn Nslp>) {
+        let id = nslp.nslpid();
+        self.served.insert(id);
+        match self.nslps.iter_mut().find(|(n, _)| *n == id) {
+            Some(slot) => slot.1 = Some(nslp),
+            None => self.nslps.push((id, Some(nslp))),
+        }
+    }
+
+    /// Call `f` with the registered NSLP of type `T` and the engine as its [`GistApi`]; `None`
+    /// if no such NSLP is registered. Outputs are drained by the driver as after any input.
+    pub fn with_nslp<T: Nslp + 'static, R>(
+        &mut self,
+        now: Instant,
+        f: impl FnOnce(&mut T, &mut dyn GistApi) -> R,
+    ) -> Option<R> {
+        let idx = self
+            .nslps
+            .iter_mut()
+            .position(|(_, n)| n.as_mut().is_some_and(|n| n.as_any_mut().is::<T>()))?;
+        let mut app = self.nslps[idx].1.take()?;
+        let r = app.as_any_mut().downcast_mut::<T>().map(|t| f(t, self));
+        self.nslps[idx].1 = Some(app);
+        self.dispatch_upcalls(now);
+        r
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// This node's Peer Identity.
+    pub fn peer_identity(&self) -> &[u8] {
+        &self.identity
+    }
+
+    /// Message and drop counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The next stream request for the driver, if any.
+    pub fn poll_stream(&mut self) -> Option<StreamTransmit> {
+        self.streams.pop_front()
+    }
+
+    fn alloc_handle(&mut self) -> MessageHandle {
+        let h = MessageHandle(self.next_handle);
+        self.next_handle += 1;
+        h
+    }
+
+    fn drop_msg(&mut self, reason: &'static str) {
+        self.counters.drop(reason);
+        tracing::debug!(reason, "gist message dropped");
+    }
+
+    /// This node's address on `ifindex` of `like`'s family.
+    fn iface_addr(&self, ifindex: IfIndex, like: IpAddr) -> Option<IpAddr> {
+        self.cfg
+            .interfaces
+            .iter()
+            .find(|i| i.ifindex == ifindex)
+            .and_then(|i| {
+                i.addrs
+                    .iter()
+                    .find(|a| a.is_ipv4() == like.is_ipv4())
+                    .copied()
+            })
+    }
+
+    /// The address this node sends towards `dst` from: its outgoing interface's, else any of
+    /// the family.
+    fn source_for(&self, dst: IpAddr) -> Option<IpAddr> {
+        self.fib
+            .lookup(dst)
+            .and_then(|(_, &ifx)| self.iface_addr(ifx, dst))
+            .or_else(|| self.local_address_of(dst))
+    }
+
+    fn local_address_of(&self, like: IpAddr) -> Option<IpAddr> {
+        self.cfg
+            .local_addrs
+            .iter()
+            .chain(self.cfg.interfaces.iter().flat_map(|i| i.addrs.iter()))
+            .find(|a| a.is_ipv4() == like.is_ipv4())
+            .copied()
+    }
+
+    /// This node's NLI, with `addr` as its interface address.
+    fn nli(&self, addr: IpAddr) -> Nli {
+        Nli {
+            ip_ttl: self.cfg.ip_ttl,
+            rs_validity_ms: u32::try_from(self.cfg.rs_validity.as_millis()).unwrap_or(u32::MAX),
+            peer_identity: self.identity.clone(),
+            interface_address: addr,
+        }
+    }
+
+    /// Queue a D-mode message.
+    fn send_dmode(
+        &mut self,
+        msg: &Message,
+        src: Option<IpAddr>,
+        dst: IpAddr,
+        dst_port: u16,
+        router_alert: bool,
+        ttl: u8,
+    ) {
+        self.counters.count_out(msg.msg_type());
+        self.transmits.push_back(Transmit {
+            src,
+            dst,
+            ifindex: None,
+            transport: Transport::Udp {
+                src_port: GIST_PORT,
+                dst_port,
+            },
+            router_alert,
+            ttl,
+            payload: msg.to_datagram(),
+        });
+    }
+
+    /// Intern a peer, taking a reference.
+    fn peer_ref(&mut self, addr: IpAddr, identity: &[u8]) -> PeerId {
+        if let Some(&id) = self.peer_index.get(&addr) {
+            let p = &mut self.peers[id as usize];
+            p.refs += 1;
+            if p.identity != identity {
+                p.identity = identity.to_vec();
+            }
+            return id;
+        }
+        let id = self.peers.insert(Peer {
+            addr,
+            identity: identity.to_vec(),
+            refs: 1,
+        }) as PeerId;
+        self.peer_index.insert(addr, id);
+        id
+    }
+
+    fn peer_unref(&mut self, id: PeerId) {
+        let Some(p) = self.peers.get_mut(id as usize) else {
+            return;
+        };
+        p.refs = p.refs.saturating_sub(1);
+        if p.refs == 0 {
+            let addr = p.addr;
+            self.peers.remove(id as usize);
+            self.peer_index.remove(&addr);
+        }
+    }
+
+    fn peer_addr(&self, id: PeerId) -> Option<IpAddr> {
+        self.peers.get(id as usize).map(|p| p.addr)
+    }
+
+    /// Make sure routing state `idx`'s timer is due no later than its earliest deadline.
+    fn schedule_mrs(&mut self, idx: u32) {
+        let Some(s) = self.mrs.get(idx as usize) else {
+            return;
+        };
+        let next = s.next_deadline();
+        if next == s.wake {
+            return;
+        }
+        let old = s.timer;
+        if let Some(h) = old {
+            self.timers.cancel(h);
+        }
+        let handle = (next != Instant::MAX).then(|| self.timers.insert(next, TimerKey::Mrs(idx)));
+        let s = &mut self.mrs[idx as usize];
+        s.wake = next;
+        s.timer = handle;
+    }
+
+    /// Remove routing state `idx` if both halves are gone.
+    fn reap_mrs(&mut self, idx: u32) {
+        let Some(s) = self.mrs.get(idx as usize) else {
+            return;
+        };
+        if !s.is_empty() {
+            self.schedule_mrs(idx);
+            return;
+        }
+        let s = self.mrs.remove(idx as usize);
+        if let Some(h) = s.timer {
+            self.timers.cancel(h);
+        }
+        self.mrs_index.remove(&s.key);
+    }
+
+    fn lookup(&self, key: &MrsKey) -> Option<u32> {
+        self.mrs_index.get(key).copied()
+    }
+
+    fn lookup_or_insert(&mut self, key: MrsKey) -> u32 {
+        if let Some(&i) = self.mrs_index.get(&key) {
+            return i;
+        }
+        let idx = self.mrs.insert(RoutingState::new(key.clone())) as u32;
+        self.mrs_index.insert(key, idx);
+        idx
+    }
+
+    /// Queue an upcall for `nslpid`'s NSLP (dispatched when the current input is done).
+    fn upcall(&mut self, u: Upcall) {
+        self.upcalls.push_back(u);
+    }
+
+    fn nslp_slot(&self, nslpid: u16) -> Option<usize> {
+        self.nslps.iter().position(|(n, _)| *n == nslpid)
+    }
+
+    /// Deliver queued upcalls to their plug-ins, or as events.
+    fn dispatch_upcalls(&mut self, now: Instant) {
+        // Bounded: an NSLP answering every upcall with a call that causes another would spin.
+        let mut budget = 10_000;
+        while let Some(u) = self.upcalls.pop_front() {
+            budget -= 1;
+            if budget == 0 {
+                self.upcalls.clear();
+                self.drop_msg("upcall_budget");
+                break;
+            }
+            let nslpid = match &u {
+                Upcall::Status(s) => s.nslpid,
+                Upcall::Notify(n) => n.nslpid,
+                Upcall::Recv(r) => r.nslpid,
+            };
+            let app = self
+                .nslp_slot(nslpid)
+                .and_then(|i| self.nslps[i].1.take().map(|a| (i, a)));
+            match app {
+                Some((i, mut app)) => {
+                    match u {
+                        Upcall::Status(s) => app.message_status(now, self, s),
+                        Upcall::Notify(n) => app.network_notification(now, self, n),
+                        Upcall::Recv(r) => {
+                            app.recv_message(now, self, r);
+                        }
+                    }
+                    self.nslps[i].1 = Some(app);
+                }
+                None => self.events.push_back(match u {
+                    Upcall::Status(s) => GistEvent::Status(s),
+                    Upcall::Notify(n) => GistEvent::Notify(n),
+                    Upcall::Recv(r) => GistEvent::Recv(r),
+                }),
+            }
+        }
+    }
+
+    /// Ask the NSLP for `msg.nslpid` the Routing-State-Check of a Query (B.2); without a
+    /// plug-in, accept and report the message as an event.
+    fn routing_state_check(&mut self, now: Instant, msg: RecvMessage) -> RoutingDecision {
+        let Some(i) = self.nslp_slot(msg.nslpid) else {
+            self.events.push_back(GistEvent::Recv(msg));
+            return RoutingDecision::ACCEPT;
+        };
+        let Some(mut app) = self.nslps[i].1.take() else {
+            // Re-entered from inside this NSLP's own callback: decline rather than recurse.
+            return RoutingDecision::Decline;
+        };
+        let d = app.recv_message(now, self, msg);
+        self.nslps[i].1 = Some(app);
+        d
+    }
+}
+
+impl Engine for GistEngine {
+    type Event = GistEvent;
+
+    fn handle_datagram(&mut self, now: Instant, dgram: Received<'_>) {
+        self.now = self.now.max(now);
+        match dgram.transport {
+            Transport::Udp { .. } => self.on_datagram(now, &dgram),
+            Transport::Raw(_) => self.drop_msg("not_udp"),
+        }
+        self.dispatch_upcalls(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        while let Some((_, key)) = self.timers.expire(now) {
+            match key {
+                TimerKey::Mrs(idx) => self.on_mrs_timer(now, idx),
+                TimerKey::Ma(idx) => self.on_ma_timer(now, idx),
+            }
+        }
+        self.dispatch_upcalls(now);
+    }
+
+    fn handle_route_change(&mut self, _now: Instant, change: RouteChange) {
+        // Route changes are found by refresh (RFC 5971 §7.1.2): a refresh Query that another
+        // node answers moves the state. The FIB only picks source addresses.
+        match change {
+            RouteChange::Add(r) => {
+                self.fib.insert(r.prefix, r.ifindex);
+            }
+            RouteChange::Remove(p) => {
+                self.fib.remove(&p);
+            }
+            _ => {}
+        }
+    }
+
+    fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    fn poll_event(&mut self) -> Option<GistEvent> {
+        self.events.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next_deadline()
+    }
+
+    /// Q-mode messages (C flag: Queries and stateless Data) on the GIST port, for an NSLPID
+    /// this node serves (RFC 5971 §4.3.1, §5.3.2; the router alert value is per NSLPID).
+    fn wants_router_alert(&self, dgram: &Received<'_>) -> bool {
+        let Transport::Udp {
+            dst_port: GIST_PORT,
+            ..
+        } = dgram.transport
+        else {
+            return false;
+        };
+        let p = dgram.payload;
+        if p.len() < 12 || p[..4] != crate::wire::MAGIC.to_be_bytes() {
+            return false;
+        }
+        let Ok(h) = crate::wire::CommonHeader::parse(&p[4..]) else {
+            return false;
+        };
+        h.c_flag
+            && matches!(h.kind(), Some(MsgType::Query) | Some(MsgType::Data))
+            && self.served.contains(&h.nslpid)
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// Bytes per session are a published figure: keep the slab slot small.
+    #[test]
+    fn routing_state_stays_compact() {
+        assert!(size_of::<super::MrsKey>() <= 96);
+        assert!(size_of::<super::state::RoutingState>() <= 168);
+        assert!(size_of::<super::state::RespondSide>() <= 32);
+        assert!(size_of::<super::state::QuerySide>() <= 96);
+    }
+}

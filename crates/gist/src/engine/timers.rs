@@ -1,0 +1,93 @@
+//! Routing-state timers (RFC 5972): Query retransmission with back-off (No_Response), refresh
+//! (Refresh_QNode), NSLP inactivity (Inactive_QNode), upstream expiry (Expire_RNode) and the
+//! random-cookie Confirm wait.
+
+use super::GistEngine;
+use super::state::{QueryingState, RespondingState};
+use crate::nslp::{DeliveryError, Direction, NotificationKind};
+use pathwise_core::time::Instant;
+
+impl GistEngine {
+    /// Routing state `idx`'s timer fired.
+    pub(super) fn on_mrs_timer(&mut self, now: Instant, idx: u32) {
+        let Some(s) = self.mrs.get_mut(idx as usize) else {
+            return;
+        };
+        s.timer = None;
+        s.wake = Instant::MAX;
+        let key = s.key.clone();
+
+        // Upstream messages that waited in vain for a Confirm.
+        if s.pending_up.as_ref().is_some_and(|p| p.deadline <= now) {
+            let pending = s.pending_up.take().map(|p| p.msgs).unwrap_or_default();
+            for p in pending {
+                self.fail(&key, p.handle, DeliveryError::NoRoutingState);
+            }
+        }
+
+        // Responding-Node half.
+        let up_expired = self.mrs[idx as usize]
+            .up
+            .as_ref()
+            .is_some_and(|u| u.expires <= now);
+        if up_expired && let Some(up) = self.mrs[idx as usize].up.take() {
+            let established = up.state == RespondingState::Established;
+            self.release_up(up);
+            if established {
+                self.counters.upstream_expiries += 1;
+                self.notify(
+                    &key,
+                    NotificationKind::RoutingStateLost {
+                        direction: Direction::Upstream,
+                    },
+                );
+            }
+        }
+
+        // Querying-Node half.
+        if let Some(d) = self.mrs[idx as usize].down.as_ref() {
+            match d.state {
+                QueryingState::AwaitingResponse | QueryingState::AwaitingRefresh
+                    if d.deadline <= now =>
+                {
+                    let next_rto = u64::from(d.rto_ms) * 2;
+                    let max = u64::try_from(self.cfg.query_rto_max.as_millis()).unwrap_or(u64::MAX);
+                    if next_rto <= max {
+                        if let Some(d) = self.mrs[idx as usize].down.as_mut() {
+                            d.rto_ms = next_rto as u32;
+                        }
+                        self.counters.query_retransmits += 1;
+                        self.send_query(now, idx);
+                    } else {
+                        // No_Response exhausted: no peer answers (any more).
+                        let refreshing = d.state == QueryingState::AwaitingRefresh;
+                        if let Some(d) = self.mrs[idx as usize].down.take() {
+                            self.counters.handshake_failures += 1;
+                            self.release_down(&key, *d, DeliveryError::NoPeer);
+                        }
+                        self.notify(
+                            &key,
+                            if refreshing {
+                                NotificationKind::RoutingStateLost {
+                                    direction: Direction::Downstream,
+                                }
+                            } else {
+                                NotificationKind::LastNode
+                            },
+                        );
+                    }
+                }
+                QueryingState::Established if d.expires <= now => {
+                    // The NSLP no longer uses the state: let it lapse.
+                    if let Some(d) = self.mrs[idx as usize].down.take() {
+                        self.counters.downstream_lapses += 1;
+                        self.release_down(&key, *d, DeliveryError::NoRoutingState);
+                    }
+                }
+                QueryingState::Established if d.deadline <= now => self.start_refresh(now, idx),
+                _ => {}
+            }
+        }
+        self.reap_mrs(idx);
+    }
+}

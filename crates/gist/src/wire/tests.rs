@@ -1,0 +1,467 @@
+//! Byte vectors and parse errors. The reference captures are checked byte for byte in
+//! `tests/captures.rs`; here: hand-built vectors for what they do not cover (IPv6 and flagged
+//! MRIs, loose-end MRI, Error, MA-Hello, unknown objects) and one test per parse error.
+
+use super::*;
+use pathwise_core::wire::Writer;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The Confirm of gist-dmode-handshake.pcap, magic number included.
+const CONFIRM: &str = "4e04bda5 0101001a 002a0280 00000004 00004000 0a4d0001 0a4d0002 20200000 \
+    00010004 2dba89de 45cd0f6f 2d9d6c16 5e299dc6 00020007 10404000 00007530 652ed7d4 a56ef72f \
+    c2fc390f 68a80016 0a4d0001 00060007 75a013a1 000a0000 a3abb52c d78e0301 45f57c01 29b906f0 \
+    85db4b81";
+
+fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.split_whitespace().collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn v4(a: [u8; 4]) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::from(a))
+}
+
+fn nli() -> Nli {
+    Nli {
+        ip_ttl: 64,
+        rs_validity_ms: 30_000,
+        peer_identity: vec![1, 2, 3, 4, 5],
+        interface_address: v4([10, 0, 0, 1]),
+    }
+}
+
+fn pc() -> Mri {
+    Mri::PathCoupled(PathCoupledMri::flow(v4([10, 0, 0, 1]), v4([10, 0, 0, 9])))
+}
+
+fn query() -> Message {
+    Message {
+        gist_hops: 32,
+        nslpid: 42,
+        c_flag: true,
+        s_flag: true,
+        r_flag: true,
+        e_flag: false,
+        body: Body::Query(Query {
+            mri: pc(),
+            session_id: SessionId([7; 16]),
+            nli: nli(),
+            query_cookie: Cookie(vec![9; 8]),
+            ..Query::default()
+        }),
+    }
+}
+
+fn round_trip(m: &Message) -> Vec<u8> {
+    let b = m.to_datagram();
+    assert_eq!(b.len(), 4 + m.buffer_len());
+    assert_eq!(&Message::parse_datagram(&b).unwrap(), m);
+    b
+}
+
+#[test]
+fn confirm_vector_deconstructs_and_reconstructs() {
+    let b = hex(CONFIRM);
+    let m = Message::parse_datagram(&b).unwrap();
+    assert_eq!(m.msg_type(), MsgType::Confirm);
+    assert_eq!(m.header().length_words, 0x1a);
+    let Body::Confirm(c) = &m.body else { panic!() };
+    assert_eq!(c.nli.peer_identity.len(), 16, "PI-Length counts bytes");
+    assert_eq!(c.responder_cookie.as_ref().map(|c| c.0.len()), Some(28));
+    assert_eq!(m.to_datagram(), b);
+}
+
+#[test]
+fn ipv6_path_coupled_mri_with_every_flag() {
+    let mri = PathCoupledMri {
+        nat: true,
+        source: IpAddr::V6(Ipv6Addr::new(0xfd00, 1, 0, 0, 0, 0, 0, 1)),
+        destination: IpAddr::V6(Ipv6Addr::new(0xfd00, 2, 0, 0, 0, 0, 0, 2)),
+        source_prefix: 128,
+        dest_prefix: 64,
+        protocol: Some(17),
+        ds_field: Some(46),
+        flow_label: Some(0xabcde),
+        spi: None,
+        source_port: Some(5000),
+        dest_port: Some(5001),
+        upstream: true,
+    };
+    let m = Mri::PathCoupled(mri);
+    let mut b = Vec::new();
+    m.emit(&mut Writer::new(&mut b));
+    assert_eq!(b.len(), m.buffer_len());
+    assert_eq!(
+        &b[..4],
+        &[0, 0x80, 0x6e, 0xe0],
+        "MRM 0, N, IP-Ver 6 + P T F, A B D"
+    );
+    assert_eq!(&b[36..40], &[128, 64, 17, 46 << 2]);
+    assert_eq!(&b[40..44], &[0, 0x0a, 0xbc, 0xde], "flow label word");
+    assert_eq!(&b[44..48], &[0x13, 0x88, 0x13, 0x89], "port word");
+    assert_eq!(Mri::parse(&b), Ok(m));
+    // SPI instead of ports.
+    let spi = Mri::PathCoupled(PathCoupledMri {
+        spi: Some(0xdeadbeef),
+        source_port: None,
+        dest_port: None,
+        flow_label: None,
+        ..mri
+    });
+    let mut b = Vec::new();
+    spi.emit(&mut Writer::new(&mut b));
+    assert_eq!(b.len(), 4 + 32 + 4 + 4);
+    assert_eq!(Mri::parse(&b), Ok(spi));
+}
+
+#[test]
+fn path_coupled_flag_rules() {
+    let mut b = Vec::new();
+    pc().emit(&mut Writer::new(&mut b));
+    let mut bad = b.clone();
+    bad[2] |= 0x02; // F on IPv4
+    assert_eq!(
+        Mri::parse(&bad).unwrap_err().fault,
+        ValueFault::InvalidFlagFieldCombination
+    );
+    let mut bad = b.clone();
+    bad[3] |= 0x80; // A without P
+    assert_eq!(
+        Mri::parse(&bad).unwrap_err().fault,
+        ValueFault::InvalidFlagFieldCombination
+    );
+    let mut bad = b.clone();
+    bad[2] = 0x50; // IP-Ver 5
+    assert_eq!(
+        Mri::parse(&bad).unwrap_err().fault,
+        ValueFault::ValueNotSupported
+    );
+    let mut bad = b.clone();
+    bad.extend_from_slice(&[0; 4]);
+    assert_eq!(
+        Mri::parse(&bad).unwrap_err().fault,
+        ValueFault::IncorrectLength
+    );
+}
+
+#[test]
+fn loose_end_and_unknown_mrms_round_trip() {
+    let le = Mri::LooseEnd(LooseEndMri {
+        nat: false,
+        source: v4([192, 0, 2, 1]),
+        destination: v4([192, 0, 2, 2]),
+        upstream: true,
+    });
+    let mut b = Vec::new();
+    le.emit(&mut Writer::new(&mut b));
+    assert_eq!(b, [1, 0, 0x48, 0, 192, 0, 2, 1, 192, 0, 2, 2]);
+    assert_eq!(Mri::parse(&b), Ok(le));
+    let other = Mri::Other {
+        mrm: 120,
+        nat: true,
+        data: vec![1, 2, 3, 4, 5, 6],
+    };
+    let mut b = Vec::new();
+    other.emit(&mut Writer::new(&mut b));
+    assert_eq!(Mri::parse(&b), Ok(other));
+}
+
+#[test]
+fn every_message_type_round_trips() {
+    round_trip(&query());
+    let mut q = query();
+    if let Body::Query(x) = &mut q.body {
+        x.stack_proposal = Some(StackProposal {
+            profiles: vec![
+                vec![ma_protocol::TCP],
+                vec![ma_protocol::TLS, ma_protocol::TCP],
+            ],
+        });
+        x.stack_config = Some(StackConfigData {
+            ma_hold_time_ms: 180_000,
+            options: vec![
+                MaProtocolOptions::tcp_port(1, 30000),
+                MaProtocolOptions::default(),
+            ],
+        });
+        x.nslp_data = Some(vec![1, 2, 3, 4]);
+        x.nat = Some(vec![0; 8]);
+    }
+    round_trip(&q);
+    let hello = Message {
+        gist_hops: 1,
+        nslpid: 0,
+        c_flag: false,
+        s_flag: false,
+        r_flag: true,
+        e_flag: false,
+        body: Body::MaHello(MaHello {
+            hello_id: 0x01020304,
+            unknown: vec![],
+        }),
+    };
+    let b = round_trip(&hello);
+    assert_eq!(
+        &b[4..],
+        &[1, 1, 0, 2, 0, 0, 5, 0x40, 0, 10, 0, 1, 1, 2, 3, 4]
+    );
+    let data = Message {
+        e_flag: true,
+        c_flag: false,
+        r_flag: false,
+        body: Body::Data(Data {
+            mri: pc(),
+            session_id: SessionId([1; 16]),
+            nli: None,
+            nslp_data: vec![0xaa; 12],
+            ..Data::default()
+        }),
+        ..query()
+    };
+    round_trip(&data);
+}
+
+#[test]
+fn error_object_with_every_field_round_trips() {
+    let header = CommonHeader::parse(&hex("01200014 002a80c0")).unwrap();
+    let mut e = ErrorObject::new(error_code::OBJECT_VALUE_ERROR, 4, header);
+    e.session_id = Some(SessionId([3; 16]));
+    e.mri = Some(pc());
+    e.info = vec![
+        AdditionalInfo::MessageLength(20),
+        AdditionalInfo::Mtu(1500),
+        AdditionalInfo::ObjectType(object_type::RESPONDER_COOKIE),
+        AdditionalInfo::ObjectValue {
+            real_length_words: 8,
+            offset: 4,
+            object: vec![0, 6, 0, 7, 1, 2, 3, 4],
+        },
+        AdditionalInfo::Other {
+            ai_type: 99,
+            value: vec![5; 4],
+        },
+    ];
+    e.comment = Some(b"cookie".to_vec());
+    assert_eq!(e.class, ErrorClass::ProtocolError);
+    let m = Message {
+        gist_hops: 1,
+        nslpid: 42,
+        c_flag: false,
+        s_flag: true,
+        r_flag: false,
+        e_flag: false,
+        body: Body::Error(ErrorMsg {
+            nat: None,
+            nli: Some(nli()),
+            error: e.clone(),
+            unknown: vec![],
+        }),
+    };
+    let b = round_trip(&m);
+    // Class, code, subcode; flags S M C D Q.
+    let at = 4 + 8 + 4 + nli().buffer_len() + 4;
+    assert_eq!(&b[at..at + 6], &[2, 0, 10, 4, 0xf8, 0]);
+    assert_eq!(
+        ErrorObject::new(error_code::HOP_LIMIT_EXCEEDED, 0, header).class,
+        ErrorClass::PermanentFailure
+    );
+}
+
+#[test]
+fn unknown_objects_follow_their_extensibility_flags() {
+    let base = query().to_datagram();
+    let with = |ab: u16| {
+        let mut b = base.clone();
+        b.extend_from_slice(&((ab << 14) | 0x200).to_be_bytes());
+        b.extend_from_slice(&[0, 1, 0xde, 0xad, 0xbe, 0xef]);
+        let words = u16::from_be_bytes([b[6], b[7]]) + 2;
+        b[6..8].copy_from_slice(&words.to_be_bytes());
+        b
+    };
+    let e = Message::parse_datagram(&with(0)).unwrap_err();
+    assert_eq!(e.kind, ParseErrorKind::UnrecognisedObject(0x200));
+    assert_eq!(e.kind.error_code(), Some((ErrorClass::ProtocolError, 9, 1)));
+    assert_eq!(
+        e.object,
+        Some(base.len() - 4..base.len() + 4),
+        "the object's bytes"
+    );
+    assert_eq!(
+        Message::parse_datagram(&with(1)).unwrap(),
+        query(),
+        "AB=01: dropped"
+    );
+    let fwd = Message::parse_datagram(&with(2)).unwrap();
+    let Body::Query(q) = &fwd.body else { panic!() };
+    assert_eq!(
+        q.unknown,
+        vec![UnknownObject {
+            object_type: 0x200,
+            body: vec![0xde, 0xad, 0xbe, 0xef]
+        }]
+    );
+    assert_eq!(
+        fwd.to_datagram(),
+        with(2),
+        "AB=10: kept and forwarded unchanged"
+    );
+    let e = Message::parse_datagram(&with(3)).unwrap_err();
+    assert_eq!(e.kind, ParseErrorKind::InvalidExtensibilityFlags(0x200));
+    assert_eq!(e.kind.error_code().map(|c| c.2), Some(5));
+}
+
+#[test]
+fn header_errors() {
+    let good = query().to_datagram();
+    let kind = |b: &[u8]| Message::parse_datagram(b).unwrap_err().kind;
+    assert_eq!(kind(&good[..3]), ParseErrorKind::Truncated);
+    assert_eq!(kind(&good[..10]), ParseErrorKind::Truncated);
+    let mut b = good.clone();
+    b[0] ^= 1;
+    assert!(matches!(kind(&b), ParseErrorKind::BadMagic(_)));
+    assert_eq!(
+        ParseErrorKind::BadMagic(0).error_code(),
+        None,
+        "not GIST: silent"
+    );
+    let mut b = good.clone();
+    b[4] = 2;
+    assert_eq!(kind(&b), ParseErrorKind::UnknownVersion(2));
+    let mut b = good.clone();
+    b[10] = 0x80 | 9;
+    assert_eq!(kind(&b), ParseErrorKind::UnknownType(9));
+    let mut b = good.clone();
+    b[11] &= !0x40;
+    assert_eq!(
+        kind(&b),
+        ParseErrorKind::InvalidRFlag,
+        "a Query always asks for a Response"
+    );
+    let mut b = good.clone();
+    b[11] |= 0x20;
+    assert_eq!(kind(&b), ParseErrorKind::InvalidEFlag);
+    let mut b = good.clone();
+    b.extend_from_slice(&[0; 4]);
+    let e = Message::parse_datagram(&b).unwrap_err();
+    assert_eq!(e.kind.error_code().map(|c| (c.1, c.2)), Some((1, 3)));
+    assert!(
+        matches!(e.kind, ParseErrorKind::IncorrectLength { declared, calculated } if calculated == declared + 1)
+    );
+}
+
+#[test]
+fn object_errors_carry_what_was_parsed_before() {
+    let good = query().to_datagram();
+    // Missing Query-Cookie: drop the last object (3 words) and fix the length.
+    let mut b = good[..good.len() - 12].to_vec();
+    let words = u16::from_be_bytes([b[6], b[7]]) - 3;
+    b[6..8].copy_from_slice(&words.to_be_bytes());
+    let e = Message::parse_datagram(&b).unwrap_err();
+    assert_eq!(
+        e.kind,
+        ParseErrorKind::MissingObject(object_type::QUERY_COOKIE)
+    );
+    assert_eq!(e.mri, Some(Box::new(pc())));
+    assert_eq!(
+        e.nli,
+        Some(Box::new(nli())),
+        "the Error can be sent to the querying node"
+    );
+    // Duplicate Session ID.
+    let sid = &good[4 + 8 + 4 + pc().buffer_len()..][..20];
+    let mut b = good.clone();
+    b.extend_from_slice(sid);
+    let words = u16::from_be_bytes([b[6], b[7]]) + 5;
+    b[6..8].copy_from_slice(&words.to_be_bytes());
+    assert_eq!(
+        Message::parse_datagram(&b).unwrap_err().kind,
+        ParseErrorKind::DuplicateObject(object_type::SESSION_ID)
+    );
+    // A Responder-Cookie in a Query is an invalid object type.
+    let mut b = good.clone();
+    b.extend_from_slice(&[0, 6, 0, 1, 1, 2, 3, 4]);
+    let words = u16::from_be_bytes([b[6], b[7]]) + 2;
+    b[6..8].copy_from_slice(&words.to_be_bytes());
+    assert_eq!(
+        Message::parse_datagram(&b).unwrap_err().kind,
+        ParseErrorKind::InvalidObjectType(object_type::RESPONDER_COOKIE)
+    );
+    // A Session ID of the wrong length: Object Value Error, Incorrect Length, with offset.
+    let at = 4 + 8 + 4 + pc().buffer_len();
+    let mut b = good.clone();
+    b[at + 3] = 3; // 3 words instead of 4
+    b.truncate(at + 4 + 12);
+    let words = ((b.len() - 12) / 4) as u16;
+    b[6..8].copy_from_slice(&words.to_be_bytes());
+    let e = Message::parse_datagram(&b).unwrap_err();
+    assert_eq!(
+        e.kind,
+        ParseErrorKind::ObjectValue {
+            object_type: object_type::SESSION_ID,
+            fault: ValueFault::IncorrectLength
+        }
+    );
+    assert_eq!(
+        e.kind.error_code(),
+        Some((ErrorClass::ProtocolError, 10, 0))
+    );
+    // An object running past the end of the message.
+    let mut b = good.clone();
+    b[at + 3] = 40;
+    assert!(matches!(
+        Message::parse_datagram(&b).unwrap_err().kind,
+        ParseErrorKind::IncorrectLength { .. }
+    ));
+    // An empty Stack-Proposal profile.
+    assert_eq!(
+        StackProposal::parse(&[1, 0, 0, 0, 0, 0, 0, 0])
+            .unwrap_err()
+            .fault,
+        ValueFault::EmptyList
+    );
+    assert_eq!(
+        StackProposal::parse(&[0, 0, 0, 0]).unwrap_err().fault,
+        ValueFault::ValueNotSupported
+    );
+}
+
+#[test]
+fn frame_len_cuts_a_stream() {
+    let m = query();
+    let mut s = Vec::new();
+    m.emit(&mut s);
+    m.emit(&mut s);
+    let n = frame_len(&s).unwrap();
+    assert_eq!(n, m.buffer_len());
+    assert_eq!(Message::parse(&s[..n]).unwrap(), m);
+    assert_eq!(frame_len(&s[..3]), None);
+}
+
+/// Writes the fuzz seeds: `PATHWISE_FUZZ_SEEDS=fuzz/seeds/gist_message cargo test -p
+/// pathwise-gist --lib write_fuzz_seeds -- --ignored`.
+#[test]
+#[ignore]
+fn write_fuzz_seeds() {
+    let Ok(dir) = std::env::var("PATHWISE_FUZZ_SEEDS") else {
+        return;
+    };
+    let dir = std::path::Path::new(&dir);
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("confirm_capture.bin"), hex(CONFIRM)).unwrap();
+    std::fs::write(dir.join("query.bin"), query().to_datagram()).unwrap();
+    let mut q = query();
+    if let Body::Query(x) = &mut q.body {
+        x.stack_proposal = Some(StackProposal {
+            profiles: vec![vec![1], vec![2, 1]],
+        });
+        x.stack_config = Some(StackConfigData {
+            ma_hold_time_ms: 1,
+            options: vec![MaProtocolOptions::tcp_port(1, 30000)],
+        });
+        x.nslp_data = Some(vec![1; 8]);
+    }
+    std::fs::write(dir.join("query_cmode.bin"), q.to_datagram()).unwrap();
+}
