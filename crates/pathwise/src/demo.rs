@@ -5,6 +5,8 @@
 //! multicast conference with both senders and both receivers (the reservations merge at N4 and
 //! split towards the senders at N3), and an IPv6 flow. The report gives each node's state and
 //! each flow's end-to-end setup latency (sender's registration until its RESV_EVENT).
+//! Then a GIST ping crosses the GIST thesis testbed (seed 000 Fig. 4.2) and reports the path of
+//! NSIS-aware nodes and the round-trip time.
 
 use crate::rsvp_sim::{Receiver, Scenario, rsvp_sim, sim_engine_config};
 use pathwise_core::io::IfIndex;
@@ -86,6 +88,8 @@ pub struct DemoReport {
     pub flows: Vec<FlowReport>,
     /// Per-node state.
     pub nodes: Vec<NodeReport>,
+    /// A GIST ping across the GIST thesis testbed (seed 000 Fig. 4.2).
+    pub gist_ping: crate::gist_sim::PingReport,
 }
 
 struct Flow {
@@ -134,7 +138,7 @@ fn style_name(s: StyleKind) -> &'static str {
 }
 
 /// Run the demo with `seed`.
-pub fn run(seed: u64) -> DemoReport {
+pub fn run(seed: u64) -> anyhow::Result<DemoReport> {
     let topo = testbeds::kom_rsvp();
     let sim = rsvp_sim(
         topo,
@@ -331,13 +335,15 @@ pub fn run(seed: u64) -> DemoReport {
             })
         })
         .collect();
-    DemoReport {
+    let gist_ping = crate::gist_sim::ping(testbeds::gist_thesis(), seed, "N1", "N6")?;
+    Ok(DemoReport {
+        gist_ping,
         testbed: topo.name().to_string(),
         seed,
         simulated_s: (end - Instant::ZERO).as_secs_f64(),
         flows: flow_reports,
         nodes,
-    }
+    })
 }
 
 fn iface_name(i: IfIndex) -> String {
@@ -399,5 +405,25 @@ pub fn render(r: &DemoReport) -> String {
             );
         }
     }
+    let g = &r.gist_ping;
+    let _ = writeln!(
+        out,
+        "\nGIST ping (Ping NSLP) across the {} testbed, {} -> {}:",
+        g.testbed, g.from, g.to
+    );
+    let _ = writeln!(
+        out,
+        "  path of NSIS-aware nodes: {} -> {}",
+        g.from,
+        g.path.join(" -> ")
+    );
+    let _ = writeln!(
+        out,
+        "  RTT {:.3} ms with the GIST handshakes{}",
+        g.rtt_ms,
+        g.rtt_established_ms.map_or(String::new(), |ms| format!(
+            ", {ms:.3} ms over established routing state"
+        ))
+    );
     out
 }

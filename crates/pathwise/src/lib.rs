@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cli;
 pub mod daemon;
 pub mod demo;
+pub mod gist_sim;
 pub mod mgmt;
 pub mod netns;
 pub mod rsvp_sim;

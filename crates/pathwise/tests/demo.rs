@@ -2,7 +2,7 @@
 
 #[test]
 fn demo_reserves_every_flow_and_replays() {
-    let r = pathwise::demo::run(1);
+    let r = pathwise::demo::run(1).unwrap();
     assert_eq!(r.flows.len(), 5);
     for f in &r.flows {
         assert!(
@@ -32,7 +32,15 @@ fn demo_reserves_every_flow_and_replays() {
     );
     assert_eq!(
         serde_json::to_string(&r).unwrap(),
-        serde_json::to_string(&pathwise::demo::run(1)).unwrap()
+        serde_json::to_string(&pathwise::demo::run(1).unwrap()).unwrap()
     );
     assert!(pathwise::demo::render(&r).contains("conference"));
+    // The GIST ping records every NSIS-aware node from N1 to N6 on the thesis testbed.
+    assert_eq!(r.gist_ping.path, ["N3", "N4", "N5", "N6"]);
+    assert!(r.gist_ping.rtt_ms > 0.0);
+    assert!(
+        r.gist_ping
+            .rtt_established_ms
+            .is_some_and(|ms| ms < r.gist_ping.rtt_ms)
+    );
 }

@@ -13,7 +13,7 @@ pub struct Args {
 
 /// Run the demo and print its report.
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let report = crate::demo::run(a.seed);
+    let report = crate::demo::run(a.seed)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
