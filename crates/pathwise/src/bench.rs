@@ -4,6 +4,7 @@
 //! §V–VI measured a whole daemon; this isolates the engine), and the bytes of state per session.
 
 pub mod alloc;
+pub mod rsvp_chain;
 
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transport};

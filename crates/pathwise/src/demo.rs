@@ -6,7 +6,8 @@
 //! split towards the senders at N3), and an IPv6 flow. The report gives each node's state and
 //! each flow's end-to-end setup latency (sender's registration until its RESV_EVENT).
 //! Then a GIST ping crosses the GIST thesis testbed (seed 000 Fig. 4.2) and reports the path of
-//! NSIS-aware nodes and the round-trip time.
+//! NSIS-aware nodes and the round-trip time. Last, the locality oracle loads the seed 002 test
+//! network in memory and ranks a sample query.
 
 use crate::rsvp_sim::{Receiver, Scenario, rsvp_sim, sim_engine_config};
 use pathwise_core::io::IfIndex;
@@ -90,6 +91,8 @@ pub struct DemoReport {
     pub nodes: Vec<NodeReport>,
     /// A GIST ping across the GIST thesis testbed (seed 000 Fig. 4.2).
     pub gist_ping: crate::gist_sim::PingReport,
+    /// The locality oracle ranking a sample query on the seed 002 test network.
+    pub oracle: crate::oracle::demo::OracleDemo,
 }
 
 struct Flow {
@@ -338,6 +341,7 @@ pub fn run(seed: u64) -> anyhow::Result<DemoReport> {
     let gist_ping = crate::gist_sim::ping(testbeds::gist_thesis(), seed, "N1", "N6")?;
     Ok(DemoReport {
         gist_ping,
+        oracle: crate::oracle::demo::run(),
         testbed: topo.name().to_string(),
         seed,
         simulated_s: (end - Instant::ZERO).as_secs_f64(),
@@ -406,6 +410,7 @@ pub fn render(r: &DemoReport) -> String {
         }
     }
     let g = &r.gist_ping;
+    let oracle = crate::oracle::demo::render(&r.oracle);
     let _ = writeln!(
         out,
         "\nGIST ping (Ping NSLP) across the {} testbed, {} -> {}:",
@@ -425,5 +430,6 @@ pub fn render(r: &DemoReport) -> String {
             ", {ms:.3} ms over established routing state"
         ))
     );
+    let _ = write!(out, "\n{oracle}");
     out
 }

@@ -9,4 +9,6 @@ pub mod demo;
 pub mod gist_sim;
 pub mod mgmt;
 pub mod netns;
+pub mod oracle;
+pub mod rsvp_chain;
 pub mod rsvp_sim;

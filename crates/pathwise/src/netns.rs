@@ -209,6 +209,15 @@ impl Lab {
         Ok(())
     }
 
+    /// The process id of a process started with [`Lab::spawn`] (`ip netns exec` execs the
+    /// command, so it is the command's own).
+    pub fn pid(&self, tag: &str) -> Option<u32> {
+        self.children
+            .iter()
+            .find(|(t, _)| t == tag)
+            .map(|(_, c)| c.id())
+    }
+
     /// Where a spawned process logs.
     pub fn log_path(&self, tag: &str) -> PathBuf {
         self.dir.join(format!("{tag}.log"))

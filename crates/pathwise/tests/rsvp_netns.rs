@@ -8,14 +8,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
-const H1: usize = 0;
-const R1: usize = 1;
-const R2: usize = 2;
-const R3: usize = 3;
-const H2: usize = 4;
-const NODES: [&str; 5] = ["h1", "r1", "r2", "r3", "h2"];
-const SENDER: &str = "10.91.1.1";
-const RECEIVER: &str = "10.91.4.2";
+use pathwise::rsvp_chain::{H1, H2, NODES, R1, R2, R3, RECEIVER, SENDER};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_pathwise")
@@ -41,96 +34,13 @@ fn skip(test: &str, tools: &[&str]) -> bool {
     }
 }
 
-/// The chain, addressed 10.91.<link>.0/24, with static routes and a daemon on every node
-/// (refresh 1 s, so timeouts take seconds). Interfaces: `w0` faces H1, `e0` faces H2. R2 → R3
-/// is a 10 Mbit/s link (80% reservable); the others 1 Gbit/s.
 fn chain(tc: &str) -> anyhow::Result<Lab> {
-    let mut lab = Lab::new(&NODES)?;
-    for l in 0..4 {
-        let (a, b) = (l, l + 1);
-        lab.link(
-            (a, "e0", &format!("10.91.{}.1/24", l + 1)),
-            (b, "w0", &format!("10.91.{}.2/24", l + 1)),
-        )?;
-    }
-    // H1 is 10.91.1.1 on e0; R1 is 10.91.1.2 on w0 and 10.91.2.1 on e0; …; H2 is 10.91.4.2.
-    lab.exec_ok(H1, &["ip", "route", "add", "default", "via", "10.91.1.2"])?;
-    lab.exec_ok(H2, &["ip", "route", "add", "default", "via", "10.91.4.1"])?;
-    for r in [R1, R2, R3] {
-        lab.forward(r)?;
-        for net in 1..=4 {
-            let (here_w, here_e) = (r, r + 1);
-            if net < here_w {
-                lab.exec_ok(
-                    r,
-                    &[
-                        "ip",
-                        "route",
-                        "add",
-                        &format!("10.91.{net}.0/24"),
-                        "via",
-                        &format!("10.91.{r}.1"),
-                    ],
-                )?;
-            } else if net > here_e {
-                lab.exec_ok(
-                    r,
-                    &[
-                        "ip",
-                        "route",
-                        "add",
-                        &format!("10.91.{net}.0/24"),
-                        "via",
-                        &format!("10.91.{}.2", r + 1),
-                    ],
-                )?;
-            }
-        }
-    }
-    for (i, node) in NODES.iter().enumerate() {
-        let ifaces: &[&str] = match i {
-            H1 => &["e0"],
-            H2 => &["w0"],
-            _ => &["w0", "e0"],
-        };
-        let mut cfg = format!(
-            "[daemon]\nsocket = {:?}\n\n[rsvp]\nrefresh = \"1s\"\ntraffic_control = {tc:?}\n",
-            lab.path(&format!("{node}.sock"))
-        );
-        for ifname in ifaces {
-            // R2 → R3 is the 10 Mbit/s bottleneck; every other link is fast.
-            let bw = if i == R2 && *ifname == "e0" { 10 } else { 1000 };
-            cfg += &format!(
-                "\n[[rsvp.interface]]\nname = \"{ifname}\"\nbandwidth = \"{bw}Mbit\"\nreservable = \"{}Mbit\"\n",
-                bw * 8 / 10
-            );
-        }
-        let path = lab.path(&format!("{node}.toml"));
-        std::fs::write(&path, cfg)?;
-        lab.spawn(
-            node,
-            i,
-            &[
-                bin(),
-                "daemon",
-                "--config",
-                path.to_str().unwrap_or_default(),
-            ],
-        )?;
-    }
-    for node in NODES {
-        let sock = lab.path(&format!("{node}.sock"));
-        wait_for(Duration::from_secs(10), &format!("{node}'s daemon"), || {
-            sock.exists().then_some(())
-        })
-        .map_err(|e| anyhow::anyhow!("{e}; log: {}", lab.log(node)))?;
-    }
-    Ok(lab)
+    pathwise::rsvp_chain::build(Path::new(bin()), tc, "1s")
 }
 
 /// Run `pathwise rsvp --json …` against node `i`'s daemon.
 fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
-    let sock = lab.path(&format!("{}.sock", NODES[i]));
+    let sock = pathwise::rsvp_chain::socket(lab, i);
     let mut argv = vec![
         bin(),
         "rsvp",

@@ -25,11 +25,41 @@ pub enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// RSVP daemons on a five-node network-namespace chain (root): setup latency (median, p99,
+    /// per hop), then R2's memory and CPU while holding many reservations.
+    RsvpChain {
+        /// Sessions set up one after the other for the latency figures.
+        #[arg(long, default_value_t = 200)]
+        sessions: usize,
+        /// Reservations held for the memory and CPU figures.
+        #[arg(long, default_value_t = 10_000)]
+        hold: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Locality oracle server on loopback: replies/s and RTT against IPs per query and worker
+    /// threads (seed network), a plain UDP echo server in the same run (ratio oracle/echo),
+    /// and a 10 vs 10,000 router network.
+    Oracle(crate::cli::oracle::BenchArgs),
 }
 
 /// Run a benchmark and print its report.
 pub fn run(b: Bench) -> anyhow::Result<()> {
     match b {
+        Bench::RsvpChain {
+            sessions,
+            hold,
+            json,
+        } => {
+            let report = crate::bench::rsvp_chain::run(sessions, hold)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", crate::bench::rsvp_chain::render(&report));
+            }
+        }
+        Bench::Oracle(a) => return crate::cli::oracle::run_bench(a),
         Bench::Rsvp {
             sessions,
             runs,

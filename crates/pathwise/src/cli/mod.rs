@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod daemon;
 pub mod demo;
+pub mod oracle;
 pub mod rsvp;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,13 @@ pub enum Command {
     /// Run RSVP across the KOM testbed in simulation and show the reservations (no root, no
     /// config needed).
     Demo(demo::Args),
+    /// Locality oracle (Proxidor v0.2): serve, manage a running server (show, set, reload,
+    /// dump, create, delete), query it (ping, multi, flood), generate a database.
+    Oracle {
+        /// What to do.
+        #[command(subcommand)]
+        what: oracle::Oracle,
+    },
     /// Run the services a node configuration enables (RSVP) until SIGINT/SIGTERM.
     Daemon(daemon::Args),
     /// RSVP on a running daemon: senders, reservations, state.
@@ -43,6 +51,7 @@ impl Cli {
             Command::Daemon(a) => daemon::run(a),
             Command::Rsvp(a) => rsvp::run(a),
             Command::Bench { which } => bench::run(which),
+            Command::Oracle { what } => oracle::run(what),
         }
     }
 }

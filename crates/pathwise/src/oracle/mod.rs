@@ -1,0 +1,128 @@
+//! The locality oracle's binary half (seed 002; issue 7): the Proxidor v0.2 server, its console,
+//! the load clients, the demo and the server benchmark. The database, the ranking and the
+//! per-datagram `answer()` are pure code in `pathwise-oracle`; this module puts them on sockets
+//! and threads.
+//!
+//! - [`server`]: N workers with their own `SO_REUSEPORT` sockets, `recvmmsg`/`sendmmsg`,
+//!   `answer()` per datagram against the current snapshot, every outcome counted
+//!   ([`counters`]).
+//! - [`console`]: `show`, `set`, `reload`, `dump`, `create`, `delete` over the management socket
+//!   ([`crate::mgmt`]); updates are built off the hot path and swapped in atomically.
+//! - [`clients`]: `ping`, `multi` and `flood` (seed §4.9.1, Fig. 17).
+//! - [`demo`]: the seed network in memory and one ranked query.
+//! - [`bench`]: replies/s and RTT against IPs per query, workers and network size, with a plain
+//!   UDP echo server measured in the same run.
+//!
+//! [`OracleServer`] ties the server and the console together (`pathwise oracle serve`).
+
+pub mod bench;
+pub mod clients;
+pub mod console;
+pub mod counters;
+pub mod demo;
+pub mod server;
+pub mod views;
+
+use anyhow::Context as _;
+use console::Console;
+use counters::Counters;
+use pathwise_oracle::{SharedSnapshot, TopologySnapshot, config};
+use server::{Service, UdpOptions, UdpServer};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How to run an oracle server.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// The database: TOML (`*.toml`) or the seed's own format (Fig. 10–11).
+    pub config: PathBuf,
+    /// UDP address, port, workers, batch size.
+    pub udp: UdpOptions,
+    /// Management socket for the console.
+    pub socket: PathBuf,
+}
+
+/// A running oracle server: UDP workers and the console. Dropping it stops both and removes
+/// the management socket.
+#[derive(Debug)]
+pub struct OracleServer {
+    // Stop the console before the workers.
+    _mgmt: crate::mgmt::ServerHandle,
+    udp: UdpServer,
+    shared: Arc<SharedSnapshot>,
+    socket: PathBuf,
+    build: Duration,
+}
+
+impl OracleServer {
+    /// Load the configuration, build the snapshot and start serving.
+    pub fn start(opts: &ServeOptions) -> anyhow::Result<OracleServer> {
+        let t = Instant::now();
+        let cfg = config::load_file(&opts.config)?;
+        let snap = TopologySnapshot::build(&cfg)
+            .with_context(|| format!("{}: the database is inconsistent", opts.config.display()))?;
+        let build = t.elapsed();
+        let mut s = Self::start_with(opts, snap)?;
+        s.build = build;
+        Ok(s)
+    }
+
+    /// Start serving `snapshot`; `opts.config` is what `reload` will read.
+    pub fn start_with(
+        opts: &ServeOptions,
+        snapshot: TopologySnapshot,
+    ) -> anyhow::Result<OracleServer> {
+        // Claim the management socket first: a second server fails before touching UDP.
+        let mgmt = crate::mgmt::Server::bind(&opts.socket)?;
+        let shared = Arc::new(SharedSnapshot::new(snapshot));
+        let udp = UdpServer::start(&opts.udp, Service::Oracle(shared.clone()))?;
+        let config = std::fs::canonicalize(&opts.config).unwrap_or_else(|_| opts.config.clone());
+        let console = Console::new(
+            shared.clone(),
+            udp.counters().clone(),
+            config,
+            udp.local_addr(),
+        );
+        let handle =
+            mgmt.spawn(move |verb: &str, args: &serde_json::Value| console.handle(verb, args))?;
+        Ok(OracleServer {
+            _mgmt: handle,
+            udp,
+            shared,
+            socket: opts.socket.clone(),
+            build: Duration::ZERO,
+        })
+    }
+
+    /// The UDP address queries go to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.udp.local_addr()
+    }
+
+    /// The management socket.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The snapshot the workers serve.
+    pub fn shared(&self) -> &Arc<SharedSnapshot> {
+        &self.shared
+    }
+
+    /// The workers' counters.
+    pub fn counters(&self) -> &Arc<Counters> {
+        self.udp.counters()
+    }
+
+    /// Number of workers.
+    pub fn workers(&self) -> usize {
+        self.udp.workers()
+    }
+
+    /// Time to load and build the database at start (zero for [`start_with`](Self::start_with)).
+    pub fn build_time(&self) -> Duration {
+        self.build
+    }
+}

@@ -1,0 +1,107 @@
+//! The five-node RSVP chain of issue 3 in network namespaces — H1 – R1 – R2 – R3 – H2 with
+//! forwarding on and a `pathwise daemon` in each — shared by the real-network tests and
+//! `pathwise bench rsvp-chain`. Addresses: link n (1..4) is 10.91.n.0/24, the node west of it
+//! is .1 on `e0`, the node east of it .2 on `w0`. R2 → R3 is a 10 Mbit/s link, the others
+//! 1 Gbit/s; 80% of each is reservable.
+
+use crate::netns::{Lab, wait_for};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Sender host.
+pub const H1: usize = 0;
+/// First router.
+pub const R1: usize = 1;
+/// Middle router.
+pub const R2: usize = 2;
+/// Last router.
+pub const R3: usize = 3;
+/// Receiver host.
+pub const H2: usize = 4;
+/// Node names, by index.
+pub const NODES: [&str; 5] = ["h1", "r1", "r2", "r3", "h2"];
+/// H1's address.
+pub const SENDER: &str = "10.91.1.1";
+/// H2's address.
+pub const RECEIVER: &str = "10.91.4.2";
+
+/// Build the chain and start a daemon (the `pathwise` binary at `bin`) on every node with
+/// traffic control `tc` ("htb" or "memory") and refresh period `refresh` (e.g. "1s").
+pub fn build(bin: &Path, tc: &str, refresh: &str) -> anyhow::Result<Lab> {
+    let mut lab = Lab::new(&NODES)?;
+    for l in 0..4 {
+        lab.link(
+            (l, "e0", &format!("10.91.{}.1/24", l + 1)),
+            (l + 1, "w0", &format!("10.91.{}.2/24", l + 1)),
+        )?;
+    }
+    lab.exec_ok(H1, &["ip", "route", "add", "default", "via", "10.91.1.2"])?;
+    lab.exec_ok(H2, &["ip", "route", "add", "default", "via", "10.91.4.1"])?;
+    for r in [R1, R2, R3] {
+        lab.forward(r)?;
+        for net in 1..=4 {
+            // Router r sits between link r (west) and link r + 1 (east).
+            let via = if net < r {
+                format!("10.91.{r}.1")
+            } else if net > r + 1 {
+                format!("10.91.{}.2", r + 1)
+            } else {
+                continue;
+            };
+            lab.exec_ok(
+                r,
+                &[
+                    "ip",
+                    "route",
+                    "add",
+                    &format!("10.91.{net}.0/24"),
+                    "via",
+                    &via,
+                ],
+            )?;
+        }
+    }
+    for (i, node) in NODES.iter().enumerate() {
+        let ifaces: &[&str] = match i {
+            H1 => &["e0"],
+            H2 => &["w0"],
+            _ => &["w0", "e0"],
+        };
+        let mut cfg = format!(
+            "[daemon]\nsocket = {:?}\n\n[rsvp]\nrefresh = {refresh:?}\ntraffic_control = {tc:?}\n",
+            socket(&lab, i)
+        );
+        for ifname in ifaces {
+            let bw = if i == R2 && *ifname == "e0" { 10 } else { 1000 };
+            cfg += &format!(
+                "\n[[rsvp.interface]]\nname = \"{ifname}\"\nbandwidth = \"{bw}Mbit\"\nreservable = \"{}Mbit\"\n",
+                bw * 8 / 10
+            );
+        }
+        let path = lab.path(&format!("{node}.toml"));
+        std::fs::write(&path, cfg)?;
+        lab.spawn(
+            node,
+            i,
+            &[
+                &bin.to_string_lossy(),
+                "daemon",
+                "--config",
+                &path.to_string_lossy(),
+            ],
+        )?;
+    }
+    for (i, node) in NODES.iter().enumerate() {
+        let sock = socket(&lab, i);
+        wait_for(Duration::from_secs(10), &format!("{node}'s daemon"), || {
+            sock.exists().then_some(())
+        })
+        .map_err(|e| anyhow::anyhow!("{e}; log: {}", lab.log(node)))?;
+    }
+    Ok(lab)
+}
+
+/// The management socket of node `i`'s daemon (reachable from any namespace: it is a file).
+pub fn socket(lab: &Lab, i: usize) -> PathBuf {
+    lab.path(&format!("{}.sock", NODES[i]))
+}
