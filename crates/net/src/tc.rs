@@ -101,6 +101,12 @@ pub struct HtbTrafficControl<R: TcRunner = Command> {
     pub last_failure: Option<String>,
 }
 
+/// A command line's arguments. They never contain spaces (interface names cannot), so the line
+/// is split on whitespace.
+fn args_of(line: &str) -> Vec<String> {
+    line.split_whitespace().map(str::to_string).collect()
+}
+
 fn class_id(minor: u16) -> String {
     format!("{ROOT:x}:{minor:x}")
 }
@@ -169,11 +175,9 @@ impl<R: TcRunner> HtbTrafficControl<R> {
         tc
     }
 
-    /// Run one `tc` command line. Arguments never contain spaces (interface names cannot),
-    /// so the line is split on whitespace.
+    /// Run one `tc` command line, counting and logging a failure.
     fn exec(&mut self, line: String) {
-        let args: Vec<String> = line.split_whitespace().map(str::to_string).collect();
-        if let Err(e) = self.runner.run(&args) {
+        if let Err(e) = self.runner.run(&args_of(&line)) {
             self.failures += 1;
             tracing::warn!(command = %line, error = %e, "tc command failed");
             self.last_failure = Some(e);
@@ -182,8 +186,12 @@ impl<R: TcRunner> HtbTrafficControl<R> {
 
     fn setup(&mut self, i: &HtbInterface) {
         let (dev, link) = (i.name.as_str(), rate(i.bandwidth_bps));
-        // Whatever root qdisc a crashed run of ours left goes first; a foreign one is replaced
-        // too (pathwise manages the interface), which `replace` does atomically.
+        // A root qdisc a killed run of ours left goes first, with every class and filter under
+        // it (`replace` alone would keep them); there is usually none, so that failure is not
+        // counted. A foreign root qdisc is replaced atomically: pathwise manages the interface.
+        let _ = self.runner.run(&args_of(&format!(
+            "qdisc del dev {dev} root handle {ROOT:x}:"
+        )));
         self.exec(format!(
             "qdisc replace dev {dev} root handle {ROOT:x}: htb default {BEST_EFFORT:x}"
         ));
@@ -490,6 +498,7 @@ mod tests {
         drop(tc);
         let cmds = rec.0.borrow().clone();
         let expect = [
+            "qdisc del dev veth0 root handle 5057:",
             "qdisc replace dev veth0 root handle 5057: htb default fffe",
             "class replace dev veth0 parent 5057: classid 5057:1 htb rate 10000000bit ceil 10000000bit",
             "class replace dev veth0 parent 5057:1 classid 5057:fffd htb rate 100000bit ceil 10000000bit prio 0",

@@ -402,3 +402,47 @@ fn a_reserved_flow_keeps_its_rate_under_a_flood() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// A daemon killed outright leaves its HTB classes behind; started again, it removes them
+/// before doing anything else (its root qdisc is replaced), so a restart leaves nothing stale.
+#[test]
+fn a_restarted_daemon_cleans_up_what_it_owned() -> anyhow::Result<()> {
+    if skip("a_restarted_daemon_cleans_up_what_it_owned", &["tc"]) {
+        return Ok(());
+    }
+    let _serial = serial();
+    let mut lab = chain("htb")?;
+    setup_reservation(&lab, 2000)?;
+    assert!(tc_classes(&lab, R2, "e0").contains("rate 2Mbit"));
+    lab.kill("r2");
+    assert!(
+        tc_classes(&lab, R2, "e0").contains("rate 2Mbit"),
+        "left behind by the crash"
+    );
+    let sock = pathwise::rsvp_chain::socket(&lab, R2);
+    let _ = std::fs::remove_file(&sock);
+    let config = lab.path("r2.toml");
+    lab.spawn(
+        "r2",
+        R2,
+        &[
+            bin(),
+            "daemon",
+            "--config",
+            config.to_str().unwrap_or_default(),
+        ],
+    )?;
+    wait_for(Duration::from_secs(10), "R2's daemon again", || {
+        sock.exists().then_some(())
+    })?;
+    let classes = tc_classes(&lab, R2, "e0");
+    assert!(
+        !classes.contains("rate 2Mbit"),
+        "stale class after restart: {classes}"
+    );
+    assert!(
+        classes.contains("5057:fffe"),
+        "the new run installed its own layout: {classes}"
+    );
+    Ok(())
+}

@@ -34,6 +34,9 @@ pub struct NodeConfig {
     pub daemon: DaemonSection,
     /// RSVP, if enabled.
     pub rsvp: Option<RsvpSection>,
+    /// The file and its text, to locate errors found after parsing.
+    #[serde(skip)]
+    source: (String, String),
 }
 
 /// `[daemon]`.
@@ -197,7 +200,7 @@ impl NodeConfig {
 
     /// Parse and check the text of `file`.
     pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
-        let cfg: NodeConfig = toml::from_str(text).map_err(|e| ConfigError {
+        let mut cfg: NodeConfig = toml::from_str(text).map_err(|e| ConfigError {
             file: file.into(),
             line: e.span().map_or(0, |s| line_of(text, s.start)),
             field: "-".into(),
@@ -255,7 +258,35 @@ impl NodeConfig {
                 format!("{:?} is not an address:port", m.get_ref()),
             ));
         }
+        if !matches!(
+            cfg.daemon.log.as_str(),
+            "error" | "warn" | "info" | "debug" | "trace"
+        ) {
+            return Err(ConfigError {
+                file: file.into(),
+                line: 0,
+                field: "daemon.log".into(),
+                message: format!("{:?}: error, warn, info, debug or trace", cfg.daemon.log),
+            });
+        }
+        cfg.source = (file.to_string(), text.to_string());
         Ok(cfg)
+    }
+
+    /// An error about the value at `span`, found after parsing (e.g. against the running
+    /// system).
+    pub fn error_at(
+        &self,
+        span: std::ops::Range<usize>,
+        field: &str,
+        message: String,
+    ) -> ConfigError {
+        ConfigError {
+            file: self.source.0.clone(),
+            line: line_of(&self.source.1, span.start),
+            field: field.into(),
+            message,
+        }
     }
 }
 

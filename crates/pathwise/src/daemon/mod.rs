@@ -31,13 +31,19 @@ type Request = (String, Value, mpsc::Sender<Result<Value, String>>);
 /// Run the daemon until SIGINT or SIGTERM.
 pub fn run(config: &Path) -> anyhow::Result<()> {
     let cfg = NodeConfig::load(config)?;
+    let level: tracing::Level = cfg.daemon.log.parse().unwrap_or(tracing::Level::INFO);
+    // A second daemon in the same process (tests) keeps the first subscriber.
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .try_init();
     let Some(rsvp_cfg) = &cfg.rsvp else {
         anyhow::bail!(
             "{}: no service enabled (add an [rsvp] section)",
             config.display()
         );
     };
-    let mut rsvp = rsvp::RsvpService::start(rsvp_cfg)?;
+    let mut rsvp = rsvp::RsvpService::start(&cfg, rsvp_cfg)?;
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

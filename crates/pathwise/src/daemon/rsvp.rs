@@ -4,7 +4,7 @@
 
 use super::config::{RsvpSection, TrafficControlKind};
 use super::verbs::{self, ReserveReq, SenderReq, SessionArg};
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Transmit};
 use pathwise_core::time::Instant;
@@ -79,13 +79,23 @@ pub struct RsvpService {
 
 impl RsvpService {
     /// Open sockets, learn interfaces and routes, take over traffic control.
-    pub fn start(cfg: &RsvpSection) -> anyhow::Result<RsvpService> {
+    pub fn start(
+        node: &super::config::NodeConfig,
+        cfg: &RsvpSection,
+    ) -> anyhow::Result<RsvpService> {
         let kernel = pathwise_net::interfaces().context("listing interfaces")?;
         let mut ifaces = Vec::new();
-        for i in &cfg.interfaces {
+        for (n, i) in cfg.interfaces.iter().enumerate() {
             let name = i.name.get_ref();
             let Some(k) = kernel.iter().find(|k| &k.name == name) else {
-                bail!("interface {name:?} (rsvp.interface) does not exist");
+                let field = format!("rsvp.interface[{n}].name");
+                return Err(node
+                    .error_at(
+                        i.name.span(),
+                        &field,
+                        format!("no interface {name:?} on this system"),
+                    )
+                    .into());
             };
             let reservable = i
                 .reservable
