@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod booster;
 pub mod cli;
 pub mod daemon;
 pub mod demo;

@@ -38,10 +38,51 @@ pub enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// Protocol boosters on two gateways in network namespaces (root): ping RTT vs size,
+    /// iperf3 throughput over a 10 Mbit/s link, FEC under loss, null vs plain TUN and encrypt vs
+    /// wireguard-go.
+    Booster(BoosterArgs),
     /// Locality oracle server on loopback: replies/s and RTT against IPs per query and worker
     /// threads (seed network), a plain UDP echo server in the same run (ratio oracle/echo),
     /// and a 10 vs 10,000 router network.
     Oracle(crate::cli::oracle::BenchArgs),
+}
+
+/// `pathwise bench booster` arguments.
+#[derive(Debug, clap::Args)]
+pub struct BoosterArgs {
+    /// Experiment: rtt (seed Fig. 6), throughput (seed Table 1), fec, compare (null vs plain
+    /// TUN forwarder, encrypt vs wireguard-go), or all.
+    #[arg(default_value = "all")]
+    experiment: String,
+    /// Repetitions; medians are reported.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Seconds per iperf3 transfer.
+    #[arg(long, default_value_t = 5)]
+    seconds: u32,
+    /// Pings per packet size and run.
+    #[arg(long, default_value_t = 20)]
+    pings: u32,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+fn run_booster(a: BoosterArgs) -> anyhow::Result<()> {
+    let opt = crate::booster::bench::Options {
+        runs: a.runs.max(1),
+        seconds: a.seconds.max(1),
+        pings: a.pings.max(1),
+        binary: std::env::current_exe()?,
+    };
+    let exps = crate::booster::bench::run(&a.experiment, &opt)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&exps)?);
+    } else {
+        print!("{}", crate::booster::bench::render(&exps));
+    }
+    Ok(())
 }
 
 /// Run a benchmark and print its report.
@@ -59,6 +100,7 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
                 print!("{}", crate::bench::rsvp_chain::render(&report));
             }
         }
+        Bench::Booster(a) => return run_booster(a),
         Bench::Oracle(a) => return crate::cli::oracle::run_bench(a),
         Bench::Rsvp {
             sessions,

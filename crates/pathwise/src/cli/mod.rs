@@ -2,6 +2,7 @@
 //! `main.rs` only parses and dispatches.
 
 pub mod bench;
+pub mod booster;
 pub mod daemon;
 pub mod demo;
 pub mod oracle;
@@ -24,6 +25,13 @@ pub enum Command {
     /// Run RSVP across the KOM testbed in simulation and show the reservations (no root, no
     /// config needed).
     Demo(demo::Args),
+    /// Protocol boosters: run a gateway, and show, insert, remove boosters and read counters
+    /// on a running one.
+    Booster {
+        /// What to do.
+        #[command(subcommand)]
+        what: booster::Booster,
+    },
     /// Locality oracle (Proxidor v0.2): serve, manage a running server (show, set, reload,
     /// dump, create, delete), query it (ping, multi, flood), generate a database.
     Oracle {
@@ -52,6 +60,7 @@ impl Cli {
             Command::Rsvp(a) => rsvp::run(a),
             Command::Bench { which } => bench::run(which),
             Command::Oracle { what } => oracle::run(what),
+            Command::Booster { what } => booster::run(what),
         }
     }
 }

@@ -1,0 +1,310 @@
+//! The encryption booster (seed §3.2: "for passage across insecure subnets"), with
+//! ChaCha20-Poly1305 (RFC 8439) in place of the seed's Lucifer.
+//!
+//! Booster header, then ciphertext, then the 16-byte Poly1305 tag:
+//!
+//! ```text
+//! +-------------------------------+-------------------------------------------------------+
+//! | sender id (32 bits)           | counter (64 bits)                                     |
+//! +-------------------------------+-------------------------------------------------------+
+//! ```
+//!
+//! The 12 bytes are the AEAD nonce itself. Nonces never repeat under one key:
+//! - each gateway has its own sender id (two gateways sharing a pre-shared key use different
+//!   ids; a packet carrying the receiver's own id is a reflection and is dropped);
+//! - the counter is shared by every encryption instance of a sender ([`CryptoContext`]) and
+//!   starts at the wall-clock time in nanoseconds when the context is made. A sender cannot
+//!   send more than one packet per nanosecond, so after a restart the counter starts beyond
+//!   every value it used before (the trick WireGuard plays with TAI64N timestamps).
+//!
+//! The receiver keeps a sliding window of [`REPLAY_WINDOW`] counters per sender id (RFC 6479's
+//! bitmap scheme, [`MAX_SENDERS`] senders at most): a counter left of the window, or seen
+//! before, is a replay and is dropped before any decryption work. The associated data binds the packet to its chain and to the "passed"
+//! marks of the earlier stages ([`StageCtx::binding`]), so flipping a mark in the
+//! encapsulation header fails authentication. Driven by the pipeline; `now` is not needed.
+
+use crate::booster::{Booster, StageCtx, StageIo, Verdict};
+use crate::packet::Packet;
+use crate::stats::DropReason;
+use crate::wire::BoosterId;
+use chacha20poly1305::aead::{AeadInPlace, KeyInit};
+use chacha20poly1305::{ChaCha20Poly1305, Nonce, Tag};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Nonce (sender id + counter) length.
+pub const NONCE_LEN: usize = 12;
+/// Poly1305 tag length.
+pub const TAG_LEN: usize = 16;
+/// Counters tracked behind the highest one seen.
+pub const REPLAY_WINDOW: u64 = 2048;
+
+/// The shared state of one gateway's encryption: key, own sender id, the next counter and
+/// the replay window of the peer. Shared (behind an `Arc`) by every encryption instance.
+pub struct CryptoContext {
+    cipher: ChaCha20Poly1305,
+    sender_id: u32,
+    next_counter: AtomicU64,
+    replay: Mutex<ReplayWindows>,
+}
+
+/// Most peers (sender ids) whose replay windows are kept.
+pub const MAX_SENDERS: usize = 8;
+
+/// Replay windows by sender id, least recently used dropped beyond [`MAX_SENDERS`].
+#[derive(Debug, Default)]
+struct ReplayWindows {
+    windows: Vec<(u32, ReplayWindow, u64)>,
+    clock: u64,
+}
+
+impl ReplayWindows {
+    fn check(&self, sender: u32, counter: u64) -> bool {
+        self.windows
+            .iter()
+            .find(|w| w.0 == sender)
+            .is_none_or(|w| w.1.check(counter))
+    }
+
+    fn update(&mut self, sender: u32, counter: u64) -> bool {
+        self.clock += 1;
+        if let Some(w) = self.windows.iter_mut().find(|w| w.0 == sender) {
+            w.2 = self.clock;
+            return w.1.update(counter);
+        }
+        if self.windows.len() >= MAX_SENDERS
+            && let Some(i) = (0..self.windows.len()).min_by_key(|&i| self.windows[i].2)
+        {
+            self.windows.swap_remove(i);
+        }
+        let mut w = ReplayWindow::default();
+        w.update(counter);
+        self.windows.push((sender, w, self.clock));
+        true
+    }
+}
+
+impl std::fmt::Debug for CryptoContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CryptoContext")
+            .field("sender_id", &self.sender_id)
+            .field("next_counter", &self.next_counter)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CryptoContext {
+    /// A context for `key`, sending as `sender_id`, with the counter starting at
+    /// `counter_start` (the wall-clock time in nanoseconds, supplied by the driver).
+    pub fn new(key: &[u8; 32], sender_id: u32, counter_start: u64) -> Self {
+        CryptoContext {
+            cipher: ChaCha20Poly1305::new(key.into()),
+            sender_id,
+            next_counter: AtomicU64::new(counter_start),
+            replay: Mutex::new(ReplayWindows::default()),
+        }
+    }
+
+    /// This gateway's sender id.
+    pub fn sender_id(&self) -> u32 {
+        self.sender_id
+    }
+}
+
+/// A sliding bitmap of the last [`REPLAY_WINDOW`] counters (RFC 6479).
+#[derive(Debug, Default, Clone)]
+pub struct ReplayWindow {
+    highest: Option<u64>,
+    bits: [u64; (REPLAY_WINDOW / 64) as usize],
+}
+
+impl ReplayWindow {
+    fn slot(counter: u64) -> (usize, u64) {
+        let i = (counter / 64) as usize % (REPLAY_WINDOW / 64) as usize;
+        (i, 1u64 << (counter % 64))
+    }
+
+    /// Whether `counter` would be accepted (not a replay, not too old).
+    pub fn check(&self, counter: u64) -> bool {
+        match self.highest {
+            None => true,
+            Some(h) if counter > h => true,
+            Some(h) if h - counter >= REPLAY_WINDOW - 64 => false,
+            Some(_) => {
+                let (i, bit) = Self::slot(counter);
+                self.bits[i] & bit == 0
+            }
+        }
+    }
+
+    /// Record `counter` (call after it authenticated); returns false if it was a replay.
+    pub fn update(&mut self, counter: u64) -> bool {
+        if !self.check(counter) {
+            return false;
+        }
+        let h = self.highest.unwrap_or(counter);
+        if counter > h || self.highest.is_none() {
+            // Clear the words between the old highest and the new one.
+            let old_word = h / 64;
+            let new_word = counter / 64;
+            let words = (REPLAY_WINDOW / 64) as usize;
+            let span = (new_word - old_word).min(words as u64);
+            for k in 1..=span {
+                self.bits[((old_word + k) % words as u64) as usize] = 0;
+            }
+            if self.highest.is_none() {
+                self.bits = [0; (REPLAY_WINDOW / 64) as usize];
+            }
+            self.highest = Some(counter);
+        }
+        let (i, bit) = Self::slot(counter);
+        self.bits[i] |= bit;
+        true
+    }
+}
+
+/// ChaCha20-Poly1305 per packet.
+#[derive(Debug)]
+pub struct Encrypt {
+    ctx: std::sync::Arc<CryptoContext>,
+}
+
+impl Encrypt {
+    /// An instance using the gateway's shared context.
+    pub fn new(ctx: std::sync::Arc<CryptoContext>) -> Self {
+        Encrypt { ctx }
+    }
+}
+
+impl Booster for Encrypt {
+    fn id(&self) -> BoosterId {
+        BoosterId::ChaCha20Poly1305
+    }
+
+    fn overhead(&self) -> usize {
+        NONCE_LEN + TAG_LEN
+    }
+
+    fn boost(
+        &mut self,
+        cx: &StageCtx<'_>,
+        pkt: &mut Packet,
+        _: &mut StageIo<'_>,
+    ) -> Result<Verdict, DropReason> {
+        if pkt.tailroom() < TAG_LEN || pkt.headroom() < NONCE_LEN {
+            return Err(DropReason::NoRoom);
+        }
+        let counter = self.ctx.next_counter.fetch_add(1, Ordering::Relaxed);
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce[..4].copy_from_slice(&self.ctx.sender_id.to_be_bytes());
+        nonce[4..].copy_from_slice(&counter.to_be_bytes());
+        let aad = cx.binding(pkt.marks);
+        let tag = self
+            .ctx
+            .cipher
+            .encrypt_in_place_detached(Nonce::from_slice(&nonce), &aad, pkt.payload_mut())
+            .map_err(|_| DropReason::NoRoom)?;
+        pkt.push_back(TAG_LEN)
+            .ok_or(DropReason::NoRoom)?
+            .copy_from_slice(&tag);
+        pkt.push_front(NONCE_LEN)
+            .ok_or(DropReason::NoRoom)?
+            .copy_from_slice(&nonce);
+        Ok(Verdict::Forward)
+    }
+
+    fn deboost(
+        &mut self,
+        cx: &StageCtx<'_>,
+        pkt: &mut Packet,
+        _: &mut StageIo<'_>,
+    ) -> Result<Verdict, DropReason> {
+        let len = pkt.len();
+        if len < NONCE_LEN + TAG_LEN {
+            return Err(DropReason::CryptoTruncated);
+        }
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&pkt.payload()[..NONCE_LEN]);
+        let sender = u32::from_be_bytes([nonce[0], nonce[1], nonce[2], nonce[3]]);
+        if sender == self.ctx.sender_id {
+            return Err(DropReason::Reflected);
+        }
+        let mut c = [0u8; 8];
+        c.copy_from_slice(&nonce[4..]);
+        let counter = u64::from_be_bytes(c);
+        // Cheap rejection before any cryptography.
+        if !self
+            .ctx
+            .replay
+            .lock()
+            .map(|w| w.check(sender, counter))
+            .unwrap_or(false)
+        {
+            return Err(DropReason::Replay);
+        }
+        let mut tag = [0u8; TAG_LEN];
+        tag.copy_from_slice(&pkt.payload()[len - TAG_LEN..]);
+        let aad = cx.binding(pkt.marks);
+        let body = &mut pkt.payload_mut()[NONCE_LEN..len - TAG_LEN];
+        self.ctx
+            .cipher
+            .decrypt_in_place_detached(Nonce::from_slice(&nonce), &aad, body, Tag::from_slice(&tag))
+            .map_err(|_| DropReason::AuthFailed)?;
+        // Record only authenticated counters, so forgeries cannot advance the window.
+        if !self
+            .ctx
+            .replay
+            .lock()
+            .map(|mut w| w.update(sender, counter))
+            .unwrap_or(false)
+        {
+            return Err(DropReason::Replay);
+        }
+        pkt.truncate(len - TAG_LEN);
+        pkt.pull_front(NONCE_LEN);
+        Ok(Verdict::Forward)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_window_accepts_new_rejects_seen_and_old() {
+        let mut w = ReplayWindow::default();
+        assert!(w.update(1_000_000));
+        assert!(!w.update(1_000_000));
+        assert!(w.update(999_999));
+        assert!(w.update(1_000_005));
+        assert!(!w.update(999_999));
+        assert!(w.update(1_000_001));
+        // Far ahead: the window slides; the old ones are now too old.
+        assert!(w.update(1_000_000 + 10 * REPLAY_WINDOW));
+        assert!(!w.check(1_000_005));
+        assert!(w.check(1_000_000 + 10 * REPLAY_WINDOW - 100));
+        assert!(w.update(1_000_000 + 10 * REPLAY_WINDOW - 100));
+        assert!(!w.update(1_000_000 + 10 * REPLAY_WINDOW - 100));
+    }
+
+    #[test]
+    fn replay_window_matches_a_set_model() {
+        use std::collections::BTreeSet;
+        let mut w = ReplayWindow::default();
+        let mut seen = BTreeSet::new();
+        let mut x: u64 = 12345;
+        let mut highest = 0u64;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let c = 10_000 + highest.saturating_sub(1500) + (x >> 33) % 1600;
+            let fresh = !seen.contains(&c) && (seen.is_empty() || c + REPLAY_WINDOW - 64 > highest);
+            assert_eq!(w.update(c), fresh, "counter {c}, highest {highest}");
+            if fresh {
+                seen.insert(c);
+                highest = highest.max(c);
+            }
+        }
+    }
+}

@@ -1,0 +1,475 @@
+//! `pathwise bench booster`: the seed's experiments on our gateway, in network namespaces
+//! ([`super::netns`]), printed as tables (JSON with `--json`). Needs root, `ip`, `tc`, `ping`,
+//! `iperf3`; loss needs sch_netem or nftables; the comparison needs `wireguard-go` and `wg`.
+//!
+//! - `rtt` — ping round-trip time versus IP packet size 60–1400 bytes for each setup (seed
+//!   Fig. 6), over the link shaped to 10 Mbit/s;
+//! - `throughput` — iperf3 TCP throughput over the 10 Mbit/s link for each setup with
+//!   compressible (text) and incompressible (random) data (seed Table 1);
+//! - `fec` — with 1% and 5% random loss on the link, without and with FEC: iperf3 TCP goodput,
+//!   and the share of 200 pings answered (loss as an application without retransmission sees it);
+//! - `compare` — on the unshaped link, in one run with the setups interleaved: the null
+//!   booster against a plain TUN forwarder, and the encryption booster against wireguard-go,
+//!   each as a ratio of median throughputs (and of median RTTs).
+//!
+//! Setups: `direct` (routed over the link, no gateway: the seed's "no support installed"),
+//! `plain` (TUN forwarder without the framework), `none` (gateway, empty chain: "support
+//! installed, no booster"), then one booster each.
+
+use super::netns::{self, GA, GB, LinkShape, Payload, Testbed};
+use anyhow::{Context as _, bail};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How traffic crosses from gateway A to gateway B.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Setup {
+    /// Kernel routing over the link.
+    Direct,
+    /// `pathwise booster gateway --plain`.
+    Plain,
+    /// The gateway with this chain (empty: no booster).
+    Chain(Vec<String>),
+    /// wireguard-go on both gateways.
+    WireGuard,
+}
+
+impl Setup {
+    /// Parse `direct`, `plain`, `none`, `wireguard-go`, or a comma-separated chain.
+    pub fn parse(s: &str) -> Setup {
+        match s {
+            "direct" => Setup::Direct,
+            "plain" => Setup::Plain,
+            "none" => Setup::Chain(Vec::new()),
+            "wireguard-go" => Setup::WireGuard,
+            c => Setup::Chain(c.split(',').map(str::to_string).collect()),
+        }
+    }
+
+    /// Its name in tables.
+    pub fn name(&self) -> String {
+        match self {
+            Setup::Direct => "direct".into(),
+            Setup::Plain => "plain".into(),
+            Setup::Chain(c) if c.is_empty() => "none".into(),
+            Setup::Chain(c) => c.join(","),
+            Setup::WireGuard => "wireguard-go".into(),
+        }
+    }
+}
+
+/// Options of `pathwise bench booster`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Repetitions (medians reported).
+    pub runs: usize,
+    /// Seconds per iperf3 transfer.
+    pub seconds: u32,
+    /// Pings per size and run.
+    pub pings: u32,
+    /// The `pathwise` binary the gateways run as.
+    pub binary: PathBuf,
+}
+
+/// One measured point.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// Setup name.
+    pub setup: String,
+    /// What varies: packet size, payload kind, loss…
+    pub x: String,
+    /// Median.
+    pub median: f64,
+    /// Every run (or every ping).
+    pub samples: Vec<f64>,
+}
+
+/// A table of points.
+#[derive(Debug, Clone, Serialize)]
+pub struct Experiment {
+    /// Experiment name.
+    pub name: String,
+    /// Unit of `median`.
+    pub unit: String,
+    /// Notes (shaping that could not be applied, ratios).
+    pub notes: Vec<String>,
+    /// Points.
+    pub points: Vec<Point>,
+}
+
+fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// Bring `setup` up in `tb` (tearing down the previous one).
+pub fn apply(tb: &mut Testbed, bin: &Path, setup: &Setup) -> anyhow::Result<()> {
+    tb.stop_gateways();
+    tb.kill("wg");
+    match setup {
+        Setup::Direct => tb.route_direct()?,
+        Setup::Plain => {
+            tb.route_tun(netns::TUN)?;
+            tb.start_gateways(bin, &[], true, "")?;
+        }
+        Setup::Chain(c) => {
+            tb.route_tun(netns::TUN)?;
+            let c: Vec<&str> = c.iter().map(String::as_str).collect();
+            tb.start_gateways(bin, &c, false, "")?;
+        }
+        Setup::WireGuard => wireguard(tb)?,
+    }
+    // Let routes and ARP settle; a first ping warms the path.
+    let _ = netns::ping(tb, 100, 2, "0.1");
+    Ok(())
+}
+
+fn wireguard(tb: &mut Testbed) -> anyhow::Result<()> {
+    let keygen = |dir: &Path, name: &str| -> anyhow::Result<String> {
+        let key = netns::run_limited(
+            std::process::Command::new("wg").arg("genkey"),
+            Duration::from_secs(5),
+        )?;
+        let path = dir.join(name);
+        std::fs::write(&path, &key.stdout)?;
+        let mut child = std::process::Command::new("wg")
+            .arg("pubkey")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()?;
+        std::io::Write::write_all(&mut child.stdin.take().context("wg stdin")?, &key.stdout)?;
+        let out = child.wait_with_output()?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let dir = tb.dir.clone();
+    let pub_a = keygen(&dir, "wg-a.key")?;
+    let pub_b = keygen(&dir, "wg-b.key")?;
+    // Distinct names: wireguard-go's control sockets (/var/run/wireguard/NAME.sock) are not
+    // per namespace.
+    let id = std::process::id() % 100_000;
+    let (dev_a, dev_b) = (format!("pwga{id}"), format!("pwgb{id}"));
+    for (g, dev, key, peer_pub, endpoint, far) in [
+        (
+            GA,
+            &dev_a,
+            "wg-a.key",
+            &pub_b,
+            "192.168.77.2:51820",
+            "10.77.2.0/24",
+        ),
+        (
+            GB,
+            &dev_b,
+            "wg-b.key",
+            &pub_a,
+            "192.168.77.1:51820",
+            "10.77.1.0/24",
+        ),
+    ] {
+        let dev = dev.as_str();
+        tb.spawn("wg", g, &["wireguard-go", "-f", dev])?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !tb.exec(g, &["ip", "link", "show", dev])?.status.success() {
+            if std::time::Instant::now() > deadline {
+                bail!("wireguard-go did not create {dev}: {}", tb.log("wg"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let key = dir.join(key).to_string_lossy().into_owned();
+        tb.exec_ok(
+            g,
+            &[
+                "wg",
+                "set",
+                dev,
+                "listen-port",
+                "51820",
+                "private-key",
+                &key,
+                "peer",
+                peer_pub,
+                "endpoint",
+                endpoint,
+                "allowed-ips",
+                far,
+            ],
+        )?;
+        tb.exec_ok(g, &["ip", "link", "set", dev, "up", "mtu", "1400"])?;
+        tb.exec_ok(g, &["ip", "route", "replace", far, "dev", dev])?;
+    }
+    Ok(())
+}
+
+fn setups(names: &[&str]) -> Vec<Setup> {
+    names.iter().map(|s| Setup::parse(s)).collect()
+}
+
+/// Seed Fig. 6: RTT versus packet size.
+pub fn rtt(opt: &Options) -> anyhow::Result<Experiment> {
+    let mut tb = Testbed::new(LinkShape {
+        rate_mbit: Some(10),
+        ..LinkShape::default()
+    })?;
+    let sizes = [60usize, 200, 400, 600, 800, 1000, 1200, 1400];
+    let list = setups(&[
+        "direct", "plain", "none", "null", "lz4", "dumb", "zstd", "encrypt",
+    ]);
+    let mut samples: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); sizes.len()]; list.len()];
+    for _ in 0..opt.runs {
+        for (i, s) in list.iter().enumerate() {
+            apply(&mut tb, &opt.binary, s)?;
+            for (j, &size) in sizes.iter().enumerate() {
+                samples[i][j].extend(netns::ping(&tb, size, opt.pings, "0.05")?);
+            }
+        }
+    }
+    let mut points = Vec::new();
+    for (i, s) in list.iter().enumerate() {
+        for (j, size) in sizes.iter().enumerate() {
+            points.push(Point {
+                setup: s.name(),
+                x: size.to_string(),
+                median: median(&samples[i][j]),
+                samples: samples[i][j].clone(),
+            });
+        }
+    }
+    let mut notes = tb.notes.clone();
+    notes.push("tc tbf limits the rate but adds no serialisation delay to sparse pings".into());
+    Ok(Experiment {
+        name: "ping RTT vs IP packet size, 10 Mbit/s link (seed Fig. 6)".into(),
+        unit: "ms".into(),
+        notes,
+        points,
+    })
+}
+
+fn throughput_table(
+    tb: &mut Testbed,
+    opt: &Options,
+    list: &[Setup],
+    payloads: &[Payload],
+) -> anyhow::Result<Vec<Point>> {
+    let mut samples = vec![vec![Vec::new(); payloads.len()]; list.len()];
+    for _ in 0..opt.runs {
+        for (i, s) in list.iter().enumerate() {
+            apply(tb, &opt.binary, s)?;
+            for (j, &p) in payloads.iter().enumerate() {
+                samples[i][j].push(netns::iperf3(tb, opt.seconds, p)?);
+            }
+        }
+    }
+    let mut points = Vec::new();
+    for (i, s) in list.iter().enumerate() {
+        for (j, p) in payloads.iter().enumerate() {
+            let x = match p {
+                Payload::Text => "text",
+                Payload::Random => "random",
+            };
+            points.push(Point {
+                setup: s.name(),
+                x: x.into(),
+                median: median(&samples[i][j]),
+                samples: samples[i][j].clone(),
+            });
+        }
+    }
+    Ok(points)
+}
+
+/// Seed Table 1: throughput over the 10 Mbit/s link.
+pub fn throughput(opt: &Options) -> anyhow::Result<Experiment> {
+    let mut tb = Testbed::new(LinkShape {
+        rate_mbit: Some(10),
+        ..LinkShape::default()
+    })?;
+    let list = setups(&[
+        "direct",
+        "plain",
+        "none",
+        "null",
+        "lz4",
+        "zstd",
+        "dumb",
+        "encrypt",
+        "lz4,encrypt",
+    ]);
+    let points = throughput_table(&mut tb, opt, &list, &[Payload::Text, Payload::Random])?;
+    Ok(Experiment {
+        name: "iperf3 TCP throughput, 10 Mbit/s link (seed Table 1)".into(),
+        unit: "Mbit/s".into(),
+        notes: tb.notes.clone(),
+        points,
+    })
+}
+
+/// FEC goodput under random loss.
+pub fn fec(opt: &Options) -> anyhow::Result<Experiment> {
+    let mut points = Vec::new();
+    let mut notes = Vec::new();
+    for loss in [1.0, 5.0] {
+        let mut tb = Testbed::new(LinkShape {
+            rate_mbit: Some(10),
+            loss_pct: Some(loss),
+            ..LinkShape::default()
+        })?;
+        let list = setups(&["none", "fec:4:1", "fec:8:2", "fec:4:2"]);
+        for mut p in throughput_table(&mut tb, opt, &list, &[Payload::Random])? {
+            p.x = format!("{loss}% loss, TCP Mbit/s");
+            points.push(p);
+        }
+        // Residual loss as an application without retransmission sees it: the share of
+        // 200 pings (each crossing the link twice) answered.
+        let mut answered = vec![Vec::new(); list.len()];
+        for _ in 0..opt.runs {
+            for (i, s) in list.iter().enumerate() {
+                apply(&mut tb, &opt.binary, s)?;
+                let n = netns::ping(&tb, 500, 200, "0.01")?.len();
+                answered[i].push(n as f64 / 2.0);
+            }
+        }
+        for (i, s) in list.iter().enumerate() {
+            points.push(Point {
+                setup: s.name(),
+                x: format!("{loss}% loss, pings answered %"),
+                median: median(&answered[i]),
+                samples: answered[i].clone(),
+            });
+        }
+        notes.extend(tb.notes.clone());
+    }
+    Ok(Experiment {
+        name: "iperf3 TCP goodput with random loss on the 10 Mbit/s link (each direction)".into(),
+        unit: "Mbit/s".into(),
+        notes,
+        points,
+    })
+}
+
+/// Null booster vs plain TUN forwarder, encryption vs wireguard-go, interleaved in one run.
+pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
+    let mut tb = Testbed::new(LinkShape::default())?;
+    let list = setups(&["plain", "null", "wireguard-go", "encrypt"]);
+    let mut points = throughput_table(&mut tb, opt, &list, &[Payload::Random])?;
+    let mut rtt = vec![Vec::new(); list.len()];
+    for _ in 0..opt.runs {
+        for (i, s) in list.iter().enumerate() {
+            apply(&mut tb, &opt.binary, s)?;
+            rtt[i].extend(netns::ping(&tb, 1000, opt.pings, "0.05")?);
+        }
+    }
+    for (i, s) in list.iter().enumerate() {
+        points.push(Point {
+            setup: s.name(),
+            x: "rtt 1000 B (ms)".into(),
+            median: median(&rtt[i]),
+            samples: rtt[i].clone(),
+        });
+    }
+    let get = |setup: &str, x: &str| {
+        points
+            .iter()
+            .find(|p| p.setup == setup && p.x == x)
+            .map_or(f64::NAN, |p| p.median)
+    };
+    let notes = vec![
+        format!(
+            "throughput ratio null / plain = {:.3}",
+            get("null", "random") / get("plain", "random")
+        ),
+        format!(
+            "throughput ratio encrypt / wireguard-go = {:.3}",
+            get("encrypt", "random") / get("wireguard-go", "random")
+        ),
+        format!(
+            "RTT ratio null / plain = {:.3}",
+            get("null", "rtt 1000 B (ms)") / get("plain", "rtt 1000 B (ms)")
+        ),
+        format!(
+            "RTT ratio encrypt / wireguard-go = {:.3}",
+            get("encrypt", "rtt 1000 B (ms)") / get("wireguard-go", "rtt 1000 B (ms)")
+        ),
+    ];
+    Ok(Experiment { name: "unshaped link, interleaved: null vs plain TUN forwarder, encrypt vs wireguard-go (throughput Mbit/s, random data)".into(), unit: "Mbit/s or ms".into(), notes, points })
+}
+
+/// Run the named experiments (`all` for every one).
+pub fn run(which: &str, opt: &Options) -> anyhow::Result<Vec<Experiment>> {
+    let mut tools = vec!["ping", "iperf3"];
+    if matches!(which, "all" | "compare") {
+        tools.extend(["wireguard-go", "wg"]);
+    }
+    if let Some(why) = netns::unavailable(&tools) {
+        bail!("cannot run the booster benchmarks here: {why}");
+    }
+    let mut out = Vec::new();
+    for name in ["rtt", "throughput", "fec", "compare"] {
+        if which == "all" || which == name {
+            eprintln!("running {name} …");
+            out.push(match name {
+                "rtt" => rtt(opt)?,
+                "throughput" => throughput(opt)?,
+                "fec" => fec(opt)?,
+                _ => compare(opt)?,
+            });
+        }
+    }
+    if out.is_empty() {
+        bail!("unknown experiment {which:?} (rtt, throughput, fec, compare, all)");
+    }
+    Ok(out)
+}
+
+/// Render experiments as tables: one row per setup, one column per x.
+pub fn render(exps: &[Experiment]) -> String {
+    let mut s = String::new();
+    for e in exps {
+        let _ = writeln!(s, "\n{} — median, {}", e.name, e.unit);
+        let mut xs: Vec<&str> = Vec::new();
+        let mut rows: Vec<&str> = Vec::new();
+        for p in &e.points {
+            if !xs.contains(&p.x.as_str()) {
+                xs.push(&p.x);
+            }
+            if !rows.contains(&p.setup.as_str()) {
+                rows.push(&p.setup);
+            }
+        }
+        let _ = write!(s, "| setup |");
+        for x in &xs {
+            let _ = write!(s, " {x} |");
+        }
+        let _ = write!(s, "\n|---|");
+        for _ in &xs {
+            let _ = write!(s, "---:|");
+        }
+        s.push('\n');
+        for r in rows {
+            let _ = write!(s, "| {r} |");
+            for x in &xs {
+                let v = e
+                    .points
+                    .iter()
+                    .find(|p| p.setup == r && p.x == *x)
+                    .map_or(f64::NAN, |p| p.median);
+                let _ = write!(s, " {v:.3} |");
+            }
+            s.push('\n');
+        }
+        for n in &e.notes {
+            let _ = writeln!(s, "note: {n}");
+        }
+    }
+    s
+}

@@ -1,0 +1,15 @@
+//! The protocol booster gateway (seed 003 in user space): configuration, the TUN device, the
+//! datapath threads and management. The packet work itself is `pathwise-booster`'s; this module
+//! only feeds it packets, time and policy snapshots.
+//!
+//! - [`config`]: the TOML file; [`tun`]: the device; [`gateway`]: threads, batching, snapshot
+//!   swaps; [`manage`]: the management verbs;
+//! - [`netns`]: the two-gateway test bed in network namespaces (tests and benchmarks);
+//! - [`bench`]: `pathwise bench booster`, the seed's experiments (Fig. 6, Table 1) and more.
+
+pub mod bench;
+pub mod config;
+pub mod gateway;
+pub mod manage;
+pub mod netns;
+pub mod tun;

@@ -1,0 +1,419 @@
+//! The two-gateway test bed in Linux network namespaces, for the real-network tests
+//! (`tests/booster_netns.rs`) and `pathwise bench booster`.
+//!
+//! ```text
+//!  host A            gateway A                     gateway B            host B
+//!  10.77.1.2 ── 10.77.1.1 [pwb0] 192.168.77.1 ══ 192.168.77.2 [pwb0] 10.77.2.1 ── 10.77.2.2
+//!                                 link: tc tbf rate limit, loss (netem, else nftables)
+//! ```
+//!
+//! Four namespaces (a [`Lab`]: `pw-<pid>-<n>-{ha,ga,gb,hb}`), joined by veth pairs created
+//! directly inside them (nothing is added to the caller's namespace), private addresses only. Each
+//! gateway namespace forwards IP and has a persistent TUN device `pwb0` (MTU 1400) with a route
+//! to the far host network through it; [`Testbed::route_direct`] routes over the link instead
+//! (the "no gateway" baseline). Dropping the [`Testbed`] kills every process it started and
+//! deletes the namespaces, which removes their devices. Every command runs with a time limit.
+
+use crate::netns::Lab;
+use anyhow::{Context as _, bail};
+use std::io::Write as _;
+use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Host A.
+pub const HA: usize = 0;
+/// Gateway A.
+pub const GA: usize = 1;
+/// Gateway B.
+pub const GB: usize = 2;
+/// Host B.
+pub const HB: usize = 3;
+/// Host B's address, the target of pings and iperf3.
+pub const HOST_B: &str = "10.77.2.2";
+/// The TUN device name in each gateway namespace.
+pub const TUN: &str = "pwb0";
+/// Pre-shared key used by the test bed's gateways.
+pub const PSK: &str = "5057b00573b00573b00573b00573b00573b00573b00573b00573b00573b00573";
+
+/// Why the test bed cannot run here, if it cannot (not root, a tool or TUN missing).
+pub fn unavailable(tools: &[&str]) -> Option<String> {
+    let mut all = vec!["tc"];
+    all.extend_from_slice(tools);
+    crate::netns::unavailable(&all)
+        .or_else(|| (!Path::new("/dev/net/tun").exists()).then(|| "/dev/net/tun is missing".into()))
+}
+
+pub use crate::netns::run_limited;
+
+/// Shaping of the gateway-to-gateway link (both directions).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LinkShape {
+    /// Rate limit in Mbit/s (tc tbf); none: veth speed.
+    pub rate_mbit: Option<u32>,
+    /// Random loss in percent.
+    pub loss_pct: Option<f64>,
+    /// One-way delay in ms (needs sch_netem; skipped with a note when the kernel lacks it).
+    pub delay_ms: Option<u32>,
+}
+
+/// The four namespaces of the test bed ([`Lab`]: commands, processes, logs, removal on drop)
+/// and what the booster tests add to them.
+#[derive(Debug)]
+pub struct Testbed {
+    lab: Lab,
+    /// Notes about shaping that could not be applied.
+    pub notes: Vec<String>,
+}
+
+impl Deref for Testbed {
+    type Target = Lab;
+    fn deref(&self) -> &Lab {
+        &self.lab
+    }
+}
+
+impl DerefMut for Testbed {
+    fn deref_mut(&mut self) -> &mut Lab {
+        &mut self.lab
+    }
+}
+
+impl Testbed {
+    /// Build the namespaces, links, addresses, TUN devices and routes through them.
+    pub fn new(shape: LinkShape) -> anyhow::Result<Testbed> {
+        let mut tb = Testbed {
+            lab: Lab::new(&["ha", "ga", "gb", "hb"])?,
+            notes: Vec::new(),
+        };
+        tb.link((HA, "ha0", "10.77.1.2/24"), (GA, "ga0", "10.77.1.1/24"))?;
+        tb.link(
+            (GA, "gl0", "192.168.77.1/24"),
+            (GB, "gl1", "192.168.77.2/24"),
+        )?;
+        tb.link((GB, "gb0", "10.77.2.1/24"), (HB, "hb0", "10.77.2.2/24"))?;
+        tb.exec_ok(HA, &["ip", "route", "add", "default", "via", "10.77.1.1"])?;
+        tb.exec_ok(HB, &["ip", "route", "add", "default", "via", "10.77.2.1"])?;
+        for g in [GA, GB] {
+            tb.forward(g)?;
+            tb.exec_ok(g, &["ip", "tuntap", "add", "dev", TUN, "mode", "tun"])?;
+            tb.exec_ok(g, &["ip", "link", "set", TUN, "up", "mtu", "1400"])?;
+        }
+        tb.route_tun(TUN)?;
+        tb.shape(shape)?;
+        Ok(tb)
+    }
+
+    /// Route between the host networks through device `dev` in both gateways.
+    pub fn route_tun(&self, dev: &str) -> anyhow::Result<()> {
+        self.exec_ok(GA, &["ip", "route", "replace", "10.77.2.0/24", "dev", dev])?;
+        self.exec_ok(GB, &["ip", "route", "replace", "10.77.1.0/24", "dev", dev])?;
+        Ok(())
+    }
+
+    /// Route between the host networks straight over the link (no gateway software).
+    pub fn route_direct(&self) -> anyhow::Result<()> {
+        self.exec_ok(
+            GA,
+            &[
+                "ip",
+                "route",
+                "replace",
+                "10.77.2.0/24",
+                "via",
+                "192.168.77.2",
+            ],
+        )?;
+        self.exec_ok(
+            GB,
+            &[
+                "ip",
+                "route",
+                "replace",
+                "10.77.1.0/24",
+                "via",
+                "192.168.77.1",
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Apply `shape` to both ends of the link, replacing earlier shaping.
+    pub fn shape(&mut self, shape: LinkShape) -> anyhow::Result<()> {
+        for (g, dev) in [(GA, "gl0"), (GB, "gl1")] {
+            let _ = self.exec(g, &["tc", "qdisc", "del", "dev", dev, "root"]);
+            let _ = self.exec(g, &["nft", "delete", "table", "inet", "pwloss"]);
+            let netem_wanted = shape.delay_ms.is_some() || shape.loss_pct.is_some();
+            let mut netem_ok = false;
+            if netem_wanted {
+                let mut args = vec![
+                    "tc".to_string(),
+                    "qdisc".into(),
+                    "add".into(),
+                    "dev".into(),
+                    dev.into(),
+                    "root".into(),
+                    "handle".into(),
+                    "1:".into(),
+                    "netem".into(),
+                ];
+                if let Some(d) = shape.delay_ms {
+                    args.extend(["delay".into(), format!("{d}ms")]);
+                }
+                if let Some(l) = shape.loss_pct {
+                    args.extend(["loss".into(), format!("{l}%")]);
+                }
+                if let Some(r) = shape.rate_mbit {
+                    args.extend(["rate".into(), format!("{r}mbit")]);
+                }
+                let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+                netem_ok = self.exec(g, &argv)?.status.success();
+            }
+            if !netem_ok {
+                if let Some(r) = shape.rate_mbit {
+                    let rate = format!("{r}mbit");
+                    self.exec_ok(
+                        g,
+                        &[
+                            "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", &rate,
+                            "burst", "32kbit", "latency", "100ms",
+                        ],
+                    )?;
+                }
+                if let Some(l) = shape.loss_pct {
+                    let per_mille = ((l * 10.0).round() as u32).to_string();
+                    let script = format!(
+                        "table inet pwloss {{\n  chain post {{\n    type filter hook postrouting priority 0;\n    oifname \"{dev}\" numgen random mod 1000 < {per_mille} drop\n  }}\n}}\n"
+                    );
+                    let path = self.dir.join(format!("loss-{g}.nft"));
+                    std::fs::File::create(&path)?.write_all(script.as_bytes())?;
+                    let p = path.to_string_lossy().into_owned();
+                    self.exec_ok(g, &["nft", "-f", &p])
+                        .context("loss needs sch_netem or nftables (apt-get install nftables)")?;
+                }
+                if shape.delay_ms.is_some() && g == GA {
+                    self.notes
+                        .push("delay not applied: this kernel has no sch_netem".into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Write a gateway configuration for side `g` (GA or GB) with `chain` toward the far host
+    /// network; returns the path. `extra` is appended verbatim (TOML).
+    pub fn gateway_config(&self, g: usize, chain: &[&str], extra: &str) -> anyhow::Result<PathBuf> {
+        let (listen, peer, far) = if g == GA {
+            ("192.168.77.1:7000", "192.168.77.2:7000", "10.77.2.0/24")
+        } else {
+            ("192.168.77.2:7000", "192.168.77.1:7000", "10.77.1.0/24")
+        };
+        let chain: Vec<String> = chain.iter().map(|c| format!("{c:?}")).collect();
+        let text = format!(
+            "tun = \"{TUN}\"\nlisten = \"{listen}\"\npeer = \"{peer}\"\nsocket = \"{}\"\npsk = \"{PSK}\"\n\n[[policy]]\nname = \"default\"\ndst = \"{far}\"\nchain = [{}]\n{extra}\n",
+            self.socket(g).display(),
+            chain.join(", ")
+        );
+        let path = self.dir.join(format!("gw-{g}.toml"));
+        std::fs::write(&path, text)?;
+        Ok(path)
+    }
+
+    /// Management socket of gateway `g`.
+    pub fn socket(&self, g: usize) -> PathBuf {
+        self.dir.join(format!("gw-{g}.sock"))
+    }
+
+    /// Start both gateways (binary `bin`) with `chain` on each side; waits until both answer
+    /// on their management sockets.
+    pub fn start_gateways(
+        &mut self,
+        bin: &Path,
+        chain: &[&str],
+        plain: bool,
+        extra: &str,
+    ) -> anyhow::Result<()> {
+        self.stop_gateways();
+        for g in [GA, GB] {
+            let cfg = self.gateway_config(g, chain, extra)?;
+            let bin = bin.to_string_lossy().into_owned();
+            let cfg = cfg.to_string_lossy().into_owned();
+            let mut argv = vec![bin.as_str(), "booster", "gateway", "--config", cfg.as_str()];
+            if plain {
+                argv.push("--plain");
+            }
+            self.spawn(&format!("gw{g}"), g, &argv)?;
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for g in [GA, GB] {
+            while crate::mgmt::request(
+                &self.socket(g),
+                "booster gateway",
+                "show",
+                serde_json::Value::Null,
+            )
+            .is_err()
+            {
+                if Instant::now() > deadline {
+                    bail!(
+                        "gateway {g} did not come up: {}",
+                        self.log(&format!("gw{g}"))
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stop both gateways.
+    pub fn stop_gateways(&mut self) {
+        self.kill(&format!("gw{GA}"));
+        self.kill(&format!("gw{GB}"));
+        for g in [GA, GB] {
+            let _ = std::fs::remove_file(self.socket(g));
+        }
+    }
+
+    /// A management request to gateway `g`.
+    pub fn manage(
+        &self,
+        g: usize,
+        verb: &str,
+        args: serde_json::Value,
+    ) -> anyhow::Result<serde_json::Value> {
+        crate::mgmt::request(&self.socket(g), "booster gateway", verb, args)
+    }
+}
+
+/// Round-trip times in ms of `count` pings of IP packets of `size` bytes from host A to host B.
+pub fn ping(tb: &Testbed, size: usize, count: u32, interval: &str) -> anyhow::Result<Vec<f64>> {
+    let payload = size.saturating_sub(28).to_string();
+    let count_s = count.to_string();
+    let out = tb.exec_for(
+        HA,
+        &[
+            "ping", "-n", "-c", &count_s, "-i", interval, "-W", "2", "-s", &payload, HOST_B,
+        ],
+        Duration::from_secs(30 + u64::from(count)),
+    )?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect())
+}
+
+/// What an iperf3 client sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payload {
+    /// iperf3's default random bytes.
+    Random,
+    /// Text (English-like prose; the adaptive netns test sampled a per-packet LZ4 ratio of 0.56).
+    Text,
+}
+
+/// Throughput of a `secs`-second TCP transfer from host A to host B, in Mbit/s (receiver side).
+pub fn iperf3(tb: &mut Testbed, secs: u32, payload: Payload) -> anyhow::Result<f64> {
+    if tb.pid("iperf3-server").is_none() {
+        tb.spawn("iperf3-server", HB, &["iperf3", "-s", "-B", HOST_B])?;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let t = secs.to_string();
+    let text_file = tb.dir.join("text.txt");
+    if payload == Payload::Text && !text_file.exists() {
+        // Enough for 64 Mbit/s for the whole transfer; iperf3 stops early at the end of file.
+        write_text(&text_file, secs.max(1) as usize * (8 << 20))?;
+    }
+    let f = text_file.to_string_lossy().into_owned();
+    let mut argv = vec!["iperf3", "-c", HOST_B, "-t", &t, "-J"];
+    if payload == Payload::Text {
+        argv.extend(["-F", &f]);
+    }
+    let mut tries = 0;
+    let v: serde_json::Value = loop {
+        let out = tb.exec_for(HA, &argv, Duration::from_secs(u64::from(secs) + 30))?;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .with_context(|| format!("iperf3 output: {}", String::from_utf8_lossy(&out.stderr)))?;
+        match v.get("error").and_then(|e| e.as_str()) {
+            // On a lossy link the server can still be closing the previous test.
+            Some(e) if e.contains("busy") && tries < 10 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            Some(e) => bail!("iperf3: {e}"),
+            None => break v,
+        }
+    };
+    v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .map(|b| b / 1e6)
+        .context("iperf3 reported no throughput")
+}
+
+/// Write `bytes` of English-like text (varied sentences, so each packet compresses on its own
+/// about as well as prose does).
+pub fn write_text(path: &Path, bytes: usize) -> anyhow::Result<()> {
+    const WORDS: &[&str] = &[
+        "the",
+        "protocol",
+        "booster",
+        "is",
+        "inserted",
+        "into",
+        "graph",
+        "when",
+        "a",
+        "link",
+        "needs",
+        "compression",
+        "encryption",
+        "or",
+        "error",
+        "correction",
+        "and",
+        "removed",
+        "again",
+        "packets",
+        "flow",
+        "between",
+        "two",
+        "gateways",
+        "over",
+        "slow",
+        "lossy",
+        "insecure",
+        "networks",
+        "policy",
+        "decides",
+        "which",
+        "chain",
+        "applies",
+        "to",
+        "each",
+        "destination",
+        "prefix",
+        "of",
+        "traffic",
+        "measured",
+        "throughput",
+        "delay",
+        "kernel",
+    ];
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut x: u32 = 0x9e37_79b9;
+    let mut written = 0;
+    while written < bytes {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let w = WORDS[x as usize % WORDS.len()];
+        f.write_all(w.as_bytes())?;
+        let sep: &[u8] = if x.is_multiple_of(11) { b".\n" } else { b" " };
+        f.write_all(sep)?;
+        written += w.len() + sep.len();
+    }
+    f.flush()?;
+    Ok(())
+}

@@ -1,0 +1,404 @@
+//! Protocol boosters on real networks: two hosts behind two gateways in network namespaces,
+//! joined by a link shaped with tc to 10 Mbit/s (see `pathwise::booster::netns` for the
+//! topology). Needs root, `ip`, `tc`, `ping`, `iperf3` and /dev/net/tun; each test prints why
+//! and passes when something is missing. Every namespace is deleted when its test ends.
+
+use pathwise::booster::netns::{self, GA, GB, HA, LinkShape, Payload, Testbed};
+use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
+use pathwise_booster::pipeline::Sender;
+use pathwise_booster::policy::{MetaPolicy, Policy, PolicySnapshot};
+use pathwise_booster::stats::Counters;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_pathwise"))
+}
+
+fn available(test: &str, tools: &[&str]) -> bool {
+    match netns::unavailable(tools) {
+        Some(why) => {
+            println!("skipping {test}: {why}");
+            false
+        }
+        None => true,
+    }
+}
+
+fn shaped() -> LinkShape {
+    LinkShape {
+        rate_mbit: Some(10),
+        ..LinkShape::default()
+    }
+}
+
+fn drops(tb: &Testbed, g: usize) -> Value {
+    tb.manage(g, "stats", Value::Null).unwrap()["drops"].clone()
+}
+
+#[test]
+fn ping_and_iperf3_through_every_booster_and_chains() {
+    if !available(
+        "ping_and_iperf3_through_every_booster_and_chains",
+        &["ping", "iperf3"],
+    ) {
+        return;
+    }
+    let mut tb = Testbed::new(shaped()).unwrap();
+    let chains: &[&[&str]] = &[
+        &[],
+        &["null"],
+        &["lz4"],
+        &["zstd"],
+        &["dumb"],
+        &["encrypt"],
+        &["fec:4:1"],
+        &["lz4", "encrypt"],
+        &["zstd:3", "encrypt", "fec:4:2"],
+    ];
+    for chain in chains {
+        tb.start_gateways(bin(), chain, false, "").unwrap();
+        let rtts = netns::ping(&tb, 1000, 3, "0.2").unwrap();
+        assert_eq!(rtts.len(), 3, "chain {chain:?}: ping lost packets");
+        let payload = if chain.first() == Some(&"lz4") {
+            Payload::Text
+        } else {
+            Payload::Random
+        };
+        let mbit = netns::iperf3(&mut tb, 2, payload).unwrap();
+        assert!(mbit > 1.0, "chain {chain:?}: {mbit} Mbit/s");
+        let stats = tb.manage(GA, "stats", Value::Null).unwrap();
+        for c in chain.iter() {
+            let name = c.split(':').next().unwrap();
+            let b = &stats["boosters"][name];
+            assert!(
+                b["boosted"].as_u64().unwrap() + b["passed"].as_u64().unwrap() > 0,
+                "{name}: {b}"
+            );
+        }
+        assert_eq!(
+            stats["drops"]
+                .as_object()
+                .unwrap()
+                .values()
+                .filter_map(Value::as_u64)
+                .sum::<u64>(),
+            0,
+            "chain {chain:?}: {}",
+            stats["drops"]
+        );
+        println!("chain {chain:?}: ping {rtts:?} ms, iperf3 {mbit:.2} Mbit/s");
+    }
+}
+
+#[test]
+fn inserting_and_removing_boosters_during_a_transfer_does_not_break_it() {
+    if !available(
+        "inserting_and_removing_boosters_during_a_transfer",
+        &["iperf3"],
+    ) {
+        return;
+    }
+    let mut tb = Testbed::new(shaped()).unwrap();
+    tb.start_gateways(bin(), &[], false, "").unwrap();
+    tb.spawn(
+        "iperf3-server",
+        netns::HB,
+        &["iperf3", "-s", "-1", "-B", netns::HOST_B],
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let out = tb.dir.join("iperf3.json");
+    let out_s = out.to_string_lossy().into_owned();
+    tb.spawn(
+        "iperf3-client",
+        HA,
+        &[
+            "iperf3",
+            "-c",
+            netns::HOST_B,
+            "-t",
+            "6",
+            "-J",
+            "--logfile",
+            &out_s,
+        ],
+    )
+    .unwrap();
+    let steps: &[(&str, &str, usize)] = &[
+        ("insert", "lz4", GA),
+        ("insert", "encrypt", GA),
+        ("insert", "encrypt", GB),
+        ("insert", "fec:4:1", GA),
+        ("remove", "lz4", GA),
+        ("insert", "zstd", GA),
+        ("remove", "encrypt", GA),
+        ("remove", "fec", GA),
+        ("remove", "encrypt", GB),
+        ("insert", "null", GB),
+    ];
+    let mut swaps = Vec::new();
+    for (verb, booster, g) in steps {
+        std::thread::sleep(Duration::from_millis(400));
+        let r = tb.manage(*g, verb, json!({"booster": booster})).unwrap();
+        swaps.push(r["swap_ns"].as_u64().unwrap());
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let v: Value = loop {
+        if let Ok(t) = std::fs::read_to_string(&out)
+            && let Ok(v) = serde_json::from_str::<Value>(&t)
+        {
+            break v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "iperf3 did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(v.get("error").is_none(), "iperf3: {}", v["error"]);
+    let mbit = v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap()
+        / 1e6;
+    assert!(mbit > 2.0, "{mbit} Mbit/s");
+    for g in [GA, GB] {
+        let d = drops(&tb, g);
+        assert_eq!(
+            d.as_object()
+                .unwrap()
+                .values()
+                .filter_map(Value::as_u64)
+                .sum::<u64>(),
+            0,
+            "{d}"
+        );
+    }
+    let show = tb.manage(GA, "show", Value::Null).unwrap();
+    assert_eq!(show["policies"][0]["chain"], json!(["zstd"]));
+    println!(
+        "transfer {mbit:.2} Mbit/s across {} swaps, swap_ns {swaps:?}",
+        steps.len()
+    );
+}
+
+/// Send `datagrams` to gateway A's UDP port from inside gateway B's namespace.
+fn inject(tb: &Testbed, datagrams: Vec<Vec<u8>>) {
+    let ns = tb.ns[GB].clone();
+    std::thread::spawn(move || {
+        let f = std::fs::File::open(format!("/var/run/netns/{ns}")).unwrap();
+        nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        let s = std::net::UdpSocket::bind("192.168.77.2:0").unwrap();
+        for d in datagrams {
+            s.send_to(&d, "192.168.77.1:7000").unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn garbage_truncated_forged_and_replayed_datagrams_are_dropped_and_counted() {
+    if !available("garbage_truncated_forged_and_replayed_datagrams", &["ping"]) {
+        return;
+    }
+    let mut tb = Testbed::new(LinkShape::default()).unwrap();
+    tb.start_gateways(bin(), &["lz4", "encrypt"], false, "")
+        .unwrap();
+    assert_eq!(netns::ping(&tb, 200, 2, "0.2").unwrap().len(), 2);
+    // Genuine datagrams from a third sender (id 3) holding the key: what an attacker who
+    // recorded traffic could replay or tamper with.
+    let key = pathwise::booster::config::parse_key(netns::PSK).unwrap();
+    let env = BoosterEnv {
+        crypto: Some(Arc::new(CryptoContext::new(&key, 3, 1))),
+    };
+    let mut sender = Sender::new(env, 1400, Arc::new(Counters::default()));
+    let snap = PolicySnapshot::build(
+        1,
+        vec![Policy {
+            name: "p".into(),
+            dst: "10.77.1.0/24".parse().unwrap(),
+            src: None,
+            chain: vec!["lz4".parse().unwrap(), "encrypt".parse().unwrap()],
+        }],
+        MetaPolicy::default(),
+        true,
+    )
+    .unwrap();
+    // An ICMP echo request host B → host A, valid enough for the kernel to take.
+    let mut ip = vec![
+        0x45, 0, 0, 84, 0, 0, 0x40, 0, 64, 1, 0, 0, 10, 77, 2, 2, 10, 77, 1, 2,
+    ];
+    ip.extend_from_slice(&[8, 0, 0, 0, 0, 1, 0, 1]);
+    ip.resize(84, b'x');
+    let mut out = Vec::new();
+    for _ in 0..2 {
+        let mut p = sender.pool().get();
+        p.set_payload(&ip).unwrap();
+        sender.boost(pathwise_core::time::Instant::ZERO, &snap, p, &mut out);
+    }
+    let genuine = out[0].payload().to_vec();
+    // A forgery of a packet not seen yet (a seen counter is refused as a replay before any
+    // cryptography).
+    let mut forged = out[1].payload().to_vec();
+    let n = forged.len();
+    forged[n - 3] ^= 0x40;
+    let before = tb.manage(GA, "stats", Value::Null).unwrap();
+    inject(
+        &tb,
+        vec![
+            genuine.clone(),
+            genuine.clone(),        // replayed
+            forged,                 // forged
+            genuine[..6].to_vec(),  // truncated header
+            genuine[..20].to_vec(), // truncated ciphertext
+            b"\x7fgarbage, not a booster datagram".to_vec(),
+            vec![0x10, 1, 0, 0, 0, 0, 0, 1, 0x63, 1, 2, 3], // unknown booster
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let d = drops(&tb, GA);
+    for (reason, n) in [
+        ("replay", 1),
+        ("auth_failed", 1),
+        ("header_truncated", 1),
+        ("crypto_truncated", 1),
+        ("header_version", 1),
+        ("unknown_booster", 1),
+    ] {
+        assert_eq!(d[reason].as_u64(), Some(n), "{reason}: {d}");
+    }
+    let after = tb.manage(GA, "stats", Value::Null).unwrap();
+    assert_eq!(
+        after["udp_in"].as_u64().unwrap() - before["udp_in"].as_u64().unwrap(),
+        7
+    );
+    assert_eq!(
+        after["tun_out"].as_u64().unwrap() - before["tun_out"].as_u64().unwrap(),
+        1
+    );
+    // The tunnel still works.
+    assert_eq!(netns::ping(&tb, 200, 2, "0.2").unwrap().len(), 2);
+    let stats = std::process::Command::new(bin())
+        .args(["booster", "stats", "--socket"])
+        .arg(tb.socket(GA))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&stats.stdout);
+    assert!(
+        text.contains("replay") && text.contains("auth_failed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_chain_violating_the_meta_policy_is_refused_with_a_clear_error() {
+    if !available("a_chain_violating_the_meta_policy_is_refused", &[]) {
+        return;
+    }
+    let mut tb = Testbed::new(LinkShape::default()).unwrap();
+    // At start-up: the configuration is refused.
+    let cfg = tb.gateway_config(GA, &["encrypt", "lz4"], "").unwrap();
+    let out = std::process::Command::new(bin())
+        .args(["booster", "gateway", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("violates meta-policy rule \"compression before encryption\""),
+        "{err}"
+    );
+    // At run time: the insertion is refused and the chain is unchanged.
+    tb.start_gateways(bin(), &["encrypt"], false, "").unwrap();
+    let out = std::process::Command::new(bin())
+        .args(["booster", "insert", "lz4", "--position", "1", "--socket"])
+        .arg(tb.socket(GA))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("chain [encrypt, lz4] of policy \"default\" violates meta-policy rule \"compression before encryption\""),
+        "{err}"
+    );
+    let show = tb.manage(GA, "show", Value::Null).unwrap();
+    assert_eq!(show["policies"][0]["chain"], json!(["encrypt"]));
+    // Without a position the meta-policy places it.
+    let r = tb.manage(GA, "insert", json!({"booster": "lz4"})).unwrap();
+    assert_eq!(r["chain"], "lz4, encrypt");
+    // And the management client says clearly when no gateway runs.
+    tb.stop_gateways();
+    let out = std::process::Command::new(bin())
+        .args(["booster", "show", "--socket"])
+        .arg(tb.socket(GA))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no booster gateway is running"), "{err}");
+}
+
+#[test]
+fn fec_recovers_packets_lost_on_the_link() {
+    // Loss comes from sch_netem where the kernel has it, else from nftables.
+    if !available("fec_recovers_packets_lost_on_the_link", &["ping", "nft"]) {
+        return;
+    }
+    let mut tb = Testbed::new(LinkShape {
+        loss_pct: Some(5.0),
+        ..LinkShape::default()
+    })
+    .unwrap();
+    tb.start_gateways(bin(), &["fec:4:2"], false, "").unwrap();
+    let rtts = netns::ping(&tb, 500, 200, "0.01").unwrap();
+    let recovered = tb.manage(GB, "stats", Value::Null).unwrap()["boosters"]["fec"]["recovered"]
+        .as_u64()
+        .unwrap();
+    println!(
+        "5% loss each way, fec:4:2: {} of 200 pings answered, {recovered} packets rebuilt at B",
+        rtts.len()
+    );
+    assert!(recovered > 0);
+    assert!(rtts.len() >= 185, "only {} of 200 answered", rtts.len());
+}
+
+#[test]
+fn the_adaptive_policy_inserts_compression_for_text_and_fec_under_loss() {
+    if !available(
+        "the_adaptive_policy_inserts_compression_and_fec",
+        &["iperf3", "nft"],
+    ) {
+        return;
+    }
+    let mut tb = Testbed::new(LinkShape {
+        rate_mbit: Some(10),
+        loss_pct: Some(3.0),
+        ..LinkShape::default()
+    })
+    .unwrap();
+    let adaptive = "[adaptive]\nenabled = true\ninterval_ms = 300\nfec = \"fec:4:2\"\n";
+    tb.start_gateways(bin(), &["encrypt"], false, adaptive)
+        .unwrap();
+    let mbit = netns::iperf3(&mut tb, 5, Payload::Text).unwrap();
+    // The adaptive policy evaluates every 300 ms; loss reports come every 500 ms.
+    let want = json!(["lz4", "encrypt", "fec:4:2"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let show = loop {
+        let show = tb.manage(GA, "show", Value::Null).unwrap();
+        if show["policies"][0]["chain"] == want || std::time::Instant::now() > deadline {
+            break show;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    println!(
+        "adaptive: {mbit:.2} Mbit/s, chain {}, state {}",
+        show["policies"][0]["chain"], show["adaptive"]["state"]
+    );
+    assert_eq!(show["policies"][0]["chain"], want);
+    assert!(show["adaptive"]["state"]["ratio"].as_f64().unwrap() < 0.8);
+    assert!(show["adaptive"]["state"]["loss"].as_f64().unwrap() > 0.01);
+}
