@@ -1,5 +1,6 @@
-//! pathwise: the binary's library half — the glue that puts the protocol engines on a driver
-//! (today the simulator), the demo, and the benchmarks. `main.rs` is only the command line.
+//! pathwise: the binary's library half — the glue that puts the protocol engines on their drivers
+//! (the simulator, Linux sockets), the daemon and gateways, the demo, the management channel and
+//! the benchmarks. `main.rs` is only the command line.
 #![warn(missing_docs)]
 
 pub mod bench;

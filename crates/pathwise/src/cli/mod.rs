@@ -10,7 +10,7 @@ pub mod rsvp;
 
 use clap::{Parser, Subcommand};
 
-/// Path-aware network control services: RSVP, and more to come.
+/// Path-aware network control services: RSVP, GIST, a locality oracle and protocol boosters.
 #[derive(Debug, Parser)]
 #[command(name = "pathwise", version, about)]
 pub struct Cli {
@@ -22,8 +22,8 @@ pub struct Cli {
 /// The command groups.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run RSVP across the KOM testbed in simulation and show the reservations (no root, no
-    /// config needed).
+    /// Simulated demos, no root or config needed: RSVP across the KOM testbed, a GIST ping across
+    /// the thesis testbed, the oracle ranking a query on the seed network.
     Demo(demo::Args),
     /// Protocol boosters: run a gateway, and show, insert, remove boosters and read counters
     /// on a running one.
