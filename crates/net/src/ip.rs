@@ -131,21 +131,8 @@ pub fn build_ipv4_header(spec: &Ipv4HeaderSpec, out: &mut [u8; 24]) -> Option<us
     Some(hlen)
 }
 
-/// The Internet checksum (RFC 1071) of `bytes`.
-pub fn ipv4_checksum(bytes: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    let mut chunks = bytes.chunks_exact(2);
-    for c in &mut chunks {
-        sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        sum += u32::from(*last) << 8;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
+/// The Internet checksum (RFC 1071), as every pathwise codec computes it.
+pub use pathwise_core::wire::internet_checksum as ipv4_checksum;
 
 /// The facts [`parse_ipv4`] extracts from a received IPv4 packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -145,13 +145,6 @@ fn reserved_bps(f: &FlowSpec) -> u64 {
     (f64::from(f.reserved_rate()) * 8.0).ceil() as u64
 }
 
-fn max_packet(f: &FlowSpec) -> u32 {
-    match f {
-        FlowSpec::ControlledLoad(t) => t.max_packet,
-        FlowSpec::Guaranteed { tspec, .. } => tspec.max_packet,
-    }
-}
-
 impl<R: TcRunner> HtbTrafficControl<R> {
     /// Take over `interfaces`: remove a root qdisc a previous run left, install ours.
     pub fn new(runner: R, interfaces: impl IntoIterator<Item = (IfIndex, HtbInterface)>) -> Self {
@@ -277,7 +270,7 @@ impl<R: TcRunner> HtbTrafficControl<R> {
             .ifaces
             .get(&ifindex)
             .ok_or(AdmissionError::UnknownInterface)?;
-        if max_packet(req.flowspec) > i.cfg.mtu {
+        if req.flowspec.max_packet() > i.cfg.mtu {
             return Err(AdmissionError::MtuTooBig);
         }
         let want = reserved_bps(req.flowspec);

@@ -8,7 +8,7 @@
 //! it started and deletes the namespaces, which removes their devices and routes.
 
 use anyhow::{Context as _, bail};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -278,9 +278,4 @@ pub fn wait_for<T>(
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// Whether `path` exists (a daemon's socket appeared).
-pub fn exists(path: &Path) -> bool {
-    path.exists()
 }

@@ -68,15 +68,11 @@ fn installed_kbps(lab: &Lab, i: usize) -> f64 {
         .sum()
 }
 
-fn setup_reservation(lab: &Lab, kbit: u32) -> anyhow::Result<()> {
-    setup_reservation_for(lab, kbit, "udp")
-}
-
-/// H1 sends to H2 port 5001 (`proto`), H2 reserves `kbit` for it (FF), and waits until the
+/// H1 sends to H2 UDP port 5001, H2 reserves `kbit` for it (FF), and waits until the
 /// reservation has reached H1.
-fn setup_reservation_for(lab: &Lab, kbit: u32, proto: &str) -> anyhow::Result<()> {
+fn setup_reservation(lab: &Lab, kbit: u32) -> anyhow::Result<()> {
     let rate = format!("{kbit}kbit");
-    let session = ["--dest", RECEIVER, "--port", "5001", "--proto", proto];
+    let session = ["--dest", RECEIVER, "--port", "5001"];
     let mut add = vec!["sender", "add", "--src", SENDER, "--rate", &rate];
     add.extend_from_slice(&session);
     cli(lab, H1, &add)?;
@@ -372,6 +368,17 @@ fn flow_under_flood(lab: &mut Lab, round: &str) -> anyhow::Result<f64> {
     received_bps(&report)
 }
 
+/// The median of three rounds: one round's figure depends on how the flood's bursts happen to
+/// line up with the flow's packets in the drop-tail queue.
+fn median_of_three(lab: &mut Lab, round: &str) -> anyhow::Result<f64> {
+    let mut v = Vec::new();
+    for i in 0..3 {
+        v.push(flow_under_flood(lab, &format!("{round}-{i}"))?);
+    }
+    v.sort_by(f64::total_cmp);
+    Ok(v[1])
+}
+
 #[test]
 fn a_reserved_flow_keeps_its_rate_under_a_flood() -> anyhow::Result<()> {
     if skip(
@@ -385,13 +392,13 @@ fn a_reserved_flow_keeps_its_rate_under_a_flood() -> anyhow::Result<()> {
     lab.spawn("iperf-flow", H2, &["iperf3", "-s", "-p", "5001"])?;
     lab.spawn("iperf-flood", H2, &["iperf3", "-s", "-p", "5202"])?;
     std::thread::sleep(Duration::from_millis(500));
-    let without = flow_under_flood(&mut lab, "without")?;
+    let without = median_of_three(&mut lab, "without")?;
     setup_reservation(&lab, 4000)?;
-    let with = flow_under_flood(&mut lab, "with")?;
+    let with = median_of_three(&mut lab, "with")?;
     // The reservation survived the flood: signaling has its own class.
     assert_eq!(installed_kbps(&lab, R2), 4000.0);
     println!(
-        "4 Mbit/s UDP flow under a 40 Mbit/s UDP flood: {:.2} Mbit/s without, {:.2} Mbit/s with the reservation",
+        "4 Mbit/s UDP flow under a 40 Mbit/s UDP flood (median of 3): {:.2} Mbit/s without, {:.2} Mbit/s with the reservation",
         without / 1e6,
         with / 1e6
     );

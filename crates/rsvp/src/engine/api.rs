@@ -137,15 +137,15 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         };
         let oifs = self.route_oifs(&session, sender.src(), None);
-        self.path_changed(now, id, oifs, changed);
-        self.flush_pending(now);
+        self.path_changed(id, oifs, changed);
+        self.flush_pending();
         Ok(())
     }
 
     /// Withdraw a local sender: PathTear goes downstream and its state is removed.
     pub fn unregister_sender(
         &mut self,
-        now: Instant,
+        _now: Instant,
         session: Session,
         sender: FilterSpec,
     ) -> Result<(), ApiError> {
@@ -154,9 +154,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .find_psb(sid, &sender)
             .filter(|&id| self.psbs[id].phop.is_none())
             .ok_or(ApiError::Unknown)?;
-        self.remove_psb(now, id, true);
-        self.after_path_removal(now, sid);
-        self.flush_pending(now);
+        self.remove_psb(id, true);
+        self.after_path_removal(sid);
+        self.flush_pending();
         Ok(())
     }
 
@@ -232,12 +232,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 released: false,
             });
         }
-        self.flush_pending(now);
+        self.flush_pending();
         Ok(())
     }
 
     /// Withdraw this receiver's reservation for the session (ResvTear goes upstream).
-    pub fn release(&mut self, now: Instant, session: Session) -> Result<(), ApiError> {
+    pub fn release(&mut self, _now: Instant, session: Session) -> Result<(), ApiError> {
         let sid = self.find_session(&session).ok_or(ApiError::Unknown)?;
         let locals: SmallVec<[RsbId; 2]> = self
             .rsbs_of(sid)
@@ -249,16 +249,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
         for r in locals {
             self.remove_rsb(r);
         }
-        self.update_reservations(now, sid);
-        self.flush_pending(now);
+        self.update_reservations(sid);
+        self.flush_pending();
         Ok(())
     }
 
     /// Run the re-merges that were deferred while processing an input.
-    pub(super) fn flush_pending(&mut self, now: Instant) {
+    pub(super) fn flush_pending(&mut self) {
         while let Some(sid) = self.pending_updates.pop() {
             if self.sessions.contains(sid) {
-                self.update_reservations(now, sid);
+                self.update_reservations(sid);
             }
         }
     }

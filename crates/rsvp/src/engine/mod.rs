@@ -340,7 +340,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .collect();
         for &id in &expired {
             self.counters.path_timeouts += 1;
-            self.remove_psb(now, id, true);
+            self.remove_psb(id, true);
         }
         if self.sessions[sid].psbs.is_none() {
             self.remove_session(sid);
@@ -367,27 +367,27 @@ impl<T: TrafficControl> RsvpEngine<T> {
             self.psbs[p].blockade = None;
         }
         if !expired.is_empty() || !stale.is_empty() || !lapsed.is_empty() {
-            self.update_reservations(now, sid);
+            self.update_reservations(sid);
         }
         if self.sessions[sid].repair_at <= now {
             self.sessions[sid].repair_at = Instant::MAX;
-            self.local_repair(now, sid);
+            self.local_repair(sid);
         }
         if self.sessions[sid].refresh_at <= now {
-            self.refresh_session(now, sid);
+            self.refresh_session(sid);
             self.sessions[sid].refresh_at = now + self.refresh_interval();
         }
         self.schedule_session(sid);
     }
 
     /// Send every Path and Resv of a session again (RFC 2205 §3.7 refresh).
-    fn refresh_session(&mut self, now: Instant, sid: SessionId) {
+    fn refresh_session(&mut self, sid: SessionId) {
         let psbs: SmallVec<[PsbId; 4]> = self.psbs_of(sid).collect();
         for id in psbs {
             let oifs = self.psbs[id].oifs.clone();
             self.send_path(id, &oifs);
         }
-        self.refresh_upstream(now, sid, true);
+        self.refresh_upstream(sid, true);
     }
 
     fn dispatch(&mut self, now: Instant, rx: &Received<'_>) {
@@ -402,10 +402,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.counters.count_in(msg.msg_type());
         match msg {
             Message::Path(p) => self.on_path(now, rx, &hdr, p),
-            Message::PathTear(t) => self.on_path_tear(now, rx, t),
+            Message::PathTear(t) => self.on_path_tear(t),
             Message::PathErr(e) => self.on_path_err(e),
             Message::Resv(r) => self.on_resv(now, rx, r),
-            Message::ResvTear(t) => self.on_resv_tear(now, rx, t),
+            Message::ResvTear(t) => self.on_resv_tear(rx, t),
             Message::ResvErr(e) => self.on_resv_err(now, e),
             Message::ResvConf(c) => self.on_resv_conf(rx, c),
         }
@@ -451,19 +451,19 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
             return;
         }
         self.dispatch(now, &dgram);
-        self.flush_pending(now);
+        self.flush_pending();
     }
 
     fn handle_timeout(&mut self, now: Instant) {
         while let Some((_, sid)) = self.timers.expire(now) {
             self.on_session_timer(now, sid);
         }
-        self.flush_pending(now);
+        self.flush_pending();
     }
 
     fn handle_route_change(&mut self, now: Instant, change: RouteChange) {
         self.on_route_change(now, change);
-        self.flush_pending(now);
+        self.flush_pending();
     }
 
     fn poll_transmit(&mut self) -> Option<Transmit> {

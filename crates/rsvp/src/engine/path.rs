@@ -222,18 +222,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         };
         let oifs = self.route_oifs(&p.session, template.src(), Some(rx.ifindex));
-        self.path_changed(now, id, oifs, changed);
+        self.path_changed(id, oifs, changed);
     }
 
     /// Bring a PSB's outgoing interfaces up to date, and if anything changed, forward the Path
     /// at once (RFC 2209 "Path_Refresh_Needed"), tell local receivers, and update reservations.
-    pub(super) fn path_changed(
-        &mut self,
-        now: Instant,
-        id: PsbId,
-        oifs: SmallVec<[Oi; 1]>,
-        changed: bool,
-    ) {
+    pub(super) fn path_changed(&mut self, id: PsbId, oifs: SmallVec<[Oi; 1]>, changed: bool) {
         let old = std::mem::replace(&mut self.psbs[id].oifs, oifs.clone());
         let removed: SmallVec<[Oi; 1]> =
             old.iter().copied().filter(|o| !oifs.contains(o)).collect();
@@ -256,7 +250,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     adspec: p.adspec.map(|a| Box::new(self.adspecs.get(a).clone())),
                 });
             }
-            self.update_reservations(now, sid);
+            self.update_reservations(sid);
         }
         self.schedule_session(sid);
     }
@@ -271,7 +265,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// RFC 2209 §3 "PATHTEAR MESSAGE ARRIVES": only the previous hop that installed the state
     /// may tear it (a PathTear from a hop we no longer route through is stale).
-    pub(super) fn on_path_tear(&mut self, now: Instant, _rx: &Received<'_>, t: PathTear) {
+    pub(super) fn on_path_tear(&mut self, t: PathTear) {
         let Some(sid) = self.find_session(&t.session) else {
             self.drop_msg("unknown_session");
             return;
@@ -290,9 +284,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             return;
         }
         for id in targets {
-            self.remove_psb(now, id, true);
+            self.remove_psb(id, true);
         }
-        self.after_path_removal(now, sid);
+        self.after_path_removal(sid);
     }
 
     /// RFC 2209 §3 "PATHERR MESSAGE ARRIVES": pass it towards the sender, unchanged.
@@ -327,7 +321,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// Delete a PSB and its relations; with `tear`, send PathTear downstream first.
-    pub(super) fn remove_psb(&mut self, _now: Instant, id: PsbId, tear: bool) {
+    pub(super) fn remove_psb(&mut self, id: PsbId, tear: bool) {
         let oifs = self.psbs[id].oifs.clone();
         if tear {
             self.send_path_tear(id, &oifs);
@@ -376,7 +370,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// Free a PSB that is on no list any more, releasing what it shares.
     fn free_psb(&mut self, id: PsbId) {
         let p = self.psbs.remove(id);
-        for r in [p.sent].into_iter().flatten() {
+        if let Some(r) = p.sent {
             self.flowspecs.release(r);
         }
         if let Some(a) = p.adspec {
@@ -389,11 +383,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// After path state went: drop the session if nothing is left, else re-merge reservations.
-    pub(super) fn after_path_removal(&mut self, now: Instant, sid: SessionId) {
+    pub(super) fn after_path_removal(&mut self, sid: SessionId) {
         if self.sessions[sid].psbs.is_none() {
             self.remove_session(sid);
         } else {
-            self.update_reservations(now, sid);
+            self.update_reservations(sid);
         }
     }
 

@@ -290,7 +290,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.apply_reservations(sid);
             }
         }
-        self.refresh_upstream(now, sid, false);
+        self.refresh_upstream(sid, false);
         errors
     }
 
@@ -543,7 +543,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// Re-merge after any change of path or reservation state: installed reservations, the
     /// requests to previous hops, and what local senders are told.
-    pub(super) fn update_reservations(&mut self, now: Instant, sid: SessionId) {
+    pub(super) fn update_reservations(&mut self, sid: SessionId) {
         for f in self.apply_reservations(sid) {
             // Path changes moved a reservation somewhere it does not fit: the requests that fed
             // it learn by ResvErr; the reservation stays off until they change or go.
@@ -572,7 +572,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 );
             }
         }
-        self.refresh_upstream(now, sid, false);
+        self.refresh_upstream(sid, false);
     }
 
     /// What this node asks, for each of `senders`, of the previous hop they share (`None`: local
@@ -711,7 +711,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// Send each previous hop the merged request for its senders when it changed (or always,
     /// on refresh); tear requests that vanished; answer or forward confirmations; tell local
     /// senders about their reservations.
-    pub(super) fn refresh_upstream(&mut self, _now: Instant, sid: SessionId, force: bool) {
+    pub(super) fn refresh_upstream(&mut self, sid: SessionId, force: bool) {
         let mut groups: SendersByHop = SmallVec::new();
         for p in self.psbs_of(sid) {
             let ph = self.psbs[p].phop;
@@ -922,7 +922,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// RFC 2209 §3 "RESVTEAR MESSAGE ARRIVES".
-    pub(super) fn on_resv_tear(&mut self, now: Instant, rx: &Received<'_>, t: ResvTear) {
+    pub(super) fn on_resv_tear(&mut self, rx: &Received<'_>, t: ResvTear) {
         let oi = self.resv_oi(&t.hop, rx);
         let Some(sid) = self.find_session(&t.session) else {
             self.drop_msg("unknown_session");
@@ -932,7 +932,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             self.drop_msg("no_matching_resv_state");
             return;
         }
-        self.update_reservations(now, sid);
+        self.update_reservations(sid);
     }
 
     /// Delete the RSBs of one next hop that a teardown names; returns how many it named.
@@ -1040,7 +1040,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
         if qe.is_some() {
             self.schedule_session(sid);
-            self.refresh_upstream(now, sid, false);
+            self.refresh_upstream(sid, false);
         }
     }
 

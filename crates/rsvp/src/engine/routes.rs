@@ -75,7 +75,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// Local repair (RFC 2205 §3.6): re-route every sender of the session; where the route
     /// moved, Path goes out on the new branch at once, and the reservations follow.
-    pub(super) fn local_repair(&mut self, now: Instant, sid: SessionId) {
+    pub(super) fn local_repair(&mut self, sid: SessionId) {
         let session = self.sessions[sid].key;
         let psbs: SmallVec<[_; 4]> = self.psbs_of(sid).collect();
         let mut repaired = false;
@@ -84,7 +84,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let oifs = self.route_oifs(&session, p.sender.src(), p.iif);
             if oifs != p.oifs {
                 repaired = true;
-                self.path_changed(now, id, oifs, false);
+                self.path_changed(id, oifs, false);
             }
         }
         if repaired {

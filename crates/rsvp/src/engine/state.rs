@@ -287,25 +287,6 @@ pub struct RequestFlow {
     pub filter: Option<FilterSpec>,
 }
 
-/// Flatten flow descriptors into one entry per (flowspec, sender).
-pub fn flatten(flows: &[FlowDescriptor]) -> SmallVec<[RequestFlow; 2]> {
-    let mut out = SmallVec::new();
-    for d in flows {
-        let Some(flowspec) = d.flowspec else { continue };
-        if d.filters.is_empty() {
-            out.push(RequestFlow {
-                flowspec,
-                filter: None,
-            });
-        }
-        out.extend(d.filters.iter().map(|f| RequestFlow {
-            flowspec,
-            filter: Some(*f),
-        }));
-    }
-    out
-}
-
 /// Back to flow descriptors of `style`: one per entry for FF, one shared otherwise.
 pub fn descriptors(style: StyleKind, flows: &[RequestFlow]) -> Vec<FlowDescriptor> {
     match style {
@@ -378,6 +359,25 @@ mod tests {
             },
             &s
         ));
+    }
+
+    /// Flatten flow descriptors (the inverse of [`descriptors`]) into one entry per (flowspec, sender).
+    fn flatten(flows: &[FlowDescriptor]) -> SmallVec<[RequestFlow; 2]> {
+        let mut out = SmallVec::new();
+        for d in flows {
+            let Some(flowspec) = d.flowspec else { continue };
+            if d.filters.is_empty() {
+                out.push(RequestFlow {
+                    flowspec,
+                    filter: None,
+                });
+            }
+            out.extend(d.filters.iter().map(|f| RequestFlow {
+                flowspec,
+                filter: Some(*f),
+            }));
+        }
+        out
     }
 
     #[test]

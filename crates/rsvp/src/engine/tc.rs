@@ -135,7 +135,7 @@ impl MemoryTrafficControl {
             .get(&ifindex)
             .ok_or(AdmissionError::UnknownInterface)?;
         let rate = f64::from(req.flowspec.reserved_rate());
-        if max_packet(req.flowspec) > iface.mtu {
+        if req.flowspec.max_packet() > iface.mtu {
             return Err(AdmissionError::MtuTooBig);
         }
         // A small epsilon keeps float rounding from refusing an exact fit.
@@ -143,13 +143,6 @@ impl MemoryTrafficControl {
             return Err(AdmissionError::BandwidthUnavailable);
         }
         Ok(rate)
-    }
-}
-
-fn max_packet(f: &FlowSpec) -> u32 {
-    match f {
-        FlowSpec::ControlledLoad(t) => t.max_packet,
-        FlowSpec::Guaranteed { tspec, .. } => tspec.max_packet,
     }
 }
 

@@ -52,6 +52,15 @@ pub enum FlowSpec {
 }
 
 impl FlowSpec {
+    /// The largest packet the reservation covers (the TSpec's M), bytes: admission compares it
+    /// with the interface MTU (RFC 2205 App. B, error 01/3).
+    pub fn max_packet(&self) -> u32 {
+        match self {
+            FlowSpec::ControlledLoad(t) => t.max_packet,
+            FlowSpec::Guaranteed { tspec, .. } => tspec.max_packet,
+        }
+    }
+
     /// The bandwidth to reserve, in bytes per second: the token rate for Controlled-Load, the
     /// RSpec rate for Guaranteed.
     pub fn reserved_rate(&self) -> f32 {
