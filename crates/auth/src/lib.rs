@@ -13,6 +13,11 @@
 //!   increasing per key and across restarts.
 //! * [`ReplayWindow`] and [`ReplayTable`]: receive-side replay and reordering handling per
 //!   (sender, key id) as RFC 2747 §4.2 describes.
+//! * [`integrity`]: the per-interface [`Policy`] (off / accept / require), the [`Receiver`] that
+//!   checks a received message before anything acts on it (key, replay window, digest, and the
+//!   §4.3 challenge/response that establishes a window safely), and the [`Sender`] that picks
+//!   the send key and its next sequence number. A protocol codec supplies the object's fields
+//!   and the bytes as digested.
 //!
 //! Everything here is pure: no sockets, no threads and no clock reads. Wall-clock time is passed
 //! in as seconds since the Unix epoch.
@@ -21,12 +26,14 @@
 #![forbid(unsafe_code)]
 
 mod algorithm;
+pub mod integrity;
 mod key;
 mod keyfile;
 mod replay;
 mod seq;
 
 pub use algorithm::{Algorithm, DigestBytes, MAX_DIGEST_LEN, UnknownAlgorithm, digest, verify};
+pub use integrity::{Accepted, Mode, Policy, Presented, Receiver, Reject, Sender};
 pub use key::{DuplicateKeyId, InvalidKey, Key, KeyChain, KeyError, Lifetime, MAX_KEY_ID};
 pub use keyfile::{KeyFileError, load_key_file, parse_key_file};
 pub use replay::{REPLAY_WINDOW, ReplayOutcome, ReplayTable, ReplayWindow};

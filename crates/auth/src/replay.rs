@@ -148,6 +148,11 @@ impl<A: Eq + Hash + Clone> ReplayTable<A> {
         self.windows.retain(|(_, id), _| *id != key_id);
     }
 
+    /// Forgets every window of `sender`.
+    pub fn forget_sender(&mut self, sender: &A) {
+        self.windows.retain(|(a, _), _| a != sender);
+    }
+
     /// Number of (sender, key id) pairs tracked.
     pub fn len(&self) -> usize {
         self.windows.len()

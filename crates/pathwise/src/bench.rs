@@ -62,6 +62,7 @@ fn transit_engine(fuzzy: bool, expected_sessions: usize) -> RsvpEngine {
         reservable_bps: 100_000_000_000,
         mtu: 1500,
         latency: Duration::from_micros(100),
+        integrity: Default::default(),
     };
     let mut cfg = Config {
         interfaces: vec![

@@ -1,13 +1,17 @@
 //! RSVP engines on the simulator: one [`RsvpEngine`] per node, configured from what the
 //! simulator says about the node's interfaces.
 
+use pathwise_auth::Policy;
 use pathwise_core::time::Duration;
 use pathwise_rsvp::{Config, InterfaceConfig, RsvpEngine};
-use pathwise_sim::{NodeSetup, Sim, SimConfig, Topology};
+use pathwise_sim::{InterfaceSetup, NodeSetup, Sim, SimConfig, Topology};
 
-/// The engine configuration for a simulated node: its interfaces, addresses and seed, with
-/// everything else from `base`.
-pub fn node_config(setup: &NodeSetup, base: &Config) -> Config {
+/// Picks the integrity policy of each simulated interface.
+pub type IntegrityFn = dyn Fn(&NodeSetup, &InterfaceSetup) -> Policy + Send + Sync;
+
+/// The engine configuration for a simulated node: its interfaces, addresses and seed, the
+/// integrity policy `integrity` picks per interface, and everything else from `base`.
+pub fn node_config(setup: &NodeSetup, base: &Config, integrity: &IntegrityFn) -> Config {
     Config {
         seed: setup.seed,
         interfaces: setup
@@ -20,6 +24,7 @@ pub fn node_config(setup: &NodeSetup, base: &Config) -> Config {
                 reservable_bps: i.reservable_bps,
                 mtu: i.mtu,
                 latency: i.latency,
+                integrity: integrity(setup, i),
             })
             .collect(),
         local_addrs: setup.loopbacks().iter().map(|n| n.addr()).collect(),
@@ -29,9 +34,19 @@ pub fn node_config(setup: &NodeSetup, base: &Config) -> Config {
 
 /// A simulation of `topology` with an RSVP engine on every node.
 pub fn rsvp_sim(topology: Topology, sim: SimConfig, base: Config) -> Sim<RsvpEngine> {
+    rsvp_sim_with(topology, sim, base, Box::new(|_, _| Policy::default()))
+}
+
+/// [`rsvp_sim`] with message integrity configured per interface by `integrity`.
+pub fn rsvp_sim_with(
+    topology: Topology,
+    sim: SimConfig,
+    base: Config,
+    integrity: Box<IntegrityFn>,
+) -> Sim<RsvpEngine> {
     Sim::new(topology, sim, move |setup: &NodeSetup| {
         Some(RsvpEngine::with_memory_tc(
-            node_config(setup, &base),
+            node_config(setup, &base, &*integrity),
             pathwise_core::time::Instant::ZERO,
         ))
     })

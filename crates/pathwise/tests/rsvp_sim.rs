@@ -1,48 +1,15 @@
 //! RSVP end to end in simulation (issue: "Foundation + RSVP"): reservations on the KOM testbed,
 //! style merging, teardown, crashes, loss, admission failure, local repair, determinism.
 
+mod common;
+
+use common::rsvp::*;
 use pathwise::rsvp_sim::{Receiver, Scenario, rsvp_sim, sim_engine_config};
 use pathwise_core::time::{Duration, Instant};
-use pathwise_rsvp::wire::{FilterSpec, FlowSpec, SenderTspec, Session, StyleKind, TokenBucket};
+use pathwise_rsvp::wire::{FlowSpec, Session, StyleKind};
 use pathwise_rsvp::{Config, Event};
 use pathwise_sim::{LinkParams, NodeId, SimConfig, Topology, testbeds};
 use std::net::IpAddr;
-
-fn tb(kbps: f32) -> TokenBucket {
-    TokenBucket {
-        rate: kbps * 125.0,
-        bucket: 4000.0,
-        peak: f32::INFINITY,
-        min_policed: 64,
-        max_packet: 1500,
-    }
-}
-
-fn cl(kbps: f32) -> FlowSpec {
-    FlowSpec::ControlledLoad(tb(kbps))
-}
-
-fn filter(addr: IpAddr, port: u16) -> FilterSpec {
-    match addr {
-        IpAddr::V4(a) => FilterSpec::V4 {
-            src: a,
-            src_port: port,
-        },
-        IpAddr::V6(a) => FilterSpec::V6 {
-            src: a,
-            src_port: port,
-        },
-    }
-}
-
-fn udp(dest: IpAddr, port: u16) -> Session {
-    Session {
-        dest,
-        protocol_id: 17,
-        flags: 0,
-        dst_port: port,
-    }
-}
 
 const R: Duration = Duration::from_secs(3);
 
@@ -52,49 +19,6 @@ fn kom(seed: u64) -> Scenario {
         SimConfig::seeded(seed),
         sim_engine_config(R),
     ))
-}
-
-fn node(sc: &Scenario, name: &str) -> NodeId {
-    sc.sim
-        .node(name)
-        .unwrap_or_else(|| panic!("no node {name}"))
-}
-
-fn v4(sc: &Scenario, n: NodeId) -> IpAddr {
-    sc.sim.topology().loopbacks(n)[0]
-}
-
-fn register(
-    sc: &mut Scenario,
-    at: Instant,
-    n: NodeId,
-    session: Session,
-    sender: FilterSpec,
-    kbps: f32,
-) {
-    sc.sim.schedule_call(at, n, move |e, now| {
-        e.register_sender(now, session, sender, SenderTspec(tb(kbps)))
-            .unwrap()
-    });
-}
-
-/// Register `n`'s IPv4 address, port `port`, as a sender.
-fn register_v4(sc: &mut Scenario, at: Instant, n: NodeId, session: Session, port: u16, kbps: f32) {
-    let sender = filter(v4(sc, n), port);
-    register(sc, at, n, session, sender, kbps);
-}
-
-/// Reserved rate (kbit/s) installed for `session` on `n`, summed over its interfaces.
-fn installed_kbps(sc: &Scenario, n: NodeId, session: &Session) -> f64 {
-    sc.sim
-        .engine(n)
-        .and_then(|e| e.session(session))
-        .map_or(0.0, |s| {
-            s.installed
-                .iter()
-                .map(|i| f64::from(i.flowspec.reserved_rate()) / 125.0)
-                .sum()
-        })
 }
 
 fn all_idle(sc: &Scenario) -> bool {

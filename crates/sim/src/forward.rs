@@ -383,7 +383,7 @@ impl<E: Engine> Sim<E> {
         if !self.config.trace {
             return;
         }
-        self.trace.push(PacketRecord {
+        let record = PacketRecord {
             time: self.now,
             from: hop.from,
             from_ifindex: hop.from_ifindex,
@@ -394,7 +394,15 @@ impl<E: Engine> Sim<E> {
             ttl: pkt.ttl,
             len: len_of(pkt) as u32,
             outcome,
-        });
+        };
+        self.trace.push(record);
+        if self.config.capture {
+            self.captures.push(crate::Captured {
+                record,
+                transport: pkt.transport,
+                payload: pkt.payload.clone(),
+            });
+        }
     }
 
     fn count_node_drop(&mut self, v: NodeId, reason: DropReason) {

@@ -127,7 +127,7 @@ pub use forward::{LOOPBACK_IFINDEX, ip_len};
 pub use link::{Direction, LinkParams};
 pub use setup::{EventRecord, InterfaceSetup, NodeSetup, SimConfig};
 pub use sim::Sim;
-pub use stats::{DropReason, Drops, LinkStats, NodeStats, Outcome, PacketRecord};
+pub use stats::{Captured, DropReason, Drops, LinkStats, NodeStats, Outcome, PacketRecord};
 pub use topology::{
     EndSpec, Interface, Link, LinkId, LinkSpec, Node, NodeId, NodeRole, NodeSpec, Topology,
     TopologyBuilder, TopologyError,

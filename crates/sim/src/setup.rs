@@ -15,6 +15,9 @@ pub struct SimConfig {
     pub seed: u64,
     /// Record a [`crate::PacketRecord`] per packet per hop (see [`Sim::trace`]).
     pub trace: bool,
+    /// Also keep each traced packet's transport and payload (see [`Sim::captures`]): what an
+    /// eavesdropper on the links would have, for replay tests.
+    pub capture: bool,
     /// Routing convergence delay: time from a topology change (link, cost, node, membership)
     /// to the new routes being installed and pushed to engines.
     pub routing_delay: Duration,
@@ -32,6 +35,13 @@ impl SimConfig {
     /// Turn the packet trace on.
     pub fn with_trace(mut self) -> Self {
         self.trace = true;
+        self
+    }
+
+    /// Turn the packet trace on, keeping payloads too.
+    pub fn with_capture(mut self) -> Self {
+        self.trace = true;
+        self.capture = true;
         self
     }
 

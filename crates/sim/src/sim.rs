@@ -117,6 +117,7 @@ pub struct Sim<E: Engine> {
     pub(crate) recompute_at: Option<Instant>,
     pub(crate) events: Vec<EventRecord<E::Event>>,
     pub(crate) trace: Vec<PacketRecord>,
+    pub(crate) captures: Vec<crate::Captured>,
     pub(crate) drops: Drops,
     pub(crate) changes: Vec<RouteChange>,
     pub(crate) mtables: Vec<MulticastTable>,
@@ -174,6 +175,7 @@ impl<E: Engine> Sim<E> {
             recompute_at: None,
             events: Vec::new(),
             trace: Vec::new(),
+            captures: Vec::new(),
             drops: Drops::default(),
             changes: Vec::new(),
         };
@@ -345,6 +347,11 @@ impl<E: Engine> Sim<E> {
     /// The packet trace (empty unless [`SimConfig::trace`]).
     pub fn trace(&self) -> &[PacketRecord] {
         &self.trace
+    }
+
+    /// Packets with their payloads (empty unless [`SimConfig::capture`]), in trace order.
+    pub fn captures(&self) -> &[crate::Captured] {
+        &self.captures
     }
 
     /// Take the packet trace.

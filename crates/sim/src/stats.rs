@@ -147,6 +147,17 @@ pub enum Outcome {
     Dropped(DropReason),
 }
 
+/// A traced packet with its contents ([`crate::SimConfig::capture`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Captured {
+    /// Where and when it was seen.
+    pub record: PacketRecord,
+    /// The transport above IP.
+    pub transport: pathwise_core::io::Transport,
+    /// The transport payload.
+    pub payload: Vec<u8>,
+}
+
 /// One packet crossing (or failing to cross) one hop; recorded when
 /// [`crate::SimConfig::trace`] is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -18,8 +18,14 @@
 //! name = "eth0"
 //! bandwidth = "10Mbit"
 //! reservable = "8Mbit"                      # default: all of it
+//! integrity = { mode = "require", key_file = "/etc/pathwise/eth0.keys" }   # RFC 2747
 //! ```
+//!
+//! The integrity section is described in [`integrity`].
 
+pub mod integrity;
+
+pub use integrity::IntegritySection;
 use pathwise_core::units::{Bandwidth, TimeSpan};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -165,6 +171,8 @@ pub struct InterfaceSection {
     pub bandwidth: Bandwidth,
     /// What reservations may take (default: all of `bandwidth`).
     pub reservable: Option<Spanned<Bandwidth>>,
+    /// Message integrity (RFC 2747); absent means off.
+    pub integrity: Option<IntegritySection>,
 }
 
 /// A configuration error, located.
@@ -195,7 +203,29 @@ impl NodeConfig {
             field: "-".into(),
             message: e.to_string(),
         })?;
-        Self::parse(&file, &text)
+        let cfg = Self::parse(&file, &text)?;
+        let inline = cfg.rsvp.iter().flat_map(|r| &r.interfaces).any(|i| {
+            i.integrity
+                .as_ref()
+                .is_some_and(IntegritySection::has_inline_keys)
+        });
+        if inline {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(path).map_or(0, |m| m.permissions().mode() & 0o7777);
+            if mode & 0o077 != 0 {
+                return Err(ConfigError {
+                    file,
+                    line: 0,
+                    field: "rsvp.interface.integrity.keys".into(),
+                    message: format!(
+                        "the file holds keys but has mode {mode:04o}: it must not be \
+                         accessible by group or others (chmod 600), or move the keys to a \
+                         key_file"
+                    ),
+                });
+            }
+        }
+        Ok(cfg)
     }
 
     /// Parse and check the text of `file`.
@@ -222,6 +252,10 @@ impl NodeConfig {
                         &field("name"),
                         format!("interface {:?} listed twice", i.name.get_ref()),
                     ));
+                }
+                if let Some(integrity) = &i.integrity {
+                    let cx = integrity::Ctx { file, text };
+                    integrity.check(&cx, &field("integrity"))?;
                 }
                 if let Some(res) = &i.reservable
                     && res.get_ref().0 > i.bandwidth.0
@@ -271,6 +305,23 @@ impl NodeConfig {
         }
         cfg.source = (file.to_string(), text.to_string());
         Ok(cfg)
+    }
+
+    /// The integrity policy of the `n`th RSVP interface (off when it has no integrity
+    /// section); reads its key files.
+    pub fn integrity_policy(
+        &self,
+        n: usize,
+        iface: &InterfaceSection,
+    ) -> Result<pathwise_auth::Policy, ConfigError> {
+        let Some(section) = &iface.integrity else {
+            return Ok(pathwise_auth::Policy::default());
+        };
+        let cx = integrity::Ctx {
+            file: &self.source.0,
+            text: &self.source.1,
+        };
+        section.policy(&cx, &format!("rsvp.interface[{n}].integrity"))
     }
 
     /// An error about the value at `span`, found after parsing (e.g. against the running

@@ -101,7 +101,8 @@ impl RsvpService {
                 .reservable
                 .as_ref()
                 .map_or(i.bandwidth.0, |r| r.get_ref().0);
-            ifaces.push((k, i.bandwidth.0, reservable));
+            let integrity = node.integrity_policy(n, i)?;
+            ifaces.push((k, i.bandwidth.0, reservable, integrity));
         }
         let engine_cfg = Config {
             seed: pathwise_core::rand::random(),
@@ -116,25 +117,30 @@ impl RsvpService {
             },
             interfaces: ifaces
                 .iter()
-                .map(|(k, bw, res)| InterfaceConfig {
+                .map(|(k, bw, res, integrity)| InterfaceConfig {
                     ifindex: k.ifindex,
                     addrs: k.addrs.iter().map(|n| n.addr()).collect(),
                     bandwidth_bps: *bw,
                     reservable_bps: *res,
                     mtu: k.mtu,
                     latency: std::time::Duration::ZERO,
+                    integrity: integrity.clone(),
                 })
                 .collect(),
             local_addrs: kernel
                 .iter()
                 .flat_map(|k| k.addrs.iter().map(|n| n.addr()))
                 .collect(),
+            // The engine's clock starts at zero now; integrity needs wall-clock time.
+            wall_clock_at_zero: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
             ..Config::default()
         };
         let tc = match cfg.traffic_control {
             TrafficControlKind::Htb => DataPlane::Htb(HtbTrafficControl::new(
                 Command,
-                ifaces.iter().map(|(k, bw, res)| {
+                ifaces.iter().map(|(k, bw, res, _)| {
                     (
                         k.ifindex,
                         HtbInterface {
@@ -149,7 +155,7 @@ impl RsvpService {
             )),
             TrafficControlKind::Memory => {
                 let mut m = MemoryTrafficControl::new();
-                for (k, bw, res) in &ifaces {
+                for (k, bw, res, _) in &ifaces {
                     m.add_interface(
                         k.ifindex,
                         TcInterface {
@@ -185,7 +191,7 @@ impl RsvpService {
         let fib = FibMirror::open().context("opening rtnetlink")?;
         let interfaces = ifaces
             .iter()
-            .map(|(k, _, _)| (k.ifindex, k.name.clone()))
+            .map(|(k, ..)| (k.ifindex, k.name.clone()))
             .collect();
         let mut s = RsvpService {
             engine,

@@ -102,6 +102,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         sender: FilterSpec,
         tspec: SenderTspec,
     ) -> Result<(), ApiError> {
+        self.now = now;
         if !self.is_local(sender.src()) {
             return Err(ApiError::NotLocal(sender.src()));
         }
@@ -145,10 +146,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// Withdraw a local sender: PathTear goes downstream and its state is removed.
     pub fn unregister_sender(
         &mut self,
-        _now: Instant,
+        now: Instant,
         session: Session,
         sender: FilterSpec,
     ) -> Result<(), ApiError> {
+        self.now = now;
         let sid = self.find_session(&session).ok_or(ApiError::Unknown)?;
         let id = self
             .find_psb(sid, &sender)
@@ -172,6 +174,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         flows: Vec<FlowDescriptor>,
         confirm: bool,
     ) -> Result<(), ApiError> {
+        self.now = now;
         let sid = self.find_session(&session).ok_or(ApiError::NoPathState)?;
         if !self.psbs_of(sid).any(|p| self.psbs[p].oifs.contains(&None)) {
             return Err(ApiError::NoPathState);
@@ -237,7 +240,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// Withdraw this receiver's reservation for the session (ResvTear goes upstream).
-    pub fn release(&mut self, _now: Instant, session: Session) -> Result<(), ApiError> {
+    pub fn release(&mut self, now: Instant, session: Session) -> Result<(), ApiError> {
+        self.now = now;
         let sid = self.find_session(&session).ok_or(ApiError::Unknown)?;
         let locals: SmallVec<[RsbId; 2]> = self
             .rsbs_of(sid)

@@ -5,7 +5,7 @@ use crate::wire::MsgType;
 use std::collections::BTreeMap;
 
 /// Message types in counter order.
-pub const MSG_TYPES: [MsgType; 7] = [
+pub const MSG_TYPES: [MsgType; 9] = [
     MsgType::Path,
     MsgType::Resv,
     MsgType::PathErr,
@@ -13,6 +13,8 @@ pub const MSG_TYPES: [MsgType; 7] = [
     MsgType::PathTear,
     MsgType::ResvTear,
     MsgType::ResvConf,
+    MsgType::IntegrityChallenge,
+    MsgType::IntegrityResponse,
 ];
 
 fn slot(t: MsgType) -> Option<usize> {
@@ -23,9 +25,9 @@ fn slot(t: MsgType) -> Option<usize> {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
     /// Messages received, by type (order of [`MSG_TYPES`]).
-    pub rx: [u64; 7],
+    pub rx: [u64; MSG_TYPES.len()],
     /// Messages sent, by type.
-    pub tx: [u64; 7],
+    pub tx: [u64; MSG_TYPES.len()],
     /// Dropped messages by reason.
     pub drops: BTreeMap<&'static str, u64>,
     /// Path state blocks that timed out.
@@ -36,6 +38,8 @@ pub struct Counters {
     pub admission_failures: u64,
     /// Local repairs performed after route changes.
     pub local_repairs: u64,
+    /// Signing, verification and the integrity handshake (RFC 2747).
+    pub integrity: super::integrity::IntegrityCounters,
 }
 
 impl Counters {

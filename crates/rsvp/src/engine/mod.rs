@@ -12,6 +12,7 @@
 pub mod api;
 pub mod counters;
 pub mod inspect;
+pub mod integrity;
 pub mod intern;
 mod list;
 pub mod merge;
@@ -48,7 +49,7 @@ use std::hash::BuildHasher;
 use std::net::IpAddr;
 
 /// One local interface.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct InterfaceConfig {
     /// Its index.
     pub ifindex: IfIndex,
@@ -62,6 +63,8 @@ pub struct InterfaceConfig {
     pub mtu: u32,
     /// One-way latency of the attached link.
     pub latency: Duration,
+    /// Message integrity on this interface (RFC 2747): off, accept or require, with its keys.
+    pub integrity: pathwise_auth::Policy,
 }
 
 /// Engine configuration.
@@ -94,6 +97,10 @@ pub struct Config {
     /// Sessions to make room for up front (0: grow as needed). Saves rehashing and arena growth
     /// on a node that knows its load.
     pub expected_sessions: usize,
+    /// Unix time in seconds at the engine's `Instant` zero. Key lifetimes and RFC 2747
+    /// sequence numbers are wall-clock based; the engine reads no clock, so the driver says how
+    /// its instants map to wall-clock time.
+    pub wall_clock_at_zero: u64,
 }
 
 impl Default for Config {
@@ -111,6 +118,7 @@ impl Default for Config {
             interfaces: Vec::new(),
             local_addrs: Vec::new(),
             expected_sessions: 0,
+            wall_clock_at_zero: 0,
         }
     }
 }
@@ -149,6 +157,15 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     counters: Counters,
     /// Sessions to re-merge once the current input is processed.
     pending_updates: Vec<SessionId>,
+    /// The time of the input being processed.
+    now: Instant,
+    /// Replay windows and outstanding challenges (RFC 2747 §4.2, §4.3).
+    integrity_rx: pathwise_auth::Receiver,
+    /// Sequence numbers per sending key (RFC 2747 §3.2).
+    integrity_tx: pathwise_auth::Sender,
+    integrity_log: integrity::LogLimiter,
+    /// When a challenge last made us refresh towards an interface (wall-clock seconds).
+    challenge_refreshed: KeyedMap<IfIndex, u64>,
 }
 
 impl RsvpEngine<MemoryTrafficControl> {
@@ -195,6 +212,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
             flowspecs: Interner::new(&mut rng),
             hops: Interner::new(&mut rng),
             reported: keyed_map(&mut rng),
+            integrity_rx: pathwise_auth::Receiver::new(KeyedState::from_rng(&mut rng)),
+            integrity_tx: pathwise_auth::Sender::new(KeyedState::from_rng(&mut rng)),
+            integrity_log: integrity::LogLimiter::default(),
+            challenge_refreshed: keyed_map(&mut rng),
+            now,
             local,
             fib: Fib::new(),
             sessions: Arena::with_capacity(n),
@@ -408,6 +430,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
             Message::ResvTear(t) => self.on_resv_tear(rx, t),
             Message::ResvErr(e) => self.on_resv_err(now, e),
             Message::ResvConf(c) => self.on_resv_conf(rx, c),
+            // Consumed by `check_integrity` before parsing.
+            Message::IntegrityChallenge(_) | Message::IntegrityResponse(_) => {}
         }
     }
 
@@ -446,8 +470,13 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
     type Event = Event;
 
     fn handle_datagram(&mut self, now: Instant, dgram: Received<'_>) {
+        self.now = now;
         if dgram.transport != Transport::Raw(IPPROTO_RSVP) {
             self.drop_msg("not_rsvp");
+            return;
+        }
+        if !self.check_integrity(&dgram) {
+            self.flush_pending();
             return;
         }
         self.dispatch(now, &dgram);
@@ -455,6 +484,7 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
         while let Some((_, sid)) = self.timers.expire(now) {
             self.on_session_timer(now, sid);
         }
@@ -462,6 +492,7 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
     }
 
     fn handle_route_change(&mut self, now: Instant, change: RouteChange) {
+        self.now = now;
         self.on_route_change(now, change);
         self.flush_pending();
     }

@@ -9,11 +9,15 @@ use super::{RsvpEngine, TrafficControl};
 use crate::wire::error::error_code;
 use crate::wire::objects::class;
 use crate::wire::{
-    ErrorSpec, FlowDescriptor, Message, Path, PathErr, PathTear, ResvConf, ResvConfirm, ResvErr,
-    RsvpHop, SenderDescriptor, Session, Style, TimeValues,
+    ErrorSpec, FlowDescriptor, Message, MsgType, Path, PathErr, PathTear, ResvConf, ResvConfirm,
+    ResvErr, RsvpHop, SenderDescriptor, Session, Style, TimeValues,
 };
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Transmit, Transport};
 use std::net::IpAddr;
+
+/// The largest INTEGRITY object (HMAC-SHA-512), reserved in every send buffer so signing does
+/// not reallocate.
+const MAX_INTEGRITY_LEN: usize = 4 + 16 + pathwise_auth::MAX_DIGEST_LEN;
 
 impl<T: TrafficControl> RsvpEngine<T> {
     /// The source address for a message towards `like`: our address on `ifindex` (or, when
@@ -41,7 +45,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.cfg.interfaces.iter().any(|i| i.ifindex == ifindex)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Emit `msg`, sign it under the outgoing interface's integrity policy, and queue it.
     pub(super) fn transmit(
         &mut self,
         msg: &Message,
@@ -51,8 +55,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
         router_alert: bool,
         ttl: u8,
     ) {
-        let mut payload = Vec::with_capacity(msg.buffer_len());
+        let mut payload = Vec::with_capacity(msg.buffer_len() + MAX_INTEGRITY_LEN);
         msg.emit(ttl, &mut payload);
+        self.sign_outgoing(&mut payload, ifindex, dst, !router_alert);
         self.counters.count_out(msg.msg_type());
         self.transmits.push_back(Transmit {
             src,
@@ -61,6 +66,27 @@ impl<T: TrafficControl> RsvpEngine<T> {
             transport: Transport::Raw(IPPROTO_RSVP),
             router_alert,
             ttl,
+            payload,
+        });
+    }
+
+    /// Queue a ready payload to a neighbour (the integrity handshake, which signs its own).
+    pub(super) fn push_transmit(
+        &mut self,
+        t: MsgType,
+        payload: Vec<u8>,
+        src: IpAddr,
+        dst: IpAddr,
+        ifindex: IfIndex,
+    ) {
+        self.counters.count_out(t);
+        self.transmits.push_back(Transmit {
+            src: Some(src),
+            dst,
+            ifindex: Some(ifindex),
+            transport: Transport::Raw(IPPROTO_RSVP),
+            router_alert: false,
+            ttl: self.cfg.ttl,
             payload,
         });
     }

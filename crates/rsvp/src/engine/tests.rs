@@ -27,6 +27,7 @@ fn engine() -> RsvpEngine {
         reservable_bps: 8_000_000,
         mtu: 1500,
         latency: Duration::from_micros(50),
+        integrity: Default::default(),
     };
     let cfg = Config {
         interfaces: vec![iface(UP, [10, 0, 1, 2]), iface(DOWN, [10, 0, 2, 1])],

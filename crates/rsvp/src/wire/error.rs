@@ -233,6 +233,9 @@ pub enum ParseErrorKind {
         /// The STYLE as received.
         style: Style,
     },
+    /// An INTEGRITY object anywhere but first after the common header (RFC 2747 §3).
+    #[error("INTEGRITY object not directly after the common header")]
+    MisplacedIntegrity,
     /// A SENDER_TSPEC the IntServ rules reject (answered with error 21, value 4).
     #[error("bad Tspec: {0}")]
     BadTspec(IntServFault),
@@ -289,7 +292,8 @@ impl ParseErrorKind {
             | ParseErrorKind::MissingObject { .. }
             | ParseErrorKind::DuplicateObject { .. }
             | ParseErrorKind::UnexpectedObject { .. }
-            | ParseErrorKind::BadFlowDescriptor { .. } => None,
+            | ParseErrorKind::BadFlowDescriptor { .. }
+            | ParseErrorKind::MisplacedIntegrity => None,
         }
     }
 
@@ -311,6 +315,7 @@ impl ParseErrorKind {
             ParseErrorKind::UnexpectedObject { .. } => "unexpected_object",
             ParseErrorKind::BadFlowDescriptor { .. } => "bad_flow_descriptor",
             ParseErrorKind::UnknownStyle { .. } => "unknown_style",
+            ParseErrorKind::MisplacedIntegrity => "integrity_misplaced",
             ParseErrorKind::BadTspec(_) => "bad_tspec",
             ParseErrorKind::BadFlowspec(IntServFault::UnsupportedService(_)) => {
                 "unsupported_service"

@@ -44,7 +44,8 @@
 
 use super::intserv::{Adspec, FlowSpec, SenderTspec};
 use super::objects::{
-    ErrorSpec, FilterSpec, Opaque, ResvConfirm, RsvpHop, Scope, Session, Style, TimeValues,
+    Challenge, ErrorSpec, FilterSpec, Integrity, Opaque, ResvConfirm, RsvpHop, Scope, Session,
+    Style, TimeValues,
 };
 #[allow(unused_imports)] // for rustdoc links
 use super::{ParseError, ParseErrorKind};
@@ -55,7 +56,7 @@ mod parse;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod vectors;
+pub(crate) mod vectors;
 
 pub use header::Packet;
 
@@ -76,6 +77,10 @@ pub enum MsgType {
     ResvTear,
     /// ResvConf (7).
     ResvConf,
+    /// Integrity Challenge (25; RFC 2747 §2.3 with the number RFC 3097 assigned).
+    IntegrityChallenge,
+    /// Integrity Response (26; RFC 2747 §2.3, RFC 3097).
+    IntegrityResponse,
     /// Any other value.
     Unknown(u8),
 }
@@ -90,6 +95,8 @@ impl From<u8> for MsgType {
             5 => MsgType::PathTear,
             6 => MsgType::ResvTear,
             7 => MsgType::ResvConf,
+            25 => MsgType::IntegrityChallenge,
+            26 => MsgType::IntegrityResponse,
             other => MsgType::Unknown(other),
         }
     }
@@ -105,6 +112,8 @@ impl From<MsgType> for u8 {
             MsgType::PathTear => 5,
             MsgType::ResvTear => 6,
             MsgType::ResvConf => 7,
+            MsgType::IntegrityChallenge => 25,
+            MsgType::IntegrityResponse => 26,
             MsgType::Unknown(v) => v,
         }
     }
@@ -160,8 +169,8 @@ pub struct FlowDescriptor {
 /// Path (RFC 2205 §3.1.3).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Path {
-    /// INTEGRITY, carried opaquely.
-    pub integrity: Option<Opaque>,
+    /// INTEGRITY (RFC 2747), when the message was signed.
+    pub integrity: Option<Integrity>,
     /// SESSION.
     pub session: Session,
     /// RSVP_HOP: the previous hop.
@@ -179,8 +188,8 @@ pub struct Path {
 /// Resv (RFC 2205 §3.1.4).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resv {
-    /// INTEGRITY, carried opaquely.
-    pub integrity: Option<Opaque>,
+    /// INTEGRITY (RFC 2747), when the message was signed.
+    pub integrity: Option<Integrity>,
     /// SESSION.
     pub session: Session,
     /// RSVP_HOP: the next hop that sent it.
@@ -205,8 +214,8 @@ pub struct Resv {
 /// absent.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PathTear {
-    /// INTEGRITY, carried opaquely.
-    pub integrity: Option<Opaque>,
+    /// INTEGRITY (RFC 2747), when the message was signed.
+    pub integrity: Option<Integrity>,
     /// SESSION.
     pub session: Session,
     /// RSVP_HOP: the previous hop.
@@ -222,8 +231,8 @@ pub struct PathTear {
 /// ResvTear (RFC 2205 §3.1.6).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResvTear {
-    /// INTEGRITY, carried opaquely.
-    pub integrity: Option<Opaque>,
+    /// INTEGRITY (RFC 2747), when the message was signed.
+    pub integrity: Option<Integrity>,
     /// SESSION.
     pub session: Session,
     /// RSVP_HOP: the next hop.
@@ -241,8 +250,8 @@ pub struct ResvTear {
 /// PathErr (RFC 2205 §3.1.7).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PathErr {
-    /// INTEGRITY, carried opaquely.
-    pub integrity: Option<Opaque>,
+    /// INTEGRITY (RFC 2747), when the message was signed.
+    pub integrity: Option<Integrity>,
     /// SESSION.
     pub session: Session,
     /// ERROR_SPEC.
@@ -258,8 +267,8 @@ pub struct PathErr {
 /// ResvErr (RFC 2205 §3.1.8).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResvErr {
-    /// INTEGRITY, carried opaquely.
-    pub integrity: Option<Opaque>,
+    /// INTEGRITY (RFC 2747), when the message was signed.
+    pub integrity: Option<Integrity>,
     /// SESSION.
     pub session: Session,
     /// RSVP_HOP: the node sending the error.
@@ -281,8 +290,8 @@ pub struct ResvErr {
 /// ResvConf (RFC 2205 §3.1.9).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResvConf {
-    /// INTEGRITY, carried opaquely.
-    pub integrity: Option<Opaque>,
+    /// INTEGRITY (RFC 2747), when the message was signed.
+    pub integrity: Option<Integrity>,
     /// SESSION.
     pub session: Session,
     /// ERROR_SPEC (code 0: confirmation), naming the node that confirmed.
@@ -295,6 +304,31 @@ pub struct ResvConf {
     pub flows: Vec<FlowDescriptor>,
     /// Unknown objects of class 11bbbbbb.
     pub forward: Vec<Opaque>,
+}
+
+/// Integrity Challenge (RFC 2747 §2.3, type 25 per RFC 3097): a receiver without sequence
+/// state for a sender's key asks it to prove the key and a fresh sequence number.
+///
+/// `<Integrity Challenge message> ::= <Common Header> <CHALLENGE>`
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntegrityChallenge {
+    /// The key and cookie.
+    pub challenge: Challenge,
+}
+
+/// Integrity Response (RFC 2747 §2.3, type 26 per RFC 3097): the answer, signed, echoing the
+/// CHALLENGE.
+///
+/// `<Integrity Response message> ::= <Common Header> <INTEGRITY> <CHALLENGE>`
+///
+/// `integrity` is required on receipt; a sender emits the message without it and signs it
+/// through [`crate::wire::integrity::sign`], which inserts the object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IntegrityResponse {
+    /// INTEGRITY.
+    pub integrity: Option<Integrity>,
+    /// The CHALLENGE being answered, copied from the challenge.
+    pub challenge: Challenge,
 }
 
 /// Any RSVP message.
@@ -314,4 +348,8 @@ pub enum Message {
     ResvTear(ResvTear),
     /// ResvConf.
     ResvConf(ResvConf),
+    /// Integrity Challenge.
+    IntegrityChallenge(IntegrityChallenge),
+    /// Integrity Response.
+    IntegrityResponse(IntegrityResponse),
 }

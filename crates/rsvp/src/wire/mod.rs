@@ -20,6 +20,7 @@
 //! (parse errors and the Appendix B error codes).
 
 pub mod error;
+pub mod integrity;
 pub mod intserv;
 pub mod message;
 pub mod objects;
@@ -32,10 +33,10 @@ pub use intserv::{
     HopCharacteristics, IntServParam, Overrides, SenderTspec, ServiceFragment, TokenBucket,
 };
 pub use message::{
-    CommonHeader, FlowDescriptor, Message, MsgType, Packet, Path, PathErr, PathTear, Resv,
-    ResvConf, ResvErr, ResvTear, SenderDescriptor,
+    CommonHeader, FlowDescriptor, IntegrityChallenge, IntegrityResponse, Message, MsgType, Packet,
+    Path, PathErr, PathTear, Resv, ResvConf, ResvErr, ResvTear, SenderDescriptor,
 };
 pub use objects::{
-    ErrorSpec, FilterSpec, ObjectHeader, Opaque, ResvConfirm, RsvpHop, Scope, Session, Style,
-    StyleKind, TimeValues,
+    Challenge, ErrorSpec, FilterSpec, Integrity, ObjectHeader, Opaque, ResvConfirm, RsvpHop, Scope,
+    Session, Style, StyleKind, TimeValues,
 };

@@ -17,6 +17,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 mod error_spec;
 mod filter_spec;
 mod header;
+pub mod integrity;
 mod session;
 
 pub use header::ObjectHeader;
@@ -70,6 +71,8 @@ pub mod class {
     pub const POLICY_DATA: u8 = 14;
     /// RESV_CONFIRM (§A.14).
     pub const RESV_CONFIRM: u8 = 15;
+    /// CHALLENGE (RFC 2747 §2.2), in Integrity Challenge and Integrity Response messages.
+    pub const CHALLENGE: u8 = 64;
 }
 
 /// SESSION (§A.1): IPv4 (C-Type 1) or IPv6 (C-Type 2) by the address family of `dest`.
@@ -199,8 +202,36 @@ pub struct ResvConfirm {
     pub receiver: IpAddr,
 }
 
-/// An object carried without being interpreted: POLICY_DATA, INTEGRITY (until its own issue),
-/// and unknown objects of class 11bbbbbb that RFC 2205 §3.10 says to forward unexamined.
+/// INTEGRITY (RFC 2747 §2.1): hop-by-hop authentication of the message it leads. The engine
+/// signs and verifies through [`crate::wire::integrity`]; this is the parsed form.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Integrity {
+    /// Flags; 0x01 is the handshake flag (the sender answers Integrity Challenges).
+    pub flags: u8,
+    /// 48-bit key identifier (unique per sender).
+    pub key_id: u64,
+    /// 64-bit sequence number, strictly increasing per key.
+    pub seq: u64,
+    /// Keyed message digest, a multiple of 4 bytes (16 for HMAC-MD5).
+    pub digest: Vec<u8>,
+}
+
+impl Integrity {
+    /// The handshake flag (RFC 2747 §2.1).
+    pub const HANDSHAKE: u8 = 0x01;
+}
+
+/// CHALLENGE (RFC 2747 §2.2): which key a receiver wants a sender to prove, and the cookie it
+/// must echo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Challenge {
+    /// 48-bit key identifier the challenged sender signs the response with.
+    pub key_id: u64,
+    /// Challenge cookie, echoed in the Integrity Response.
+    pub cookie: u64,
+}
+
+/// An object carried without being interpreted: POLICY_DATA and unknown objects of class 11bbbbbb that RFC 2205 §3.10 says to forward unexamined.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Opaque {
     /// Class-Num.

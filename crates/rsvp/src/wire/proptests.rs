@@ -132,8 +132,24 @@ fn opaque(classes: std::ops::RangeInclusive<u8>, ctype: Option<u8>) -> BoxedStra
         .boxed()
 }
 
-fn integrity() -> BoxedStrategy<Opaque> {
-    opaque(class::INTEGRITY..=class::INTEGRITY, Some(1))
+fn integrity() -> BoxedStrategy<Integrity> {
+    (
+        any::<u8>(),
+        0u64..(1 << 48),
+        any::<u64>(),
+        (1usize..=16).prop_flat_map(|n| vec(any::<u8>(), n * 4)),
+    )
+        .prop_map(|(flags, key_id, seq, digest)| Integrity {
+            flags,
+            key_id,
+            seq,
+            digest,
+        })
+        .boxed()
+}
+
+fn challenge() -> impl Strategy<Value = Challenge> {
+    (0u64..(1 << 48), any::<u64>()).prop_map(|(key_id, cookie)| Challenge { key_id, cookie })
 }
 
 fn policy() -> BoxedStrategy<Opaque> {
@@ -471,8 +487,24 @@ fn message_of(v6: bool) -> BoxedStrategy<Message> {
                 forward,
             })
         });
+    let integrity_challenge = challenge()
+        .prop_map(|challenge| Message::IntegrityChallenge(IntegrityChallenge { challenge }));
+    let integrity_response = (integrity(), challenge()).prop_map(|(i, challenge)| {
+        Message::IntegrityResponse(IntegrityResponse {
+            integrity: Some(i),
+            challenge,
+        })
+    });
     prop_oneof![
-        path, resv, path_err, resv_err, path_tear, resv_tear, resv_conf
+        path,
+        resv,
+        path_err,
+        resv_err,
+        path_tear,
+        resv_tear,
+        resv_conf,
+        integrity_challenge,
+        integrity_response
     ]
     .boxed()
 }
@@ -552,6 +584,18 @@ object_round_trip!(
 object_round_trip!(tspec_round_trip, tspec(), SenderTspec, class::SENDER_TSPEC);
 object_round_trip!(flowspec_round_trip, flowspec(), FlowSpec, class::FLOWSPEC);
 object_round_trip!(adspec_round_trip, adspec(), Adspec, class::ADSPEC);
+object_round_trip!(
+    integrity_round_trip,
+    integrity(),
+    Integrity,
+    class::INTEGRITY
+);
+object_round_trip!(
+    challenge_round_trip,
+    challenge(),
+    Challenge,
+    class::CHALLENGE
+);
 
 proptest! {
     #[test]
@@ -588,7 +632,7 @@ proptest! {
 
     #[test]
     fn parse_never_panics_on_header_shaped_bytes(
-        t in 0u8..9,
+        t in prop_oneof![0u8..9, Just(25u8), Just(26u8)],
         body in vec(any::<u8>(), 0..400),
     ) {
         // A valid header (no checksum) over random objects, to get past the header checks.
@@ -622,6 +666,62 @@ proptest! {
             b[3] = 0;
         }
         check_reparse(&b)?;
+    }
+}
+
+proptest! {
+    /// RFC 2747 §3: a message signed under any algorithm verifies, parses with its INTEGRITY
+    /// object first, and stops verifying when any byte but the checksum (outside the digest by
+    /// design, and checked on its own) changes.
+    #[test]
+    fn signed_messages_verify_and_any_flip_fails(
+        m in message(),
+        alg in prop::sample::select(pathwise_auth::Algorithm::ALL.to_vec()),
+        seq in any::<u64>(),
+        flip in any::<prop::sample::Index>(),
+        x in 1u8..=255,
+    ) {
+        let key = pathwise_auth::Key::new(5, alg, b"proptest key").unwrap();
+        let mut b = Vec::new();
+        let m = match m {
+            Message::IntegrityResponse(r) => Message::IntegrityResponse(IntegrityResponse {
+                integrity: None,
+                ..r
+            }),
+            other => other,
+        };
+        if message_integrity(&m).is_some() || m.msg_type() == MsgType::IntegrityChallenge {
+            return Ok(()); // already carries one, or may not carry one
+        }
+        m.emit(64, &mut b);
+        super::integrity::sign(&mut b, &key, seq, 1);
+        let verifies = |b: &[u8]| match super::integrity::Signed::locate(b) {
+            Ok(Some(s)) => key.verify(&s.digested(), s.presented().digest),
+            _ => false,
+        };
+        prop_assert!(verifies(&b));
+        let (_, parsed) = Message::parse(&b).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+        prop_assert_eq!(message_integrity(&parsed).map(|i| (i.key_id, i.seq)), Some((5, seq)));
+        let i = flip.index(b.len());
+        if !(2..4).contains(&i) {
+            b[i] ^= x;
+            prop_assert!(!verifies(&b), "byte {} flipped still verifies", i);
+        }
+    }
+}
+
+/// The INTEGRITY object of any message.
+fn message_integrity(m: &Message) -> Option<&Integrity> {
+    match m {
+        Message::Path(x) => x.integrity.as_ref(),
+        Message::Resv(x) => x.integrity.as_ref(),
+        Message::PathErr(x) => x.integrity.as_ref(),
+        Message::ResvErr(x) => x.integrity.as_ref(),
+        Message::PathTear(x) => x.integrity.as_ref(),
+        Message::ResvTear(x) => x.integrity.as_ref(),
+        Message::ResvConf(x) => x.integrity.as_ref(),
+        Message::IntegrityResponse(x) => x.integrity.as_ref(),
+        Message::IntegrityChallenge(_) => None,
     }
 }
 

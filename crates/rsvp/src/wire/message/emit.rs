@@ -81,19 +81,22 @@ impl Message {
             Message::PathTear(_) => MsgType::PathTear,
             Message::ResvTear(_) => MsgType::ResvTear,
             Message::ResvConf(_) => MsgType::ResvConf,
+            Message::IntegrityChallenge(_) => MsgType::IntegrityChallenge,
+            Message::IntegrityResponse(_) => MsgType::IntegrityResponse,
         }
     }
 
-    /// The SESSION every message carries.
-    pub fn session(&self) -> &Session {
+    /// The SESSION, which every message but the integrity handshake carries.
+    pub fn session(&self) -> Option<&Session> {
         match self {
-            Message::Path(m) => &m.session,
-            Message::Resv(m) => &m.session,
-            Message::PathErr(m) => &m.session,
-            Message::ResvErr(m) => &m.session,
-            Message::PathTear(m) => &m.session,
-            Message::ResvTear(m) => &m.session,
-            Message::ResvConf(m) => &m.session,
+            Message::Path(m) => Some(&m.session),
+            Message::Resv(m) => Some(&m.session),
+            Message::PathErr(m) => Some(&m.session),
+            Message::ResvErr(m) => Some(&m.session),
+            Message::PathTear(m) => Some(&m.session),
+            Message::ResvTear(m) => Some(&m.session),
+            Message::ResvConf(m) => Some(&m.session),
+            Message::IntegrityChallenge(_) | Message::IntegrityResponse(_) => None,
         }
     }
 
@@ -167,6 +170,8 @@ impl Message {
                         + m.style.buffer_len()
                         + flows_len(&m.flows)
                 }
+                Message::IntegrityChallenge(m) => m.challenge.buffer_len(),
+                Message::IntegrityResponse(m) => opt_len!(m.integrity) + m.challenge.buffer_len(),
             }
     }
 
@@ -275,6 +280,13 @@ impl Message {
                 emit_opaque(&m.forward, w);
                 m.style.emit(w);
                 emit_flows(&m.flows, w);
+            }
+            // <Integrity Challenge message> ::= <Common Header> <CHALLENGE>
+            Message::IntegrityChallenge(m) => m.challenge.emit(w),
+            // <Integrity Response message> ::= <Common Header> <INTEGRITY> <CHALLENGE>
+            Message::IntegrityResponse(m) => {
+                opt_emit!(m.integrity, w);
+                m.challenge.emit(w);
             }
         }
     }

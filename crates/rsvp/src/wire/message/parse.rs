@@ -4,33 +4,35 @@
 use std::net::IpAddr;
 
 use super::{
-    CommonHeader, FlowDescriptor, Message, MsgType, Packet, Path, PathErr, PathTear, Resv,
-    ResvConf, ResvErr, ResvTear, SenderDescriptor,
+    CommonHeader, FlowDescriptor, IntegrityChallenge, IntegrityResponse, Message, MsgType, Packet,
+    Path, PathErr, PathTear, Resv, ResvConf, ResvErr, ResvTear, SenderDescriptor,
 };
 use crate::wire::intserv::{Adspec, FlowSpec, SenderTspec};
 use crate::wire::objects::{
-    ErrorSpec, FilterSpec, ObjectHeader, Opaque, ResvConfirm, RsvpHop, Scope, Session, Style,
-    StyleKind, TimeValues, class, ctype,
+    Challenge, ErrorSpec, FilterSpec, Integrity, ObjectHeader, Opaque, ResvConfirm, RsvpHop, Scope,
+    Session, Style, StyleKind, TimeValues, class, ctype,
 };
 use crate::wire::{ParseError, ParseErrorKind};
 
-/// A set of Class-Nums (all known ones are below 16).
+/// A set of Class-Nums.
 #[derive(Clone, Copy)]
-struct ClassSet(u16);
+struct ClassSet([u64; 4]);
 
 impl ClassSet {
     const fn of(classes: &[u8]) -> ClassSet {
-        let mut bits = 0u16;
+        let mut bits = [0u64; 4];
         let mut i = 0;
         while i < classes.len() {
-            bits |= 1 << classes[i];
+            let c = classes[i] as usize;
+            bits[c / 64] |= 1 << (c % 64);
             i += 1;
         }
         ClassSet(bits)
     }
 
     fn contains(self, class: u8) -> bool {
-        class < 16 && self.0 & (1 << class) != 0
+        let c = usize::from(class);
+        self.0[c / 64] & (1 << (c % 64)) != 0
     }
 }
 
@@ -51,6 +53,7 @@ const KNOWN: ClassSet = ClassSet::of(&[
     class::ADSPEC,
     class::POLICY_DATA,
     class::RESV_CONFIRM,
+    class::CHALLENGE,
 ]);
 
 /// The classes each message type's BNF lists (§3.1.3–§3.1.9).
@@ -120,7 +123,9 @@ fn allowed(t: MsgType) -> ClassSet {
             FLOWSPEC,
             FILTER_SPEC,
         ]),
-        MsgType::Unknown(_) => ClassSet(0),
+        MsgType::IntegrityChallenge => ClassSet::of(&[CHALLENGE]),
+        MsgType::IntegrityResponse => ClassSet::of(&[INTEGRITY, CHALLENGE]),
+        MsgType::Unknown(_) => ClassSet([0; 4]),
     }
 }
 
@@ -149,7 +154,8 @@ enum FlowRules {
 /// Everything found in one pass over the objects.
 #[derive(Default)]
 struct Collected {
-    integrity: Option<Opaque>,
+    integrity: Option<Integrity>,
+    challenge: Option<Challenge>,
     session: Option<Session>,
     hop: Option<RsvpHop>,
     time_values: Option<TimeValues>,
@@ -186,7 +192,7 @@ fn required<T>(slot: Option<T>, class: u8) -> Result<T, ParseErrorKind> {
 impl Collected {
     fn collect(&mut self, t: MsgType, objects: &[u8]) -> Result<(), ParseErrorKind> {
         let allowed = allowed(t);
-        for item in ObjectHeader::iter(objects) {
+        for (position, item) in ObjectHeader::iter(objects).enumerate() {
             let (h, body) = item?;
             let (cls, ct) = (h.class, h.ctype);
             if cls == class::NULL {
@@ -216,13 +222,13 @@ impl Collected {
                 });
             }
             match cls {
-                class::INTEGRITY => once(&mut self.integrity, cls, || {
-                    if ct == ctype::TYPE_1 {
-                        Ok(Opaque::parse(cls, ct, body))
-                    } else {
-                        Err(ParseErrorKind::unknown_ctype(cls, ct))
-                    }
-                })?,
+                // RFC 2205 §3.1.2 / RFC 2747 §3: INTEGRITY, if present, immediately follows
+                // the common header; the digest is computed with it there.
+                class::INTEGRITY if position != 0 => {
+                    return Err(ParseErrorKind::MisplacedIntegrity);
+                }
+                class::INTEGRITY => once(&mut self.integrity, cls, || Integrity::parse(ct, body))?,
+                class::CHALLENGE => once(&mut self.challenge, cls, || Challenge::parse(ct, body))?,
                 class::POLICY_DATA => {
                     if ct != ctype::TYPE_1 {
                         return Err(ParseErrorKind::unknown_ctype(cls, ct));
@@ -319,6 +325,20 @@ impl Collected {
     }
 
     fn assemble(mut self, t: MsgType) -> Result<Message, ParseErrorKind> {
+        match t {
+            MsgType::IntegrityChallenge => {
+                return Ok(Message::IntegrityChallenge(IntegrityChallenge {
+                    challenge: required(self.challenge, class::CHALLENGE)?,
+                }));
+            }
+            MsgType::IntegrityResponse => {
+                return Ok(Message::IntegrityResponse(IntegrityResponse {
+                    integrity: Some(required(self.integrity, class::INTEGRITY)?),
+                    challenge: required(self.challenge, class::CHALLENGE)?,
+                }));
+            }
+            _ => {}
+        }
         let session = required(self.session, class::SESSION)?;
         self.check_family(&session)?;
         let integrity = self.integrity.take();
@@ -421,7 +441,10 @@ impl Collected {
                     forward,
                 })
             }
-            MsgType::Unknown(n) => return Err(ParseErrorKind::UnknownMsgType(n)),
+            // The handshake messages returned above; unknown types never get here.
+            MsgType::IntegrityChallenge | MsgType::IntegrityResponse | MsgType::Unknown(_) => {
+                return Err(ParseErrorKind::UnknownMsgType(u8::from(t)));
+            }
         })
     }
 }

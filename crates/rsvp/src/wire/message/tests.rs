@@ -139,14 +139,11 @@ fn check(bytes: &[u8], expected: Message) {
 
 #[test]
 fn path_v4() {
-    let integrity = {
-        let mut body = vec![0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 42];
-        body.extend_from_slice(&[0x11; 16]);
-        Opaque {
-            class: 4,
-            ctype: 1,
-            body,
-        }
+    let integrity = Integrity {
+        flags: 0,
+        key_id: 1,
+        seq: 42,
+        digest: vec![0x11; 16],
     };
     check(
         PATH_V4,
@@ -488,7 +485,7 @@ fn resv_conf() {
 fn accessors() {
     let (_, m) = Message::parse(RESV_CONF_V4).unwrap();
     assert_eq!(m.msg_type(), MsgType::ResvConf);
-    assert_eq!(m.session(), &session4());
+    assert_eq!(m.session(), Some(&session4()));
     for t in 0..=255u8 {
         assert_eq!(u8::from(MsgType::from(t)), t);
     }

@@ -208,7 +208,7 @@ fn object_content_errors() {
     );
     // INTEGRITY and POLICY_DATA only have C-Type 1.
     let mut objs = path_objs();
-    objs.push(vec![0x00, 0x08, 4, 2, 0, 0, 0, 0]);
+    objs.insert(0, vec![0x00, 0x08, 4, 2, 0, 0, 0, 0]);
     assert_eq!(
         kind(&raw(1, &objs)),
         ParseErrorKind::UnknownCType { class: 4, ctype: 2 }

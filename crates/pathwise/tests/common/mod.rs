@@ -1,0 +1,5 @@
+//! Helpers shared by the integration tests.
+
+#![allow(dead_code, unreachable_pub)] // each test binary uses a different subset
+
+pub mod rsvp;

@@ -1,0 +1,294 @@
+//! Message integrity in the engine (RFC 2747): every outgoing message is signed under the policy
+//! of the interface it leaves by, and every incoming message is checked under the policy of the
+//! interface it arrived on *before* it is parsed, so a message that fails can change no state.
+//!
+//! The "sending system" whose sequence numbers a window tracks (RFC 2747 §4.2) is the neighbour
+//! named by the message's RSVP_HOP — a Path keeps the data sender's IP source address hop by
+//! hop, so the IP source would name the wrong node — and, for messages without RSVP_HOP
+//! (PathErr, ResvConf, the handshake), the IP source.
+//!
+//! The handshake (§4.3): a receiver without sequence state for a (neighbour, key) whose message
+//! sets the handshake flag drops it and sends an Integrity Challenge; the neighbour answers with
+//! a signed Integrity Response echoing the cookie, whose sequence number starts the window. A
+//! challenged node also refreshes, right away, the state it keeps with the challenger (Path out
+//! of that interface, Resv towards previous hops behind it), so a restarted neighbour is back in
+//! sync within a round trip instead of a refresh period.
+
+use super::{RsvpEngine, TrafficControl};
+use crate::wire::integrity::{Signed, rsvp_hop, sign};
+use crate::wire::objects::Challenge;
+use crate::wire::{IntegrityResponse, Message, MsgType, Packet};
+use pathwise_auth::{Accepted, Policy, Reject};
+use pathwise_core::io::{IfIndex, Received};
+use pathwise_core::rand::Rng;
+use smallvec::SmallVec;
+use std::net::IpAddr;
+use std::sync::LazyLock;
+
+/// The policy of an interface the configuration does not list: integrity off.
+static OFF: LazyLock<Policy> = LazyLock::new(Policy::default);
+
+/// Seconds between refreshes triggered by challenges from one interface: challenges are not
+/// authenticated, so they must not be able to make the node re-send all its state at will.
+const CHALLENGE_REFRESH_SECS: u64 = 5;
+
+/// Seconds between log lines of one drop reason.
+const LOG_INTERVAL_SECS: u64 = 10;
+
+/// What integrity did, beyond drops (which [`super::Counters::drops`] counts by reason).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntegrityCounters {
+    /// Messages sent with an INTEGRITY object.
+    pub signed: u64,
+    /// Messages sent unsigned because the policy signs but no key was valid for sending.
+    pub unsigned_no_key: u64,
+    /// Received messages whose digest verified.
+    pub verified: u64,
+    /// Integrity Challenges sent.
+    pub challenges_sent: u64,
+    /// Integrity Responses sent.
+    pub responses_sent: u64,
+    /// Challenges answered correctly: sequence state established.
+    pub handshakes: u64,
+}
+
+/// Log lines per reason at most every [`LOG_INTERVAL_SECS`], with a count of those held back.
+#[derive(Debug, Default)]
+pub(super) struct LogLimiter {
+    last: std::collections::BTreeMap<&'static str, (u64, u64)>,
+}
+
+impl LogLimiter {
+    /// Whether to log `reason` now, and how many were suppressed since the last line.
+    fn admit(&mut self, reason: &'static str, now_secs: u64) -> Option<u64> {
+        let (last, held) = self.last.entry(reason).or_insert((0, 0));
+        if *last != 0 && now_secs.saturating_sub(*last) < LOG_INTERVAL_SECS {
+            *held += 1;
+            return None;
+        }
+        *last = now_secs.max(1);
+        Some(std::mem::take(held))
+    }
+}
+
+impl<T: TrafficControl> RsvpEngine<T> {
+    /// Wall-clock seconds (Unix time) at the current input: key lifetimes and sequence numbers
+    /// are in wall-clock time, which the engine knows only as an offset to its own clock.
+    pub(super) fn wall_secs(&self) -> u64 {
+        self.cfg.wall_clock_at_zero + self.now.as_nanos() / 1_000_000_000
+    }
+
+    /// The integrity policy of `ifindex`.
+    fn policy_of(cfg: &super::Config, ifindex: Option<IfIndex>) -> &Policy {
+        ifindex
+            .and_then(|ix| cfg.interfaces.iter().find(|i| i.ifindex == ix))
+            .map_or(&OFF, |i| &i.integrity)
+    }
+
+    /// Sign an emitted message leaving by `ifindex` (found by route lookup when `None`)
+    /// towards neighbour `peer` (the next hop, when known), if the interface's policy signs.
+    pub(super) fn sign_outgoing(
+        &mut self,
+        payload: &mut Vec<u8>,
+        ifindex: Option<IfIndex>,
+        dst: IpAddr,
+        unicast: bool,
+    ) {
+        let route = self.fib.lookup(dst).map(|(_, r)| (r.ifindex, r.next_hop));
+        let ifindex = ifindex.or(route.map(|r| r.0));
+        let policy = Self::policy_of(&self.cfg, ifindex);
+        if !policy.signs() {
+            return;
+        }
+        // The neighbour: the destination of a hop-by-hop message, the route's next hop (or the
+        // destination itself on a connected prefix) for one that follows the data path.
+        let peer = if unicast {
+            Some(dst)
+        } else {
+            route.map(|r| r.1.unwrap_or(dst))
+        };
+        let now = self.wall_secs();
+        match self.integrity_tx.next(policy, peer, now) {
+            Some((key, seq)) => {
+                sign(payload, key, seq, policy.flags());
+                self.counters.integrity.signed += 1;
+            }
+            None => self.counters.integrity.unsigned_no_key += 1,
+        }
+    }
+
+    /// RFC 2747 §4.2: whether a received message may be processed. Handshake messages are
+    /// consumed here.
+    pub(super) fn check_integrity(&mut self, rx: &Received<'_>) -> bool {
+        let Ok(header) = Packet::new_checked(rx.payload) else {
+            return true; // the parser counts it
+        };
+        match header.msg_type() {
+            MsgType::IntegrityChallenge => {
+                self.on_challenge(rx);
+                return false;
+            }
+            MsgType::IntegrityResponse => {
+                self.on_response(rx);
+                return false;
+            }
+            _ => {}
+        }
+        let signed = match Signed::locate(rx.payload) {
+            Ok(s) => s,
+            Err(_) => return true, // a malformed INTEGRITY object fails parsing, counted there
+        };
+        let sender = rsvp_hop(rx.payload).map_or(rx.src, |h| h.addr);
+        let presented = signed.as_ref().map(Signed::presented);
+        let digested = signed.as_ref().map(Signed::digested);
+        let now = self.wall_secs();
+        let policy = Self::policy_of(&self.cfg, Some(rx.ifindex));
+        let parts: &[&[u8]] = digested.as_ref().map_or(&[], |d| &d[..]);
+        match self
+            .integrity_rx
+            .check(policy, sender, presented.as_ref(), parts, now)
+        {
+            Ok(Accepted::Verified { .. }) => {
+                self.counters.integrity.verified += 1;
+                true
+            }
+            Ok(Accepted::Unchecked) => true,
+            Err(Reject::AwaitingChallenge) => {
+                let key_id = presented.map_or(0, |p| p.key_id);
+                self.integrity_reject(Reject::AwaitingChallenge, sender, rx.ifindex);
+                self.send_challenge(sender, key_id, rx.ifindex);
+                false
+            }
+            Err(r) => {
+                self.integrity_reject(r, sender, rx.ifindex);
+                false
+            }
+        }
+    }
+
+    /// Count a refused message by reason and log it, rate-limited.
+    fn integrity_reject(&mut self, r: Reject, sender: IpAddr, ifindex: IfIndex) {
+        self.counters.drop(r.reason());
+        if let Some(held) = self.integrity_log.admit(r.reason(), self.wall_secs()) {
+            tracing::warn!(
+                reason = r.reason(),
+                %sender,
+                ifindex = ifindex.0,
+                suppressed = held,
+                "rsvp message failed integrity check"
+            );
+        }
+    }
+
+    fn send_challenge(&mut self, to: IpAddr, key_id: u64, ifindex: IfIndex) {
+        let cookie = self.rng.random::<u64>();
+        let now = self.wall_secs();
+        let Some(cookie) = self.integrity_rx.challenge(to, key_id, cookie, now) else {
+            return;
+        };
+        let msg = Message::IntegrityChallenge(crate::wire::IntegrityChallenge {
+            challenge: Challenge { key_id, cookie },
+        });
+        let mut payload = Vec::with_capacity(msg.buffer_len());
+        msg.emit(self.cfg.ttl, &mut payload);
+        let src = self.iface_addr(Some(ifindex), to);
+        self.counters.integrity.challenges_sent += 1;
+        self.push_transmit(MsgType::IntegrityChallenge, payload, src, to, ifindex);
+    }
+
+    /// An Integrity Challenge (RFC 2747 §4.3): answer with a Response signed under the key it
+    /// names, then refresh the state shared with the challenger.
+    fn on_challenge(&mut self, rx: &Received<'_>) {
+        let Ok((_, Message::IntegrityChallenge(c))) = Message::parse(rx.payload) else {
+            self.drop_msg("integrity_bad_challenge");
+            return;
+        };
+        self.counters.count_in(MsgType::IntegrityChallenge);
+        let policy = Self::policy_of(&self.cfg, Some(rx.ifindex));
+        if !policy.signs() {
+            self.drop_msg("integrity_off");
+            return;
+        }
+        let now = self.wall_secs();
+        // The challenger names a key it received from us: answer only with a key we may still
+        // sign or be verified with.
+        let Some(key) = policy
+            .chain_for(Some(rx.src))
+            .get(c.challenge.key_id)
+            .filter(|k| k.send.contains(now) || k.accept.contains(now))
+        else {
+            self.integrity_reject(Reject::UnknownKey, rx.src, rx.ifindex);
+            return;
+        };
+        let Some(seq) = self.integrity_tx.next_for(key, now) else {
+            return;
+        };
+        let msg = Message::IntegrityResponse(IntegrityResponse {
+            integrity: None,
+            challenge: c.challenge,
+        });
+        let mut payload = Vec::with_capacity(msg.buffer_len() + 84);
+        msg.emit(self.cfg.ttl, &mut payload);
+        sign(&mut payload, key, seq, policy.flags());
+        let src = self.iface_addr(Some(rx.ifindex), rx.src);
+        self.counters.integrity.responses_sent += 1;
+        self.push_transmit(MsgType::IntegrityResponse, payload, src, rx.src, rx.ifindex);
+        self.refresh_after_challenge(rx.ifindex);
+    }
+
+    /// An Integrity Response: it must answer our outstanding challenge and verify.
+    fn on_response(&mut self, rx: &Received<'_>) {
+        let parsed = Message::parse(rx.payload);
+        let (Ok(Some(signed)), Ok((_, Message::IntegrityResponse(r)))) =
+            (Signed::locate(rx.payload), parsed)
+        else {
+            self.drop_msg("integrity_bad_response_format");
+            return;
+        };
+        self.counters.count_in(MsgType::IntegrityResponse);
+        let now = self.wall_secs();
+        let policy = Self::policy_of(&self.cfg, Some(rx.ifindex));
+        let presented = signed.presented();
+        let result = if presented.key_id == r.challenge.key_id {
+            self.integrity_rx.response(
+                policy,
+                rx.src,
+                &presented,
+                r.challenge.cookie,
+                &signed.digested(),
+                now,
+            )
+        } else {
+            Err(Reject::BadResponse)
+        };
+        match result {
+            Ok(_) => self.counters.integrity.handshakes += 1,
+            Err(e) => self.integrity_reject(e, rx.src, rx.ifindex),
+        }
+    }
+
+    /// Refresh, now, the Path state sent out of `ifindex` and the Resv state sent to previous
+    /// hops behind it — at most every [`CHALLENGE_REFRESH_SECS`] per interface.
+    fn refresh_after_challenge(&mut self, ifindex: IfIndex) {
+        let now = self.wall_secs();
+        let last = self.challenge_refreshed.entry(ifindex).or_insert(0);
+        if *last != 0 && now.saturating_sub(*last) < CHALLENGE_REFRESH_SECS {
+            return;
+        }
+        *last = now.max(1);
+        let sids: Vec<_> = self.sessions.iter().map(|(id, _)| id).collect();
+        for sid in sids {
+            let psbs: SmallVec<[_; 4]> = self.psbs_of(sid).collect();
+            let mut upstream = false;
+            for p in psbs {
+                if self.psbs[p].oifs.contains(&Some(ifindex)) {
+                    self.send_path(p, &[Some(ifindex)]);
+                }
+                upstream |= self.psbs[p].iif == Some(ifindex);
+            }
+            if upstream {
+                self.refresh_upstream(sid, true);
+            }
+        }
+    }
+}
