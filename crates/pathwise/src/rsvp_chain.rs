@@ -28,6 +28,20 @@ pub const RECEIVER: &str = "10.91.4.2";
 /// Build the chain and start a daemon (the `pathwise` binary at `bin`) on every node with
 /// traffic control `tc` ("htb" or "memory") and refresh period `refresh` (e.g. "1s").
 pub fn build(bin: &Path, tc: &str, refresh: &str) -> anyhow::Result<Lab> {
+    build_with(bin, tc, refresh, None)
+}
+
+/// The key every interface of the chain shares when integrity is on (test material only).
+const CHAIN_SECRET: &str = "7061746877697365206e65746e7320636861696e206b6579";
+
+/// [`build`], with RFC 2747 integrity `require`d on every interface when `integrity` names an
+/// algorithm: one key (id 1) in a mode-600 key file shared by all nodes.
+pub fn build_with(
+    bin: &Path,
+    tc: &str,
+    refresh: &str,
+    integrity: Option<pathwise_auth::Algorithm>,
+) -> anyhow::Result<Lab> {
     let mut lab = Lab::new(&NODES)?;
     for l in 0..4 {
         lab.link(
@@ -61,6 +75,16 @@ pub fn build(bin: &Path, tc: &str, refresh: &str) -> anyhow::Result<Lab> {
             )?;
         }
     }
+    let integrity_section = match integrity {
+        None => String::new(),
+        Some(alg) => {
+            use std::os::unix::fs::PermissionsExt;
+            let keys = lab.path("chain.keys");
+            std::fs::write(&keys, format!("1 {} {CHAIN_SECRET}\n", alg.name()))?;
+            std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o600))?;
+            format!("\n[rsvp.interface.integrity]\nmode = \"require\"\nkey_file = {keys:?}\n")
+        }
+    };
     for (i, node) in NODES.iter().enumerate() {
         let ifaces: &[&str] = match i {
             H1 => &["e0"],
@@ -77,6 +101,7 @@ pub fn build(bin: &Path, tc: &str, refresh: &str) -> anyhow::Result<Lab> {
                 "\n[[rsvp.interface]]\nname = \"{ifname}\"\nbandwidth = \"{bw}Mbit\"\nreservable = \"{}Mbit\"\n",
                 bw * 8 / 10
             );
+            cfg += &integrity_section;
         }
         let path = lab.path(&format!("{node}.toml"));
         std::fs::write(&path, cfg)?;

@@ -93,7 +93,7 @@ impl Net {
                     flowspec: Some(cl(kbps)),
                     filters: vec![sender],
                 }];
-                e.reserve(now, s, StyleKind::Ff, flows, false).unwrap();
+                e.reserve(now, s, StyleKind::Ff, flows, true).unwrap();
             });
     }
 

@@ -326,6 +326,122 @@ fn tshark_decodes_every_message_we_send() -> anyhow::Result<()> {
     Ok(())
 }
 
+#[test]
+fn integrity_required_on_every_link_hop_by_hop() -> anyhow::Result<()> {
+    if skip(
+        "integrity_required_on_every_link_hop_by_hop",
+        &["tc", "tshark"],
+    ) {
+        return Ok(());
+    }
+    let _serial = serial();
+    let mut lab = pathwise::rsvp_chain::build_with(
+        Path::new(bin()),
+        "memory",
+        "1s",
+        Some(pathwise_auth::Algorithm::HmacSha256),
+    )?;
+    let pcap = lab.path("r2-integrity.pcap");
+    let pcap_s = pcap.to_str().unwrap_or_default().to_string();
+    lab.spawn(
+        "tshark",
+        R2,
+        &[
+            "tshark",
+            "-q",
+            "-i",
+            "e0",
+            "-i",
+            "w0",
+            "-f",
+            "ip proto 46",
+            "-w",
+            &pcap_s,
+        ],
+    )?;
+    std::thread::sleep(Duration::from_secs(2));
+    setup_reservation(&lab, 1000)?;
+    for i in [R1, R2, R3] {
+        assert_eq!(installed_kbps(&lab, i), 1000.0, "node {i}");
+    }
+    // Several refresh periods (R = 1 s) of signed refreshes, then teardown.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(installed_kbps(&lab, R2), 1000.0);
+    cli(&lab, H2, &["release", "--dest", RECEIVER, "--port", "5001"])?;
+    cli(
+        &lab,
+        H1,
+        &[
+            "sender", "del", "--dest", RECEIVER, "--port", "5001", "--src", SENDER,
+        ],
+    )?;
+    std::thread::sleep(Duration::from_secs(2));
+    lab.terminate("tshark", Duration::from_secs(5))?;
+    for i in [H1, R1, R2, R3, H2] {
+        let c = cli(&lab, i, &["show", "counters"])?;
+        let integrity = &c["integrity"];
+        assert!(integrity["verified"].as_u64() > Some(0), "node {i}: {c}");
+        assert!(integrity["signed"].as_u64() > Some(0), "node {i}: {c}");
+        // The only drops: each fresh neighbour's first message, held for the handshake.
+        let drops = c["drops"].as_object().cloned().unwrap_or_default();
+        for (reason, n) in &drops {
+            assert_eq!(
+                reason, "integrity_awaiting_challenge",
+                "node {i}: {n} dropped"
+            );
+        }
+    }
+    // On the wire: every message but the challenges carries a 32-byte HMAC-SHA-256 digest
+    // under key 1, and tshark finds nothing malformed.
+    let fields = lab.exec_ok(
+        R2,
+        &[
+            "tshark",
+            "-r",
+            &pcap_s,
+            "-Y",
+            "rsvp",
+            "-T",
+            "fields",
+            "-E",
+            "separator=;",
+            "-e",
+            "rsvp.msg",
+            "-e",
+            "rsvp.integrity.key_identifier",
+            "-e",
+            "rsvp.integrity.hash",
+        ],
+    )?;
+    let mut types = std::collections::BTreeSet::new();
+    for line in fields.lines().filter(|l| !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split(';').collect();
+        types.insert(f[0].to_string());
+        if f[0] == "25" {
+            continue; // Integrity Challenge: no INTEGRITY object by definition
+        }
+        let key = f.get(1).copied().unwrap_or_default().replace(':', "");
+        assert_eq!(key, "000000000001", "{line}");
+        let hash = f.get(2).copied().unwrap_or_default().replace(':', "");
+        assert_eq!(hash.len(), 64, "{line}");
+    }
+    for t in ["1", "2", "5", "6", "7", "25", "26"] {
+        assert!(types.contains(t), "message type {t} not seen: {types:?}");
+    }
+    let malformed = lab.exec_ok(
+        R2,
+        &[
+            "tshark",
+            "-r",
+            &pcap_s,
+            "-Y",
+            "_ws.malformed || _ws.expert.severity >= error",
+        ],
+    )?;
+    assert!(malformed.trim().is_empty(), "tshark complains: {malformed}");
+    Ok(())
+}
+
 /// Receiver-side rate (bit/s) of an iperf3 UDP client run: the sending rate less the loss the
 /// server reported (iperf3 puts it in `end.sum.lost_percent`).
 fn received_bps(report: &str) -> anyhow::Result<f64> {

@@ -35,7 +35,10 @@ fuzz_target!(|data: &[u8]| {
     let addr = "10.0.0.2".parse().unwrap();
     let mut e = GistEngine::new(
         Config {
-            interfaces: vec![InterfaceConfig { ifindex: IfIndex(1), addrs: vec![addr] }],
+            interfaces: vec![InterfaceConfig {
+                ifindex: IfIndex(1),
+                addrs: vec![addr],
+            }],
             nslpids: vec![42, 32704],
             ..Config::default()
         },
@@ -47,16 +50,27 @@ fuzz_target!(|data: &[u8]| {
             src: "10.0.0.1".parse().unwrap(),
             dst: addr,
             ifindex: IfIndex(1),
-            transport: Transport::Udp { src_port: 270, dst_port: 270 },
+            transport: Transport::Udp {
+                src_port: 270,
+                dst_port: 270,
+            },
             router_alert: false,
             ttl: 64,
             payload: data,
         },
     );
     while e.poll_transmit().is_some() {}
-    e.handle_stream(Instant::from_secs(1), pathwise_gist::StreamInput::Accepted { peer: "10.0.0.1".parse().unwrap() });
     e.handle_stream(
         Instant::from_secs(1),
-        pathwise_gist::StreamInput::Data { peer: "10.0.0.1".parse().unwrap(), bytes: data },
+        pathwise_gist::StreamInput::Accepted {
+            peer: "10.0.0.1".parse().unwrap(),
+        },
+    );
+    e.handle_stream(
+        Instant::from_secs(1),
+        pathwise_gist::StreamInput::Data {
+            peer: "10.0.0.1".parse().unwrap(),
+            bytes: data,
+        },
     );
 });

@@ -5,9 +5,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use pathwise_oracle::TopologySnapshot;
 use pathwise_oracle::generate::{SyntheticSpec, synthetic};
 use pathwise_oracle::proxidor::{HEADER_LEN, Message, Outcome, Payload, answer};
-use pathwise_oracle::TopologySnapshot;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::OnceLock;
 
@@ -44,7 +44,10 @@ fuzz_target!(|data: &[u8]| {
     match answer(snapshot(), peer, data, &mut out) {
         Outcome::Dropped(_) => assert!(out.is_empty()),
         Outcome::Rejected { .. } => assert_eq!(out.len(), HEADER_LEN),
-        Outcome::Answered { addresses: n, placed } => {
+        Outcome::Answered {
+            addresses: n,
+            placed,
+        } => {
             assert!(placed <= n);
             assert!(out.len() <= 1472);
             let query = parsed.expect("an answered query parses");

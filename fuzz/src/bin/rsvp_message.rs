@@ -1,12 +1,24 @@
 //! RSVP messages (`pathwise_rsvp::wire::Message`): parse arbitrary bytes; whatever parses must
 //! emit exactly `buffer_len()` bytes that parse back to the same message, and emitting is
-//! deterministic.
+//! deterministic. The integrity layer (`pathwise_rsvp::wire::integrity`) gets the same bytes:
+//! locating the INTEGRITY object and digesting never panics and digests exactly the message,
+//! and a parsed message, signed, verifies and parses with its object first.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pathwise_rsvp::wire::Message;
+use pathwise_auth::{Algorithm, Key};
+use pathwise_rsvp::wire::integrity::{Signed, rsvp_hop, sign};
+use pathwise_rsvp::wire::{Message, MsgType};
 
 fuzz_target!(|data: &[u8]| {
+    let key = Key::new(1, Algorithm::HmacMd5, b"fuzz").unwrap();
+    let _ = rsvp_hop(data);
+    if let Ok(Some(s)) = Signed::locate(data) {
+        let digested: usize = s.digested().iter().map(|p| p.len()).sum();
+        let length = usize::from(u16::from_be_bytes([data[6], data[7]]));
+        assert_eq!(digested, length);
+        let _ = key.verify(&s.digested(), s.presented().digest);
+    }
     let Ok((header, msg)) = Message::parse(data) else {
         return;
     };
@@ -23,4 +35,11 @@ fuzz_target!(|data: &[u8]| {
     let mut twice = Vec::with_capacity(out.len());
     again.emit(header.send_ttl, &mut twice);
     assert_eq!(twice, out);
+    // Signing replaces any INTEGRITY object; the result verifies and parses.
+    if msg.msg_type() != MsgType::IntegrityChallenge && out.len() + 36 <= usize::from(u16::MAX) {
+        sign(&mut out, &key, 7, 1);
+        let s = Signed::locate(&out).unwrap().unwrap();
+        assert!(key.verify(&s.digested(), s.presented().digest));
+        assert!(Message::parse(&out).is_ok());
+    }
 });

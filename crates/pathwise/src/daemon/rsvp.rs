@@ -362,6 +362,15 @@ impl RsvpService {
             "resv_timeouts": c.resv_timeouts,
             "admission_failures": c.admission_failures,
             "local_repairs": c.local_repairs,
+            "integrity": {
+                "signed": c.integrity.signed,
+                "unsigned_no_key": c.integrity.unsigned_no_key,
+                "verified": c.integrity.verified,
+                "challenges_sent": c.integrity.challenges_sent,
+                "responses_sent": c.integrity.responses_sent,
+                "resent": c.integrity.resent,
+                "handshakes": c.integrity.handshakes,
+            },
             "sessions": st.sessions,
             "path_states": st.psbs,
             "resv_states": st.rsbs,
@@ -391,6 +400,29 @@ impl RsvpService {
         let _ = writeln!(out, "# TYPE pathwise_rsvp_drops_total counter");
         for (reason, n) in &c.drops {
             let _ = writeln!(out, "pathwise_rsvp_drops_total{{reason=\"{reason}\"}} {n}");
+        }
+        // Integrity failures are listed even at zero, so alerts can watch them from the start.
+        for r in pathwise_auth::Reject::ALL {
+            if !c.drops.contains_key(r.reason()) {
+                let _ = writeln!(
+                    out,
+                    "pathwise_rsvp_drops_total{{reason=\"{}\"}} 0",
+                    r.reason()
+                );
+            }
+        }
+        let i = &c.integrity;
+        let _ = writeln!(out, "# TYPE pathwise_rsvp_integrity_total counter");
+        for (what, n) in [
+            ("signed", i.signed),
+            ("unsigned_no_key", i.unsigned_no_key),
+            ("verified", i.verified),
+            ("challenges_sent", i.challenges_sent),
+            ("responses_sent", i.responses_sent),
+            ("resent", i.resent),
+            ("handshakes", i.handshakes),
+        ] {
+            let _ = writeln!(out, "pathwise_rsvp_integrity_total{{event=\"{what}\"}} {n}");
         }
         for (name, v) in [
             ("sessions", st.sessions),

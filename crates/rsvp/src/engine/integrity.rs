@@ -19,7 +19,7 @@ use crate::wire::integrity::{Signed, rsvp_hop, sign};
 use crate::wire::objects::Challenge;
 use crate::wire::{IntegrityResponse, Message, MsgType, Packet};
 use pathwise_auth::{Accepted, Policy, Reject};
-use pathwise_core::io::{IfIndex, Received};
+use pathwise_core::io::{IfIndex, Received, Transmit};
 use pathwise_core::rand::Rng;
 use smallvec::SmallVec;
 use std::net::IpAddr;
@@ -31,6 +31,24 @@ static OFF: LazyLock<Policy> = LazyLock::new(Policy::default);
 /// Seconds between refreshes triggered by challenges from one interface: challenges are not
 /// authenticated, so they must not be able to make the node re-send all its state at will.
 const CHALLENGE_REFRESH_SECS: u64 = 5;
+
+/// How long sent messages are kept for resending to a neighbour that challenges us: the
+/// neighbour drops what it receives between its challenge's trigger and our response, a round
+/// trip at most.
+pub(super) const RESEND_WINDOW: pathwise_core::time::Duration =
+    pathwise_core::time::Duration::from_secs(2);
+
+/// At most this many messages are kept for resending.
+const RESEND_MAX: usize = 512;
+
+/// A message recently signed and sent, kept unsigned for resending after a challenge.
+#[derive(Debug)]
+pub(super) struct Recent {
+    at: pathwise_core::time::Instant,
+    ifindex: IfIndex,
+    peer: Option<IpAddr>,
+    unsigned: Transmit,
+}
 
 /// Seconds between log lines of one drop reason.
 const LOG_INTERVAL_SECS: u64 = 10;
@@ -48,6 +66,8 @@ pub struct IntegrityCounters {
     pub challenges_sent: u64,
     /// Integrity Responses sent.
     pub responses_sent: u64,
+    /// Messages sent again, freshly signed, to a neighbour that challenged us.
+    pub resent: u64,
     /// Challenges answered correctly: sequence state established.
     pub handshakes: u64,
 }
@@ -85,36 +105,49 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .map_or(&OFF, |i| &i.integrity)
     }
 
-    /// Sign an emitted message leaving by `ifindex` (found by route lookup when `None`)
-    /// towards neighbour `peer` (the next hop, when known), if the interface's policy signs.
-    pub(super) fn sign_outgoing(
-        &mut self,
-        payload: &mut Vec<u8>,
-        ifindex: Option<IfIndex>,
-        dst: IpAddr,
-        unicast: bool,
-    ) {
-        let route = self.fib.lookup(dst).map(|(_, r)| (r.ifindex, r.next_hop));
-        let ifindex = ifindex.or(route.map(|r| r.0));
-        let policy = Self::policy_of(&self.cfg, ifindex);
+    /// Sign `t` (an emitted message) under the policy of the interface it leaves by (found by
+    /// route lookup when `t.ifindex` is `None`), if that policy signs. With the handshake on, an
+    /// unsigned copy is kept for [`RESEND_WINDOW`] so a challenger can be sent again what it
+    /// dropped while its sequence state was being established.
+    pub(super) fn sign_outgoing(&mut self, t: &mut Transmit) {
+        let route = self.fib.lookup(t.dst).map(|(_, r)| (r.ifindex, r.next_hop));
+        let Some(ifindex) = t.ifindex.or(route.map(|r| r.0)) else {
+            return;
+        };
+        let policy = Self::policy_of(&self.cfg, Some(ifindex));
         if !policy.signs() {
             return;
         }
         // The neighbour: the destination of a hop-by-hop message, the route's next hop (or the
         // destination itself on a connected prefix) for one that follows the data path.
-        let peer = if unicast {
-            Some(dst)
+        let peer = if t.router_alert {
+            route.map(|r| r.1.unwrap_or(t.dst))
         } else {
-            route.map(|r| r.1.unwrap_or(dst))
+            Some(t.dst)
         };
         let now = self.wall_secs();
-        match self.integrity_tx.next(policy, peer, now) {
-            Some((key, seq)) => {
-                sign(payload, key, seq, policy.flags());
-                self.counters.integrity.signed += 1;
+        let Some((key, seq)) = self.integrity_tx.next(policy, peer, now) else {
+            self.counters.integrity.unsigned_no_key += 1;
+            return;
+        };
+        if policy.challenge {
+            while self.recent.len() >= RESEND_MAX
+                || self
+                    .recent
+                    .front()
+                    .is_some_and(|r| r.at + RESEND_WINDOW < self.now)
+            {
+                self.recent.pop_front();
             }
-            None => self.counters.integrity.unsigned_no_key += 1,
+            self.recent.push_back(Recent {
+                at: self.now,
+                ifindex,
+                peer,
+                unsigned: t.clone(),
+            });
         }
+        sign(&mut t.payload, key, seq, policy.flags());
+        self.counters.integrity.signed += 1;
     }
 
     /// RFC 2747 §4.2: whether a received message may be processed. Handshake messages are
@@ -233,7 +266,26 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let src = self.iface_addr(Some(rx.ifindex), rx.src);
         self.counters.integrity.responses_sent += 1;
         self.push_transmit(MsgType::IntegrityResponse, payload, src, rx.src, rx.ifindex);
+        self.resend_after_challenge(rx.ifindex, rx.src);
         self.refresh_after_challenge(rx.ifindex);
+    }
+
+    /// Send the challenger, freshly signed, what we sent it during the last
+    /// [`RESEND_WINDOW`]: it dropped those while waiting for our response, and some (the first
+    /// Resv asking for a confirmation, teardowns, errors) no refresh would repeat.
+    fn resend_after_challenge(&mut self, ifindex: IfIndex, challenger: IpAddr) {
+        let since = self.now.checked_sub(RESEND_WINDOW).unwrap_or_default();
+        let again: Vec<Transmit> = self
+            .recent
+            .iter()
+            .filter(|r| r.at >= since && r.ifindex == ifindex && r.peer == Some(challenger))
+            .map(|r| r.unsigned.clone())
+            .collect();
+        for mut t in again {
+            self.sign_outgoing(&mut t);
+            self.counters.integrity.resent += 1;
+            self.transmits.push_back(t);
+        }
     }
 
     /// An Integrity Response: it must answer our outstanding challenge and verify.

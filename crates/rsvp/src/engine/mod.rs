@@ -166,6 +166,8 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     integrity_log: integrity::LogLimiter,
     /// When a challenge last made us refresh towards an interface (wall-clock seconds).
     challenge_refreshed: KeyedMap<IfIndex, u64>,
+    /// Messages recently signed, for resending to a neighbour that challenges us.
+    recent: VecDeque<integrity::Recent>,
 }
 
 impl RsvpEngine<MemoryTrafficControl> {
@@ -216,6 +218,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             integrity_tx: pathwise_auth::Sender::new(KeyedState::from_rng(&mut rng)),
             integrity_log: integrity::LogLimiter::default(),
             challenge_refreshed: keyed_map(&mut rng),
+            recent: VecDeque::new(),
             now,
             local,
             fib: Fib::new(),

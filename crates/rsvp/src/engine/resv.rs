@@ -1090,8 +1090,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
             self.drop_msg("ttl_expired");
             return;
         }
+        // Sent from our own address, as every hop-by-hop message is: the next hop identifies
+        // its neighbour by the source of a message without RSVP_HOP (RFC 2747 §4.2).
         let to = c.confirm.receiver;
-        self.transmit(&Message::ResvConf(c), Some(rx.src), to, None, true, ttl);
+        let src = self.iface_addr(None, to);
+        self.transmit(&Message::ResvConf(c), Some(src), to, None, true, ttl);
     }
 }
 

@@ -57,9 +57,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     ) {
         let mut payload = Vec::with_capacity(msg.buffer_len() + MAX_INTEGRITY_LEN);
         msg.emit(ttl, &mut payload);
-        self.sign_outgoing(&mut payload, ifindex, dst, !router_alert);
-        self.counters.count_out(msg.msg_type());
-        self.transmits.push_back(Transmit {
+        let mut t = Transmit {
             src,
             dst,
             ifindex,
@@ -67,7 +65,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
             router_alert,
             ttl,
             payload,
-        });
+        };
+        self.sign_outgoing(&mut t);
+        self.counters.count_out(msg.msg_type());
+        self.transmits.push_back(t);
     }
 
     /// Queue a ready payload to a neighbour (the integrity handshake, which signs its own).

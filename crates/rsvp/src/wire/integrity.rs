@@ -32,12 +32,20 @@ pub fn overhead(digest_len: usize) -> usize {
     ObjectHeader::LEN + INTEGRITY_FIXED + digest_len.next_multiple_of(4)
 }
 
-/// Sign the complete, unsigned message `msg` in place with `key`, `seq` and `flags`
-/// (RFC 2747 §3.1). `msg` must hold exactly one emitted message (as [`super::Message::emit`]
-/// writes it) with no INTEGRITY object; a buffer without a valid header is left alone.
+/// Sign the complete message `msg` in place with `key`, `seq` and `flags` (RFC 2747 §3.1).
+/// `msg` must hold exactly one emitted message (as [`super::Message::emit`] writes it); an
+/// INTEGRITY object it already leads with (a forwarded message's, from the previous hop) is
+/// replaced, since integrity is hop by hop. A buffer without a valid header is left alone.
 pub fn sign(msg: &mut Vec<u8>, key: &Key, seq: u64, flags: u8) {
-    if Packet::new_checked(&msg[..]).is_err() {
+    let Ok(p) = Packet::new_checked(&msg[..]) else {
         return;
+    };
+    msg.truncate(usize::from(p.length()));
+    if let Some(Ok((h, body))) = ObjectHeader::iter(&msg[CommonHeader::LEN..]).next()
+        && h.class == class::INTEGRITY
+    {
+        let end = CommonHeader::LEN + ObjectHeader::LEN + body.len();
+        msg.drain(CommonHeader::LEN..end);
     }
     let object = Integrity {
         flags,
@@ -222,6 +230,21 @@ mod tests {
         let mut bad = buf.clone();
         bad[2] ^= 1;
         assert!(Message::parse(&bad).is_err());
+    }
+
+    #[test]
+    fn signing_a_signed_message_replaces_its_object() {
+        let key = key(Algorithm::HmacSha1);
+        let mut once = path_bytes();
+        sign(&mut once, &key, 1, 0);
+        let mut twice = once.clone();
+        sign(&mut twice, &key, 2, 0);
+        assert_eq!(twice.len(), once.len());
+        assert!(verify(&twice, &key));
+        let Ok((_, Message::Path(p))) = Message::parse(&twice) else {
+            panic!()
+        };
+        assert_eq!(p.integrity.unwrap().seq, 2);
     }
 
     #[test]

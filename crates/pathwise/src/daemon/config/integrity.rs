@@ -214,3 +214,115 @@ impl IntegritySection {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::NodeConfig;
+    use pathwise_auth::Mode;
+    use std::os::unix::fs::PermissionsExt;
+
+    const BASE: &str = r#"[rsvp]
+traffic_control = "memory"
+
+[[rsvp.interface]]
+name = "veth1"
+bandwidth = "10Mbit"
+
+[rsvp.interface.integrity]
+mode = "require"
+keys = """
+1  hmac-md5     00112233445566778899aabbccddeeff
+2  hmac-sha256  0011223344556677  1700000000 1800000000 1699990000 inf
+"""
+
+[[rsvp.interface.integrity.neighbor]]
+address = "10.0.1.2"
+keys = "7 hmac-sha1 0a0b0c0d"
+"#;
+
+    #[test]
+    fn builds_the_policy() {
+        let c = NodeConfig::parse("node.toml", BASE).unwrap();
+        let iface = &c.rsvp.as_ref().unwrap().interfaces[0];
+        let p = c.integrity_policy(0, iface).unwrap();
+        assert_eq!(p.mode, Mode::Require);
+        assert!(p.challenge);
+        assert_eq!(p.keys.len(), 2);
+        assert_eq!(p.keys.get(2).unwrap().send.end, 1_800_000_000);
+        let nb = "10.0.1.2".parse().unwrap();
+        assert_eq!(p.chain_for(Some(nb)).get(7).map(|k| k.id()), Some(7));
+        // Secrets never appear in what the configuration prints.
+        let shown = format!("{p:?}");
+        assert!(
+            !shown.contains("00112233") && !shown.contains("0a0b0c0d"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn errors_point_into_the_file() {
+        let bad_mode = BASE.replace("mode = \"require\"", "mode = \"strict\"");
+        let e = NodeConfig::parse("n.toml", &bad_mode).unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (9, "rsvp.interface[0].integrity.mode")
+        );
+        // A bad key line is reported at its own line in the file, without the secret.
+        let bad_key = BASE.replace(
+            "hmac-sha256  0011223344556677",
+            "hmac-sha256  00112233445566z7",
+        );
+        let e = NodeConfig::parse("n.toml", &bad_key).unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (12, "rsvp.interface[0].integrity.keys")
+        );
+        assert!(!e.to_string().contains("00112233445566z7"), "{e}");
+        let both = BASE.replace(
+            "mode = \"require\"",
+            "mode = \"require\"\nkey_file = \"/k\"",
+        );
+        let e = NodeConfig::parse("n.toml", &both).unwrap_err();
+        assert!(e.message.contains("not both"), "{e}");
+        let none = "[rsvp]\n[[rsvp.interface]]\nname = \"a\"\nbandwidth = \"1Mbit\"\nintegrity = { mode = \"accept\" }\n";
+        let e = NodeConfig::parse("n.toml", none).unwrap_err();
+        assert!(e.message.contains("key_file"), "{e}");
+        let off = none.replace("accept", "off");
+        assert!(NodeConfig::parse("n.toml", &off).is_ok());
+        let bad_nb = BASE.replace("10.0.1.2", "ten");
+        let e = NodeConfig::parse("n.toml", &bad_nb).unwrap_err();
+        assert_eq!(e.field, "rsvp.interface[0].integrity.neighbor[0].address");
+    }
+
+    #[test]
+    fn inline_keys_need_a_private_file_and_key_files_are_checked() {
+        let dir = std::env::temp_dir().join(format!("pw-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("node.toml");
+        std::fs::write(&path, BASE).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = NodeConfig::load(&path).unwrap_err();
+        assert!(e.message.contains("chmod 600"), "{e}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(NodeConfig::load(&path).is_ok());
+        // A key file readable by others is refused when the policy is built.
+        let keys = dir.join("k.keys");
+        std::fs::write(&keys, "3 hmac-sha512 00ff\n").unwrap();
+        std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let text = format!(
+            "[rsvp]\n[[rsvp.interface]]\nname = \"a\"\nbandwidth = \"1Mbit\"\nintegrity = {{ mode = \"require\", key_file = {keys:?} }}\n"
+        );
+        let c = NodeConfig::parse("n.toml", &text).unwrap();
+        let iface = &c.rsvp.as_ref().unwrap().interfaces[0];
+        let e = c.integrity_policy(0, iface).unwrap_err();
+        assert_eq!(e.field, "rsvp.interface[0].integrity.key_file");
+        assert!(e.message.contains("0640"), "{e}");
+        std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let p = c.integrity_policy(0, iface).unwrap();
+        assert_eq!(
+            p.keys.get(3).unwrap().algorithm(),
+            pathwise_auth::Algorithm::HmacSha512
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
