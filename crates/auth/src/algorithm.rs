@@ -164,17 +164,61 @@ impl fmt::Debug for DigestBytes {
     }
 }
 
-fn hmac_parts<M: Mac + hmac::digest::KeyInit>(key: &[u8], parts: &[&[u8]]) -> DigestBytes {
-    // HMAC accepts keys of any length (RFC 2104 §2: longer keys are hashed first), so
-    // `new_from_slice` never fails for `Hmac<D>`.
-    let mut mac = match <M as hmac::digest::KeyInit>::new_from_slice(key) {
+/// An HMAC keyed once: the inner and outer hash states after the padded key (RFC 2104 §2), so
+/// each message costs only its own blocks and two finishing blocks, not the key schedule again.
+#[derive(Clone)]
+pub(crate) enum PreparedMac {
+    Md5(Hmac<md5::Md5>),
+    Sha1(Hmac<sha1::Sha1>),
+    Ripemd160(Hmac<ripemd::Ripemd160>),
+    Sha256(Hmac<sha2::Sha256>),
+    Sha384(Hmac<sha2::Sha384>),
+    Sha512(Hmac<sha2::Sha512>),
+}
+
+fn keyed<M: Mac + hmac::digest::KeyInit>(key: &[u8]) -> M {
+    match <M as hmac::digest::KeyInit>::new_from_slice(key) {
         Ok(mac) => mac,
         Err(_) => unreachable!("HMAC accepts keys of any length"),
-    };
+    }
+}
+
+fn finish<M: Mac + Clone>(mac: &M, parts: &[&[u8]]) -> DigestBytes {
+    let mut mac = mac.clone();
     for part in parts {
         mac.update(part);
     }
     DigestBytes::from_slice(&mac.finalize().into_bytes())
+}
+
+impl PreparedMac {
+    pub(crate) fn new(alg: Algorithm, key: &[u8]) -> Self {
+        match alg {
+            Algorithm::HmacMd5 => PreparedMac::Md5(keyed(key)),
+            Algorithm::HmacSha1 => PreparedMac::Sha1(keyed(key)),
+            Algorithm::HmacRipemd160 => PreparedMac::Ripemd160(keyed(key)),
+            Algorithm::HmacSha256 => PreparedMac::Sha256(keyed(key)),
+            Algorithm::HmacSha384 => PreparedMac::Sha384(keyed(key)),
+            Algorithm::HmacSha512 => PreparedMac::Sha512(keyed(key)),
+        }
+    }
+
+    pub(crate) fn digest(&self, parts: &[&[u8]]) -> DigestBytes {
+        match self {
+            PreparedMac::Md5(m) => finish(m, parts),
+            PreparedMac::Sha1(m) => finish(m, parts),
+            PreparedMac::Ripemd160(m) => finish(m, parts),
+            PreparedMac::Sha256(m) => finish(m, parts),
+            PreparedMac::Sha384(m) => finish(m, parts),
+            PreparedMac::Sha512(m) => finish(m, parts),
+        }
+    }
+
+    /// Constant-time comparison with `expected`, which must have the algorithm's length.
+    pub(crate) fn verify(&self, alg: Algorithm, parts: &[&[u8]], expected: &[u8]) -> bool {
+        expected.len() == alg.digest_len()
+            && bool::from(self.digest(parts).as_bytes().ct_eq(expected))
+    }
 }
 
 /// The keyed digest of the concatenation of `parts` under `key`.
@@ -182,14 +226,7 @@ fn hmac_parts<M: Mac + hmac::digest::KeyInit>(key: &[u8], parts: &[&[u8]]) -> Di
 /// The message is given in pieces so that callers can digest a message around a field they
 /// must treat specially (for RFC 2747 §3, the zeroed digest field and checksum) without copying.
 pub fn digest(alg: Algorithm, key: &[u8], parts: &[&[u8]]) -> DigestBytes {
-    match alg {
-        Algorithm::HmacMd5 => hmac_parts::<Hmac<md5::Md5>>(key, parts),
-        Algorithm::HmacSha1 => hmac_parts::<Hmac<sha1::Sha1>>(key, parts),
-        Algorithm::HmacRipemd160 => hmac_parts::<Hmac<ripemd::Ripemd160>>(key, parts),
-        Algorithm::HmacSha256 => hmac_parts::<Hmac<sha2::Sha256>>(key, parts),
-        Algorithm::HmacSha384 => hmac_parts::<Hmac<sha2::Sha384>>(key, parts),
-        Algorithm::HmacSha512 => hmac_parts::<Hmac<sha2::Sha512>>(key, parts),
-    }
+    PreparedMac::new(alg, key).digest(parts)
 }
 
 /// Whether `expected` is the keyed digest of `parts` under `key`.
@@ -198,11 +235,7 @@ pub fn digest(alg: Algorithm, key: &[u8], parts: &[&[u8]]) -> DigestBytes {
 /// [`Algorithm::digest_len`] is rejected at once (lengths are public in the message anyway).
 /// Truncated digests are not accepted.
 pub fn verify(alg: Algorithm, key: &[u8], parts: &[&[u8]], expected: &[u8]) -> bool {
-    if expected.len() != alg.digest_len() {
-        return false;
-    }
-    let computed = digest(alg, key, parts);
-    bool::from(computed.as_bytes().ct_eq(expected))
+    PreparedMac::new(alg, key).verify(alg, parts, expected)
 }
 
 #[cfg(test)]

@@ -58,12 +58,14 @@ pub enum InvalidKey {
 
 /// A shared secret with its identifier, algorithm and lifetimes.
 ///
-/// The secret is wiped from memory when the key is dropped, and `Debug` never shows it.
+/// The secret is wiped from memory when the key is dropped, and `Debug` never shows it. The
+/// HMAC is keyed once, when the key is made, and reused for every message.
 #[derive(Clone)]
 pub struct Key {
     id: u64,
     algorithm: Algorithm,
     secret: Zeroizing<Vec<u8>>,
+    mac: crate::algorithm::PreparedMac,
     /// When the key may be used to sign outgoing messages.
     pub send: Lifetime,
     /// When the key is accepted on incoming messages.
@@ -83,6 +85,7 @@ impl Key {
             id,
             algorithm,
             secret: Zeroizing::new(secret.to_vec()),
+            mac: crate::algorithm::PreparedMac::new(algorithm, secret),
             send: Lifetime::ALWAYS,
             accept: Lifetime::ALWAYS,
         })
@@ -117,12 +120,12 @@ impl Key {
 
     /// The digest of `parts` under this key.
     pub fn digest(&self, parts: &[&[u8]]) -> crate::DigestBytes {
-        crate::digest(self.algorithm, &self.secret, parts)
+        self.mac.digest(parts)
     }
 
     /// Whether `expected` is the digest of `parts` under this key (constant-time).
     pub fn verify(&self, parts: &[&[u8]], expected: &[u8]) -> bool {
-        crate::verify(self.algorithm, &self.secret, parts, expected)
+        self.mac.verify(self.algorithm, parts, expected)
     }
 }
 

@@ -75,6 +75,11 @@ pub struct RawOptions {
     pub ipv6_router_alert_value: u16,
     /// Deliver our own multicast transmissions back to local sockets. Default off.
     pub multicast_loop: bool,
+    /// Kernel receive buffer, bytes (`SO_RCVBUFFORCE` when privileged, else `SO_RCVBUF`
+    /// within `net.core.rmem_max`). Signaling arrives in bursts — a router passing on thousands
+    /// of Paths at once — and what overflows the buffer is lost until the next refresh.
+    /// Default 4 MiB.
+    pub recv_buffer: usize,
 }
 
 impl Default for RawOptions {
@@ -84,6 +89,7 @@ impl Default for RawOptions {
             traffic_class: 0xc0,
             ipv6_router_alert_value: ip::IPV6_RA_RSVP,
             multicast_loop: false,
+            recv_buffer: 4 << 20,
         }
     }
 }
@@ -99,6 +105,9 @@ pub struct RawStats {
     pub send_errors: u64,
     /// Received datagrams dropped, indexed by [`DropReason::index`].
     pub drops: [u64; DropReason::ALL.len()],
+    /// Datagrams the kernel dropped because the receive buffer was full (`SO_RXQ_OVFL`), as
+    /// last reported.
+    pub kernel_drops: u64,
 }
 
 impl RawStats {
@@ -140,6 +149,8 @@ pub struct RawSocket {
     slots: RecvSlots,
     parsed: Vec<Parsed>,
     stats: RawStats,
+    /// The kernel's overflow counts of the main socket and the interceptor.
+    overflows: [u32; 2],
     sent: AtomicU64,
     send_errors: AtomicU64,
     scratch: Mutex<Vec<u8>>,
@@ -165,6 +176,7 @@ impl RawSocket {
         )?;
         socket.set_nonblocking(true)?;
         let fd = socket.as_fd();
+        receive_buffer(fd, &options)?;
         let ctrl_len = match config.family {
             Family::V4 => {
                 socket.set_header_included_v4(true)?;
@@ -173,7 +185,8 @@ impl RawSocket {
                 if config.intercept_router_alert {
                     sys::setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_ROUTER_ALERT, 1)?;
                 }
-                64
+                // IP_PKTINFO (32 bytes with its header) and SO_RXQ_OVFL (24), with room.
+                128
             }
             Family::V6 => {
                 sys::setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
@@ -208,6 +221,7 @@ impl RawSocket {
             slots,
             parsed: Vec::with_capacity(batch),
             stats: RawStats::default(),
+            overflows: [0; 2],
             sent: AtomicU64::new(0),
             send_errors: AtomicU64::new(0),
             scratch: Mutex::new(Vec::new()),
@@ -285,6 +299,11 @@ impl RawSocket {
         let n = intercepted + recv_or_empty(self.slots.recv(self.socket.as_fd(), intercepted))?;
         for slot in 0..n {
             let msg = self.slots.msg(slot);
+            if let Some(count) = overflow_count(msg.ctrl) {
+                // Cumulative per socket: keep the latest of each, report their sum.
+                self.overflows[usize::from(slot < intercepted)] = count;
+                self.stats.kernel_drops = self.overflows.iter().map(|&c| u64::from(c)).sum();
+            }
             let protocol = self.config.protocol;
             let parsed = match self.config.family {
                 Family::V4 => parse_v4(slot, &msg, protocol),
@@ -577,6 +596,7 @@ fn open_v6_interceptor(options: &RawOptions) -> io::Result<Socket> {
     )?;
     socket.set_nonblocking(true)?;
     let fd = socket.as_fd();
+    receive_buffer(fd, options)?;
     sys::setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
     let value = libc::c_int::from(options.ipv6_router_alert_value);
     sys::setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_ROUTER_ALERT, value)?;
@@ -584,6 +604,24 @@ fn open_v6_interceptor(options: &RawOptions) -> io::Result<Socket> {
     // also receive packets forwarded in other network namespaces.
     sys::setsockopt_int(fd, libc::IPPROTO_IPV6, IPV6_ROUTER_ALERT_ISOLATE, 1)?;
     Ok(socket)
+}
+
+/// Size the receive buffer and ask for the kernel's overflow count with every datagram.
+fn receive_buffer(fd: std::os::fd::BorrowedFd<'_>, options: &RawOptions) -> io::Result<()> {
+    let size = libc::c_int::try_from(options.recv_buffer).unwrap_or(libc::c_int::MAX);
+    if sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, size).is_err() {
+        // Unprivileged: the kernel caps this at net.core.rmem_max.
+        sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, size)?;
+    }
+    sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1)
+}
+
+/// The kernel's count of datagrams dropped on a full receive buffer, if `ctrl` carries it.
+fn overflow_count(ctrl: &[u8]) -> Option<u32> {
+    cmsg::iter(ctrl)
+        .find(|(level, kind, _)| *level == libc::SOL_SOCKET && *kind == libc::SO_RXQ_OVFL)
+        .and_then(|(_, _, data)| cmsg::parse_int(data))
+        .map(|n| n as u32)
 }
 
 fn recv_or_empty(r: io::Result<usize>) -> io::Result<usize> {

@@ -5,6 +5,7 @@
 
 pub mod alloc;
 pub mod rsvp_chain;
+pub mod rsvp_integrity;
 
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transport};
@@ -47,14 +48,37 @@ pub struct RsvpBenchReport {
     pub bytes_per_session: f64,
     /// The engine's own estimate of its state, bytes per session.
     pub estimated_bytes_per_session: f64,
+    /// The same phases with RFC 2747 integrity required on both interfaces, run alternately
+    /// with the plain ones (`--integrity ALG`).
+    pub integrity: Option<IntegrityPhases>,
 }
+
+/// The phases again with every input verified and every output signed.
+#[derive(Debug, Clone, Serialize)]
+pub struct IntegrityPhases {
+    /// The algorithm.
+    pub algorithm: String,
+    /// Per-phase costs with integrity.
+    pub phases: Vec<Phase>,
+    /// Median with integrity / median without, per phase.
+    pub ratios: Vec<f64>,
+    /// Bytes the INTEGRITY object adds to each message.
+    pub bytes_added: usize,
+}
+
+/// Unix time the benchmark engines start at (any fixed value: keys are valid at all times).
+const BENCH_WALL_CLOCK: u64 = 1_800_000_000;
 
 const UPSTREAM: IfIndex = IfIndex(1);
 const DOWNSTREAM: IfIndex = IfIndex(2);
 const PHOP: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 1);
 const NHOP: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 
-fn transit_engine(fuzzy: bool, expected_sessions: usize) -> RsvpEngine {
+fn transit_engine(
+    fuzzy: bool,
+    expected_sessions: usize,
+    integrity: Option<&pathwise_auth::Policy>,
+) -> RsvpEngine {
     let iface = |ifindex, addr: [u8; 4]| InterfaceConfig {
         ifindex,
         addrs: vec![IpAddr::V4(Ipv4Addr::from(addr))],
@@ -62,7 +86,7 @@ fn transit_engine(fuzzy: bool, expected_sessions: usize) -> RsvpEngine {
         reservable_bps: 100_000_000_000,
         mtu: 1500,
         latency: Duration::from_micros(100),
-        integrity: Default::default(),
+        integrity: integrity.cloned().unwrap_or_default(),
     };
     let mut cfg = Config {
         interfaces: vec![
@@ -70,6 +94,7 @@ fn transit_engine(fuzzy: bool, expected_sessions: usize) -> RsvpEngine {
             iface(DOWNSTREAM, [10, 0, 2, 1]),
         ],
         expected_sessions,
+        wall_clock_at_zero: BENCH_WALL_CLOCK,
         ..Config::default()
     };
     // The KOM "tuned" engine's wheel: 10 ms slots (seed 001 §V.B).
@@ -214,53 +239,144 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// Run the RSVP engine benchmark.
-pub fn rsvp(sessions: usize, runs: usize, fuzzy: bool, presize: bool) -> RsvpBenchReport {
-    let paths: Vec<Vec<u8>> = (0..sessions).map(path_bytes).collect();
-    let resvs: Vec<Vec<u8>> = (0..sessions).map(resv_bytes).collect();
-    let names = [
-        "Path (new session)",
-        "Resv (new reservation)",
-        "Path (refresh)",
-        "Resv (refresh)",
-    ];
-    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+/// The four phases' inputs: new Paths, new Resvs, refresh Paths, refresh Resvs.
+struct Inputs([Vec<Vec<u8>>; 4]);
+
+impl Inputs {
+    fn new(sessions: usize) -> Inputs {
+        let paths: Vec<Vec<u8>> = (0..sessions).map(path_bytes).collect();
+        let resvs: Vec<Vec<u8>> = (0..sessions).map(resv_bytes).collect();
+        Inputs([paths.clone(), resvs.clone(), paths, resvs])
+    }
+
+    /// Every message signed with `key`, sequence numbers increasing phase after phase (the
+    /// engine trusts a neighbour's first number: the benchmark policy has no handshake).
+    fn signed(&self, key: &pathwise_auth::Key) -> Inputs {
+        let mut seq = BENCH_WALL_CLOCK << 32;
+        let mut phases = self.0.clone();
+        for phase in &mut phases {
+            for m in phase.iter_mut() {
+                seq += 1;
+                pathwise_rsvp::wire::integrity::sign(m, key, seq, 0);
+            }
+        }
+        Inputs(phases)
+    }
+}
+
+/// One run: the four phases on a fresh engine. Per-phase ns/msg, heap bytes and the engine's
+/// estimate per session.
+fn one_run(
+    inputs: &Inputs,
+    fuzzy: bool,
+    presize: bool,
+    policy: Option<&pathwise_auth::Policy>,
+) -> ([f64; 4], f64, f64) {
+    let sessions = inputs.0[0].len();
+    // The baseline is taken before the engine exists, so tables sized up front count.
+    let before = alloc::allocated();
+    let mut e = transit_engine(fuzzy, if presize { sessions } else { 0 }, policy);
+    let t = Instant::from_secs(1);
+    let p0 = feed(&mut e, &inputs.0[0], PHOP, UPSTREAM, 63, t);
+    let p1 = feed(&mut e, &inputs.0[1], NHOP, DOWNSTREAM, 64, t);
+    let bytes = alloc::allocated().saturating_sub(before) as f64 / sessions.max(1) as f64;
+    let estimated = e.state_bytes() as f64 / sessions.max(1) as f64;
+    let t = Instant::from_secs(20);
+    let p2 = feed(&mut e, &inputs.0[2], PHOP, UPSTREAM, 63, t);
+    let p3 = feed(&mut e, &inputs.0[3], NHOP, DOWNSTREAM, 64, t);
+    assert_eq!(
+        e.state_stats().out_isbs,
+        sessions,
+        "every reservation installed"
+    );
+    if policy.is_some() {
+        let c = e.counters();
+        assert_eq!(c.total_drops(), 0, "{:?}", c.drops);
+        assert_eq!(c.integrity.verified, 4 * sessions as u64);
+    }
+    ([p0, p1, p2, p3], bytes, estimated)
+}
+
+const PHASES: [&str; 4] = [
+    "Path (new session)",
+    "Resv (new reservation)",
+    "Path (refresh)",
+    "Resv (refresh)",
+];
+
+fn phases(samples: Vec<Vec<f64>>) -> Vec<Phase> {
+    PHASES
+        .iter()
+        .zip(samples)
+        .map(|(n, s)| Phase {
+            name: n,
+            median_ns: median(&s),
+            runs_ns: s,
+        })
+        .collect()
+}
+
+/// Run the RSVP engine benchmark; with `integrity`, every run is repeated with that
+/// algorithm required on both interfaces, alternating, for the cost ratio.
+pub fn rsvp(
+    sessions: usize,
+    runs: usize,
+    fuzzy: bool,
+    presize: bool,
+    integrity: Option<pathwise_auth::Algorithm>,
+) -> RsvpBenchReport {
+    let plain = Inputs::new(sessions);
+    let secured = integrity.map(|alg| {
+        let key = pathwise_auth::Key::new(1, alg, b"pathwise bench key").expect("key");
+        let mut chain = pathwise_auth::KeyChain::new();
+        chain.insert(key.clone()).expect("one key");
+        let policy = pathwise_auth::Policy {
+            challenge: false,
+            ..pathwise_auth::Policy::new(pathwise_auth::Mode::Require, chain)
+        };
+        (plain.signed(&key), policy, alg)
+    });
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); PHASES.len()];
+    let mut signed_samples: Vec<Vec<f64>> = vec![Vec::new(); PHASES.len()];
     let mut bytes = Vec::new();
     let mut estimated = Vec::new();
     for _ in 0..runs.max(1) {
-        // The baseline is taken before the engine exists, so tables sized up front count.
-        let before = alloc::allocated();
-        let mut e = transit_engine(fuzzy, if presize { sessions } else { 0 });
-        let t = Instant::from_secs(1);
-        samples[0].push(feed(&mut e, &paths, PHOP, UPSTREAM, 63, t));
-        samples[1].push(feed(&mut e, &resvs, NHOP, DOWNSTREAM, 64, t));
-        bytes.push(alloc::allocated().saturating_sub(before) as f64 / sessions.max(1) as f64);
-        estimated.push(e.state_bytes() as f64 / sessions.max(1) as f64);
-        let t = Instant::from_secs(20);
-        samples[2].push(feed(&mut e, &paths, PHOP, UPSTREAM, 63, t));
-        samples[3].push(feed(&mut e, &resvs, NHOP, DOWNSTREAM, 64, t));
-        assert_eq!(
-            e.state_stats().out_isbs,
-            sessions,
-            "every reservation installed"
-        );
+        let (ns, b, est) = one_run(&plain, fuzzy, presize, None);
+        for (s, x) in samples.iter_mut().zip(ns) {
+            s.push(x);
+        }
+        bytes.push(b);
+        estimated.push(est);
+        if let Some((inputs, policy, _)) = &secured {
+            let (ns, _, _) = one_run(inputs, fuzzy, presize, Some(policy));
+            for (s, x) in signed_samples.iter_mut().zip(ns) {
+                s.push(x);
+            }
+        }
     }
+    let phases_plain = phases(samples);
+    let integrity = secured.map(|(_, _, alg)| {
+        let signed = phases(signed_samples);
+        IntegrityPhases {
+            algorithm: alg.name().to_string(),
+            ratios: signed
+                .iter()
+                .zip(&phases_plain)
+                .map(|(s, p)| s.median_ns / p.median_ns)
+                .collect(),
+            phases: signed,
+            bytes_added: pathwise_rsvp::wire::integrity::overhead(alg.digest_len()),
+        }
+    });
     RsvpBenchReport {
         sessions,
         runs: runs.max(1),
         fuzzy_timers: fuzzy,
         presized: presize,
-        phases: names
-            .iter()
-            .zip(samples)
-            .map(|(n, s)| Phase {
-                name: n,
-                median_ns: median(&s),
-                runs_ns: s,
-            })
-            .collect(),
+        phases: phases_plain,
         bytes_per_session: median(&bytes),
         estimated_bytes_per_session: median(&estimated),
+        integrity,
     }
 }
 
@@ -295,5 +411,23 @@ pub fn render_rsvp(r: &RsvpBenchReport) -> String {
         "state per session: {:.0} bytes (allocator), {:.0} bytes (engine estimate)",
         r.bytes_per_session, r.estimated_bytes_per_session
     );
+    if let Some(i) = &r.integrity {
+        let _ = writeln!(
+            out,
+            "with integrity required ({}, +{} bytes per message), runs alternating:",
+            i.algorithm, i.bytes_added
+        );
+        for (p, ratio) in i.phases.iter().zip(&i.ratios) {
+            let runs: Vec<String> = p.runs_ns.iter().map(|x| format!("{x:.0}")).collect();
+            let _ = writeln!(
+                out,
+                "{:<24} {:>12.0}   ratio {:.3}   {}",
+                p.name,
+                p.median_ns,
+                ratio,
+                runs.join(" ")
+            );
+        }
+    }
     out
 }

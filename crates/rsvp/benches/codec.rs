@@ -1,6 +1,11 @@
 //! RSVP codec micro-benchmarks: `Message::parse` and `Message::emit` per message type, on
 //! typical IPv4 messages (one sender, Controlled-Load; the Path carries an ADSPEC).
 //!
+//! The `integrity` groups time the whole RFC 2747 path for Path and Resv (FF) under every
+//! algorithm: `encode/ALG/TYPE` emits and signs (insert the INTEGRITY object, digest, checksum),
+//! `decode/ALG/TYPE` locates the object, verifies the digest and parses; `none` is the same
+//! work without integrity, for the difference.
+//!
 //! `cargo bench -p pathwise-rsvp --bench codec`. Kept short for a small shared machine: 20
 //! samples, 1 s of measurement per benchmark. Emit reuses one output buffer, so it measures
 //! encoding and the checksum, not allocating the output.
@@ -231,6 +236,63 @@ fn codec(c: &mut Criterion) {
     emit.finish();
 }
 
+/// Emit + sign, and locate + verify + parse, per algorithm, for Path and Resv.
+fn integrity(c: &mut Criterion) {
+    use pathwise_auth::{Algorithm, Key};
+    use pathwise_rsvp::wire::integrity::{Signed, sign};
+    let messages: Vec<_> = messages()
+        .into_iter()
+        .filter(|(n, _)| matches!(*n, "path" | "resv_ff"))
+        .collect();
+    let algs: Vec<Option<Algorithm>> = std::iter::once(None)
+        .chain(Algorithm::ALL.into_iter().map(Some))
+        .collect();
+    let mut encode = c.benchmark_group("integrity/encode");
+    for alg in &algs {
+        let key = alg.map(|a| Key::new(1, a, b"0123456789abcdef").unwrap());
+        let name = alg.map_or("none", Algorithm::name);
+        for (msg_name, m) in &messages {
+            let mut out = Vec::with_capacity(m.buffer_len() + 84);
+            let mut seq = 0u64;
+            encode.bench_function(format!("{name}/{msg_name}"), |b| {
+                b.iter(|| {
+                    out.clear();
+                    black_box(m).emit(64, &mut out);
+                    if let Some(k) = &key {
+                        seq += 1;
+                        sign(&mut out, k, seq, 1);
+                    }
+                    black_box(out.len())
+                })
+            });
+        }
+    }
+    encode.finish();
+    let mut decode = c.benchmark_group("integrity/decode");
+    for alg in &algs {
+        let key = alg.map(|a| Key::new(1, a, b"0123456789abcdef").unwrap());
+        let name = alg.map_or("none", Algorithm::name);
+        for (msg_name, m) in &messages {
+            let mut bytes = Vec::new();
+            m.emit(64, &mut bytes);
+            if let Some(k) = &key {
+                sign(&mut bytes, k, 1, 1);
+            }
+            decode.bench_function(format!("{name}/{msg_name}"), |b| {
+                b.iter(|| {
+                    let bytes = black_box(&bytes);
+                    if let Some(k) = &key {
+                        let s = Signed::locate(bytes).unwrap().unwrap();
+                        assert!(k.verify(&s.digested(), s.presented().digest));
+                    }
+                    Message::parse(bytes).unwrap()
+                })
+            });
+        }
+    }
+    decode.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .sample_size(20)
@@ -241,6 +303,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = codec
+    targets = codec, integrity
 }
 criterion_main!(benches);

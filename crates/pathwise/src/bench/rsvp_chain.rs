@@ -27,7 +27,7 @@ pub struct Stats {
     pub max: f64,
 }
 
-fn stats(mut v: Vec<f64>) -> Stats {
+pub(crate) fn stats(mut v: Vec<f64>) -> Stats {
     v.sort_by(f64::total_cmp);
     let at = |q: f64| {
         v.get(((v.len() as f64 - 1.0) * q).round() as usize)
@@ -69,11 +69,11 @@ pub struct ChainReport {
     pub r2_cpu_percent: f64,
 }
 
-fn request(c: &mut Client, verb: &str, args: Value) -> anyhow::Result<Value> {
+pub(crate) fn request(c: &mut Client, verb: &str, args: Value) -> anyhow::Result<Value> {
     c.request(verb, args)
 }
 
-fn session(port: u16) -> Value {
+pub(crate) fn session(port: u16) -> Value {
     json!({ "dest": RECEIVER, "port": port, "protocol": 17 })
 }
 
@@ -89,7 +89,7 @@ fn sessions_with_path(h2: &mut Client) -> anyhow::Result<Vec<String>> {
         .unwrap_or_default())
 }
 
-fn poll(
+pub(crate) fn poll(
     limit: Duration,
     every: Duration,
     what: &str,
@@ -105,7 +105,7 @@ fn poll(
     Ok(())
 }
 
-fn clients(lab: &crate::netns::Lab) -> anyhow::Result<(Client, Client)> {
+pub(crate) fn clients(lab: &crate::netns::Lab) -> anyhow::Result<(Client, Client)> {
     let c = |i| Client::connect(&rsvp_chain::socket(lab, i), "pathwise daemon");
     Ok((c(H1)?, c(H2)?))
 }

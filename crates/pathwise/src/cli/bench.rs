@@ -21,6 +21,11 @@ pub enum Bench {
         /// sized once instead of grown.
         #[arg(long)]
         presize: bool,
+        /// Also run every phase with RFC 2747 integrity required on both interfaces under this
+        /// algorithm (hmac-md5, hmac-sha1, hmac-ripemd160, hmac-sha256, hmac-sha384,
+        /// hmac-sha512), alternating with the plain runs, and report the cost ratio.
+        #[arg(long)]
+        integrity: Option<pathwise_auth::Algorithm>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -34,6 +39,24 @@ pub enum Bench {
         /// Reservations held for the memory and CPU figures.
         #[arg(long, default_value_t = 10_000)]
         hold: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// RSVP setup time with RFC 2747 integrity required on every link of the five-node
+    /// network-namespace chain (root), against integrity off, for batches of sessions (seed
+    /// 004 Figs. 2–6).
+    RsvpIntegrity {
+        /// Batch sizes: sessions set up together.
+        #[arg(long, value_delimiter = ',', default_value = "1,10,100,1000,10000")]
+        sessions: Vec<usize>,
+        /// Algorithms compared with integrity off.
+        #[arg(long, value_delimiter = ',', default_value = "hmac-md5,hmac-sha256")]
+        algorithms: Vec<pathwise_auth::Algorithm>,
+        /// Repetitions (each on fresh chains, configurations interleaved); medians are
+        /// reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -100,6 +123,19 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
                 print!("{}", crate::bench::rsvp_chain::render(&report));
             }
         }
+        Bench::RsvpIntegrity {
+            sessions,
+            algorithms,
+            runs,
+            json,
+        } => {
+            let report = crate::bench::rsvp_integrity::run(&sessions, &algorithms, runs)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", crate::bench::rsvp_integrity::render(&report));
+            }
+        }
         Bench::Booster(a) => return run_booster(a),
         Bench::Oracle(a) => return crate::cli::oracle::run_bench(a),
         Bench::Rsvp {
@@ -107,9 +143,10 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             runs,
             fuzzy,
             presize,
+            integrity,
             json,
         } => {
-            let report = crate::bench::rsvp(sessions, runs, fuzzy, presize);
+            let report = crate::bench::rsvp(sessions, runs, fuzzy, presize, integrity);
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {

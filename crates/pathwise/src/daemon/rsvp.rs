@@ -377,6 +377,7 @@ impl RsvpService {
             "reservations": st.out_isbs,
             "state_bytes": self.engine.state_bytes(),
             "socket_drops": self.sockets.iter().map(|s| s.stats().total_drops()).sum::<u64>(),
+            "kernel_drops": self.sockets.iter().map(|s| s.stats().kernel_drops).sum::<u64>(),
         })
     }
 
@@ -441,6 +442,10 @@ impl RsvpService {
             ("resv_timeouts", c.resv_timeouts),
             ("admission_failures", c.admission_failures),
             ("send_errors", self.send_errors),
+            (
+                "kernel_drops",
+                self.sockets.iter().map(|s| s.stats().kernel_drops).sum(),
+            ),
         ] {
             let _ = writeln!(
                 out,

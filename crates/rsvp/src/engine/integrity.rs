@@ -106,10 +106,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// Sign `t` (an emitted message) under the policy of the interface it leaves by (found by
-    /// route lookup when `t.ifindex` is `None`), if that policy signs. With the handshake on, an
-    /// unsigned copy is kept for [`RESEND_WINDOW`] so a challenger can be sent again what it
-    /// dropped while its sequence state was being established.
-    pub(super) fn sign_outgoing(&mut self, t: &mut Transmit) {
+    /// route lookup when `t.ifindex` is `None`), if that policy signs. With the handshake on and
+    /// `keep` set, an unsigned copy is kept for [`RESEND_WINDOW`] so a challenger can be sent
+    /// again what it dropped while its sequence state was being established; `keep` is for
+    /// what no refresh repeats (Path and plain Resv state is refreshed at once after a
+    /// challenge instead).
+    pub(super) fn sign_outgoing(&mut self, t: &mut Transmit, keep: bool) {
         let route = self.fib.lookup(t.dst).map(|(_, r)| (r.ifindex, r.next_hop));
         let Some(ifindex) = t.ifindex.or(route.map(|r| r.0)) else {
             return;
@@ -130,7 +132,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             self.counters.integrity.unsigned_no_key += 1;
             return;
         };
-        if policy.challenge {
+        if policy.challenge && keep {
             while self.recent.len() >= RESEND_MAX
                 || self
                     .recent
@@ -270,9 +272,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.refresh_after_challenge(rx.ifindex);
     }
 
-    /// Send the challenger, freshly signed, what we sent it during the last
-    /// [`RESEND_WINDOW`]: it dropped those while waiting for our response, and some (the first
-    /// Resv asking for a confirmation, teardowns, errors) no refresh would repeat.
+    /// Send the challenger, freshly signed, what we sent it during the last [`RESEND_WINDOW`]
+    /// that no refresh would repeat (a Resv asking for a confirmation, teardowns, errors,
+    /// confirmations): it dropped those while waiting for our response.
     fn resend_after_challenge(&mut self, ifindex: IfIndex, challenger: IpAddr) {
         let since = self.now.checked_sub(RESEND_WINDOW).unwrap_or_default();
         let again: Vec<Transmit> = self
@@ -282,7 +284,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .map(|r| r.unsigned.clone())
             .collect();
         for mut t in again {
-            self.sign_outgoing(&mut t);
+            self.sign_outgoing(&mut t, true);
             self.counters.integrity.resent += 1;
             self.transmits.push_back(t);
         }

@@ -66,7 +66,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
             ttl,
             payload,
         };
-        self.sign_outgoing(&mut t);
+        // Path and Resv state is refreshed at once towards a challenger; the rest is kept.
+        let refreshed = match msg {
+            Message::Path(_) => true,
+            Message::Resv(r) => r.confirm.is_none(),
+            _ => false,
+        };
+        self.sign_outgoing(&mut t, !refreshed);
         self.counters.count_out(msg.msg_type());
         self.transmits.push_back(t);
     }

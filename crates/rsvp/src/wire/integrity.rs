@@ -14,12 +14,11 @@
 //!   and happens before the message is parsed or can change any state.
 
 use pathwise_auth::{Key, MAX_DIGEST_LEN, Presented};
-use pathwise_core::wire::Writer;
 
 use super::ParseErrorKind;
 use super::message::{CommonHeader, Packet};
-use super::objects::integrity::INTEGRITY_FIXED;
-use super::objects::{Integrity, ObjectHeader, RsvpHop, class, ctype};
+use super::objects::integrity::{INTEGRITY_FIXED, fixed_fields, leading_bytes};
+use super::objects::{ObjectHeader, RsvpHop, class, ctype};
 
 /// Zeros standing in for the checksum and the digest while digesting.
 static ZEROS: [u8; MAX_DIGEST_LEN] = [0; MAX_DIGEST_LEN];
@@ -47,15 +46,14 @@ pub fn sign(msg: &mut Vec<u8>, key: &Key, seq: u64, flags: u8) {
         let end = CommonHeader::LEN + ObjectHeader::LEN + body.len();
         msg.drain(CommonHeader::LEN..end);
     }
-    let object = Integrity {
-        flags,
-        key_id: key.id(),
-        seq,
-        digest: vec![0; key.algorithm().digest_len()],
-    };
-    let mut bytes = Vec::with_capacity(object.buffer_len());
-    object.emit(&mut Writer::new(&mut bytes));
-    msg.splice(CommonHeader::LEN..CommonHeader::LEN, bytes);
+    // Every algorithm's digest is a multiple of 4 bytes (16, 20, 32, 48, 64).
+    let digest_len = key.algorithm().digest_len();
+    let leading = leading_bytes(flags, key.id(), seq, digest_len);
+    let zeros = std::iter::repeat_n(0u8, digest_len);
+    msg.splice(
+        CommonHeader::LEN..CommonHeader::LEN,
+        leading.iter().copied().chain(zeros),
+    );
     let length = u16::try_from(msg.len()).unwrap_or(u16::MAX);
     let Ok(mut p) = Packet::new_header(&mut msg[..]) else {
         return;
@@ -96,7 +94,7 @@ impl<'a> Signed<'a> {
         if h.class != class::INTEGRITY {
             return Ok(None);
         }
-        let parsed = Integrity::parse(h.ctype, body)?;
+        let (flags, key_id, seq) = fixed_fields(h.ctype, body)?;
         let start = DIGEST_AT;
         let end = CommonHeader::LEN + ObjectHeader::LEN + body.len();
         if end - start > MAX_DIGEST_LEN {
@@ -105,9 +103,9 @@ impl<'a> Signed<'a> {
         }
         Ok(Some(Signed {
             msg,
-            flags: parsed.flags,
-            key_id: parsed.key_id,
-            seq: parsed.seq,
+            flags,
+            key_id,
+            seq,
             digest: start..end,
         }))
     }
@@ -179,7 +177,7 @@ mod tests {
             let key = key(alg);
             let mut buf = path_bytes();
             let unsigned = buf.len();
-            sign(&mut buf, &key, 77, Integrity::HANDSHAKE);
+            sign(&mut buf, &key, 77, crate::wire::Integrity::HANDSHAKE);
             assert_eq!(buf.len(), unsigned + overhead(alg.digest_len()), "{alg:?}");
             assert!(verify(&buf, &key), "{alg:?}");
             let (hdr, m) = Message::parse(&buf).unwrap();

@@ -26,6 +26,7 @@ pub mod message;
 pub mod objects;
 #[cfg(test)]
 mod proptests;
+pub mod te;
 
 pub use error::{IntServFault, ParseError, ParseErrorKind, error_code};
 pub use intserv::{

@@ -24,6 +24,42 @@ fn write_key_id(w: &mut Writer<'_>, key_id: u64) {
     w.u32(key_id as u32);
 }
 
+/// Check an INTEGRITY body and read its fixed fields (flags, key id, sequence number); the
+/// digest is the rest. Shared by [`Integrity::parse`] and the allocation-free
+/// [`crate::wire::integrity::Signed::locate`].
+pub(crate) fn fixed_fields(ctype: u8, body: &[u8]) -> Result<(u8, u64, u64), ParseErrorKind> {
+    if ctype != ctype::TYPE_1 {
+        return Err(ParseErrorKind::unknown_ctype(class::INTEGRITY, ctype));
+    }
+    if body.len() <= INTEGRITY_FIXED || !body.len().is_multiple_of(4) {
+        return Err(ParseErrorKind::bad_object(class::INTEGRITY, ctype));
+    }
+    let mut r = Reader::new(body);
+    let flags = r.u8()?;
+    r.skip(1)?;
+    Ok((flags, read_key_id(&mut r)?, r.u64()?))
+}
+
+/// The object header and fixed fields of an INTEGRITY object whose digest is `digest_len`
+/// bytes (a multiple of 4): what precedes the digest on the wire.
+pub(crate) fn leading_bytes(
+    flags: u8,
+    key_id: u64,
+    seq: u64,
+    digest_len: usize,
+) -> [u8; ObjectHeader::LEN + INTEGRITY_FIXED] {
+    let mut out = [0u8; ObjectHeader::LEN + INTEGRITY_FIXED];
+    let len = u16::try_from(ObjectHeader::LEN + INTEGRITY_FIXED + digest_len).unwrap_or(0);
+    out[..2].copy_from_slice(&len.to_be_bytes());
+    out[2] = class::INTEGRITY;
+    out[3] = ctype::TYPE_1;
+    out[4] = flags;
+    // Only the low 48 bits of the key id travel (auth::MAX_KEY_ID).
+    out[6..12].copy_from_slice(&key_id.to_be_bytes()[2..]);
+    out[12..20].copy_from_slice(&seq.to_be_bytes());
+    out
+}
+
 impl Integrity {
     /// Parse an INTEGRITY body (RFC 2747 §2.1):
     ///
@@ -45,20 +81,12 @@ impl Integrity {
     /// The digest is a non-empty multiple of 4 bytes (16 for HMAC-MD5); its length is checked
     /// against the key's algorithm when verifying, not here.
     pub fn parse(ctype: u8, body: &[u8]) -> Result<Self, ParseErrorKind> {
-        if ctype != ctype::TYPE_1 {
-            return Err(ParseErrorKind::unknown_ctype(class::INTEGRITY, ctype));
-        }
-        if body.len() <= INTEGRITY_FIXED || !body.len().is_multiple_of(4) {
-            return Err(ParseErrorKind::bad_object(class::INTEGRITY, ctype));
-        }
-        let mut r = Reader::new(body);
-        let flags = r.u8()?;
-        r.skip(1)?;
+        let (flags, key_id, seq) = fixed_fields(ctype, body)?;
         Ok(Integrity {
             flags,
-            key_id: read_key_id(&mut r)?,
-            seq: r.u64()?,
-            digest: r.rest().to_vec(),
+            key_id,
+            seq,
+            digest: body[INTEGRITY_FIXED..].to_vec(),
         })
     }
 
@@ -74,16 +102,8 @@ impl Integrity {
 
     /// Write the object, header included.
     pub fn emit(&self, w: &mut Writer<'_>) {
-        ObjectHeader::emit(
-            w,
-            class::INTEGRITY,
-            ctype::TYPE_1,
-            self.buffer_len() - ObjectHeader::LEN,
-        );
-        w.u8(self.flags);
-        w.u8(0);
-        write_key_id(w, self.key_id);
-        w.u64(self.seq);
+        let padded = self.digest.len().next_multiple_of(4);
+        w.bytes(&leading_bytes(self.flags, self.key_id, self.seq, padded));
         w.bytes(&self.digest);
         w.zeros(self.digest.len().next_multiple_of(4) - self.digest.len());
     }
