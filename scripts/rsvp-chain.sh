@@ -2,8 +2,12 @@
 # The RSVP test chain of issue 3, by hand: five network namespaces H1 – R1 – R2 – R3 – H2 with
 # forwarding on and a `pathwise daemon` in each (needs root, iproute2, tc).
 #
-#   sudo scripts/rsvp-chain.sh up [PATHWISE_BINARY]   # build with `cargo build --release` first
+#   sudo scripts/rsvp-chain.sh up [--integrity ALGORITHM] [PATHWISE_BINARY]
 #   sudo scripts/rsvp-chain.sh down
+#
+# Build with `cargo build --release` first. With --integrity (hmac-md5, hmac-sha1,
+# hmac-ripemd160, hmac-sha256, hmac-sha384, hmac-sha512), every interface requires RFC 2747
+# INTEGRITY under one key (id 1, a fresh random secret in /tmp/pw-chain/chain.keys, mode 600).
 #
 # Addresses: link n (1..4) is 10.91.n.0/24; the node west of it is .1 on its `e0`, the node east
 # of it .2 on its `w0`. H1 = 10.91.1.1, H2 = 10.91.4.2. Daemons log to /tmp/pw-chain/NODE.log and
@@ -12,7 +16,13 @@ set -euo pipefail
 nodes=(h1 r1 r2 r3 h2)
 dir=/tmp/pw-chain
 cmd=${1:-}
-bin=${2:-$(cd "$(dirname "$0")/.." && pwd)/target/release/pathwise}
+shift || true
+integrity=""
+if [[ ${1:-} == --integrity ]]; then
+    integrity=${2:?--integrity needs an algorithm}
+    shift 2
+fi
+bin=${1:-$(cd "$(dirname "$0")/.." && pwd)/target/release/pathwise}
 
 down() {
     for n in "${nodes[@]}"; do
@@ -42,11 +52,19 @@ up() {
             if (( net > r + 1 )); then ip -n "pwc-r$r" route add "10.91.$net.0/24" via "10.91.$((r + 1)).2"; fi
         done
     done
+    section=""
+    if [[ -n $integrity ]]; then
+        (umask 077; printf '1 %s %s\n' "$integrity" "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" > "$dir/chain.keys")
+        section=$(printf '\n[rsvp.interface.integrity]\nmode = "require"\nkey_file = "%s/chain.keys"\n' "$dir")
+    fi
     for n in "${nodes[@]}"; do
         case $n in h1) ifs="e0" ;; h2) ifs="w0" ;; *) ifs="w0 e0" ;; esac
         {
             printf '[daemon]\nsocket = "%s/%s.sock"\n\n[rsvp]\nrefresh = "30s"\ntraffic_control = "htb"\n' "$dir" "$n"
-            for i in $ifs; do printf '\n[[rsvp.interface]]\nname = "%s"\nbandwidth = "10Mbit"\nreservable = "8Mbit"\n' "$i"; done
+            for i in $ifs; do
+                printf '\n[[rsvp.interface]]\nname = "%s"\nbandwidth = "10Mbit"\nreservable = "8Mbit"\n' "$i"
+                printf '%s\n' "$section"
+            done
         } > "$dir/$n.toml"
         ip netns exec "pwc-$n" "$bin" daemon --config "$dir/$n.toml" > "$dir/$n.log" 2>&1 &
         echo $! > "$dir/$n.pid"
@@ -59,6 +77,7 @@ Chain is up. Try:
   ip netns exec pwc-r2 $bin rsvp --socket $dir/r2.sock show sessions
   ip netns exec pwc-r2 tc class show dev e0
   ip netns exec pwc-h1 $bin rsvp --socket $dir/h1.sock show events
+  ip netns exec pwc-r2 $bin rsvp --socket $dir/r2.sock show counters   # integrity: signed, verified, drops
 Tear it down with: $0 down
 EOT
 }
@@ -66,5 +85,5 @@ EOT
 case $cmd in
     up) up ;;
     down) down ;;
-    *) echo "usage: $0 up [PATHWISE_BINARY] | down" >&2; exit 2 ;;
+    *) echo "usage: $0 up [--integrity ALGORITHM] [PATHWISE_BINARY] | down" >&2; exit 2 ;;
 esac
