@@ -262,14 +262,10 @@ for p in [good[:6], bytes(bad_sum), msg([session, hop], length=400), msg([sessio
     Ok(())
 }
 
-#[test]
-fn tshark_decodes_every_message_we_send() -> anyhow::Result<()> {
-    if skip("tshark_decodes_every_message_we_send", &["tc", "tshark"]) {
-        return Ok(());
-    }
-    let _serial = serial();
-    let mut lab = chain("memory")?;
-    let pcap = lab.path("r2.pcap");
+/// Start capturing RSVP on both of R2's interfaces into `file` in the lab directory (the capture
+/// filter applies to the interface named before it, so display filters pick RSVP out later).
+fn capture_at_r2(lab: &mut Lab, file: &str) -> anyhow::Result<std::path::PathBuf> {
+    let pcap = lab.path(file);
     let pcap_s = pcap.to_str().unwrap_or_default().to_string();
     lab.spawn(
         "tshark",
@@ -288,6 +284,26 @@ fn tshark_decodes_every_message_we_send() -> anyhow::Result<()> {
         ],
     )?;
     std::thread::sleep(Duration::from_secs(2));
+    Ok(pcap)
+}
+
+/// tshark finds no malformed packet and raises no expert error in the capture.
+fn assert_nothing_malformed(lab: &Lab, pcap: &str) -> anyhow::Result<()> {
+    let filter = "_ws.malformed || _ws.expert.severity >= error";
+    let malformed = lab.exec_ok(R2, &["tshark", "-r", pcap, "-Y", filter])?;
+    assert!(malformed.trim().is_empty(), "tshark complains: {malformed}");
+    Ok(())
+}
+
+#[test]
+fn tshark_decodes_every_message_we_send() -> anyhow::Result<()> {
+    if skip("tshark_decodes_every_message_we_send", &["tc", "tshark"]) {
+        return Ok(());
+    }
+    let _serial = serial();
+    let mut lab = chain("memory")?;
+    let pcap = capture_at_r2(&mut lab, "r2.pcap")?;
+    let pcap_s = pcap.to_str().unwrap_or_default().to_string();
     setup_reservation(&lab, 1000)?;
     cli(&lab, H2, &["release", "--dest", RECEIVER, "--port", "5001"])?;
     cli(
@@ -311,17 +327,7 @@ fn tshark_decodes_every_message_we_send() -> anyhow::Result<()> {
     for t in ["1", "2", "5", "6", "7"] {
         assert!(types.contains(t), "message type {t} not seen: {types:?}");
     }
-    let malformed = lab.exec_ok(
-        R2,
-        &[
-            "tshark",
-            "-r",
-            &pcap_s,
-            "-Y",
-            "_ws.malformed || _ws.expert.severity >= error",
-        ],
-    )?;
-    assert!(malformed.trim().is_empty(), "tshark complains: {malformed}");
+    assert_nothing_malformed(&lab, &pcap_s)?;
     assert!(Path::new(&pcap).exists());
     Ok(())
 }
@@ -341,25 +347,8 @@ fn integrity_required_on_every_link_hop_by_hop() -> anyhow::Result<()> {
         "1s",
         Some(pathwise_auth::Algorithm::HmacSha256),
     )?;
-    let pcap = lab.path("r2-integrity.pcap");
+    let pcap = capture_at_r2(&mut lab, "r2-integrity.pcap")?;
     let pcap_s = pcap.to_str().unwrap_or_default().to_string();
-    lab.spawn(
-        "tshark",
-        R2,
-        &[
-            "tshark",
-            "-q",
-            "-i",
-            "e0",
-            "-i",
-            "w0",
-            "-f",
-            "ip proto 46",
-            "-w",
-            &pcap_s,
-        ],
-    )?;
-    std::thread::sleep(Duration::from_secs(2));
     setup_reservation(&lab, 1000)?;
     for i in [R1, R2, R3] {
         assert_eq!(installed_kbps(&lab, i), 1000.0, "node {i}");
@@ -428,17 +417,7 @@ fn integrity_required_on_every_link_hop_by_hop() -> anyhow::Result<()> {
     for t in ["1", "2", "5", "6", "7", "25", "26"] {
         assert!(types.contains(t), "message type {t} not seen: {types:?}");
     }
-    let malformed = lab.exec_ok(
-        R2,
-        &[
-            "tshark",
-            "-r",
-            &pcap_s,
-            "-Y",
-            "_ws.malformed || _ws.expert.severity >= error",
-        ],
-    )?;
-    assert!(malformed.trim().is_empty(), "tshark complains: {malformed}");
+    assert_nothing_malformed(&lab, &pcap_s)?;
     Ok(())
 }
 
