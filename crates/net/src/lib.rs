@@ -114,10 +114,12 @@ mod mirror;
 mod raw;
 mod sys;
 pub mod tc;
+pub mod udp_ra;
 
 pub use fib::{FibMirror, InterfaceInfo, NetEvent, ifindex_by_name, interfaces};
 pub use ip::DropReason;
 pub use raw::{Family, RawConfig, RawOptions, RawSocket, RawStats};
+pub use udp_ra::RaUdpSocket;
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,5 @@
 //! The crate's only `unsafe` code: thin wrappers over the libc calls socket2 does not cover
-//! (`setsockopt` for Linux-specific options, `recvmmsg`, `sendmmsg`).
+//! (`setsockopt` for Linux-specific options, a socket filter, `recvmmsg`, `sendmmsg`).
 //!
 //! Everything here takes and returns plain byte buffers; encoding and decoding of control
 //! messages and socket addresses lives in safe code (`cmsg.rs`).
@@ -25,6 +25,38 @@ pub(crate) fn setsockopt_int(
             name,
             (&raw const value).cast(),
             size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Attach a classic BPF socket filter that accepts nothing (`ret #0`): the socket keeps its
+/// port but every datagram for it is discarded before it is queued.
+pub(crate) fn attach_drop_all_filter(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // BPF_RET | BPF_K with k = 0: "return 0 bytes", i.e. drop.
+    let mut code = [libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k: 0,
+    }];
+    let prog = libc::sock_fprog {
+        len: 1,
+        filter: code.as_mut_ptr(),
+    };
+    // SAFETY: `fd` is live for the borrow; `prog` and the one instruction it points to are on
+    // our stack and outlive the call (the kernel copies the program), and its size is passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&raw const prog).cast(),
+            size_of::<libc::sock_fprog>() as libc::socklen_t,
         )
     };
     if rc < 0 {
