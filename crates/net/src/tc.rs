@@ -130,6 +130,10 @@ fn u32_matches(dest: IpAddr, protocol: u8, dst_port: u16, sender: &FilterSpec) -
         FilterSpec::V4 { src, src_port } => (IpAddr::V4(src), src_port, 0),
         FilterSpec::V6 { src, src_port } => (IpAddr::V6(src), src_port, 0),
         FilterSpec::V6FlowLabel { src, flow_label } => (IpAddr::V6(src), 0, flow_label),
+        // An LSP tunnel's sender (RFC 3209 §4.6.2) has an LSP ID, not a port: like port 0, the
+        // filter matches the sender's address only.
+        FilterSpec::LspTunnelV4 { src, .. } => (IpAddr::V4(src), 0, 0),
+        FilterSpec::LspTunnelV6 { src, .. } => (IpAddr::V6(src), 0, 0),
     };
     m += &format!(" match {fam} src {src}/{host}");
     if sport != 0 {
@@ -460,6 +464,7 @@ mod tests {
             protocol_id: 17,
             flags: 0,
             dst_port: 5001,
+            extended_tunnel_id: None,
         };
         let sender = FilterSpec::V4 {
             src: "10.0.0.1".parse().unwrap(),

@@ -127,6 +127,7 @@ fn session(i: usize) -> (Session, FilterSpec) {
             protocol_id: 17,
             flags: 0,
             dst_port: port,
+            extended_tunnel_id: None,
         },
         FilterSpec::V4 {
             src,
@@ -162,11 +163,15 @@ fn path_bytes(i: usize) -> Vec<u8> {
                 lih: 7,
             },
             time_values: TimeValues { refresh_ms: 30_000 },
+            explicit_route: None,
+            label_request: None,
+            session_attribute: None,
             policy: Vec::new(),
             sender: SenderDescriptor {
                 template: f,
                 tspec: SenderTspec(tspec()),
                 adspec: Some(Adspec::new_at_sender(true, true)),
+                record_route: None,
             },
             forward: Vec::new(),
         }),
@@ -195,6 +200,7 @@ fn resv_bytes(i: usize) -> Vec<u8> {
             flows: vec![FlowDescriptor {
                 flowspec: Some(FlowSpec::ControlledLoad(tspec())),
                 filters: vec![f],
+                te: Vec::new(),
             }],
             forward: Vec::new(),
         }),

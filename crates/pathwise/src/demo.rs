@@ -164,6 +164,7 @@ pub fn run(seed: u64) -> anyhow::Result<DemoReport> {
         protocol_id: 17,
         flags: 0,
         dst_port: port,
+        extended_tunnel_id: None,
     };
 
     let mut flows = vec![

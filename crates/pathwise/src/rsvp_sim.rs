@@ -183,15 +183,18 @@ impl Scenario {
                     .map(|s| FlowDescriptor {
                         flowspec: Some(r.flowspec),
                         filters: vec![*s],
+                        te: Vec::new(),
                     })
                     .collect(),
                 StyleKind::Se => vec![FlowDescriptor {
                     flowspec: Some(r.flowspec),
                     filters: senders,
+                    te: Vec::new(),
                 }],
                 _ => vec![FlowDescriptor {
                     flowspec: Some(r.flowspec),
                     filters: Vec::new(),
+                    te: Vec::new(),
                 }],
             };
             self.sim.with_engine(r.node, |e, now| {

@@ -92,6 +92,7 @@ impl Net {
                 let flows = vec![FlowDescriptor {
                     flowspec: Some(cl(kbps)),
                     filters: vec![sender],
+                    te: Vec::new(),
                 }];
                 e.reserve(now, s, StyleKind::Ff, flows, true).unwrap();
             });

@@ -458,6 +458,7 @@ fn admission_failure_returns_resv_err_and_leaves_no_partial_reservation() {
         let flows = vec![pathwise_rsvp::wire::FlowDescriptor {
             flowspec: Some(cl(400.0)),
             filters: vec![sender],
+            te: Vec::new(),
         }];
         e.reserve(now, s, StyleKind::Ff, flows, false).unwrap();
     });

@@ -26,12 +26,7 @@ fn v4(a: [u8; 4]) -> IpAddr {
 }
 
 fn session() -> Session {
-    Session {
-        dest: v4([10, 0, 0, 9]),
-        protocol_id: 17,
-        flags: 0,
-        dst_port: 5004,
-    }
+    Session::ip(v4([10, 0, 0, 9]), 17, 5004)
 }
 
 fn hop() -> RsvpHop {
@@ -100,6 +95,7 @@ fn messages() -> Vec<(&'static str, Message)> {
     let ff = |n| FlowDescriptor {
         flowspec: flowspec(),
         filters: vec![sender(n)],
+        te: Vec::new(),
     };
     vec![
         (
@@ -109,11 +105,15 @@ fn messages() -> Vec<(&'static str, Message)> {
                 session: session(),
                 hop: hop(),
                 time_values: R,
+                explicit_route: None,
+                label_request: None,
+                session_attribute: None,
                 policy: vec![],
                 sender: SenderDescriptor {
                     template: sender(1),
                     tspec: SenderTspec(bucket()),
                     adspec: Some(adspec),
+                    record_route: None,
                 },
                 forward: vec![],
             }),
@@ -126,6 +126,7 @@ fn messages() -> Vec<(&'static str, Message)> {
                 vec![FlowDescriptor {
                     flowspec: flowspec(),
                     filters: vec![sender(1), sender(2)],
+                    te: Vec::new(),
                 }],
             ),
         ),
@@ -136,6 +137,7 @@ fn messages() -> Vec<(&'static str, Message)> {
                 vec![FlowDescriptor {
                     flowspec: flowspec(),
                     filters: vec![],
+                    te: Vec::new(),
                 }],
             ),
         ),
@@ -150,6 +152,7 @@ fn messages() -> Vec<(&'static str, Message)> {
                     template: sender(1),
                     tspec: SenderTspec(bucket()),
                     adspec: None,
+                    record_route: None,
                 }),
                 forward: vec![],
             }),
@@ -190,6 +193,7 @@ fn messages() -> Vec<(&'static str, Message)> {
                 flows: vec![FlowDescriptor {
                     flowspec: None,
                     filters: vec![sender(1)],
+                    te: Vec::new(),
                 }],
                 forward: vec![],
             }),

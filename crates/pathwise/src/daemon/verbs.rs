@@ -28,12 +28,7 @@ fn udp() -> u8 {
 
 impl From<SessionArg> for Session {
     fn from(s: SessionArg) -> Session {
-        Session {
-            dest: s.dest,
-            protocol_id: s.protocol,
-            flags: 0,
-            dst_port: s.port,
-        }
+        Session::ip(s.dest, s.protocol, s.port)
     }
 }
 
@@ -135,6 +130,7 @@ impl ReserveReq {
                     .map(|s| FlowDescriptor {
                         flowspec: fs,
                         filters: vec![*s],
+                        te: Vec::new(),
                     })
                     .collect(),
             )),
@@ -143,6 +139,7 @@ impl ReserveReq {
                 vec![FlowDescriptor {
                     flowspec: fs,
                     filters: senders,
+                    te: Vec::new(),
                 }],
             )),
             "ff" | "se" => Err(format!("style {} needs at least one --sender", self.style)),
@@ -151,6 +148,7 @@ impl ReserveReq {
                 vec![FlowDescriptor {
                     flowspec: fs,
                     filters: Vec::new(),
+                    te: Vec::new(),
                 }],
             )),
             other => Err(format!("unknown style {other:?}: ff, se or wf")),
@@ -172,6 +170,8 @@ fn filter_text(f: &FilterSpec) -> String {
         FilterSpec::V4 { src, src_port } => format!("{src}:{src_port}"),
         FilterSpec::V6 { src, src_port } => format!("[{src}]:{src_port}"),
         FilterSpec::V6FlowLabel { src, flow_label } => format!("[{src}] flow {flow_label:#x}"),
+        FilterSpec::LspTunnelV4 { src, lsp_id } => format!("{src} lsp {lsp_id}"),
+        FilterSpec::LspTunnelV6 { src, lsp_id } => format!("[{src}] lsp {lsp_id}"),
     }
 }
 

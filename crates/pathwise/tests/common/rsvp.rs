@@ -34,12 +34,7 @@ pub fn filter(addr: IpAddr, port: u16) -> FilterSpec {
 }
 
 pub fn udp(dest: IpAddr, port: u16) -> Session {
-    Session {
-        dest,
-        protocol_id: 17,
-        flags: 0,
-        dst_port: port,
-    }
+    Session::ip(dest, 17, port)
 }
 
 pub fn node(sc: &Scenario, name: &str) -> NodeId {

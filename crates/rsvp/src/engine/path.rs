@@ -5,9 +5,13 @@ use super::list;
 use super::state::{Oi, PhopId, Psb, PsbId, SessionId, SessionState, carried, filter_matches};
 use super::{Event, RsvpEngine, TrafficControl};
 use crate::wire::error::error_code;
-use crate::wire::{CommonHeader, FilterSpec, Path, PathErr, PathTear, RsvpHop, Session, StyleKind};
+use crate::wire::{
+    CommonHeader, FilterSpec, ObjectHeader, Opaque, Path, PathErr, PathTear, RsvpHop, Session,
+    SessionAttribute, StyleKind, te,
+};
 use pathwise_core::io::{IfIndex, Received};
 use pathwise_core::time::Instant;
+use pathwise_core::wire::Writer;
 use smallvec::SmallVec;
 
 /// Whether two senders conflict in their ports: same address, one with a port of zero and the
@@ -36,6 +40,17 @@ fn sender_ports_conflict(a: &FilterSpec, b: &FilterSpec) -> bool {
         ) => x == y && p != q && (*p == 0 || *q == 0),
         _ => false,
     }
+}
+
+/// A SESSION_ATTRIBUTE as an uninterpreted object, to be forwarded as received.
+fn carried_session_attribute(sa: &SessionAttribute) -> Opaque {
+    let mut b = Vec::with_capacity(sa.buffer_len());
+    sa.emit(&mut Writer::new(&mut b));
+    Opaque::parse(
+        te::class::SESSION_ATTRIBUTE,
+        sa.ctype(),
+        b.get(ObjectHeader::LEN..).unwrap_or(&[]),
+    )
 }
 
 impl<T: TrafficControl> RsvpEngine<T> {
@@ -163,6 +178,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let adspec = adspec.map(|a| self.intern_adspec(a));
         let mut objects = p.policy;
         objects.extend(p.forward);
+        // SESSION_ATTRIBUTE goes on unmodified (RFC 3209 §4.7), carried as the unknown
+        // class-11bbbbbb object it was to this engine before RSVP-TE; the other TE objects are
+        // not acted on yet, so not passed on.
+        objects.extend(p.session_attribute.as_ref().map(carried_session_attribute));
         let expires = now + self.lifetime(p.time_values.refresh_ms);
         let phop = self.phop_acquire(p.hop, rx.ifindex);
         let ttl = rx.ttl.saturating_sub(1);

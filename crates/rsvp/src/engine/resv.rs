@@ -209,6 +209,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                         let d = FlowDescriptor {
                             flowspec: Some(fs),
                             filters: vec![*filt],
+                            te: Vec::new(),
                         };
                         if known(filt) {
                             wanted.push((Some(*filt), fs, SmallVec::from_elem(*filt, 1), d));
@@ -559,6 +560,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 let desc = FlowDescriptor {
                     flowspec: Some(*self.flowspecs.get(r.flowspec)),
                     filters: r.filters.to_vec(),
+                    te: Vec::new(),
                 };
                 self.send_resv_err(
                     id,

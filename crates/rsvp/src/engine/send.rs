@@ -121,11 +121,15 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 time_values: TimeValues {
                     refresh_ms: self.refresh_ms(),
                 },
+                explicit_route: None,
+                label_request: None,
+                session_attribute: None,
                 policy,
                 sender: SenderDescriptor {
                     template: p.sender,
                     tspec: p.tspec,
                     adspec,
+                    record_route: None,
                 },
                 forward,
             });

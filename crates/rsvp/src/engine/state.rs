@@ -208,7 +208,7 @@ impl Rsb {
 }
 
 /// Whether a FILTER_SPEC selects the sender named by a SENDER_TEMPLATE. A port or flow label of
-/// zero in the filter is a wildcard (RFC 2205 §A.9).
+/// zero in the filter is a wildcard (RFC 2205 §A.9); an LSP ID is not.
 pub fn filter_matches(filter: &FilterSpec, sender: &FilterSpec) -> bool {
     match (filter, sender) {
         (
@@ -241,6 +241,10 @@ pub fn filter_matches(filter: &FilterSpec, sender: &FilterSpec) -> bool {
                 flow_label: m,
             },
         ) => a == b && (*l == 0 || l == m),
+        // An LSP tunnel's FILTER_SPEC names one LSP of its sender (RFC 3209 §4.6.3): the LSP ID
+        // is no wildcard, not even 0.
+        (FilterSpec::LspTunnelV4 { .. }, FilterSpec::LspTunnelV4 { .. })
+        | (FilterSpec::LspTunnelV6 { .. }, FilterSpec::LspTunnelV6 { .. }) => filter == sender,
         _ => false,
     }
 }
@@ -295,6 +299,7 @@ pub fn descriptors(style: StyleKind, flows: &[RequestFlow]) -> Vec<FlowDescripto
             .map(|f| FlowDescriptor {
                 flowspec: Some(f.flowspec),
                 filters: f.filter.into_iter().collect(),
+                te: Vec::new(),
             })
             .collect(),
         _ => flows
@@ -302,6 +307,7 @@ pub fn descriptors(style: StyleKind, flows: &[RequestFlow]) -> Vec<FlowDescripto
             .map(|first| FlowDescriptor {
                 flowspec: Some(first.flowspec),
                 filters: flows.iter().filter_map(|f| f.filter).collect(),
+                te: Vec::new(),
             })
             .into_iter()
             .collect(),
@@ -400,22 +406,26 @@ mod tests {
         let se = vec![FlowDescriptor {
             flowspec: Some(fs),
             filters: vec![a, b],
+            te: Vec::new(),
         }];
         assert_eq!(descriptors(StyleKind::Se, &flatten(&se)), se);
         let ff = vec![
             FlowDescriptor {
                 flowspec: Some(fs),
                 filters: vec![a],
+                te: Vec::new(),
             },
             FlowDescriptor {
                 flowspec: Some(fs),
                 filters: vec![b],
+                te: Vec::new(),
             },
         ];
         assert_eq!(descriptors(StyleKind::Ff, &flatten(&ff)), ff);
         let wf = vec![FlowDescriptor {
             flowspec: Some(fs),
             filters: vec![],
+            te: Vec::new(),
         }];
         assert_eq!(descriptors(StyleKind::Wf, &flatten(&wf)), wf);
     }
@@ -424,8 +434,9 @@ mod tests {
     fn state_blocks_stay_small() {
         // Bytes per session is a published figure; these guard against accidental growth.
         use std::mem::size_of;
+        // 88 since SESSION grew an RSVP-TE Extended Tunnel ID (RFC 3209 §4.6.1).
         assert!(
-            size_of::<SessionState>() <= 72,
+            size_of::<SessionState>() <= 88,
             "SessionState is {}",
             size_of::<SessionState>()
         );

@@ -237,6 +237,7 @@ mod tests {
             protocol_id: 17,
             flags: 0,
             dst_port: 1,
+            extended_tunnel_id: None,
         };
         let a = tc
             .reserve(

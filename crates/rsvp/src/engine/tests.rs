@@ -4,8 +4,9 @@
 use super::{Config, InterfaceConfig, RsvpEngine};
 use crate::wire::error::error_code;
 use crate::wire::{
-    Adspec, FilterSpec, FlowDescriptor, FlowSpec, Message, MsgType, Path, PathErr, PathTear, Resv,
-    RsvpHop, SenderDescriptor, SenderTspec, Session, Style, StyleKind, TimeValues, TokenBucket,
+    Adspec, FilterSpec, FilterTe, FlowDescriptor, FlowSpec, Label, LabelRequest, Message, MsgType,
+    Path, PathErr, PathTear, Resv, RsvpHop, SenderDescriptor, SenderTspec, Session,
+    SessionAttribute, Style, StyleKind, TimeValues, TokenBucket,
 };
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transmit, Transport};
@@ -48,12 +49,7 @@ fn engine() -> RsvpEngine {
 }
 
 fn session(port: u16) -> Session {
-    Session {
-        dest: IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)),
-        protocol_id: 17,
-        flags: 0,
-        dst_port: port,
-    }
+    Session::ip(IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)), 17, port)
 }
 
 fn sender(port: u16) -> FilterSpec {
@@ -82,11 +78,15 @@ fn path(s: Session, f: FilterSpec) -> Message {
             lih: 7,
         },
         time_values: TimeValues { refresh_ms: 30_000 },
+        explicit_route: None,
+        label_request: None,
+        session_attribute: None,
         policy: Vec::new(),
         sender: SenderDescriptor {
             template: f,
             tspec: SenderTspec(tb(1000.0)),
             adspec: Some(Adspec::new_at_sender(true, true)),
+            record_route: None,
         },
         forward: Vec::new(),
     })
@@ -117,6 +117,7 @@ fn ff(rate: f32, f: FilterSpec) -> Vec<FlowDescriptor> {
     vec![FlowDescriptor {
         flowspec: Some(FlowSpec::ControlledLoad(tb(rate))),
         filters: vec![f],
+        te: Vec::new(),
     }]
 }
 
@@ -279,6 +280,109 @@ fn unknown_object_class_is_answered_per_rfc_2205_3_10() {
         (error_code::UNKNOWN_OBJECT_CLASS, 0x4301)
     );
     assert_eq!(out[0].dst, IpAddr::V4(NHOP));
+}
+
+#[test]
+fn session_attribute_is_forwarded_unmodified() {
+    // RFC 3209 §4.7: passed on as received, as when the engine knew it only as an unknown
+    // class-11bbbbbb object.
+    let mut e = engine();
+    let sa = SessionAttribute {
+        affinities: None,
+        setup_priority: 3,
+        holding_priority: 3,
+        flags: SessionAttribute::SE_STYLE_DESIRED,
+        name: b"tunnel".to_vec(),
+    };
+    let Message::Path(mut p) = path(session(1), sender(1)) else {
+        panic!()
+    };
+    p.session_attribute = Some(sa.clone());
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&Message::Path(p), 63),
+        PHOP,
+        UP,
+        63,
+    );
+    let Message::Path(p) = parsed(&out[0]) else {
+        panic!()
+    };
+    assert_eq!(p.session_attribute, Some(sa));
+}
+
+/// An LSP tunnel from 30.0.0.1 to 20.0.0.1 and its LSP 1 (RFC 3209 §4.6).
+fn lsp_tunnel() -> (Session, FilterSpec) {
+    let ingress = Ipv4Addr::new(30, 0, 0, 1);
+    (
+        Session::lsp_tunnel(IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)), 5, ingress.into()),
+        FilterSpec::LspTunnelV4 {
+            src: ingress,
+            lsp_id: 1,
+        },
+    )
+}
+
+#[test]
+fn lsp_tunnel_sessions_reserve_like_any_other_session() {
+    let mut e = engine();
+    let (s, lsp) = lsp_tunnel();
+    let Message::Path(mut p) = path(s, lsp) else {
+        panic!()
+    };
+    p.label_request = Some(LabelRequest {
+        l3pid: 0x0800,
+        range: None,
+    });
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&Message::Path(p), 63),
+        PHOP,
+        UP,
+        63,
+    );
+    assert_eq!((out.len(), e.state_stats().psbs), (1, 1));
+    // Labels are not handled yet: the Path goes on without the LABEL_REQUEST, which a node
+    // that parses RFC 3209 refuses for an LSP tunnel (§3.1.1).
+    assert_eq!(
+        Message::parse(&out[0].payload).map_err(|e| e.kind),
+        Err(crate::wire::ParseErrorKind::MissingObject { class: 19 })
+    );
+    // The FILTER_SPEC names the LSP exactly (no wildcard LSP ID), and the LABEL bound to it
+    // is accepted and not yet acted on.
+    let mut flows = ff(10.0, lsp);
+    flows[0].te = vec![FilterTe {
+        label: Some(Label { label: 1000 }),
+        record_route: None,
+    }];
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&resv(s, StyleKind::Ff, flows), 64),
+        NHOP,
+        DOWN,
+        64,
+    );
+    assert_eq!(e.state_stats().out_isbs, 1);
+    assert!(
+        out.iter().all(|t| parsed(t).msg_type() == MsgType::Resv),
+        "{out:?}"
+    );
+    let other = FilterSpec::LspTunnelV4 {
+        src: Ipv4Addr::new(30, 0, 0, 1),
+        lsp_id: 2,
+    };
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&resv(s, StyleKind::Ff, ff(10.0, other)), 64),
+        NHOP,
+        DOWN,
+        64,
+    );
+    assert_eq!(error_of(&out[0]), (error_code::NO_SENDER_INFORMATION, 0));
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Parse errors, typed so the engine can answer with the right ERROR_SPEC (RFC 2205 App. B) or
-//! count the drop by reason.
+//! Parse errors, typed so the engine can answer with the right ERROR_SPEC (RFC 2205 App. B,
+//! RFC 3209 §4.5) or count the drop by reason.
 //!
 //! Every variant carries the offending value. [`ParseErrorKind::error_code`] says which
 //! ERROR_SPEC (code, value) a node answers with — `None` means the message is dropped silently
@@ -9,66 +9,7 @@
 use super::message::MsgType;
 use super::objects::{RsvpHop, Session, Style};
 
-/// Error codes of the ERROR_SPEC object (RFC 2205 Appendix B) and their globally defined
-/// sub-codes.
-pub mod error_code {
-    /// 00: Confirmation (only in the ERROR_SPEC of a ResvConf; value 0).
-    pub const CONFIRMATION: u8 = 0;
-    /// 01: Admission Control failure; value sub-codes in [`admission`].
-    pub const ADMISSION_CONTROL_FAILURE: u8 = 1;
-    /// 02: Policy Control failure (PathErr or ResvErr).
-    pub const POLICY_CONTROL_FAILURE: u8 = 2;
-    /// 03: No path information for this Resv message.
-    pub const NO_PATH_INFORMATION: u8 = 3;
-    /// 04: No sender information for this Resv message.
-    pub const NO_SENDER_INFORMATION: u8 = 4;
-    /// 05: Conflicting reservation style.
-    pub const CONFLICTING_RESERVATION_STYLE: u8 = 5;
-    /// 06: Unknown reservation style.
-    pub const UNKNOWN_RESERVATION_STYLE: u8 = 6;
-    /// 07: Conflicting destination ports (PathErr or ResvErr).
-    pub const CONFLICTING_DEST_PORTS: u8 = 7;
-    /// 08: Conflicting sender ports (PathErr).
-    pub const CONFLICTING_SENDER_PORTS: u8 = 8;
-    /// 12: Service preempted.
-    pub const SERVICE_PREEMPTED: u8 = 12;
-    /// 13: Unknown object class; value = (Class-Num << 8) | C-Type (PathErr or ResvErr).
-    pub const UNKNOWN_OBJECT_CLASS: u8 = 13;
-    /// 14: Unknown object C-Type; value = (Class-Num << 8) | C-Type (PathErr or ResvErr).
-    pub const UNKNOWN_OBJECT_CTYPE: u8 = 14;
-    /// 20: Reserved for API error.
-    pub const API_ERROR: u8 = 20;
-    /// 21: Traffic Control error; value sub-codes in [`traffic_control`].
-    pub const TRAFFIC_CONTROL_ERROR: u8 = 21;
-    /// 22: Traffic Control system error.
-    pub const TRAFFIC_CONTROL_SYSTEM_ERROR: u8 = 22;
-    /// 23: RSVP system error.
-    pub const RSVP_SYSTEM_ERROR: u8 = 23;
-
-    /// Globally defined sub-codes (ssur = 0000) of error code 01, Admission Control failure.
-    pub mod admission {
-        /// Delay bound cannot be met.
-        pub const DELAY_BOUND: u16 = 1;
-        /// Requested bandwidth unavailable.
-        pub const BANDWIDTH_UNAVAILABLE: u16 = 2;
-        /// MTU in flowspec larger than interface MTU.
-        pub const MTU_TOO_BIG: u16 = 3;
-    }
-
-    /// Globally defined sub-codes (ssur = 0000) of error code 21, Traffic Control error.
-    pub mod traffic_control {
-        /// Service conflict.
-        pub const SERVICE_CONFLICT: u16 = 1;
-        /// Service unsupported.
-        pub const SERVICE_UNSUPPORTED: u16 = 2;
-        /// Bad flowspec value.
-        pub const BAD_FLOWSPEC: u16 = 3;
-        /// Bad Tspec value.
-        pub const BAD_TSPEC: u16 = 4;
-        /// Bad Adspec value.
-        pub const BAD_ADSPEC: u16 = 5;
-    }
-}
+pub mod error_code;
 
 /// What is wrong inside an IntServ object body (RFC 2210 §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
@@ -200,6 +141,16 @@ pub enum ParseErrorKind {
         /// C-Type.
         ctype: u8,
     },
+    /// A SENDER_TEMPLATE or FILTER_SPEC of the LSP_TUNNEL C-Types (RFC 3209 §4.6.2, §4.6.3)
+    /// in an IP session, or of an IP C-Type in an LSP_TUNNEL session: it cannot name a sender
+    /// of that session. RFC 3209 names no error for it; dropped.
+    #[error("object {class}/{ctype} does not match the session's C-Type")]
+    SessionTypeMismatch {
+        /// Class-Num.
+        class: u8,
+        /// C-Type.
+        ctype: u8,
+    },
     /// A mandatory object is absent.
     #[error("missing object of class {class}")]
     MissingObject {
@@ -268,6 +219,13 @@ impl ParseErrorKind {
                 Some((ec::UNKNOWN_OBJECT_CTYPE, class_ctype(class, ctype)))
             }
             ParseErrorKind::UnknownStyle { .. } => Some((ec::UNKNOWN_RESERVATION_STYLE, 0)),
+            // RFC 3209 §4.3.4.1, §4.3.6: a Path whose EXPLICIT_ROUTE cannot be read (no
+            // subobject, a subobject of the wrong length) is answered "Bad EXPLICIT_ROUTE
+            // object". Only a Path may carry one.
+            ParseErrorKind::BadObject {
+                class: super::te::class::EXPLICIT_ROUTE,
+                ..
+            } => Some((ec::ROUTING_PROBLEM, ec::routing::BAD_EXPLICIT_ROUTE_OBJECT)),
             ParseErrorKind::BadTspec(_) => {
                 Some((ec::TRAFFIC_CONTROL_ERROR, ec::traffic_control::BAD_TSPEC))
             }
@@ -289,6 +247,7 @@ impl ParseErrorKind {
             | ParseErrorKind::BadObjectLength { .. }
             | ParseErrorKind::BadObject { .. }
             | ParseErrorKind::FamilyMismatch { .. }
+            | ParseErrorKind::SessionTypeMismatch { .. }
             | ParseErrorKind::MissingObject { .. }
             | ParseErrorKind::DuplicateObject { .. }
             | ParseErrorKind::UnexpectedObject { .. }
@@ -310,6 +269,7 @@ impl ParseErrorKind {
             ParseErrorKind::UnknownCType { .. } => "unknown_ctype",
             ParseErrorKind::BadObject { .. } => "bad_object",
             ParseErrorKind::FamilyMismatch { .. } => "family_mismatch",
+            ParseErrorKind::SessionTypeMismatch { .. } => "session_type_mismatch",
             ParseErrorKind::MissingObject { .. } => "missing_object",
             ParseErrorKind::DuplicateObject { .. } => "duplicate_object",
             ParseErrorKind::UnexpectedObject { .. } => "unexpected_object",
@@ -398,6 +358,9 @@ mod tests {
             (TRAFFIC_CONTROL_ERROR, 21),
             (TRAFFIC_CONTROL_SYSTEM_ERROR, 22),
             (RSVP_SYSTEM_ERROR, 23),
+            // RFC 3209 §4.5.
+            (ROUTING_PROBLEM, 24),
+            (NOTIFY, 25),
         ];
         for (constant, rfc) in table {
             assert_eq!(constant, rfc);
@@ -419,6 +382,29 @@ mod tests {
                 traffic_control::BAD_ADSPEC
             ],
             [1, 2, 3, 4, 5]
+        );
+        assert_eq!(
+            [
+                routing::BAD_EXPLICIT_ROUTE_OBJECT,
+                routing::BAD_STRICT_NODE,
+                routing::BAD_LOOSE_NODE,
+                routing::BAD_INITIAL_SUBOBJECT,
+                routing::NO_ROUTE_AVAILABLE,
+                routing::UNACCEPTABLE_LABEL_VALUE,
+                routing::RRO_INDICATED_ROUTING_LOOPS,
+                routing::NON_RSVP_CAPABLE_ROUTER,
+                routing::LABEL_ALLOCATION_FAILURE,
+                routing::UNSUPPORTED_L3PID
+            ],
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+        );
+        assert_eq!(
+            [
+                notify::RRO_TOO_LARGE_FOR_MTU,
+                notify::RRO_NOTIFICATION,
+                notify::TUNNEL_LOCALLY_REPAIRED
+            ],
+            [1, 2, 3]
         );
     }
 
@@ -451,7 +437,25 @@ mod tests {
             ParseErrorKind::UnknownStyle { style }.error_code(),
             Some((6, 0))
         );
+        // RFC 3209 §4.3.4.1: a malformed EXPLICIT_ROUTE is "Routing Problem / Bad
+        // EXPLICIT_ROUTE object"; other malformed objects are dropped.
+        let bad_ero = ParseErrorKind::BadObject {
+            class: 20,
+            ctype: 1,
+        };
+        assert_eq!(bad_ero.error_code(), Some((24, 1)));
+        assert_eq!(bad_ero.reason(), "bad_object");
+        let k = ParseErrorKind::SessionTypeMismatch {
+            class: 11,
+            ctype: 7,
+        };
+        assert_eq!(k.reason(), "session_type_mismatch");
         for silent in [
+            k,
+            ParseErrorKind::BadObject {
+                class: 21,
+                ctype: 1,
+            },
             ParseErrorKind::Truncated,
             ParseErrorKind::BadChecksum { received: 1 },
             ParseErrorKind::BadVersion(2),
@@ -466,12 +470,7 @@ mod tests {
         let e = ParseError {
             kind: ParseErrorKind::Truncated,
             msg_type: Some(MsgType::Path),
-            session: Some(Session {
-                dest: IpAddr::V4(Ipv4Addr::LOCALHOST),
-                protocol_id: 17,
-                flags: 0,
-                dst_port: 1,
-            }),
+            session: Some(Session::ip(IpAddr::V4(Ipv4Addr::LOCALHOST), 17, 1)),
             hop: None,
             style: None,
         };

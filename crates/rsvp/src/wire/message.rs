@@ -1,11 +1,11 @@
 //! RSVP messages (RFC 2205 §3.1): common header and the seven message types, as owned
-//! representations with the objects each one carries.
+//! representations with the objects each one carries, RSVP-TE's (RFC 3209 §3) included.
 //!
 //! [`Message::parse`] takes the RSVP message (the IP payload) and returns its common header and
 //! contents; [`Message::emit`] appends a complete message, checksum included. [`Packet`] is the
 //! zero-copy view of the common header both use.
 //!
-//! Parsing rules (RFC 2205 §3.1, §3.10):
+//! Parsing rules (RFC 2205 §3.1, §3.10; RFC 3209 §3.1.1, §3.2.1):
 //!
 //! - Vers must be 1; RSVP Length at least 8, a multiple of 4 and no larger than the buffer.
 //!   Bytes after RSVP Length are ignored: RSVP Length defines the message (as the IP Total
@@ -14,43 +14,61 @@
 //! - A non-zero checksum must verify; zero means none was sent.
 //! - Objects are accepted in any order (§3.1: "accept the objects in any permissible order"),
 //!   except that FLOWSPEC and FILTER_SPEC objects are read as the flow descriptor list in the
-//!   order they come.
+//!   order they come, and a LABEL or RECORD_ROUTE there belongs to the FILTER_SPEC before it.
 //! - Unknown classes: 0bbbbbbb rejects the message ([`ParseErrorKind::UnknownObjectClass`],
 //!   error 13), 10bbbbbb is dropped silently, 11bbbbbb is kept in `forward` and re-emitted
 //!   unexamined. A known class with an unknown C-Type is [`ParseErrorKind::UnknownCType`]
 //!   (error 14). NULL objects are skipped.
 //! - A known object the message type's BNF does not list is
 //!   [`ParseErrorKind::UnexpectedObject`], except POLICY_DATA in PathTear, ResvTear and ResvConf
-//!   (which have no place for it; RFC 2750 lets policy ride on more messages) and ADSPEC in
-//!   PathTear (part of the sender descriptor, ignored there per §3.1.5): those are dropped.
-//! - Objects that may appear once must appear once ([`ParseErrorKind::DuplicateObject`]); the
-//!   mandatory ones must be there ([`ParseErrorKind::MissingObject`]); every address-carrying
-//!   object must be of the SESSION's family ([`ParseErrorKind::FamilyMismatch`]).
+//!   (which have no place for it; RFC 2750 lets policy ride on more messages) and ADSPEC and
+//!   RECORD_ROUTE in PathTear (part of the sender descriptor, ignored there per §3.1.5): those
+//!   are dropped; and SESSION_ATTRIBUTE (class 207, 11bbbbbb) outside a Path, which is
+//!   forwarded unexamined as before RSVP-TE.
+//! - Objects that may appear once must appear once ([`ParseErrorKind::DuplicateObject`]), but
+//!   of several EXPLICIT_ROUTE, SESSION_ATTRIBUTE or sender-descriptor RECORD_ROUTE objects, or
+//!   RECORD_ROUTE objects after one FILTER_SPEC, the first counts and the others are dropped
+//!   unread (RFC 3209 §4.3, §4.4, §4.7); the mandatory ones must be there
+//!   ([`ParseErrorKind::MissingObject`]), LABEL_REQUEST in a Path of an LSP_TUNNEL session
+//!   among them (the §3.1.1 BNF); every address-carrying object must be of the SESSION's
+//!   family ([`ParseErrorKind::FamilyMismatch`]), and SENDER_TEMPLATE and FILTER_SPEC of its
+//!   kind, LSP_TUNNEL or IP ([`ParseErrorKind::SessionTypeMismatch`]).
 //! - The flow descriptor list follows the STYLE's grammar (§3.1.4): WF one FLOWSPEC and no
 //!   FILTER_SPEC; FF one or more `[FLOWSPEC] FILTER_SPEC` pairs, an omitted FLOWSPEC meaning the
 //!   previous one (in ResvTear it stays `None`); SE one FLOWSPEC then one or more FILTER_SPECs.
 //!   ResvTear may omit every FLOWSPEC (§3.1.6); ResvErr may omit its error flow descriptor
-//!   (§3.1.8). An unknown style is [`ParseErrorKind::UnknownStyle`] (error 6).
+//!   (§3.1.8). An unknown style is [`ParseErrorKind::UnknownStyle`] (error 6). RFC 3209
+//!   §3.2.1 binds at most one LABEL and RECORD_ROUTE to each FILTER_SPEC, which must directly
+//!   precede them ([`ParseErrorKind::BadFlowDescriptor`] otherwise, or for a second LABEL);
+//!   they are accepted in every message with a flow descriptor list (Resv, ResvErr, ResvTear,
+//!   ResvConf), whose grammars RFC 3209 extends through the flow descriptors, and are
+//!   optional: whether a LABEL must be there is for the engine to say.
 //!
 //! On failure the [`ParseError`] carries the message type and, found by a second look over the
 //! objects if the first pass had not reached them, the SESSION and RSVP_HOP, so the engine can
 //! address a PathErr or ResvErr.
 //!
-//! Emitting writes the objects in the order of the §3.1.x BNF (INTEGRITY first after the
-//! header); `forward` objects go after the fixed objects, before the sender descriptor or the
-//! STYLE and flow descriptor list (which §3.1.4 requires last). Every FLOWSPEC is written (none
-//! is elided), so a parsed Resv round-trips to the same value. Emitting never panics; a message
-//! longer than 65535 bytes cannot be represented and gets RSVP Length 65535.
+//! Emitting writes the objects in the order of the RFC 2205 §3.1.x BNF with RFC 3209's
+//! additions (INTEGRITY first after the header; in a Path EXPLICIT_ROUTE, LABEL_REQUEST and
+//! SESSION_ATTRIBUTE after TIME_VALUES, RECORD_ROUTE last in the sender descriptor; LABEL and
+//! RECORD_ROUTE after their FILTER_SPEC); `forward` objects go after the fixed objects, before
+//! the sender descriptor or the STYLE and flow descriptor list (which §3.1.4 requires last).
+//! Every FLOWSPEC is written (none is elided), so a parsed Resv round-trips to the same value.
+//! Emitting never panics; a message longer than 65535 bytes cannot be represented and gets
+//! RSVP Length 65535.
 
 use super::intserv::{Adspec, FlowSpec, SenderTspec};
 use super::objects::{
     Challenge, ErrorSpec, FilterSpec, Integrity, Opaque, ResvConfirm, RsvpHop, Scope, Session,
     Style, TimeValues,
 };
+use super::te::{ExplicitRoute, Label, LabelRequest, RecordRoute, SessionAttribute};
 #[allow(unused_imports)] // for rustdoc links
 use super::{ParseError, ParseErrorKind};
 
 mod emit;
+mod flows;
+mod grammar;
 mod header;
 mod parse;
 #[cfg(test)]
@@ -141,7 +159,8 @@ impl CommonHeader {
     pub const VERSION: u8 = 1;
 }
 
-/// A sender descriptor: SENDER_TEMPLATE, SENDER_TSPEC and optional ADSPEC (RFC 2205 §3.1.3).
+/// A sender descriptor: SENDER_TEMPLATE, SENDER_TSPEC and optional ADSPEC (RFC 2205 §3.1.3),
+/// and RSVP-TE's optional RECORD_ROUTE (RFC 3209 §3.1.1).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SenderDescriptor {
     /// Which sender.
@@ -150,23 +169,68 @@ pub struct SenderDescriptor {
     pub tspec: SenderTspec,
     /// The path's characteristics accumulated so far.
     pub adspec: Option<Adspec>,
+    /// The route the Path has taken so far (RFC 3209 §4.4).
+    pub record_route: Option<RecordRoute>,
 }
 
-/// One flow descriptor of a Resv-family message (RFC 2205 §3.1.4).
+/// One flow descriptor of a Resv-family message (RFC 2205 §3.1.4; RFC 3209 §3.2.1).
 ///
 /// The style decides the shape: WF has one descriptor and no filter specs; SE one descriptor with
 /// one or more filter specs; FF one descriptor per filter spec (a FLOWSPEC omitted on the wire is
 /// filled in from the previous descriptor when parsing a Resv). `flowspec` is `None` only in
 /// ResvTear, where RFC 2205 §3.1.7 allows it to be omitted.
+///
+/// `te[i]` holds the LABEL and RECORD_ROUTE bound to `filters[i]`. `te` is empty when no filter
+/// spec has either (so RFC 2205 messages build as before, with [`FlowDescriptor::new`]), and as
+/// long as `filters` otherwise; [`FlowDescriptor::filters_with_te`] pairs them up. Parsing
+/// produces exactly these two shapes; emitting reads a missing entry as "neither".
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowDescriptor {
     /// The reservation.
     pub flowspec: Option<FlowSpec>,
     /// The senders it applies to.
     pub filters: Vec<FilterSpec>,
+    /// The RSVP-TE objects bound to each of `filters`, by index; empty when there are none.
+    pub te: Vec<FilterTe>,
 }
 
-/// Path (RFC 2205 §3.1.3).
+/// The RSVP-TE objects bound to one FILTER_SPEC of a flow descriptor (RFC 3209 §3.2.1:
+/// "LABEL and RECORD_ROUTE (if present), are bound to the preceding FILTER_SPEC").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FilterTe {
+    /// The label the downstream node allocated for this sender's LSP (§4.1).
+    pub label: Option<Label>,
+    /// The route recorded on the way upstream (§4.4).
+    pub record_route: Option<RecordRoute>,
+}
+
+impl FilterTe {
+    /// Whether neither object is there.
+    pub fn is_empty(&self) -> bool {
+        self.label.is_none() && self.record_route.is_none()
+    }
+}
+
+impl FlowDescriptor {
+    /// A flow descriptor without RSVP-TE objects.
+    pub fn new(flowspec: Option<FlowSpec>, filters: Vec<FilterSpec>) -> Self {
+        FlowDescriptor {
+            flowspec,
+            filters,
+            te: Vec::new(),
+        }
+    }
+
+    /// Each filter spec with the RSVP-TE objects bound to it (`None` when there are none).
+    pub fn filters_with_te(&self) -> impl Iterator<Item = (&FilterSpec, Option<&FilterTe>)> {
+        self.filters
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f, self.te.get(i).filter(|t| !t.is_empty())))
+    }
+}
+
+/// Path (RFC 2205 §3.1.3; RFC 3209 §3.1.1 for the RSVP-TE objects).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Path {
     /// INTEGRITY (RFC 2747), when the message was signed.
@@ -177,6 +241,13 @@ pub struct Path {
     pub hop: RsvpHop,
     /// TIME_VALUES.
     pub time_values: TimeValues,
+    /// EXPLICIT_ROUTE: the abstract nodes the LSP must pass (RFC 3209 §4.3).
+    pub explicit_route: Option<ExplicitRoute>,
+    /// LABEL_REQUEST: asks for a label binding (RFC 3209 §4.2); required in an LSP_TUNNEL
+    /// session.
+    pub label_request: Option<LabelRequest>,
+    /// SESSION_ATTRIBUTE: priorities, flags and name of the tunnel (RFC 3209 §4.7).
+    pub session_attribute: Option<SessionAttribute>,
     /// POLICY_DATA objects.
     pub policy: Vec<Opaque>,
     /// The sender descriptor.
@@ -210,8 +281,8 @@ pub struct Resv {
     pub forward: Vec<Opaque>,
 }
 
-/// PathTear (RFC 2205 §3.1.5). Tspec and Adspec of the sender descriptor are ignored and may be
-/// absent.
+/// PathTear (RFC 2205 §3.1.5). Tspec, Adspec and RSVP-TE's RECORD_ROUTE of the sender
+/// descriptor are ignored and may be absent.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PathTear {
     /// INTEGRITY (RFC 2747), when the message was signed.
@@ -247,7 +318,7 @@ pub struct ResvTear {
     pub forward: Vec<Opaque>,
 }
 
-/// PathErr (RFC 2205 §3.1.7).
+/// PathErr (RFC 2205 §3.1.7). RSVP-TE adds only what the sender descriptor carries.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PathErr {
     /// INTEGRITY (RFC 2747), when the message was signed.

@@ -1,5 +1,5 @@
 //! RSVP v1 wire format (RFC 2205 §3.1, Appendix A; IntServ objects per RFC 2210; error codes per
-//! RFC 2205 Appendix B).
+//! RFC 2205 Appendix B; RSVP-TE objects per RFC 3209 §4).
 //!
 //! Two layers, after smoltcp's wire modules:
 //!
@@ -15,9 +15,11 @@
 //! wider than 20 bits, a message over 65535 bytes) are written in a defined, documented way
 //! rather than refused.
 //!
-//! Module map: [`objects`] (SESSION … RESV_CONFIRM, by RFC 2205 §A section), [`intserv`]
-//! (SENDER_TSPEC, FLOWSPEC, ADSPEC), [`message`] (common header, the seven messages), [`error`]
-//! (parse errors and the Appendix B error codes).
+//! Module map: [`objects`] (SESSION … RESV_CONFIRM, by RFC 2205 §A section, with the LSP_TUNNEL
+//! forms of RFC 3209 §4.6), [`intserv`] (SENDER_TSPEC, FLOWSPEC, ADSPEC), [`te`] (the other
+//! RSVP-TE objects, RFC 3209 §4, and the refresh-reduction ones, RFC 2961), [`message`] (common
+//! header, the seven messages), [`integrity`] (RFC 2747 signing and checking), [`error`]
+//! (parse errors, the Appendix B error codes and RFC 3209's).
 
 pub mod error;
 pub mod integrity;
@@ -34,10 +36,11 @@ pub use intserv::{
     HopCharacteristics, IntServParam, Overrides, SenderTspec, ServiceFragment, TokenBucket,
 };
 pub use message::{
-    CommonHeader, FlowDescriptor, IntegrityChallenge, IntegrityResponse, Message, MsgType, Packet,
-    Path, PathErr, PathTear, Resv, ResvConf, ResvErr, ResvTear, SenderDescriptor,
+    CommonHeader, FilterTe, FlowDescriptor, IntegrityChallenge, IntegrityResponse, Message,
+    MsgType, Packet, Path, PathErr, PathTear, Resv, ResvConf, ResvErr, ResvTear, SenderDescriptor,
 };
 pub use objects::{
     Challenge, ErrorSpec, FilterSpec, Integrity, ObjectHeader, Opaque, ResvConfirm, RsvpHop, Scope,
     Session, Style, StyleKind, TimeValues,
 };
+pub use te::{ExplicitRoute, Label, LabelRequest, RecordRoute, SessionAttribute};

@@ -1,4 +1,6 @@
-//! RSVP objects other than the IntServ ones (RFC 2205 §3.1.2, §A).
+//! RSVP objects other than the IntServ ones (RFC 2205 §3.1.2, §A), with the RSVP-TE forms of
+//! SESSION, SENDER_TEMPLATE and FILTER_SPEC (LSP_TUNNEL_IPv4/IPv6, RFC 3209 §4.6). The other
+//! RSVP-TE objects are in [`te`](super::te).
 //!
 //! Every object has the same codec surface:
 //!
@@ -7,7 +9,8 @@
 //!   [`ParseErrorKind::UnknownCType`](super::ParseErrorKind::UnknownCType) (RFC 2205 §3.10), a body
 //!   of the wrong size [`ParseErrorKind::BadObject`](super::ParseErrorKind::BadObject);
 //! - `ctype()`: the C-Type the value is emitted with (the address family picks it: IPv4 → 1,
-//!   IPv6 → 2);
+//!   IPv6 → 2; for the RSVP-TE LSP_TUNNEL forms of SESSION, SENDER_TEMPLATE and FILTER_SPEC,
+//!   IPv4 → 7, IPv6 → 8);
 //! - `emit(&self, w)`: the whole object, header included; `buffer_len()`: its length in bytes.
 //!
 //! Reserved fields are ignored on receipt and written as zero.
@@ -75,22 +78,70 @@ pub mod class {
     pub const CHALLENGE: u8 = 64;
 }
 
-/// SESSION (§A.1): IPv4 (C-Type 1) or IPv6 (C-Type 2) by the address family of `dest`.
+/// SESSION (§A.1; RFC 3209 §4.6.1): what a reservation is for.
+///
+/// Two kinds share the type, told apart by `extended_tunnel_id`:
+///
+/// - `None`: the RFC 2205 IP session, IPv4/UDP (C-Type 1) or IPv6/UDP (C-Type 2) by the family
+///   of `dest`;
+/// - `Some(id)`: an RSVP-TE LSP tunnel, LSP_TUNNEL_IPv4 (C-Type 7) or LSP_TUNNEL_IPv6 (C-Type 8)
+///   by the family of `dest`, the tunnel end point. Its 16-bit Tunnel ID travels in `dst_port`,
+///   and `protocol_id` and `flags` have no place on the wire (a "MUST be zero" field takes
+///   theirs): they are 0 when parsed and not written.
+///
+/// Build them with [`Session::ip`] and [`Session::lsp_tunnel`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Session {
-    /// DestAddress: unicast or multicast destination of the data flow.
+    /// DestAddress: unicast or multicast destination of the data flow; in an LSP tunnel, the
+    /// tunnel end point address (the egress node).
     pub dest: IpAddr,
-    /// Protocol Id of the data flow (e.g. 17 for UDP).
+    /// Protocol Id of the data flow (e.g. 17 for UDP); 0 in an LSP tunnel (not on the wire).
     pub protocol_id: u8,
-    /// Flags; 0x01 is E_Police.
+    /// Flags; 0x01 is E_Police. 0 in an LSP tunnel (not on the wire).
     pub flags: u8,
-    /// DstPort (0 if the protocol has no ports).
+    /// DstPort (0 if the protocol has no ports); in an LSP tunnel, the Tunnel ID, which stays
+    /// the same over the tunnel's life.
     pub dst_port: u16,
+    /// `None` for an IP session; for an LSP tunnel, the Extended Tunnel ID (RFC 3209
+    /// §4.6.1.1): normally zero, or the ingress's address to narrow the session to the
+    /// ingress–egress pair. 4 bytes in the IPv4 form, 16 in the IPv6 form: a value of the
+    /// other family than `dest` is written in `dest`'s, an IPv4 value in an IPv6 session as the
+    /// IPv4-mapped address `::ffff:a.b.c.d`, an IPv6 value in an IPv4 session as its last four
+    /// bytes.
+    pub extended_tunnel_id: Option<IpAddr>,
 }
 
 impl Session {
     /// Flag E_Police (§A.1): police the flow at the first hop where it enters the network.
     pub const E_POLICE: u8 = 0x01;
+
+    /// An RFC 2205 IP session (flags 0): the data flow to `dest` of protocol `protocol_id`,
+    /// to port `dst_port` (0 if the protocol has none).
+    pub fn ip(dest: IpAddr, protocol_id: u8, dst_port: u16) -> Self {
+        Session {
+            dest,
+            protocol_id,
+            flags: 0,
+            dst_port,
+            extended_tunnel_id: None,
+        }
+    }
+
+    /// An LSP_TUNNEL session (RFC 3209 §4.6.1) to the tunnel end point `end_point`.
+    pub fn lsp_tunnel(end_point: IpAddr, tunnel_id: u16, extended_tunnel_id: IpAddr) -> Self {
+        Session {
+            dest: end_point,
+            protocol_id: 0,
+            flags: 0,
+            dst_port: tunnel_id,
+            extended_tunnel_id: Some(extended_tunnel_id),
+        }
+    }
+
+    /// Whether this is an LSP_TUNNEL session (RFC 3209) rather than an IP one.
+    pub fn is_lsp_tunnel(&self) -> bool {
+        self.extended_tunnel_id.is_some()
+    }
 }
 
 /// RSVP_HOP (§A.2): the address of the node that sent the message, and its logical interface
@@ -159,7 +210,9 @@ pub struct Style {
     pub kind: StyleKind,
 }
 
-/// FILTER_SPEC (§A.9) and SENDER_TEMPLATE (§A.10), which share their formats.
+/// FILTER_SPEC (§A.9) and SENDER_TEMPLATE (§A.10), which share their formats; the LSP_TUNNEL
+/// forms name the sender of an RSVP-TE LSP tunnel (RFC 3209 §4.6.2, §4.6.3) and go with an
+/// LSP_TUNNEL [`Session`], the others with an IP one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FilterSpec {
     /// IPv4 (C-Type 1): source address and port.
@@ -183,15 +236,40 @@ pub enum FilterSpec {
         /// 20-bit flow label.
         flow_label: u32,
     },
+    /// LSP_TUNNEL_IPv4 (C-Type 7, RFC 3209 §4.6.2.1): the tunnel's ingress and LSP ID.
+    LspTunnelV4 {
+        /// Tunnel sender address.
+        src: Ipv4Addr,
+        /// LSP ID, which the ingress changes to share resources with itself
+        /// (make-before-break, RFC 3209 §4.6.4).
+        lsp_id: u16,
+    },
+    /// LSP_TUNNEL_IPv6 (C-Type 8, RFC 3209 §4.6.2.2).
+    LspTunnelV6 {
+        /// Tunnel sender address.
+        src: Ipv6Addr,
+        /// LSP ID.
+        lsp_id: u16,
+    },
 }
 
 impl FilterSpec {
     /// The sender's address.
     pub fn src(&self) -> IpAddr {
         match *self {
-            FilterSpec::V4 { src, .. } => IpAddr::V4(src),
-            FilterSpec::V6 { src, .. } | FilterSpec::V6FlowLabel { src, .. } => IpAddr::V6(src),
+            FilterSpec::V4 { src, .. } | FilterSpec::LspTunnelV4 { src, .. } => IpAddr::V4(src),
+            FilterSpec::V6 { src, .. }
+            | FilterSpec::V6FlowLabel { src, .. }
+            | FilterSpec::LspTunnelV6 { src, .. } => IpAddr::V6(src),
         }
+    }
+
+    /// Whether this names the sender of an LSP tunnel (C-Type 7 or 8).
+    pub fn is_lsp_tunnel(&self) -> bool {
+        matches!(
+            self,
+            FilterSpec::LspTunnelV4 { .. } | FilterSpec::LspTunnelV6 { .. }
+        )
     }
 }
 

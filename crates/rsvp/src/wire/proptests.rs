@@ -3,6 +3,9 @@
 //! or on valid messages flipped, truncated and extended, and whatever it accepts re-emits to
 //! something that parses back to the same value.
 //!
+//! Messages are drawn for IP and LSP_TUNNEL sessions (RFC 3209) alike, with the RSVP-TE objects
+//! their messages may carry present or not; the TE object strategies are `te::proptests`'.
+//!
 //! Floats are drawn finite and non-negative (plus +infinity where the format allows it), so
 //! equality is exact. Values are drawn in their canonical forms (e.g. STYLE option vectors other
 //! than WF/FF/SE in `Other`, flow descriptors shaped as their style requires).
@@ -20,6 +23,10 @@ use super::intserv::{
 };
 use super::objects::class;
 use super::*;
+use messages::message;
+
+/// The message strategies.
+mod messages;
 
 // ---- leaves -------------------------------------------------------------------------------
 
@@ -52,15 +59,28 @@ fn words(max: usize) -> impl Strategy<Value = Vec<u8>> {
 
 // ---- RFC 2205 objects ---------------------------------------------------------------------
 
+/// A SESSION of the family `v6` names: an LSP_TUNNEL one (RFC 3209 §4.6.1) when `lsp`, else
+/// an IP one.
+fn session_of(v6: bool, lsp: bool) -> BoxedStrategy<Session> {
+    if lsp {
+        (addr(v6), any::<u16>(), addr(v6))
+            .prop_map(|(end_point, tunnel_id, extended)| {
+                Session::lsp_tunnel(end_point, tunnel_id, extended)
+            })
+            .boxed()
+    } else {
+        (addr(v6), any::<u8>(), any::<u8>(), any::<u16>())
+            .prop_map(|(dest, protocol_id, flags, dst_port)| Session {
+                flags,
+                ..Session::ip(dest, protocol_id, dst_port)
+            })
+            .boxed()
+    }
+}
+
+/// A SESSION of either kind.
 fn session(v6: bool) -> impl Strategy<Value = Session> {
-    (addr(v6), any::<u8>(), any::<u8>(), any::<u16>()).prop_map(
-        |(dest, protocol_id, flags, dst_port)| Session {
-            dest,
-            protocol_id,
-            flags,
-            dst_port,
-        },
-    )
+    any::<bool>().prop_flat_map(move |lsp| session_of(v6, lsp))
 }
 
 fn hop(v6: bool) -> impl Strategy<Value = RsvpHop> {
@@ -97,7 +117,27 @@ fn confirm(v6: bool) -> impl Strategy<Value = ResvConfirm> {
     addr(v6).prop_map(|receiver| ResvConfirm { receiver })
 }
 
+/// A FILTER_SPEC or SENDER_TEMPLATE for a session of the kind `lsp` names.
+fn filter_of(v6: bool, lsp: bool) -> BoxedStrategy<FilterSpec> {
+    if !lsp {
+        return ip_filter(v6);
+    }
+    (addr(v6), any::<u16>())
+        .prop_map(|(src, lsp_id)| match src {
+            IpAddr::V4(src) => FilterSpec::LspTunnelV4 { src, lsp_id },
+            IpAddr::V6(src) => FilterSpec::LspTunnelV6 { src, lsp_id },
+        })
+        .boxed()
+}
+
+/// A FILTER_SPEC or SENDER_TEMPLATE of any C-Type of the family.
 fn filter(v6: bool) -> BoxedStrategy<FilterSpec> {
+    any::<bool>()
+        .prop_flat_map(move |lsp| filter_of(v6, lsp))
+        .boxed()
+}
+
+fn ip_filter(v6: bool) -> BoxedStrategy<FilterSpec> {
     if v6 {
         prop_oneof![
             (any::<[u8; 16]>(), any::<u16>()).prop_map(|(a, src_port)| FilterSpec::V6 {
@@ -156,9 +196,11 @@ fn policy() -> BoxedStrategy<Opaque> {
     opaque(class::POLICY_DATA..=class::POLICY_DATA, Some(1))
 }
 
-/// Unknown objects of class 11bbbbbb, which are forwarded.
+/// Unknown objects of class 11bbbbbb, which are forwarded (SESSION_ATTRIBUTE, 207, is known).
 fn forward() -> BoxedStrategy<Opaque> {
     opaque(0xc0..=0xff, None)
+        .prop_filter("known class", |o| o.class != te::class::SESSION_ATTRIBUTE)
+        .boxed()
 }
 
 // ---- IntServ objects ----------------------------------------------------------------------
@@ -287,230 +329,6 @@ fn adspec() -> impl Strategy<Value = Adspec> {
             controlled_load,
             other,
         })
-}
-
-// ---- messages -----------------------------------------------------------------------------
-
-fn sender(v6: bool) -> impl Strategy<Value = SenderDescriptor> {
-    (filter(v6), tspec(), option::of(adspec())).prop_map(|(template, tspec, adspec)| {
-        SenderDescriptor {
-            template,
-            tspec,
-            adspec,
-        }
-    })
-}
-
-/// Which FLOWSPEC rules the flow descriptors are drawn for.
-#[derive(Clone, Copy, Debug)]
-enum Flows {
-    Required,
-    Tear,
-}
-
-/// A STYLE (WF, FF or SE, any flags) with a flow descriptor list of the shape it requires.
-fn style_and_flows(v6: bool, rules: Flows) -> BoxedStrategy<(Style, Vec<FlowDescriptor>)> {
-    let fs = move || match rules {
-        Flows::Required => flowspec().prop_map(Some).boxed(),
-        Flows::Tear => option::of(flowspec()).boxed(),
-    };
-    let style = |kind| any::<u8>().prop_map(move |flags| Style { flags, kind });
-    prop_oneof![
-        (style(StyleKind::Wf), fs()).prop_map(|(s, flowspec)| (
-            s,
-            vec![FlowDescriptor {
-                flowspec,
-                filters: vec![]
-            }]
-        )),
-        (
-            style(StyleKind::Ff),
-            vec((fs(), filter(v6)), 1..4).prop_map(|d| d
-                .into_iter()
-                .map(|(flowspec, f)| FlowDescriptor {
-                    flowspec,
-                    filters: vec![f]
-                })
-                .collect::<Vec<_>>())
-        ),
-        (style(StyleKind::Se), fs(), vec(filter(v6), 1..4))
-            .prop_map(|(s, flowspec, filters)| (s, vec![FlowDescriptor { flowspec, filters }])),
-    ]
-    .boxed()
-}
-
-fn message_of(v6: bool) -> BoxedStrategy<Message> {
-    let path = (
-        option::of(integrity()),
-        session(v6),
-        hop(v6),
-        time_values(),
-        vec(policy(), 0..3),
-        sender(v6),
-        vec(forward(), 0..2),
-    )
-        .prop_map(
-            |(integrity, session, hop, time_values, policy, sender, forward)| {
-                Message::Path(Path {
-                    integrity,
-                    session,
-                    hop,
-                    time_values,
-                    policy,
-                    sender,
-                    forward,
-                })
-            },
-        );
-    let resv = (
-        (option::of(integrity()), session(v6), hop(v6), time_values()),
-        option::of(confirm(v6)),
-        option::of(scope(v6)),
-        vec(policy(), 0..3),
-        style_and_flows(v6, Flows::Required),
-        vec(forward(), 0..2),
-    )
-        .prop_map(
-            |((integrity, session, hop, time_values), confirm, scope, policy, sf, forward)| {
-                Message::Resv(Resv {
-                    integrity,
-                    session,
-                    hop,
-                    time_values,
-                    confirm,
-                    scope,
-                    policy,
-                    style: sf.0,
-                    flows: sf.1,
-                    forward,
-                })
-            },
-        );
-    let path_err = (
-        option::of(integrity()),
-        session(v6),
-        error_spec(v6),
-        vec(policy(), 0..3),
-        option::of(sender(v6)),
-        vec(forward(), 0..2),
-    )
-        .prop_map(|(integrity, session, error, policy, sender, forward)| {
-            Message::PathErr(PathErr {
-                integrity,
-                session,
-                error,
-                policy,
-                sender,
-                forward,
-            })
-        });
-    let resv_err = (
-        (
-            option::of(integrity()),
-            session(v6),
-            hop(v6),
-            error_spec(v6),
-        ),
-        option::of(scope(v6)),
-        vec(policy(), 0..3),
-        style_and_flows(v6, Flows::Required),
-        any::<bool>(),
-        vec(forward(), 0..2),
-    )
-        .prop_map(
-            |((integrity, session, hop, error), scope, policy, sf, empty, forward)| {
-                Message::ResvErr(ResvErr {
-                    integrity,
-                    session,
-                    hop,
-                    error,
-                    scope,
-                    policy,
-                    style: sf.0,
-                    flows: if empty { vec![] } else { sf.1 },
-                    forward,
-                })
-            },
-        );
-    let path_tear = (
-        option::of(integrity()),
-        session(v6),
-        hop(v6),
-        option::of((filter(v6), option::of(tspec()))),
-        vec(forward(), 0..2),
-    )
-        .prop_map(|(integrity, session, hop, sd, forward)| {
-            Message::PathTear(PathTear {
-                integrity,
-                session,
-                hop,
-                sender_template: sd.map(|s| s.0),
-                sender_tspec: sd.and_then(|s| s.1),
-                forward,
-            })
-        });
-    let resv_tear = (
-        option::of(integrity()),
-        session(v6),
-        hop(v6),
-        option::of(scope(v6)),
-        style_and_flows(v6, Flows::Tear),
-        vec(forward(), 0..2),
-    )
-        .prop_map(|(integrity, session, hop, scope, sf, forward)| {
-            Message::ResvTear(ResvTear {
-                integrity,
-                session,
-                hop,
-                scope,
-                style: sf.0,
-                flows: sf.1,
-                forward,
-            })
-        });
-    let resv_conf = (
-        option::of(integrity()),
-        session(v6),
-        error_spec(v6),
-        confirm(v6),
-        style_and_flows(v6, Flows::Required),
-        vec(forward(), 0..2),
-    )
-        .prop_map(|(integrity, session, error, confirm, sf, forward)| {
-            Message::ResvConf(ResvConf {
-                integrity,
-                session,
-                error,
-                confirm,
-                style: sf.0,
-                flows: sf.1,
-                forward,
-            })
-        });
-    let integrity_challenge = challenge()
-        .prop_map(|challenge| Message::IntegrityChallenge(IntegrityChallenge { challenge }));
-    let integrity_response = (integrity(), challenge()).prop_map(|(i, challenge)| {
-        Message::IntegrityResponse(IntegrityResponse {
-            integrity: Some(i),
-            challenge,
-        })
-    });
-    prop_oneof![
-        path,
-        resv,
-        path_err,
-        resv_err,
-        path_tear,
-        resv_tear,
-        resv_conf,
-        integrity_challenge,
-        integrity_response
-    ]
-    .boxed()
-}
-
-fn message() -> impl Strategy<Value = Message> {
-    any::<bool>().prop_flat_map(message_of)
 }
 
 // ---- properties ---------------------------------------------------------------------------

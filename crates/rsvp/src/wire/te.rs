@@ -1,11 +1,8 @@
-//! RSVP-TE (RFC 3209) and refresh-reduction (RFC 2961) objects: wire codecs only.
+//! RSVP-TE (RFC 3209) and refresh-reduction (RFC 2961) objects: wire codecs.
 //!
 //! What is here, by RFC section:
 //!
-//! - [`LspTunnelSession`]: LSP_TUNNEL_IPv4 / LSP_TUNNEL_IPv6 SESSION (RFC 3209 §4.6.1.1,
-//!   §4.6.1.2); [`LspTunnelSender`]: the SENDER_TEMPLATE (§4.6.2) and FILTER_SPEC (§4.6.3) of
-//!   the same C-Types;
-//! - [`Label`]: LABEL (§4.1.1); [`LabelRequest`]: LABEL_REQUEST without label range, with an
+//! - [`Label`]: LABEL (§4.1); [`LabelRequest`]: LABEL_REQUEST without label range, with an
 //!   ATM or a Frame Relay label range (§4.2.1–§4.2.3);
 //! - [`ExplicitRoute`]: EXPLICIT_ROUTE and its IPv4 prefix, IPv6 prefix and AS number
 //!   subobjects (§4.3);
@@ -18,10 +15,18 @@
 //! - the class numbers ([`class`]), C-Types ([`ctype`]), message types ([`msg_type`]: Hello,
 //!   Bundle, Ack, Srefresh) and the common header's [`REFRESH_REDUCTION_CAPABLE`] flag.
 //!
-//! These objects are not yet part of [`Message`](super::Message) parsing: to
-//! [`Message::parse`](super::Message::parse) classes 16–25 are still unknown classes of the form
-//! 0bbbbbbb (error 13), SESSION, SENDER_TEMPLATE and FILTER_SPEC C-Types 7 and 8 unknown C-Types
-//! (error 14), and SESSION_ATTRIBUTE (207 = 11001111b) an unknown class forwarded unexamined.
+//! The LSP_TUNNEL_IPv4/IPv6 SESSION, SENDER_TEMPLATE and FILTER_SPEC (§4.6) are C-Types 7 and
+//! 8 of the RFC 2205 objects: [`Session`](super::Session) with an `extended_tunnel_id`, and
+//! [`FilterSpec::LspTunnelV4`](super::FilterSpec::LspTunnelV4) /
+//! [`FilterSpec::LspTunnelV6`](super::FilterSpec::LspTunnelV6).
+//!
+//! [`Message`](super::Message) carries the RSVP-TE objects of RFC 3209 §3.1.1 and §3.2.1: a
+//! Path its EXPLICIT_ROUTE, LABEL_REQUEST, SESSION_ATTRIBUTE and, in the sender descriptor, a
+//! RECORD_ROUTE; each FILTER_SPEC of a Resv-family flow descriptor its LABEL and RECORD_ROUTE
+//! ([`FilterTe`](super::FilterTe)); [`Message::parse`](super::Message::parse) says where each
+//! is accepted. HELLO, MESSAGE_ID, MESSAGE_ID_ACK and MESSAGE_ID_LIST (classes 22–25) are not
+//! yet part of message parsing: there they are unknown classes of the form 0bbbbbbb
+//! (error 13), and the Hello, Bundle, Ack and Srefresh messages unknown message types.
 //!
 //! Every object has the codec surface of [`objects`](super::objects): `parse(ctype, body)` on
 //! the body after the 4-byte object header (a known class with an unknown C-Type is
@@ -44,9 +49,8 @@ use super::ParseErrorKind;
 mod ero;
 mod hello;
 mod label;
-mod lsp_tunnel;
 #[cfg(test)]
-mod proptests;
+pub(super) mod proptests;
 mod refresh_reduction;
 mod rro;
 mod session_attribute;
@@ -54,7 +58,6 @@ mod session_attribute;
 pub use ero::{AbstractNode, EroSubobject, ExplicitRoute};
 pub use hello::{Hello, HelloKind};
 pub use label::{AtmLabelRange, FrameRelayLabelRange, Label, LabelRange, LabelRequest};
-pub use lsp_tunnel::{LspTunnelSender, LspTunnelSession};
 pub use refresh_reduction::{AckKind, MessageId, MessageIdAck, MessageIdList};
 pub use rro::{RecordRoute, RroSubobject};
 pub use session_attribute::{ResourceAffinities, SessionAttribute};
@@ -79,7 +82,8 @@ pub mod class {
     /// MESSAGE_ID_LIST (RFC 2961 §5.1).
     pub const MESSAGE_ID_LIST: u8 = 25;
     /// SESSION_ATTRIBUTE (RFC 3209 §4.7); of the form 11bbbbbb, so forwarded unexamined by nodes
-    /// that do not know it.
+    /// that do not know it (and by [`Message::parse`](crate::wire::Message::parse) in the messages
+    /// other than Path).
     pub const SESSION_ATTRIBUTE: u8 = 207;
 }
 
@@ -89,7 +93,7 @@ pub mod ctype {
     pub const LSP_TUNNEL_IPV4: u8 = 7;
     /// LSP_TUNNEL_IPv6 SESSION, SENDER_TEMPLATE and FILTER_SPEC (RFC 3209 §4.6).
     pub const LSP_TUNNEL_IPV6: u8 = 8;
-    /// LABEL (RFC 3209 §4.1.1).
+    /// LABEL (RFC 3209 §4.1).
     pub const LABEL: u8 = 1;
     /// LABEL_REQUEST without label range (RFC 3209 §4.2.1).
     pub const LABEL_REQUEST: u8 = 1;

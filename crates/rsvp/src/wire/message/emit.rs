@@ -1,9 +1,9 @@
-//! Emitting whole messages: objects in the order of each §3.1.x BNF, then RSVP Length and the
-//! checksum patched in through [`Packet`].
+//! Emitting whole messages: objects in the order of each RFC 2205 §3.1.x BNF with RFC 3209's
+//! additions (§3.1.1, §3.2.1), then RSVP Length and the checksum patched in through [`Packet`].
 
 use pathwise_core::wire::Writer;
 
-use super::{CommonHeader, FlowDescriptor, Message, MsgType, Packet, SenderDescriptor};
+use super::{CommonHeader, FilterTe, FlowDescriptor, Message, MsgType, Packet, SenderDescriptor};
 use crate::wire::objects::{Opaque, Session, class};
 
 fn opaque_len(objs: &[Opaque]) -> usize {
@@ -14,27 +14,54 @@ fn emit_opaque(objs: &[Opaque], w: &mut Writer<'_>) {
     objs.iter().for_each(|o| o.emit(w));
 }
 
-fn flows_len(flows: &[FlowDescriptor]) -> usize {
-    flows
-        .iter()
-        .map(|f| {
-            f.flowspec.as_ref().map_or(0, |s| s.buffer_len())
-                + f.filters.iter().map(|x| x.buffer_len()).sum::<usize>()
-        })
-        .sum()
-}
+impl FilterTe {
+    fn buffer_len(&self) -> usize {
+        self.label.as_ref().map_or(0, |l| l.buffer_len())
+            + self.record_route.as_ref().map_or(0, |r| r.buffer_len())
+    }
 
-/// Each descriptor's FLOWSPEC (if any) followed by its FILTER_SPECs: the WF, FF and SE grammars
-/// of §3.1.4 for descriptors of the canonical shapes.
-fn emit_flows(flows: &[FlowDescriptor], w: &mut Writer<'_>) {
-    for f in flows {
-        if let Some(s) = &f.flowspec {
-            s.emit(w);
+    /// <LABEL> [ <RECORD_ROUTE> ] after their FILTER_SPEC (RFC 3209 §3.2.1).
+    fn emit(&self, w: &mut Writer<'_>) {
+        if let Some(l) = &self.label {
+            l.emit(w);
         }
-        for x in &f.filters {
-            x.emit(w);
+        if let Some(r) = &self.record_route {
+            r.emit(w);
         }
     }
+}
+
+impl FlowDescriptor {
+    fn buffer_len(&self) -> usize {
+        self.flowspec.as_ref().map_or(0, |s| s.buffer_len())
+            + self
+                .filters_with_te()
+                .map(|(f, te)| f.buffer_len() + te.map_or(0, FilterTe::buffer_len))
+                .sum::<usize>()
+    }
+
+    /// The FLOWSPEC (if any) followed by each FILTER_SPEC with the LABEL and RECORD_ROUTE bound
+    /// to it: the WF, FF and SE grammars of RFC 2205 §3.1.4 and RFC 3209 §3.2.1 for
+    /// descriptors of the canonical shapes.
+    fn emit(&self, w: &mut Writer<'_>) {
+        if let Some(s) = &self.flowspec {
+            s.emit(w);
+        }
+        for (f, te) in self.filters_with_te() {
+            f.emit(w);
+            if let Some(te) = te {
+                te.emit(w);
+            }
+        }
+    }
+}
+
+fn flows_len(flows: &[FlowDescriptor]) -> usize {
+    flows.iter().map(FlowDescriptor::buffer_len).sum()
+}
+
+fn emit_flows(flows: &[FlowDescriptor], w: &mut Writer<'_>) {
+    flows.iter().for_each(|f| f.emit(w));
 }
 
 impl SenderDescriptor {
@@ -42,14 +69,19 @@ impl SenderDescriptor {
         self.template.buffer_len()
             + self.tspec.buffer_len()
             + self.adspec.as_ref().map_or(0, |a| a.buffer_len())
+            + self.record_route.as_ref().map_or(0, |r| r.buffer_len())
     }
 
-    /// <sender descriptor> ::= <SENDER_TEMPLATE> <SENDER_TSPEC> [ <ADSPEC> ] (§3.1.3).
+    /// <sender descriptor> ::= <SENDER_TEMPLATE> <SENDER_TSPEC> [ <ADSPEC> ]
+    ///                         [ <RECORD_ROUTE> ] (RFC 2205 §3.1.3, RFC 3209 §3.1.1).
     fn emit(&self, w: &mut Writer<'_>) {
         self.template.emit_as(class::SENDER_TEMPLATE, w);
         self.tspec.emit(w);
         if let Some(a) = &self.adspec {
             a.emit(w);
+        }
+        if let Some(r) = &self.record_route {
+            r.emit(w);
         }
     }
 }
@@ -109,6 +141,9 @@ impl Message {
                         + m.session.buffer_len()
                         + m.hop.buffer_len()
                         + m.time_values.buffer_len()
+                        + opt_len!(m.explicit_route)
+                        + opt_len!(m.label_request)
+                        + opt_len!(m.session_attribute)
                         + opaque_len(&m.policy)
                         + opaque_len(&m.forward)
                         + m.sender.buffer_len()
@@ -198,12 +233,18 @@ impl Message {
     fn emit_objects(&self, w: &mut Writer<'_>) {
         match self {
             // <Path Message> ::= <Common Header> [ <INTEGRITY> ] <SESSION> <RSVP_HOP>
-            //                    <TIME_VALUES> [ <POLICY_DATA> ... ] [ <sender descriptor> ]
+            //                    <TIME_VALUES> [ <EXPLICIT_ROUTE> ] <LABEL_REQUEST>
+            //                    [ <SESSION_ATTRIBUTE> ] [ <POLICY_DATA> ... ]
+            //                    <sender descriptor>
+            // (RFC 3209 §3.1.1; the RSVP-TE objects are optional in an IP session's Path.)
             Message::Path(m) => {
                 opt_emit!(m.integrity, w);
                 m.session.emit(w);
                 m.hop.emit(w);
                 m.time_values.emit(w);
+                opt_emit!(m.explicit_route, w);
+                opt_emit!(m.label_request, w);
+                opt_emit!(m.session_attribute, w);
                 emit_opaque(&m.policy, w);
                 emit_opaque(&m.forward, w);
                 m.sender.emit(w);

@@ -1,155 +1,22 @@
-//! Parsing whole messages (RFC 2205 §3.1.1–§3.1.9, §3.10). The rules are listed in the parent
-//! module's documentation.
+//! Parsing whole messages (RFC 2205 §3.1.1–§3.1.9, §3.10; RFC 3209 §3.1.1, §3.2.1). The rules
+//! are listed in the parent module's documentation; the flow descriptor list is built in
+//! [`flows`](super::flows).
 
 use std::net::IpAddr;
 
+use super::flows::{FlowObject, FlowRules, bind_label, bind_record_route, flow_descriptors};
+use super::grammar::{KNOWN, allowed, ignored};
 use super::{
-    CommonHeader, FlowDescriptor, IntegrityChallenge, IntegrityResponse, Message, MsgType, Packet,
-    Path, PathErr, PathTear, Resv, ResvConf, ResvErr, ResvTear, SenderDescriptor,
+    CommonHeader, FilterTe, FlowDescriptor, IntegrityChallenge, IntegrityResponse, Message,
+    MsgType, Packet, Path, PathErr, PathTear, Resv, ResvConf, ResvErr, ResvTear, SenderDescriptor,
 };
 use crate::wire::intserv::{Adspec, FlowSpec, SenderTspec};
 use crate::wire::objects::{
     Challenge, ErrorSpec, FilterSpec, Integrity, ObjectHeader, Opaque, ResvConfirm, RsvpHop, Scope,
-    Session, Style, StyleKind, TimeValues, class, ctype,
+    Session, Style, TimeValues, class, ctype,
 };
+use crate::wire::te::{self, ExplicitRoute, LabelRequest, RecordRoute, SessionAttribute};
 use crate::wire::{ParseError, ParseErrorKind};
-
-/// A set of Class-Nums.
-#[derive(Clone, Copy)]
-struct ClassSet([u64; 4]);
-
-impl ClassSet {
-    const fn of(classes: &[u8]) -> ClassSet {
-        let mut bits = [0u64; 4];
-        let mut i = 0;
-        while i < classes.len() {
-            let c = classes[i] as usize;
-            bits[c / 64] |= 1 << (c % 64);
-            i += 1;
-        }
-        ClassSet(bits)
-    }
-
-    fn contains(self, class: u8) -> bool {
-        let c = usize::from(class);
-        self.0[c / 64] & (1 << (c % 64)) != 0
-    }
-}
-
-/// Classes RFC 2205 defines (§A); anything else is unknown and handled per §3.10.
-const KNOWN: ClassSet = ClassSet::of(&[
-    class::NULL,
-    class::SESSION,
-    class::RSVP_HOP,
-    class::INTEGRITY,
-    class::TIME_VALUES,
-    class::ERROR_SPEC,
-    class::SCOPE,
-    class::STYLE,
-    class::FLOWSPEC,
-    class::FILTER_SPEC,
-    class::SENDER_TEMPLATE,
-    class::SENDER_TSPEC,
-    class::ADSPEC,
-    class::POLICY_DATA,
-    class::RESV_CONFIRM,
-    class::CHALLENGE,
-]);
-
-/// The classes each message type's BNF lists (§3.1.3–§3.1.9).
-fn allowed(t: MsgType) -> ClassSet {
-    use class::*;
-    match t {
-        MsgType::Path => ClassSet::of(&[
-            INTEGRITY,
-            SESSION,
-            RSVP_HOP,
-            TIME_VALUES,
-            POLICY_DATA,
-            SENDER_TEMPLATE,
-            SENDER_TSPEC,
-            ADSPEC,
-        ]),
-        MsgType::Resv => ClassSet::of(&[
-            INTEGRITY,
-            SESSION,
-            RSVP_HOP,
-            TIME_VALUES,
-            RESV_CONFIRM,
-            SCOPE,
-            POLICY_DATA,
-            STYLE,
-            FLOWSPEC,
-            FILTER_SPEC,
-        ]),
-        MsgType::PathErr => ClassSet::of(&[
-            INTEGRITY,
-            SESSION,
-            ERROR_SPEC,
-            POLICY_DATA,
-            SENDER_TEMPLATE,
-            SENDER_TSPEC,
-            ADSPEC,
-        ]),
-        MsgType::ResvErr => ClassSet::of(&[
-            INTEGRITY,
-            SESSION,
-            RSVP_HOP,
-            ERROR_SPEC,
-            SCOPE,
-            POLICY_DATA,
-            STYLE,
-            FLOWSPEC,
-            FILTER_SPEC,
-        ]),
-        MsgType::PathTear => {
-            ClassSet::of(&[INTEGRITY, SESSION, RSVP_HOP, SENDER_TEMPLATE, SENDER_TSPEC])
-        }
-        MsgType::ResvTear => ClassSet::of(&[
-            INTEGRITY,
-            SESSION,
-            RSVP_HOP,
-            SCOPE,
-            STYLE,
-            FLOWSPEC,
-            FILTER_SPEC,
-        ]),
-        MsgType::ResvConf => ClassSet::of(&[
-            INTEGRITY,
-            SESSION,
-            ERROR_SPEC,
-            RESV_CONFIRM,
-            STYLE,
-            FLOWSPEC,
-            FILTER_SPEC,
-        ]),
-        MsgType::IntegrityChallenge => ClassSet::of(&[CHALLENGE]),
-        MsgType::IntegrityResponse => ClassSet::of(&[INTEGRITY, CHALLENGE]),
-        MsgType::Unknown(_) => ClassSet([0; 4]),
-    }
-}
-
-/// Known objects outside a message type's BNF that are dropped rather than rejected.
-fn ignored(t: MsgType, class: u8) -> bool {
-    class == class::POLICY_DATA || (t == MsgType::PathTear && class == class::ADSPEC)
-}
-
-/// A FLOWSPEC or FILTER_SPEC of the flow descriptor list, in wire order.
-enum FlowObject {
-    Flowspec(FlowSpec),
-    Filter(FilterSpec),
-}
-
-/// How a message type treats the FLOWSPECs of its flow descriptor list.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum FlowRules {
-    /// Resv, ResvConf: every descriptor has a FLOWSPEC (FF may elide repeats).
-    Required,
-    /// ResvErr: as `Required`, but the whole (error) flow descriptor may be absent.
-    Optional,
-    /// ResvTear: FLOWSPECs may be omitted, and then are `None`.
-    Tear,
-}
 
 /// Everything found in one pass over the objects.
 #[derive(Default)]
@@ -166,6 +33,11 @@ struct Collected {
     sender_template: Option<FilterSpec>,
     sender_tspec: Option<SenderTspec>,
     adspec: Option<Adspec>,
+    /// The sender descriptor's RECORD_ROUTE (Path, PathErr).
+    record_route: Option<RecordRoute>,
+    explicit_route: Option<ExplicitRoute>,
+    label_request: Option<LabelRequest>,
+    session_attribute: Option<SessionAttribute>,
     policy: Vec<Opaque>,
     flow_objects: Vec<FlowObject>,
     forward: Vec<Opaque>,
@@ -181,6 +53,18 @@ fn once<T>(
         return Err(ParseErrorKind::DuplicateObject { class });
     }
     *slot = Some(parse()?);
+    Ok(())
+}
+
+/// Store the first of an object that may appear several times, of which only the first counts
+/// (RFC 3209 §4.3, §4.4, §4.7); the others are dropped unread.
+fn first<T>(
+    slot: &mut Option<T>,
+    parse: impl FnOnce() -> Result<T, ParseErrorKind>,
+) -> Result<(), ParseErrorKind> {
+    if slot.is_none() {
+        *slot = Some(parse()?);
+    }
     Ok(())
 }
 
@@ -214,6 +98,12 @@ impl Collected {
             }
             if !allowed.contains(cls) {
                 if ignored(t, cls) {
+                    continue;
+                }
+                // SESSION_ATTRIBUTE (11bbbbbb) where no BNF puts it: forwarded unexamined, as
+                // RFC 2205 §3.10 has nodes that do not know it do.
+                if cls >> 6 == 0b11 {
+                    self.forward.push(Opaque::parse(cls, ct, body));
                     continue;
                 }
                 return Err(ParseErrorKind::UnexpectedObject {
@@ -253,18 +143,35 @@ impl Collected {
                     once(&mut self.sender_tspec, cls, || SenderTspec::parse(ct, body))?
                 }
                 class::ADSPEC => once(&mut self.adspec, cls, || Adspec::parse(ct, body))?,
+                te::class::EXPLICIT_ROUTE => {
+                    first(&mut self.explicit_route, || ExplicitRoute::parse(ct, body))?
+                }
+                te::class::LABEL_REQUEST => once(&mut self.label_request, cls, || {
+                    LabelRequest::parse(ct, body)
+                })?,
+                te::class::SESSION_ATTRIBUTE => first(&mut self.session_attribute, || {
+                    SessionAttribute::parse(ct, body)
+                })?,
+                // In a sender descriptor (Path, PathErr), or bound to a FILTER_SPEC.
+                te::class::RECORD_ROUTE if matches!(t, MsgType::Path | MsgType::PathErr) => {
+                    first(&mut self.record_route, || RecordRoute::parse(ct, body))?
+                }
+                te::class::RECORD_ROUTE => bind_record_route(&mut self.flow_objects, ct, body)?,
+                te::class::LABEL => bind_label(&mut self.flow_objects, ct, body)?,
                 class::FLOWSPEC => self
                     .flow_objects
                     .push(FlowObject::Flowspec(FlowSpec::parse(ct, body)?)),
-                _ => self
-                    .flow_objects
-                    .push(FlowObject::Filter(FilterSpec::parse(ct, body)?)),
+                _ => self.flow_objects.push(FlowObject::Filter(
+                    FilterSpec::parse(ct, body)?,
+                    FilterTe::default(),
+                )),
             }
         }
         Ok(())
     }
 
-    /// Every address-carrying object must be of the SESSION's family.
+    /// Every address-carrying object must be of the SESSION's family, and every sender named
+    /// of its kind (LSP_TUNNEL or IP).
     fn check_family(&self, session: &Session) -> Result<(), ParseErrorKind> {
         let v4 = session.dest.is_ipv4();
         let check = |addr: IpAddr, class: u8, ctype: u8| {
@@ -273,6 +180,15 @@ impl Collected {
             } else {
                 Err(ParseErrorKind::FamilyMismatch { class, ctype })
             }
+        };
+        let check_sender = |f: &FilterSpec, class: u8| {
+            if f.is_lsp_tunnel() != session.is_lsp_tunnel() {
+                return Err(ParseErrorKind::SessionTypeMismatch {
+                    class,
+                    ctype: f.ctype(),
+                });
+            }
+            check(f.src(), class, f.ctype())
         };
         if let Some(h) = &self.hop {
             check(h.addr, class::RSVP_HOP, h.ctype())?;
@@ -289,30 +205,33 @@ impl Collected {
             check(c.receiver, class::RESV_CONFIRM, c.ctype())?;
         }
         if let Some(f) = &self.sender_template {
-            check(f.src(), class::SENDER_TEMPLATE, f.ctype())?;
+            check_sender(f, class::SENDER_TEMPLATE)?;
         }
         for o in &self.flow_objects {
-            if let FlowObject::Filter(f) = o {
-                check(f.src(), class::FILTER_SPEC, f.ctype())?;
+            if let FlowObject::Filter(f, _) = o {
+                check_sender(f, class::FILTER_SPEC)?;
             }
         }
         Ok(())
     }
 
     /// The sender descriptor of a PathErr: absent, or SENDER_TEMPLATE and SENDER_TSPEC with an
-    /// optional ADSPEC (§3.1.3).
+    /// optional ADSPEC (§3.1.3) and RECORD_ROUTE (RFC 3209 §3.1.1).
     fn optional_sender(&mut self) -> Result<Option<SenderDescriptor>, ParseErrorKind> {
-        match (self.sender_template, self.sender_tspec, self.adspec.take()) {
-            (None, None, None) => Ok(None),
-            (Some(template), Some(tspec), adspec) => Ok(Some(SenderDescriptor {
+        let adspec = self.adspec.take();
+        let record_route = self.record_route.take();
+        match (self.sender_template, self.sender_tspec) {
+            (None, None) if adspec.is_none() && record_route.is_none() => Ok(None),
+            (Some(template), Some(tspec)) => Ok(Some(SenderDescriptor {
                 template,
                 tspec,
                 adspec,
+                record_route,
             })),
             (None, ..) => Err(ParseErrorKind::MissingObject {
                 class: class::SENDER_TEMPLATE,
             }),
-            (Some(_), None, _) => Err(ParseErrorKind::MissingObject {
+            (Some(_), None) => Err(ParseErrorKind::MissingObject {
                 class: class::SENDER_TSPEC,
             }),
         }
@@ -345,19 +264,33 @@ impl Collected {
         let policy = std::mem::take(&mut self.policy);
         let forward = std::mem::take(&mut self.forward);
         Ok(match t {
-            MsgType::Path => Message::Path(Path {
-                integrity,
-                session,
-                hop: required(self.hop, class::RSVP_HOP)?,
-                time_values: required(self.time_values, class::TIME_VALUES)?,
-                policy,
-                sender: SenderDescriptor {
-                    template: required(self.sender_template, class::SENDER_TEMPLATE)?,
-                    tspec: required(self.sender_tspec, class::SENDER_TSPEC)?,
-                    adspec: self.adspec,
-                },
-                forward,
-            }),
+            MsgType::Path => {
+                let hop = required(self.hop, class::RSVP_HOP)?;
+                let time_values = required(self.time_values, class::TIME_VALUES)?;
+                // RFC 3209 §3.1.1: <LABEL_REQUEST> is not optional in an LSP tunnel's Path.
+                if session.is_lsp_tunnel() && self.label_request.is_none() {
+                    return Err(ParseErrorKind::MissingObject {
+                        class: te::class::LABEL_REQUEST,
+                    });
+                }
+                Message::Path(Path {
+                    integrity,
+                    session,
+                    hop,
+                    time_values,
+                    explicit_route: self.explicit_route,
+                    label_request: self.label_request,
+                    session_attribute: self.session_attribute,
+                    policy,
+                    sender: SenderDescriptor {
+                        template: required(self.sender_template, class::SENDER_TEMPLATE)?,
+                        tspec: required(self.sender_tspec, class::SENDER_TSPEC)?,
+                        adspec: self.adspec,
+                        record_route: self.record_route,
+                    },
+                    forward,
+                })
+            }
             MsgType::Resv => {
                 let hop = required(self.hop, class::RSVP_HOP)?;
                 let time_values = required(self.time_values, class::TIME_VALUES)?;
@@ -446,103 +379,6 @@ impl Collected {
                 return Err(ParseErrorKind::UnknownMsgType(u8::from(t)));
             }
         })
-    }
-}
-
-/// Build the flow descriptor list from the FLOWSPEC and FILTER_SPEC objects in wire order,
-/// following the style's grammar (§3.1.4).
-fn flow_descriptors(
-    style: Style,
-    objects: Vec<FlowObject>,
-    rules: FlowRules,
-) -> Result<Vec<FlowDescriptor>, ParseErrorKind> {
-    let bad = |class| ParseErrorKind::BadFlowDescriptor { class };
-    let missing = |class| ParseErrorKind::MissingObject { class };
-    match style.kind {
-        // <WF flow descriptor> ::= <FLOWSPEC>
-        StyleKind::Wf => {
-            let mut flowspec = None;
-            for o in objects {
-                match o {
-                    FlowObject::Filter(_) => return Err(bad(class::FILTER_SPEC)),
-                    FlowObject::Flowspec(_) if flowspec.is_some() => {
-                        return Err(bad(class::FLOWSPEC));
-                    }
-                    FlowObject::Flowspec(f) => flowspec = Some(f),
-                }
-            }
-            match (flowspec, rules) {
-                (None, FlowRules::Required) => Err(missing(class::FLOWSPEC)),
-                (None, FlowRules::Optional) => Ok(Vec::new()),
-                (flowspec, _) => Ok(vec![FlowDescriptor {
-                    flowspec,
-                    filters: Vec::new(),
-                }]),
-            }
-        }
-        // <FF flow descriptor list> ::= <FLOWSPEC> <FILTER_SPEC>
-        //                             | <FF flow descriptor list> <FF flow descriptor>
-        // <FF flow descriptor> ::= [ <FLOWSPEC> ] <FILTER_SPEC>
-        StyleKind::Ff => {
-            let mut flows = Vec::with_capacity(objects.len());
-            let mut pending: Option<FlowSpec> = None;
-            let mut previous: Option<FlowSpec> = None;
-            for o in objects {
-                match o {
-                    FlowObject::Flowspec(_) if pending.is_some() => {
-                        return Err(bad(class::FLOWSPEC));
-                    }
-                    FlowObject::Flowspec(f) => pending = Some(f),
-                    FlowObject::Filter(filter) => {
-                        let flowspec = match (pending.take(), rules) {
-                            (Some(f), _) => Some(f),
-                            (None, FlowRules::Tear) => None,
-                            (None, _) => Some(previous.ok_or(missing(class::FLOWSPEC))?),
-                        };
-                        previous = flowspec.or(previous);
-                        flows.push(FlowDescriptor {
-                            flowspec,
-                            filters: vec![filter],
-                        });
-                    }
-                }
-            }
-            if pending.is_some() {
-                return Err(bad(class::FLOWSPEC));
-            }
-            if flows.is_empty() && rules != FlowRules::Optional {
-                return Err(missing(class::FILTER_SPEC));
-            }
-            Ok(flows)
-        }
-        // <SE flow descriptor> ::= <FLOWSPEC> <filter spec list>
-        StyleKind::Se => {
-            if objects.is_empty() && rules == FlowRules::Optional {
-                return Ok(Vec::new());
-            }
-            let mut flowspec = None;
-            let mut filters = Vec::with_capacity(objects.len());
-            for o in objects {
-                match o {
-                    FlowObject::Flowspec(_) if flowspec.is_some() || !filters.is_empty() => {
-                        return Err(bad(class::FLOWSPEC));
-                    }
-                    FlowObject::Flowspec(f) => flowspec = Some(f),
-                    FlowObject::Filter(f) => filters.push(f),
-                }
-            }
-            if flowspec.is_none() && rules != FlowRules::Tear {
-                return Err(missing(class::FLOWSPEC));
-            }
-            if filters.is_empty() {
-                return Err(missing(class::FILTER_SPEC));
-            }
-            Ok(vec![FlowDescriptor { flowspec, filters }])
-        }
-        // A ResvErr reporting "Unknown reservation style" names the style it could not
-        // understand, with no flow descriptor (RFC 2205 §3.1.8: the descriptor is optional).
-        StyleKind::Other(_) if objects.is_empty() && rules == FlowRules::Optional => Ok(Vec::new()),
-        StyleKind::Other(_) => Err(ParseErrorKind::UnknownStyle { style }),
     }
 }
 

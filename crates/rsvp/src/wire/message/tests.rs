@@ -13,6 +13,8 @@ use crate::wire::intserv::{
 use crate::wire::objects::StyleKind;
 
 mod errors;
+mod te;
+mod te_rules;
 
 pub(super) fn v4(a: &str) -> IpAddr {
     IpAddr::V4(a.parse::<Ipv4Addr>().unwrap())
@@ -23,21 +25,11 @@ pub(super) fn v6(a: &str) -> IpAddr {
 }
 
 pub(super) fn session4() -> Session {
-    Session {
-        dest: v4("10.0.0.9"),
-        protocol_id: 17,
-        flags: 0,
-        dst_port: 5004,
-    }
+    Session::ip(v4("10.0.0.9"), 17, 5004)
 }
 
 fn session6() -> Session {
-    Session {
-        dest: v6("2001:db8::9"),
-        protocol_id: 17,
-        flags: 0,
-        dst_port: 5004,
-    }
+    Session::ip(v6("2001:db8::9"), 17, 5004)
 }
 
 pub(super) fn hop(a: IpAddr, lih: u32) -> RsvpHop {
@@ -76,7 +68,7 @@ fn f6(a: &str, port: u16) -> FilterSpec {
     }
 }
 
-fn opaque(class: u8, body: &[u8]) -> Opaque {
+pub(super) fn opaque(class: u8, body: &[u8]) -> Opaque {
     Opaque {
         class,
         ctype: 1,
@@ -85,13 +77,10 @@ fn opaque(class: u8, body: &[u8]) -> Opaque {
 }
 
 fn cl(b: TokenBucket, filters: Vec<FilterSpec>) -> FlowDescriptor {
-    FlowDescriptor {
-        flowspec: Some(FlowSpec::ControlledLoad(b)),
-        filters,
-    }
+    FlowDescriptor::new(Some(FlowSpec::ControlledLoad(b)), filters)
 }
 
-fn error_spec(node: IpAddr, flags: u8, code: u8, value: u16) -> ErrorSpec {
+pub(super) fn error_spec(node: IpAddr, flags: u8, code: u8, value: u16) -> ErrorSpec {
     ErrorSpec {
         node,
         flags,
@@ -111,10 +100,10 @@ fn general(hop_count: u32, path_bw: f32, min_latency_us: u32, mtu: u32) -> Gener
     }
 }
 
-const T30: TimeValues = TimeValues { refresh_ms: 30_000 };
+pub(super) const T30: TimeValues = TimeValues { refresh_ms: 30_000 };
 
 /// Check a vector both ways and the header fields parse returns.
-fn check(bytes: &[u8], expected: Message) {
+pub(super) fn check(bytes: &[u8], expected: Message) {
     assert_eq!(internet_checksum(bytes), 0, "vector checksum");
     let (hdr, msg) = Message::parse(bytes).unwrap();
     assert_eq!(msg, expected);
@@ -152,6 +141,9 @@ fn path_v4() {
             session: session4(),
             hop: hop(v4("10.0.0.1"), 3),
             time_values: T30,
+            explicit_route: None,
+            label_request: None,
+            session_attribute: None,
             policy: vec![opaque(14, &[0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 1])],
             sender: SenderDescriptor {
                 template: f4("10.0.0.1", 4000),
@@ -162,6 +154,7 @@ fn path_v4() {
                     controlled_load: Some(ControlledLoadAdspec::default()),
                     other: vec![],
                 }),
+                record_route: None,
             },
             forward: vec![opaque(200, &[0xca, 0xfe, 0xf0, 0x0d])],
         }),
@@ -181,9 +174,13 @@ fn path_v6() {
                 protocol_id: 6,
                 flags: Session::E_POLICE,
                 dst_port: 80,
+                extended_tunnel_id: None,
             },
             hop: hop(v6("fe80::1"), 7),
             time_values: TimeValues { refresh_ms: 45_000 },
+            explicit_route: None,
+            label_request: None,
+            session_attribute: None,
             policy: vec![],
             sender: SenderDescriptor {
                 template: f6("2001:db8::1", 4000),
@@ -204,6 +201,7 @@ fn path_v6() {
                     controlled_load: Some(ControlledLoadAdspec::default()),
                     other: vec![],
                 }),
+                record_route: None,
             },
             forward: vec![],
         }),
@@ -291,6 +289,7 @@ fn resv_se() {
                 slack: 100,
             }),
             filters: vec![f4("10.0.0.1", 4000), f4("10.0.0.2", 4001)],
+            te: Vec::new(),
         }],
     );
     r.policy = vec![opaque(14, &[1, 2, 3, 4])];
@@ -332,6 +331,7 @@ fn path_err() {
                 template: f4("10.0.0.1", 4000),
                 tspec: SenderTspec(bucket1()),
                 adspec: None,
+                record_route: None,
             }),
             forward: vec![],
         }),
@@ -423,10 +423,12 @@ fn resv_tear() {
                 FlowDescriptor {
                     flowspec: None,
                     filters: vec![f4("10.0.0.1", 4000)],
+                    te: Vec::new(),
                 },
                 FlowDescriptor {
                     flowspec: None,
                     filters: vec![f4("10.0.0.2", 4001)],
+                    te: Vec::new(),
                 },
             ],
             forward: vec![],
@@ -501,8 +503,9 @@ fn every_vector_parses_and_round_trips() {
     }
 }
 
-/// Write every vector as a fuzz seed into the directory `PATHWISE_FUZZ_SEEDS` names:
-/// `PATHWISE_FUZZ_SEEDS=fuzz/seeds/rsvp_message cargo test -p pathwise-rsvp --lib
+/// Write every vector as a fuzz seed into the directory `PATHWISE_FUZZ_SEEDS` names (tests run
+/// in the crate's directory, so give an absolute path), from the repository root:
+/// `PATHWISE_FUZZ_SEEDS=$PWD/fuzz/seeds/rsvp_message cargo test -p pathwise-rsvp --lib
 /// write_fuzz_seeds -- --ignored`.
 #[test]
 #[ignore = "writes files; run by hand to refresh fuzz/seeds/rsvp_message"]

@@ -5,6 +5,11 @@
 //!
 //! Token buckets: r = 125000 B/s (1 Mbit/s) or 62500 B/s, b = 1000 or 500 B, p = +infinity,
 //! m = 64, M = 1500. Floats are IEEE 754 single precision.
+//!
+//! The RSVP-TE vectors (RFC 3209) are in `vectors/te.rs`.
+
+mod te;
+pub(crate) use te::*;
 
 /// Path, IPv4, with INTEGRITY, POLICY_DATA, a class-11bbbbbb object to forward and an ADSPEC (§3.1.3).
 pub(crate) const PATH_V4: &[u8] = &[
@@ -442,4 +447,10 @@ pub(crate) const ALL: &[(&str, &[u8])] = &[
     ("resv_tear_v6", RESV_TEAR_V6),
     ("resv_conf_v4", RESV_CONF_V4),
     ("resv_conf_v6", RESV_CONF_V6),
+    ("path_te_v4", PATH_TE_V4),
+    ("path_te_v6", PATH_TE_V6),
+    ("resv_te_ff_v4", RESV_TE_FF_V4),
+    ("resv_te_se_v4", RESV_TE_SE_V4),
+    ("resv_te_se_v6", RESV_TE_SE_V6),
+    ("path_err_te_v4", PATH_ERR_TE_V4),
 ];

@@ -1,10 +1,11 @@
-//! FILTER_SPEC (§A.9) / SENDER_TEMPLATE (§A.10), and objects carried opaquely (POLICY_DATA
-//! §A.13, INTEGRITY §A.3, unknown classes forwarded per §3.10).
+//! FILTER_SPEC (§A.9) / SENDER_TEMPLATE (§A.10) with their LSP_TUNNEL forms (RFC 3209 §4.6.2,
+//! §4.6.3), and objects carried opaquely (POLICY_DATA §A.13, unknown classes forwarded per
+//! §3.10).
 
 use pathwise_core::wire::{Reader, Writer};
 
 use super::{FilterSpec, ObjectHeader, Opaque, class, ctype};
-use crate::wire::ParseErrorKind;
+use crate::wire::{ParseErrorKind, te};
 
 /// The 20-bit IPv6 flow label inside its 24-bit field.
 const FLOW_LABEL_MASK: u32 = 0x000f_ffff;
@@ -16,7 +17,7 @@ impl FilterSpec {
     }
 
     /// Parse a FILTER_SPEC or SENDER_TEMPLATE body (`class` names which, for errors;
-    /// RFC 2205 §A.9, §A.10):
+    /// RFC 2205 §A.9, §A.10; RFC 3209 §4.6.2, §4.6.3):
     ///
     /// ```text
     /// IPv4 FILTER_SPEC object: Class = 10, C-Type = 1
@@ -32,13 +33,21 @@ impl FilterSpec {
     /// +-------------+-------------+-------------+-------------+
     /// |   ///////   |         Flow Label (24 bits)            |
     /// +-------------+-------------+-------------+-------------+
+    /// LSP_TUNNEL_IPv4 SENDER_TEMPLATE: Class = 11, C-Type = 7 (FILTER_SPEC: Class = 10)
+    /// +-------------+-------------+-------------+-------------+
+    /// |             IPv4 tunnel sender address                |
+    /// +-------------+-------------+-------------+-------------+
+    /// |        MUST be zero       |           LSP ID          |
+    /// +-------------+-------------+-------------+-------------+
+    /// LSP_TUNNEL_IPv6 SENDER_TEMPLATE: C-Type = 8 — a 16-byte sender address.
     /// ```
     ///
-    /// The flow label is 20 bits; the top 4 bits of its 24-bit field are ignored.
+    /// The flow label is 20 bits; the top 4 bits of its 24-bit field are ignored, as are the
+    /// reserved and "MUST be zero" fields.
     pub fn parse_as(class: u8, ctype: u8, body: &[u8]) -> Result<Self, ParseErrorKind> {
         let want = match ctype {
-            ctype::IPV4 => 8,
-            ctype::IPV6 | ctype::IPV6_FLOW_LABEL => 20,
+            ctype::IPV4 | te::ctype::LSP_TUNNEL_IPV4 => 8,
+            ctype::IPV6 | ctype::IPV6_FLOW_LABEL | te::ctype::LSP_TUNNEL_IPV6 => 20,
             _ => return Err(ParseErrorKind::unknown_ctype(class, ctype)),
         };
         if body.len() != want {
@@ -62,6 +71,22 @@ impl FilterSpec {
                     src_port: r.u16()?,
                 }
             }
+            te::ctype::LSP_TUNNEL_IPV4 => {
+                let src = r.ipv4()?;
+                r.skip(2)?;
+                FilterSpec::LspTunnelV4 {
+                    src,
+                    lsp_id: r.u16()?,
+                }
+            }
+            te::ctype::LSP_TUNNEL_IPV6 => {
+                let src = r.ipv6()?;
+                r.skip(2)?;
+                FilterSpec::LspTunnelV6 {
+                    src,
+                    lsp_id: r.u16()?,
+                }
+            }
             _ => {
                 let src = r.ipv6()?;
                 r.skip(1)?;
@@ -73,12 +98,15 @@ impl FilterSpec {
         })
     }
 
-    /// C-Type: 1 (IPv4), 2 (IPv6) or 3 (IPv6 flow label).
+    /// C-Type: 1 (IPv4), 2 (IPv6), 3 (IPv6 flow label), 7 (LSP_TUNNEL_IPv4) or 8
+    /// (LSP_TUNNEL_IPv6).
     pub fn ctype(&self) -> u8 {
         match self {
             FilterSpec::V4 { .. } => ctype::IPV4,
             FilterSpec::V6 { .. } => ctype::IPV6,
             FilterSpec::V6FlowLabel { .. } => ctype::IPV6_FLOW_LABEL,
+            FilterSpec::LspTunnelV4 { .. } => te::ctype::LSP_TUNNEL_IPV4,
+            FilterSpec::LspTunnelV6 { .. } => te::ctype::LSP_TUNNEL_IPV6,
         }
     }
 
@@ -86,8 +114,10 @@ impl FilterSpec {
     pub fn buffer_len(&self) -> usize {
         ObjectHeader::LEN
             + match self {
-                FilterSpec::V4 { .. } => 8,
-                FilterSpec::V6 { .. } | FilterSpec::V6FlowLabel { .. } => 20,
+                FilterSpec::V4 { .. } | FilterSpec::LspTunnelV4 { .. } => 8,
+                FilterSpec::V6 { .. }
+                | FilterSpec::V6FlowLabel { .. }
+                | FilterSpec::LspTunnelV6 { .. } => 20,
             }
     }
 
@@ -119,6 +149,16 @@ impl FilterSpec {
                 w.bytes(&src.octets());
                 w.u8(0);
                 w.u24(flow_label & FLOW_LABEL_MASK);
+            }
+            FilterSpec::LspTunnelV4 { src, lsp_id } => {
+                w.bytes(&src.octets());
+                w.u16(0);
+                w.u16(lsp_id);
+            }
+            FilterSpec::LspTunnelV6 { src, lsp_id } => {
+                w.bytes(&src.octets());
+                w.u16(0);
+                w.u16(lsp_id);
             }
         }
     }
@@ -222,6 +262,48 @@ mod tests {
     }
 
     #[test]
+    fn lsp_tunnel_sender_template_and_filter_spec() {
+        let obj = [
+            0x00, 0x0c, 0x0b,
+            0x07, // length 12, SENDER_TEMPLATE, LSP_TUNNEL_IPv4 (RFC 3209 §4.6.2.1)
+            198, 51, 100, 1, // IPv4 tunnel sender address
+            0xa5, 0xa5, // MUST be zero (ignored on receipt)
+            0x00, 0x03, // LSP ID 3
+        ];
+        let s = FilterSpec::LspTunnelV4 {
+            src: Ipv4Addr::new(198, 51, 100, 1),
+            lsp_id: 3,
+        };
+        assert_eq!(
+            FilterSpec::parse_as(class::SENDER_TEMPLATE, 7, &obj[4..]),
+            Ok(s)
+        );
+        assert_eq!((s.ctype(), s.buffer_len()), (7, 12));
+        assert!(s.is_lsp_tunnel());
+        let mut clean = obj;
+        clean[8..10].fill(0);
+        assert_eq!(emitted(|w| s.emit_as(class::SENDER_TEMPLATE, w)), clean);
+        // The FILTER_SPEC form (§4.6.3) differs only in its class.
+        clean[2] = class::FILTER_SPEC;
+        assert_eq!(emitted(|w| s.emit(w)), clean);
+        assert_eq!(FilterSpec::parse(7, &clean[4..]), Ok(s));
+        // LSP_TUNNEL_IPv6 (§4.6.2.2): length 24, C-Type 8.
+        let mut obj = vec![0x00, 0x18, 0x0b, 0x08];
+        obj.extend_from_slice(&V6.octets());
+        obj.extend_from_slice(&[0x00, 0x00, 0x12, 0x34]);
+        let s = FilterSpec::LspTunnelV6 {
+            src: V6,
+            lsp_id: 0x1234,
+        };
+        assert_eq!(
+            FilterSpec::parse_as(class::SENDER_TEMPLATE, 8, &obj[4..]),
+            Ok(s)
+        );
+        assert_eq!(s.src(), std::net::IpAddr::V6(V6));
+        assert_eq!(emitted(|w| s.emit_as(class::SENDER_TEMPLATE, w)), obj);
+    }
+
+    #[test]
     fn filter_spec_errors() {
         assert_eq!(
             FilterSpec::parse(4, &[0; 8]),
@@ -231,12 +313,19 @@ mod tests {
             })
         );
         assert_eq!(
-            FilterSpec::parse_as(class::SENDER_TEMPLATE, 7, &[0; 8]),
+            FilterSpec::parse_as(class::SENDER_TEMPLATE, 9, &[0; 8]),
             Err(ParseErrorKind::UnknownCType {
                 class: 11,
-                ctype: 7
+                ctype: 9
             })
         );
+        for (ctype, len) in [(7, 20), (8, 8)] {
+            assert_eq!(
+                FilterSpec::parse_as(class::SENDER_TEMPLATE, ctype, &vec![0; len]),
+                Err(ParseErrorKind::BadObject { class: 11, ctype }),
+                "C-Type {ctype}, {len} bytes"
+            );
+        }
         assert_eq!(
             FilterSpec::parse(3, &[0; 8]),
             Err(ParseErrorKind::BadObject {

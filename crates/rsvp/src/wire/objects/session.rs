@@ -1,4 +1,7 @@
-//! SESSION (§A.1), RSVP_HOP (§A.2), TIME_VALUES (§A.4) and RESV_CONFIRM (§A.14).
+//! SESSION (§A.1, and the LSP_TUNNEL forms of RFC 3209 §4.6.1), RSVP_HOP (§A.2), TIME_VALUES
+//! (§A.4) and RESV_CONFIRM (§A.14).
+
+use std::net::IpAddr;
 
 use pathwise_core::wire::{Reader, Writer};
 
@@ -6,10 +9,15 @@ use super::{
     ObjectHeader, ResvConfirm, RsvpHop, Session, TimeValues, addr_len, check_family_body, class,
     ctype, family_ctype, read_addr,
 };
-use crate::wire::ParseErrorKind;
+use crate::wire::{ParseErrorKind, te};
+
+/// Body lengths of the LSP_TUNNEL SESSION forms (RFC 3209 §4.6.1.1, §4.6.1.2): end point,
+/// a "MUST be zero" half-word and the Tunnel ID, Extended Tunnel ID.
+const LSP_TUNNEL_V4_LEN: usize = 12;
+const LSP_TUNNEL_V6_LEN: usize = 36;
 
 impl Session {
-    /// Parse a SESSION body (RFC 2205 §A.1):
+    /// Parse a SESSION body of any of the four C-Types (RFC 2205 §A.1, RFC 3209 §4.6.1):
     ///
     /// ```text
     /// IPv4/UDP SESSION object: Class = 1, C-Type = 1
@@ -19,26 +27,73 @@ impl Session {
     /// | Protocol Id |    Flags    |          DstPort          |
     /// +-------------+-------------+-------------+-------------+
     /// IPv6/UDP SESSION object: Class = 1, C-Type = 2 — the same with a 16-byte DestAddress.
+    ///
+    /// LSP_TUNNEL_IPv4 SESSION object: Class = 1, C-Type = 7
+    /// +-------------+-------------+-------------+-------------+
+    /// |           IPv4 tunnel end point address               |
+    /// +-------------+-------------+-------------+-------------+
+    /// |        MUST be zero       |         Tunnel ID         |
+    /// +-------------+-------------+-------------+-------------+
+    /// |                  Extended Tunnel ID                   |
+    /// +-------------+-------------+-------------+-------------+
+    /// LSP_TUNNEL_IPv6 SESSION object: Class = 1, C-Type = 8 — a 16-byte end point address and
+    /// a 16-byte Extended Tunnel ID.
     /// ```
+    ///
+    /// "MUST be zero" is ignored on receipt; an LSP tunnel gets `protocol_id` and `flags` 0.
     pub fn parse(ctype: u8, body: &[u8]) -> Result<Self, ParseErrorKind> {
-        check_family_body(class::SESSION, ctype, body, 8)?;
+        let v6 = match ctype {
+            te::ctype::LSP_TUNNEL_IPV4 => false,
+            te::ctype::LSP_TUNNEL_IPV6 => true,
+            _ => {
+                check_family_body(class::SESSION, ctype, body, 8)?;
+                let mut r = Reader::new(body);
+                return Ok(Session {
+                    dest: read_addr(&mut r, ctype)?,
+                    protocol_id: r.u8()?,
+                    flags: r.u8()?,
+                    dst_port: r.u16()?,
+                    extended_tunnel_id: None,
+                });
+            }
+        };
+        let want = if v6 {
+            LSP_TUNNEL_V6_LEN
+        } else {
+            LSP_TUNNEL_V4_LEN
+        };
+        if body.len() != want {
+            return Err(ParseErrorKind::bad_object(class::SESSION, ctype));
+        }
         let mut r = Reader::new(body);
-        Ok(Session {
-            dest: read_addr(&mut r, ctype)?,
-            protocol_id: r.u8()?,
-            flags: r.u8()?,
-            dst_port: r.u16()?,
-        })
+        let end_point = read_lsp_tunnel_addr(&mut r, v6)?;
+        r.skip(2)?;
+        let tunnel_id = r.u16()?;
+        let extended_tunnel_id = read_lsp_tunnel_addr(&mut r, v6)?;
+        Ok(Session::lsp_tunnel(
+            end_point,
+            tunnel_id,
+            extended_tunnel_id,
+        ))
     }
 
-    /// C-Type: 1 for an IPv4 destination, 2 for IPv6.
+    /// C-Type: 1 for an IPv4 destination, 2 for IPv6; 7 and 8 for an LSP tunnel.
     pub fn ctype(&self) -> u8 {
-        family_ctype(self.dest)
+        match (self.extended_tunnel_id, self.dest) {
+            (None, dest) => family_ctype(dest),
+            (Some(_), IpAddr::V4(_)) => te::ctype::LSP_TUNNEL_IPV4,
+            (Some(_), IpAddr::V6(_)) => te::ctype::LSP_TUNNEL_IPV6,
+        }
     }
 
     /// Object length in bytes, header included.
     pub fn buffer_len(&self) -> usize {
-        ObjectHeader::LEN + addr_len(self.dest) + 4
+        let extended = if self.is_lsp_tunnel() {
+            addr_len(self.dest)
+        } else {
+            0
+        };
+        ObjectHeader::LEN + addr_len(self.dest) + 4 + extended
     }
 
     /// Write the object, header included.
@@ -50,9 +105,41 @@ impl Session {
             self.buffer_len() - ObjectHeader::LEN,
         );
         w.ip(self.dest);
-        w.u8(self.protocol_id);
-        w.u8(self.flags);
-        w.u16(self.dst_port);
+        match self.extended_tunnel_id {
+            None => {
+                w.u8(self.protocol_id);
+                w.u8(self.flags);
+                w.u16(self.dst_port);
+            }
+            Some(id) => {
+                w.u16(0);
+                w.u16(self.dst_port);
+                write_in_family(w, id, self.dest.is_ipv6());
+            }
+        }
+    }
+}
+
+/// An address of an LSP_TUNNEL object: IPv6 when `v6`, else IPv4.
+pub(super) fn read_lsp_tunnel_addr(r: &mut Reader<'_>, v6: bool) -> Result<IpAddr, ParseErrorKind> {
+    Ok(if v6 {
+        IpAddr::V6(r.ipv6()?)
+    } else {
+        IpAddr::V4(r.ipv4()?)
+    })
+}
+
+/// Write `addr` as an address of the IPv6 (`v6`) or IPv4 family; see
+/// [`Session::extended_tunnel_id`] for the conversions.
+fn write_in_family(w: &mut Writer<'_>, addr: IpAddr, v6: bool) {
+    match (addr, v6) {
+        (IpAddr::V4(a), false) => w.bytes(&a.octets()),
+        (IpAddr::V6(a), true) => w.bytes(&a.octets()),
+        (IpAddr::V4(a), true) => w.bytes(&a.to_ipv6_mapped().octets()),
+        (IpAddr::V6(a), false) => {
+            let [.., a0, a1, a2, a3] = a.octets();
+            w.bytes(&[a0, a1, a2, a3]);
+        }
     }
 }
 
@@ -192,6 +279,7 @@ mod tests {
             protocol_id: 17,
             flags: Session::E_POLICE,
             dst_port: 5004,
+            extended_tunnel_id: None,
         };
         assert_eq!(Session::parse(1, &obj[4..]), Ok(s));
         assert_eq!(s.buffer_len(), obj.len());
@@ -204,15 +292,70 @@ mod tests {
         let mut obj = vec![0x00, 0x18, 0x01, 0x02];
         obj.extend_from_slice(&V6_BYTES);
         obj.extend_from_slice(&[6, 0x00, 0x00, 0x50]);
-        let s = Session {
-            dest: IpAddr::V6(V6),
-            protocol_id: 6,
-            flags: 0,
-            dst_port: 80,
-        };
+        let s = Session::ip(IpAddr::V6(V6), 6, 80);
         assert_eq!(Session::parse(2, &obj[4..]), Ok(s));
         assert_eq!(s.buffer_len(), obj.len());
         assert_eq!(emitted(|w| s.emit(w)), obj);
+    }
+
+    #[test]
+    fn lsp_tunnel_session_v4() {
+        let obj = [
+            0x00, 0x10, 0x01,
+            0x07, // length 16, SESSION, LSP_TUNNEL_IPv4 (RFC 3209 §4.6.1.1)
+            192, 0, 2, 9, // IPv4 tunnel end point address
+            0x00, 0x00, // MUST be zero
+            0x00, 0x2a, // Tunnel ID 42
+            198, 51, 100, 1, // Extended Tunnel ID: the ingress's address
+        ];
+        let s = Session::lsp_tunnel(
+            IpAddr::V4(Ipv4Addr::new(192, 0, 2, 9)),
+            42,
+            IpAddr::V4(Ipv4Addr::new(198, 51, 100, 1)),
+        );
+        assert_eq!(Session::parse(7, &obj[4..]), Ok(s));
+        assert_eq!((s.ctype(), s.buffer_len()), (7, obj.len()));
+        assert_eq!(emitted(|w| s.emit(w)), obj);
+        // "MUST be zero" is ignored on receipt, and the fields it replaces are not written.
+        let mut dirty = obj;
+        dirty[8] = 0xff;
+        assert_eq!(Session::parse(7, &dirty[4..]), Ok(s));
+        let odd = Session {
+            protocol_id: 17,
+            flags: Session::E_POLICE,
+            ..s
+        };
+        assert_eq!(emitted(|w| odd.emit(w)), obj);
+    }
+
+    #[test]
+    fn lsp_tunnel_session_v6() {
+        let mut obj = vec![0x00, 0x28, 0x01, 0x08]; // length 40, SESSION, LSP_TUNNEL_IPv6
+        obj.extend_from_slice(&V6_BYTES); // IPv6 tunnel end point address
+        obj.extend_from_slice(&[0x00, 0x00, 0xff, 0xff]); // MUST be zero, Tunnel ID 65535
+        obj.extend_from_slice(&[0; 16]); // Extended Tunnel ID, all zeros
+        let s = Session::lsp_tunnel(IpAddr::V6(V6), 0xffff, IpAddr::V6(Ipv6Addr::UNSPECIFIED));
+        assert_eq!(Session::parse(8, &obj[4..]), Ok(s));
+        assert_eq!((s.ctype(), s.buffer_len()), (8, 40));
+        assert_eq!(emitted(|w| s.emit(w)), obj);
+    }
+
+    #[test]
+    fn lsp_tunnel_extended_id_of_the_other_family() {
+        let v4 = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+        let s = Session::lsp_tunnel(IpAddr::V6(V6), 1, v4);
+        let b = emitted(|w| s.emit(w));
+        assert_eq!(b.len(), s.buffer_len());
+        assert_eq!(
+            Session::parse(8, &b[4..]).map(|s| s.extended_tunnel_id),
+            Ok(Some(IpAddr::V6(
+                Ipv4Addr::new(10, 0, 0, 1).to_ipv6_mapped()
+            )))
+        );
+        let s = Session::lsp_tunnel(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 1, IpAddr::V6(V6));
+        let b = emitted(|w| s.emit(w));
+        assert_eq!(b.len(), s.buffer_len());
+        assert_eq!(&b[12..], &[0, 0, 0, 0x10]);
     }
 
     #[test]
@@ -221,6 +364,13 @@ mod tests {
             Session::parse(3, &[0; 8]),
             Err(ParseErrorKind::UnknownCType { class: 1, ctype: 3 })
         );
+        for (ctype, len) in [(7, 8), (7, 36), (8, 12), (8, 32)] {
+            assert_eq!(
+                Session::parse(ctype, &vec![0; len]),
+                Err(ParseErrorKind::BadObject { class: 1, ctype }),
+                "C-Type {ctype}, {len} bytes"
+            );
+        }
         // A C-Type 1 body of IPv6 size, and a short one.
         assert_eq!(
             Session::parse(1, &[0; 20]),

@@ -6,7 +6,7 @@ use super::{class, ctype};
 use crate::wire::ParseErrorKind;
 use crate::wire::objects::ObjectHeader;
 
-/// LABEL (RFC 3209 §4.1.1, C-Type 1): the label the downstream node allocated for the LSP.
+/// LABEL (RFC 3209 §4.1, C-Type 1): the label the downstream node allocated for the LSP.
 ///
 /// The other C-Types of the class (RFC 3473's Generalized and Waveband Switching labels) are
 /// unknown C-Types here.
@@ -21,7 +21,7 @@ impl Label {
     /// The bits of [`Label::label`] an MPLS label occupies.
     pub const MPLS_MASK: u32 = 0x000f_ffff;
 
-    /// Parse a LABEL body (RFC 3209 §4.1.1):
+    /// Parse a LABEL body (RFC 3209 §4.1):
     ///
     /// ```text
     /// Class = 16, C-Type = 1

@@ -17,8 +17,8 @@ use proptest::option;
 use proptest::prelude::*;
 
 use super::*;
-use crate::wire::ParseErrorKind;
 use crate::wire::objects::class as rsvp_class;
+use crate::wire::{FilterSpec, ParseErrorKind, Session};
 
 /// The codec surface every object shares, so one set of checks covers them all.
 trait Object: Sized + PartialEq + Debug {
@@ -49,8 +49,9 @@ macro_rules! object {
     };
 }
 
-object!(LspTunnelSession, rsvp_class::SESSION);
-object!(LspTunnelSender, rsvp_class::SENDER_TEMPLATE);
+// The LSP_TUNNEL forms (RFC 3209 §4.6) are C-Types of these RFC 2205 objects.
+object!(Session, rsvp_class::SESSION);
+object!(FilterSpec, rsvp_class::FILTER_SPEC);
 object!(Label, class::LABEL);
 object!(LabelRequest, class::LABEL_REQUEST);
 object!(ExplicitRoute, class::EXPLICIT_ROUTE);
@@ -92,8 +93,8 @@ fn reparse<T: Object>(ctype: u8, body: &[u8]) -> Result<(), TestCaseError> {
 
 /// Every parser on one body under one C-Type.
 fn reparse_all(ctype: u8, body: &[u8]) -> Result<(), TestCaseError> {
-    reparse::<LspTunnelSession>(ctype, body)?;
-    reparse::<LspTunnelSender>(ctype, body)?;
+    reparse::<Session>(ctype, body)?;
+    reparse::<FilterSpec>(ctype, body)?;
     reparse::<Label>(ctype, body)?;
     reparse::<LabelRequest>(ctype, body)?;
     reparse::<ExplicitRoute>(ctype, body)?;
@@ -129,28 +130,26 @@ fn raw_contents(header: usize, min_words: usize) -> impl Strategy<Value = Vec<u8
     (min_words..=8usize).prop_flat_map(move |words| vec(any::<u8>(), words * 4 + 4 - header))
 }
 
-fn lsp_tunnel_session() -> impl Strategy<Value = LspTunnelSession> {
+fn lsp_tunnel_session() -> impl Strategy<Value = Session> {
     any::<bool>().prop_flat_map(|v6| {
-        (addr(v6), any::<u16>(), addr(v6)).prop_map(|(endpoint, tunnel_id, extended_tunnel_id)| {
-            LspTunnelSession {
-                endpoint,
-                tunnel_id,
-                extended_tunnel_id,
-            }
+        (addr(v6), any::<u16>(), addr(v6)).prop_map(|(end_point, tunnel_id, extended)| {
+            Session::lsp_tunnel(end_point, tunnel_id, extended)
         })
     })
 }
 
-fn lsp_tunnel_sender() -> impl Strategy<Value = LspTunnelSender> {
-    (any::<bool>().prop_flat_map(addr), any::<u16>())
-        .prop_map(|(sender, lsp_id)| LspTunnelSender { sender, lsp_id })
+fn lsp_tunnel_sender() -> impl Strategy<Value = FilterSpec> {
+    (any::<bool>().prop_flat_map(addr), any::<u16>()).prop_map(|(sender, lsp_id)| match sender {
+        IpAddr::V4(src) => FilterSpec::LspTunnelV4 { src, lsp_id },
+        IpAddr::V6(src) => FilterSpec::LspTunnelV6 { src, lsp_id },
+    })
 }
 
-fn label() -> impl Strategy<Value = Label> {
+pub(in crate::wire) fn label() -> impl Strategy<Value = Label> {
     any::<u32>().prop_map(|label| Label { label })
 }
 
-fn label_request() -> impl Strategy<Value = LabelRequest> {
+pub(in crate::wire) fn label_request() -> impl Strategy<Value = LabelRequest> {
     let atm = (
         any::<bool>(),
         0u16..1 << 12,
@@ -202,7 +201,7 @@ fn ero_subobject() -> impl Strategy<Value = EroSubobject> {
     (any::<bool>(), node).prop_map(|(loose, node)| EroSubobject { loose, node })
 }
 
-fn explicit_route() -> impl Strategy<Value = ExplicitRoute> {
+pub(in crate::wire) fn explicit_route() -> impl Strategy<Value = ExplicitRoute> {
     vec(ero_subobject(), 1..8).prop_map(|subobjects| ExplicitRoute { subobjects })
 }
 
@@ -240,11 +239,11 @@ fn rro_subobject() -> impl Strategy<Value = RroSubobject> {
     ]
 }
 
-fn record_route() -> impl Strategy<Value = RecordRoute> {
+pub(in crate::wire) fn record_route() -> impl Strategy<Value = RecordRoute> {
     vec(rro_subobject(), 1..8).prop_map(|subobjects| RecordRoute { subobjects })
 }
 
-fn session_attribute() -> impl Strategy<Value = SessionAttribute> {
+pub(in crate::wire) fn session_attribute() -> impl Strategy<Value = SessionAttribute> {
     let affinities =
         any::<[u32; 3]>().prop_map(
             |[exclude_any, include_any, include_all]| ResourceAffinities {
@@ -370,12 +369,12 @@ proptest! {
     #[test]
     fn lsp_tunnel_sender_round_trip(x in lsp_tunnel_sender()) {
         round_trip(&x)?;
-        // The FILTER_SPEC form (§4.6.3).
+        // The SENDER_TEMPLATE form (§4.6.2).
         let mut v = Vec::new();
-        x.emit_as(rsvp_class::FILTER_SPEC, &mut Writer::new(&mut v));
+        x.emit_as(rsvp_class::SENDER_TEMPLATE, &mut Writer::new(&mut v));
         prop_assert_eq!(v.len(), x.buffer_len());
-        prop_assert_eq!(v[2], rsvp_class::FILTER_SPEC);
-        prop_assert_eq!(LspTunnelSender::parse_as(rsvp_class::FILTER_SPEC, v[3], &v[4..]), Ok(x));
+        prop_assert_eq!(v[2], rsvp_class::SENDER_TEMPLATE);
+        prop_assert_eq!(FilterSpec::parse_as(rsvp_class::SENDER_TEMPLATE, v[3], &v[4..]), Ok(x));
     }
 
     #[test]

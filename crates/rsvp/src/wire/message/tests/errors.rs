@@ -7,14 +7,14 @@ use crate::wire::error::IntServFault;
 use crate::wire::objects::class;
 
 /// The bytes of one object.
-fn ob(f: impl FnOnce(&mut Writer<'_>)) -> Vec<u8> {
+pub(super) fn ob(f: impl FnOnce(&mut Writer<'_>)) -> Vec<u8> {
     let mut v = Vec::new();
     f(&mut Writer::new(&mut v));
     v
 }
 
 /// A message of type `t` with these objects and no checksum.
-fn raw(t: u8, objs: &[Vec<u8>]) -> Vec<u8> {
+pub(super) fn raw(t: u8, objs: &[Vec<u8>]) -> Vec<u8> {
     let len = 8 + objs.iter().map(Vec::len).sum::<usize>();
     let mut v = vec![0x10, t, 0, 0, 64, 0];
     v.extend_from_slice(&(len as u16).to_be_bytes());
@@ -387,7 +387,8 @@ fn tear_and_err_flow_lists() {
         t.flows,
         vec![FlowDescriptor {
             flowspec: None,
-            filters: vec![]
+            filters: vec![],
+            te: Vec::new(),
         }]
     );
     // ResvTear SE without its FLOWSPEC.

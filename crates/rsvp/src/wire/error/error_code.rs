@@ -1,0 +1,100 @@
+//! Error codes of the ERROR_SPEC object (RFC 2205 Appendix B; RFC 3209 §4.5 for 24 and 25) and
+//! their globally defined sub-codes.
+
+/// 00: Confirmation (only in the ERROR_SPEC of a ResvConf; value 0).
+pub const CONFIRMATION: u8 = 0;
+/// 01: Admission Control failure; value sub-codes in [`admission`].
+pub const ADMISSION_CONTROL_FAILURE: u8 = 1;
+/// 02: Policy Control failure (PathErr or ResvErr).
+pub const POLICY_CONTROL_FAILURE: u8 = 2;
+/// 03: No path information for this Resv message.
+pub const NO_PATH_INFORMATION: u8 = 3;
+/// 04: No sender information for this Resv message.
+pub const NO_SENDER_INFORMATION: u8 = 4;
+/// 05: Conflicting reservation style.
+pub const CONFLICTING_RESERVATION_STYLE: u8 = 5;
+/// 06: Unknown reservation style.
+pub const UNKNOWN_RESERVATION_STYLE: u8 = 6;
+/// 07: Conflicting destination ports (PathErr or ResvErr).
+pub const CONFLICTING_DEST_PORTS: u8 = 7;
+/// 08: Conflicting sender ports (PathErr).
+pub const CONFLICTING_SENDER_PORTS: u8 = 8;
+/// 12: Service preempted.
+pub const SERVICE_PREEMPTED: u8 = 12;
+/// 13: Unknown object class; value = (Class-Num << 8) | C-Type (PathErr or ResvErr).
+pub const UNKNOWN_OBJECT_CLASS: u8 = 13;
+/// 14: Unknown object C-Type; value = (Class-Num << 8) | C-Type (PathErr or ResvErr).
+pub const UNKNOWN_OBJECT_CTYPE: u8 = 14;
+/// 20: Reserved for API error.
+pub const API_ERROR: u8 = 20;
+/// 21: Traffic Control error; value sub-codes in [`traffic_control`].
+pub const TRAFFIC_CONTROL_ERROR: u8 = 21;
+/// 22: Traffic Control system error.
+pub const TRAFFIC_CONTROL_SYSTEM_ERROR: u8 = 22;
+/// 23: RSVP system error.
+pub const RSVP_SYSTEM_ERROR: u8 = 23;
+/// 24: Routing Problem (RFC 3209 §4.5; PathErr); value sub-codes in [`routing`].
+pub const ROUTING_PROBLEM: u8 = 24;
+/// 25: Notify (RFC 3209 §4.5): an event to report rather than a failure; value sub-codes
+/// in [`notify`].
+pub const NOTIFY: u8 = 25;
+
+/// Globally defined sub-codes (ssur = 0000) of error code 01, Admission Control failure.
+pub mod admission {
+    /// Delay bound cannot be met.
+    pub const DELAY_BOUND: u16 = 1;
+    /// Requested bandwidth unavailable.
+    pub const BANDWIDTH_UNAVAILABLE: u16 = 2;
+    /// MTU in flowspec larger than interface MTU.
+    pub const MTU_TOO_BIG: u16 = 3;
+}
+
+/// Sub-codes of error code 24, Routing Problem (RFC 3209 §4.5; 8–10 from §4.2.4 and
+/// §4.2.5, on LABEL_REQUEST handling).
+pub mod routing {
+    /// Bad EXPLICIT_ROUTE object (§4.3.4.1: also a Path whose ERO has no subobject; §4.3.6:
+    /// a subobject the node does not recognize).
+    pub const BAD_EXPLICIT_ROUTE_OBJECT: u16 = 1;
+    /// Bad strict node.
+    pub const BAD_STRICT_NODE: u16 = 2;
+    /// Bad loose node.
+    pub const BAD_LOOSE_NODE: u16 = 3;
+    /// Bad initial subobject: this node is not part of the ERO's first abstract node.
+    pub const BAD_INITIAL_SUBOBJECT: u16 = 4;
+    /// No route available toward destination.
+    pub const NO_ROUTE_AVAILABLE: u16 = 5;
+    /// Unacceptable label value.
+    pub const UNACCEPTABLE_LABEL_VALUE: u16 = 6;
+    /// RRO indicated routing loops.
+    pub const RRO_INDICATED_ROUTING_LOOPS: u16 = 7;
+    /// MPLS being negotiated, but a non-RSVP-capable router stands in the path.
+    pub const NON_RSVP_CAPABLE_ROUTER: u16 = 8;
+    /// MPLS label allocation failure.
+    pub const LABEL_ALLOCATION_FAILURE: u16 = 9;
+    /// Unsupported L3PID.
+    pub const UNSUPPORTED_L3PID: u16 = 10;
+}
+
+/// Sub-codes of error code 25, Notify (RFC 3209 §4.5).
+pub mod notify {
+    /// RRO too large for MTU: the RECORD_ROUTE was dropped from the Path.
+    pub const RRO_TOO_LARGE_FOR_MTU: u16 = 1;
+    /// RRO Notification: the route recorded changed.
+    pub const RRO_NOTIFICATION: u16 = 2;
+    /// Tunnel locally repaired.
+    pub const TUNNEL_LOCALLY_REPAIRED: u16 = 3;
+}
+
+/// Globally defined sub-codes (ssur = 0000) of error code 21, Traffic Control error.
+pub mod traffic_control {
+    /// Service conflict.
+    pub const SERVICE_CONFLICT: u16 = 1;
+    /// Service unsupported.
+    pub const SERVICE_UNSUPPORTED: u16 = 2;
+    /// Bad flowspec value.
+    pub const BAD_FLOWSPEC: u16 = 3;
+    /// Bad Tspec value.
+    pub const BAD_TSPEC: u16 = 4;
+    /// Bad Adspec value.
+    pub const BAD_ADSPEC: u16 = 5;
+}

@@ -1,0 +1,150 @@
+//! Which objects each message type carries: the classes this codec knows, and those each
+//! message type's BNF lists (RFC 2205 §3.1.3–§3.1.9, RFC 2747 §2.3, RFC 3209 §3.1.1, §3.2.1).
+
+use super::MsgType;
+use crate::wire::objects::class;
+use crate::wire::te;
+
+/// A set of Class-Nums.
+#[derive(Clone, Copy)]
+pub(super) struct ClassSet([u64; 4]);
+
+impl ClassSet {
+    const fn of(classes: &[u8]) -> ClassSet {
+        let mut bits = [0u64; 4];
+        let mut i = 0;
+        while i < classes.len() {
+            let c = classes[i] as usize;
+            bits[c / 64] |= 1 << (c % 64);
+            i += 1;
+        }
+        ClassSet(bits)
+    }
+
+    pub(super) fn contains(self, class: u8) -> bool {
+        let c = usize::from(class);
+        self.0[c / 64] & (1 << (c % 64)) != 0
+    }
+}
+
+/// Classes RFC 2205 defines (§A), with RFC 2747's and those RSVP-TE messages carry (RFC 3209
+/// §4.1–§4.4, §4.7); anything else is unknown and handled per §3.10.
+pub(super) const KNOWN: ClassSet = ClassSet::of(&[
+    class::NULL,
+    class::SESSION,
+    class::RSVP_HOP,
+    class::INTEGRITY,
+    class::TIME_VALUES,
+    class::ERROR_SPEC,
+    class::SCOPE,
+    class::STYLE,
+    class::FLOWSPEC,
+    class::FILTER_SPEC,
+    class::SENDER_TEMPLATE,
+    class::SENDER_TSPEC,
+    class::ADSPEC,
+    class::POLICY_DATA,
+    class::RESV_CONFIRM,
+    class::CHALLENGE,
+    te::class::LABEL,
+    te::class::LABEL_REQUEST,
+    te::class::EXPLICIT_ROUTE,
+    te::class::RECORD_ROUTE,
+    te::class::SESSION_ATTRIBUTE,
+]);
+
+/// The classes each message type's BNF lists (§3.1.3–§3.1.9), with RFC 3209's additions: the
+/// Path objects of §3.1.1, RECORD_ROUTE in the sender descriptor of Path and PathErr (PathTear
+/// [`ignored`] it), LABEL and RECORD_ROUTE wherever there is a flow descriptor list (§3.2.1).
+pub(super) fn allowed(t: MsgType) -> ClassSet {
+    use class::*;
+    use te::class::{EXPLICIT_ROUTE, LABEL, LABEL_REQUEST, RECORD_ROUTE, SESSION_ATTRIBUTE};
+    match t {
+        MsgType::Path => ClassSet::of(&[
+            INTEGRITY,
+            SESSION,
+            RSVP_HOP,
+            TIME_VALUES,
+            EXPLICIT_ROUTE,
+            LABEL_REQUEST,
+            SESSION_ATTRIBUTE,
+            POLICY_DATA,
+            SENDER_TEMPLATE,
+            SENDER_TSPEC,
+            ADSPEC,
+            RECORD_ROUTE,
+        ]),
+        MsgType::Resv => ClassSet::of(&[
+            INTEGRITY,
+            SESSION,
+            RSVP_HOP,
+            TIME_VALUES,
+            RESV_CONFIRM,
+            SCOPE,
+            POLICY_DATA,
+            STYLE,
+            FLOWSPEC,
+            FILTER_SPEC,
+            LABEL,
+            RECORD_ROUTE,
+        ]),
+        MsgType::PathErr => ClassSet::of(&[
+            INTEGRITY,
+            SESSION,
+            ERROR_SPEC,
+            POLICY_DATA,
+            SENDER_TEMPLATE,
+            SENDER_TSPEC,
+            ADSPEC,
+            RECORD_ROUTE,
+        ]),
+        MsgType::ResvErr => ClassSet::of(&[
+            INTEGRITY,
+            SESSION,
+            RSVP_HOP,
+            ERROR_SPEC,
+            SCOPE,
+            POLICY_DATA,
+            STYLE,
+            FLOWSPEC,
+            FILTER_SPEC,
+            LABEL,
+            RECORD_ROUTE,
+        ]),
+        MsgType::PathTear => {
+            ClassSet::of(&[INTEGRITY, SESSION, RSVP_HOP, SENDER_TEMPLATE, SENDER_TSPEC])
+        }
+        MsgType::ResvTear => ClassSet::of(&[
+            INTEGRITY,
+            SESSION,
+            RSVP_HOP,
+            SCOPE,
+            STYLE,
+            FLOWSPEC,
+            FILTER_SPEC,
+            LABEL,
+            RECORD_ROUTE,
+        ]),
+        MsgType::ResvConf => ClassSet::of(&[
+            INTEGRITY,
+            SESSION,
+            ERROR_SPEC,
+            RESV_CONFIRM,
+            STYLE,
+            FLOWSPEC,
+            FILTER_SPEC,
+            LABEL,
+            RECORD_ROUTE,
+        ]),
+        MsgType::IntegrityChallenge => ClassSet::of(&[CHALLENGE]),
+        MsgType::IntegrityResponse => ClassSet::of(&[INTEGRITY, CHALLENGE]),
+        MsgType::Unknown(_) => ClassSet([0; 4]),
+    }
+}
+
+/// Known objects outside a message type's BNF that are dropped rather than rejected: POLICY_DATA
+/// anywhere, and in PathTear the parts of the sender descriptor §3.1.5 ignores.
+pub(super) fn ignored(t: MsgType, class: u8) -> bool {
+    class == class::POLICY_DATA
+        || (t == MsgType::PathTear && matches!(class, class::ADSPEC | te::class::RECORD_ROUTE))
+}
