@@ -9,7 +9,7 @@
 //!   serve, kept as two 1:N relations — each OIatPSB is on its PSB's list and its OutISB's list.
 //!
 //! Blocks live in typed arenas and refer to each other by 4-byte ids; a session's blocks are
-//! chained through intrusive lists ([`super::list`]); values many blocks share (ADSPECs,
+//! chained through intrusive lists (`engine::list`, private); values many blocks share (ADSPECs,
 //! flowspecs, next hops) are interned ([`super::intern`]). A block is taken off every list that
 //! names it, and its shared values released, before it is freed.
 
