@@ -341,7 +341,7 @@ fn steady_state_allocates_no_buffers() {
 
 /// Write fuzz seeds: datagrams of every chain (key and sender id as the fuzz target expects),
 /// FEC parity, and a control message.
-/// `PATHWISE_FUZZ_SEEDS=fuzz/seeds/booster_encap cargo test -p pathwise-booster --test pipeline write_fuzz_seeds -- --ignored`
+/// `PATHWISE_FUZZ_SEEDS=$PWD/fuzz/seeds/booster_encap cargo test -p pathwise-booster --test pipeline write_fuzz_seeds -- --ignored`
 #[test]
 #[ignore]
 fn write_fuzz_seeds() {

@@ -440,7 +440,7 @@ fn frame_len_cuts_a_stream() {
     assert_eq!(frame_len(&s[..3]), None);
 }
 
-/// Writes the fuzz seeds: `PATHWISE_FUZZ_SEEDS=fuzz/seeds/gist_message cargo test -p
+/// Writes the fuzz seeds: `PATHWISE_FUZZ_SEEDS=$PWD/fuzz/seeds/gist_message cargo test -p
 /// pathwise-gist --lib write_fuzz_seeds -- --ignored`.
 #[test]
 #[ignore]

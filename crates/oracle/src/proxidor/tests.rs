@@ -389,7 +389,7 @@ proptest! {
 }
 
 /// Writes seed inputs for the `proxidor_query` fuzz target:
-/// `PATHWISE_FUZZ_SEEDS=fuzz/seeds/proxidor_query cargo test -p pathwise-oracle --lib
+/// `PATHWISE_FUZZ_SEEDS=$PWD/fuzz/seeds/proxidor_query cargo test -p pathwise-oracle --lib
 /// write_fuzz_seeds -- --ignored`.
 #[test]
 #[ignore]
