@@ -87,6 +87,7 @@ fn transit_engine(
         mtu: 1500,
         latency: Duration::from_micros(100),
         integrity: integrity.cloned().unwrap_or_default(),
+        hello: None,
     };
     let mut cfg = Config {
         interfaces: vec![

@@ -25,6 +25,7 @@ pub fn node_config(setup: &NodeSetup, base: &Config, integrity: &IntegrityFn) ->
                 mtu: i.mtu,
                 latency: i.latency,
                 integrity: integrity(setup, i),
+                hello: None,
             })
             .collect(),
         local_addrs: setup.loopbacks().iter().map(|n| n.addr()).collect(),

@@ -168,6 +168,7 @@ fn strip(m: &mut Message) {
         Message::ResvErr(x) => x.integrity = None,
         Message::ResvConf(x) => x.integrity = None,
         Message::IntegrityResponse(x) => x.integrity = None,
+        Message::Hello(x) => x.integrity = None,
         Message::IntegrityChallenge(_) => {}
     }
 }

@@ -4,4 +4,4 @@
 pub mod engine;
 pub mod wire;
 
-pub use engine::{Config, Event, InterfaceConfig, RsvpEngine};
+pub use engine::{Config, Event, HelloConfig, HelloCounters, InterfaceConfig, RsvpEngine};

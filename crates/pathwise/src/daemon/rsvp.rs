@@ -125,6 +125,7 @@ impl RsvpService {
                     mtu: k.mtu,
                     latency: std::time::Duration::ZERO,
                     integrity: integrity.clone(),
+                    hello: None,
                 })
                 .collect(),
             local_addrs: kernel

@@ -5,7 +5,7 @@ use crate::wire::MsgType;
 use std::collections::BTreeMap;
 
 /// Message types in counter order.
-pub const MSG_TYPES: [MsgType; 9] = [
+pub const MSG_TYPES: [MsgType; 10] = [
     MsgType::Path,
     MsgType::Resv,
     MsgType::PathErr,
@@ -15,6 +15,7 @@ pub const MSG_TYPES: [MsgType; 9] = [
     MsgType::ResvConf,
     MsgType::IntegrityChallenge,
     MsgType::IntegrityResponse,
+    MsgType::Hello,
 ];
 
 fn slot(t: MsgType) -> Option<usize> {
@@ -40,6 +41,8 @@ pub struct Counters {
     pub local_repairs: u64,
     /// Signing, verification and the integrity handshake (RFC 2747).
     pub integrity: super::integrity::IntegrityCounters,
+    /// Neighbour liveness (RFC 3209 §5).
+    pub hello: super::hello::HelloCounters,
 }
 
 impl Counters {

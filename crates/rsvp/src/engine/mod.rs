@@ -7,10 +7,13 @@
 //! [`RsvpEngine::reserve`], …) and hear back through [`Event`]s. Reservations are admitted and
 //! installed through a [`TrafficControl`] implementation.
 //!
-//! State follows the KOM engine's model (seed 001 §III.A): see [`state`].
+//! State follows the KOM engine's model (seed 001 §III.A): see [`state`]. Neighbour liveness
+//! with Hello messages (RFC 3209 §5) is in [`hello`]; message integrity (RFC 2747) in
+//! [`integrity`].
 
 pub mod api;
 pub mod counters;
+pub mod hello;
 pub mod inspect;
 pub mod integrity;
 pub mod intern;
@@ -25,6 +28,7 @@ pub mod tc;
 
 pub use api::{ApiError, Event};
 pub use counters::{Counters, StateStats};
+pub use hello::{HelloConfig, HelloCounters};
 pub use tc::{
     AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
 };
@@ -65,6 +69,8 @@ pub struct InterfaceConfig {
     pub latency: Duration,
     /// Message integrity on this interface (RFC 2747): off, accept or require, with its keys.
     pub integrity: pathwise_auth::Policy,
+    /// Neighbour liveness with Hello messages (RFC 3209 §5) on this interface; `None`: off.
+    pub hello: Option<HelloConfig>,
 }
 
 /// Engine configuration.
@@ -168,6 +174,8 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     challenge_refreshed: KeyedMap<IfIndex, u64>,
     /// Messages recently signed, for resending to a neighbour that challenges us.
     recent: VecDeque<integrity::Recent>,
+    /// Neighbours Hello tracks, with their timers (RFC 3209 §5).
+    hello: hello::HelloState,
 }
 
 impl RsvpEngine<MemoryTrafficControl> {
@@ -219,6 +227,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             integrity_log: integrity::LogLimiter::default(),
             challenge_refreshed: keyed_map(&mut rng),
             recent: VecDeque::new(),
+            hello: hello::HelloState::new(cfg.seed, cfg.wheel, now),
             now,
             local,
             fib: Fib::new(),
@@ -433,6 +442,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             Message::ResvTear(t) => self.on_resv_tear(rx, t),
             Message::ResvErr(e) => self.on_resv_err(now, e),
             Message::ResvConf(c) => self.on_resv_conf(rx, c),
+            Message::Hello(h) => self.on_hello(now, rx, h),
             // Consumed by `check_integrity` before parsing.
             Message::IntegrityChallenge(_) | Message::IntegrityResponse(_) => {}
         }
@@ -491,6 +501,7 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
         while let Some((_, sid)) = self.timers.expire(now) {
             self.on_session_timer(now, sid);
         }
+        self.on_hello_timers(now);
         self.flush_pending();
     }
 
@@ -509,7 +520,10 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.next_deadline()
+        match (self.timers.next_deadline(), self.hello.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn wants_router_alert(&self, dgram: &Received<'_>) -> bool {

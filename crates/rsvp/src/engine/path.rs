@@ -111,7 +111,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     pub(super) fn phop_acquire(&mut self, hop: RsvpHop, ifindex: IfIndex) -> PhopId {
         let id = match self.phop_index.get(&(hop.addr, hop.lih)) {
-            Some(&id) => id,
+            Some(&id) => {
+                let old = self.phops[id].ifindex;
+                if old != ifindex {
+                    self.hello_release(old, hop.addr);
+                    self.hello_acquire(ifindex, hop.addr);
+                }
+                id
+            }
             None => {
                 let id = self.phops.insert(super::state::PhopSb {
                     hop,
@@ -119,6 +126,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     refs: 0,
                 });
                 self.phop_index.insert((hop.addr, hop.lih), id);
+                self.hello_acquire(ifindex, hop.addr);
                 id
             }
         };
@@ -132,8 +140,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
         ph.refs -= 1;
         if ph.refs == 0 {
             let key = (ph.hop.addr, ph.hop.lih);
+            let ifindex = ph.ifindex;
             self.phop_index.remove(&key);
             self.phops.remove(id);
+            self.hello_release(ifindex, key.0);
         }
     }
 

@@ -263,6 +263,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     list::push(&mut self.rsbs, &mut self.sessions[sid].rsbs, id, |r| {
                         &mut r.next
                     });
+                    if let (Some(h), Some(oi)) = (req.nhop, req.oi) {
+                        self.hello_acquire(oi, h.addr);
+                    }
                     touched.push((id, None, desc));
                     id
                 }
@@ -538,6 +541,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let r = self.rsbs.remove(id);
         self.flowspecs.release(r.flowspec);
         if let Some(h) = r.nhop {
+            if let Some(oi) = r.oi {
+                let addr = self.hops.get(h).addr;
+                self.hello_release(oi, addr);
+            }
             self.hops.release(h);
         }
     }

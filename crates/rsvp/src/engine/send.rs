@@ -66,9 +66,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
             ttl,
             payload,
         };
-        // Path and Resv state is refreshed at once towards a challenger; the rest is kept.
+        // Path and Resv state is refreshed at once towards a challenger, and Hellos repeat
+        // every interval; the rest is kept.
         let refreshed = match msg {
-            Message::Path(_) => true,
+            Message::Path(_) | Message::Hello(_) => true,
             Message::Resv(r) => r.confirm.is_none(),
             _ => false,
         };

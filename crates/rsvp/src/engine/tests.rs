@@ -29,6 +29,7 @@ fn engine() -> RsvpEngine {
         mtu: 1500,
         latency: Duration::from_micros(50),
         integrity: Default::default(),
+        hello: None,
     };
     let cfg = Config {
         interfaces: vec![iface(UP, [10, 0, 1, 2]), iface(DOWN, [10, 0, 2, 1])],

@@ -1,5 +1,6 @@
 //! RSVP messages (RFC 2205 §3.1): common header and the seven message types, as owned
-//! representations with the objects each one carries, RSVP-TE's (RFC 3209 §3) included.
+//! representations with the objects each one carries, RSVP-TE's (RFC 3209 §3) included, and the
+//! non-session messages: the integrity handshake (RFC 2747 §2.3) and Hello (RFC 3209 §5.1).
 //!
 //! [`Message::parse`] takes the RSVP message (the IP payload) and returns its common header and
 //! contents; [`Message::emit`] appends a complete message, checksum included. [`Packet`] is the
@@ -76,6 +77,7 @@ mod tests;
 #[cfg(test)]
 pub(crate) mod vectors;
 
+pub use super::te::{Hello as HelloObject, HelloKind};
 pub use header::Packet;
 
 /// Message types (RFC 2205 §3.1.1).
@@ -95,6 +97,8 @@ pub enum MsgType {
     ResvTear,
     /// ResvConf (7).
     ResvConf,
+    /// Hello (20; RFC 3209 §5.1).
+    Hello,
     /// Integrity Challenge (25; RFC 2747 §2.3 with the number RFC 3097 assigned).
     IntegrityChallenge,
     /// Integrity Response (26; RFC 2747 §2.3, RFC 3097).
@@ -113,6 +117,7 @@ impl From<u8> for MsgType {
             5 => MsgType::PathTear,
             6 => MsgType::ResvTear,
             7 => MsgType::ResvConf,
+            20 => MsgType::Hello,
             25 => MsgType::IntegrityChallenge,
             26 => MsgType::IntegrityResponse,
             other => MsgType::Unknown(other),
@@ -130,6 +135,7 @@ impl From<MsgType> for u8 {
             MsgType::PathTear => 5,
             MsgType::ResvTear => 6,
             MsgType::ResvConf => 7,
+            MsgType::Hello => 20,
             MsgType::IntegrityChallenge => 25,
             MsgType::IntegrityResponse => 26,
             MsgType::Unknown(v) => v,
@@ -402,6 +408,18 @@ pub struct IntegrityResponse {
     pub challenge: Challenge,
 }
 
+/// Hello (RFC 3209 §5.1): neighbour liveness between two adjacent RSVP nodes, carrying a
+/// HELLO REQUEST or a HELLO ACK with the two instance numbers (§5.2).
+///
+/// `<Hello Message> ::= <Common Header> [ <INTEGRITY> ] <HELLO>`
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hello {
+    /// INTEGRITY (RFC 2747), when the message was signed.
+    pub integrity: Option<Integrity>,
+    /// HELLO REQUEST or HELLO ACK.
+    pub object: HelloObject,
+}
+
 /// Any RSVP message.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Message {
@@ -419,6 +437,8 @@ pub enum Message {
     ResvTear(ResvTear),
     /// ResvConf.
     ResvConf(ResvConf),
+    /// Hello (RFC 3209 §5).
+    Hello(Hello),
     /// Integrity Challenge.
     IntegrityChallenge(IntegrityChallenge),
     /// Integrity Response.

@@ -18,7 +18,7 @@
 //! Module map: [`objects`] (SESSION … RESV_CONFIRM, by RFC 2205 §A section, with the LSP_TUNNEL
 //! forms of RFC 3209 §4.6), [`intserv`] (SENDER_TSPEC, FLOWSPEC, ADSPEC), [`te`] (the other
 //! RSVP-TE objects, RFC 3209 §4, and the refresh-reduction ones, RFC 2961), [`message`] (common
-//! header, the seven messages), [`integrity`] (RFC 2747 signing and checking), [`error`]
+//! header, the seven messages, the integrity handshake and Hello), [`integrity`] (RFC 2747 signing and checking), [`error`]
 //! (parse errors, the Appendix B error codes and RFC 3209's).
 
 pub mod error;
@@ -36,8 +36,9 @@ pub use intserv::{
     HopCharacteristics, IntServParam, Overrides, SenderTspec, ServiceFragment, TokenBucket,
 };
 pub use message::{
-    CommonHeader, FilterTe, FlowDescriptor, IntegrityChallenge, IntegrityResponse, Message,
-    MsgType, Packet, Path, PathErr, PathTear, Resv, ResvConf, ResvErr, ResvTear, SenderDescriptor,
+    CommonHeader, FilterTe, FlowDescriptor, Hello, HelloKind, HelloObject, IntegrityChallenge,
+    IntegrityResponse, Message, MsgType, Packet, Path, PathErr, PathTear, Resv, ResvConf, ResvErr,
+    ResvTear, SenderDescriptor,
 };
 pub use objects::{
     Challenge, ErrorSpec, FilterSpec, Integrity, ObjectHeader, Opaque, ResvConfirm, RsvpHop, Scope,

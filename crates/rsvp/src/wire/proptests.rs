@@ -539,6 +539,7 @@ fn message_integrity(m: &Message) -> Option<&Integrity> {
         Message::ResvTear(x) => x.integrity.as_ref(),
         Message::ResvConf(x) => x.integrity.as_ref(),
         Message::IntegrityResponse(x) => x.integrity.as_ref(),
+        Message::Hello(x) => x.integrity.as_ref(),
         Message::IntegrityChallenge(_) => None,
     }
 }

@@ -24,9 +24,11 @@
 //! Path its EXPLICIT_ROUTE, LABEL_REQUEST, SESSION_ATTRIBUTE and, in the sender descriptor, a
 //! RECORD_ROUTE; each FILTER_SPEC of a Resv-family flow descriptor its LABEL and RECORD_ROUTE
 //! ([`FilterTe`](super::FilterTe)); [`Message::parse`](super::Message::parse) says where each
-//! is accepted. HELLO, MESSAGE_ID, MESSAGE_ID_ACK and MESSAGE_ID_LIST (classes 22–25) are not
-//! yet part of message parsing: there they are unknown classes of the form 0bbbbbbb
-//! (error 13), and the Hello, Bundle, Ack and Srefresh messages unknown message types.
+//! is accepted. HELLO (class 22) is carried by the Hello message
+//! ([`Hello`](super::message::Hello), RFC 3209 §5.1). MESSAGE_ID, MESSAGE_ID_ACK and
+//! MESSAGE_ID_LIST (classes 23–25) are not yet part of message parsing: there they are unknown
+//! classes of the form 0bbbbbbb (error 13), and the Bundle, Ack and Srefresh messages unknown
+//! message types.
 //!
 //! Every object has the codec surface of [`objects`](super::objects): `parse(ctype, body)` on
 //! the body after the 4-byte object header (a known class with an unknown C-Type is

@@ -113,12 +113,13 @@ impl Message {
             Message::PathTear(_) => MsgType::PathTear,
             Message::ResvTear(_) => MsgType::ResvTear,
             Message::ResvConf(_) => MsgType::ResvConf,
+            Message::Hello(_) => MsgType::Hello,
             Message::IntegrityChallenge(_) => MsgType::IntegrityChallenge,
             Message::IntegrityResponse(_) => MsgType::IntegrityResponse,
         }
     }
 
-    /// The SESSION, which every message but the integrity handshake carries.
+    /// The SESSION, which every message but the integrity handshake and Hello carries.
     pub fn session(&self) -> Option<&Session> {
         match self {
             Message::Path(m) => Some(&m.session),
@@ -128,7 +129,9 @@ impl Message {
             Message::PathTear(m) => Some(&m.session),
             Message::ResvTear(m) => Some(&m.session),
             Message::ResvConf(m) => Some(&m.session),
-            Message::IntegrityChallenge(_) | Message::IntegrityResponse(_) => None,
+            Message::Hello(_) | Message::IntegrityChallenge(_) | Message::IntegrityResponse(_) => {
+                None
+            }
         }
     }
 
@@ -205,6 +208,7 @@ impl Message {
                         + m.style.buffer_len()
                         + flows_len(&m.flows)
                 }
+                Message::Hello(m) => opt_len!(m.integrity) + m.object.buffer_len(),
                 Message::IntegrityChallenge(m) => m.challenge.buffer_len(),
                 Message::IntegrityResponse(m) => opt_len!(m.integrity) + m.challenge.buffer_len(),
             }
@@ -321,6 +325,11 @@ impl Message {
                 emit_opaque(&m.forward, w);
                 m.style.emit(w);
                 emit_flows(&m.flows, w);
+            }
+            // <Hello Message> ::= <Common Header> [ <INTEGRITY> ] <HELLO> (RFC 3209 §5.1)
+            Message::Hello(m) => {
+                opt_emit!(m.integrity, w);
+                m.object.emit(w);
             }
             // <Integrity Challenge message> ::= <Common Header> <CHALLENGE>
             Message::IntegrityChallenge(m) => m.challenge.emit(w),

@@ -1,5 +1,6 @@
 //! Which objects each message type carries: the classes this codec knows, and those each
-//! message type's BNF lists (RFC 2205 §3.1.3–§3.1.9, RFC 2747 §2.3, RFC 3209 §3.1.1, §3.2.1).
+//! message type's BNF lists (RFC 2205 §3.1.3–§3.1.9, RFC 2747 §2.3, RFC 3209 §3.1.1, §3.2.1,
+//! §5.1).
 
 use super::MsgType;
 use crate::wire::objects::class;
@@ -28,7 +29,7 @@ impl ClassSet {
 }
 
 /// Classes RFC 2205 defines (§A), with RFC 2747's and those RSVP-TE messages carry (RFC 3209
-/// §4.1–§4.4, §4.7); anything else is unknown and handled per §3.10.
+/// §4.1–§4.4, §4.7) and its HELLO (§5.2); anything else is unknown and handled per §3.10.
 pub(super) const KNOWN: ClassSet = ClassSet::of(&[
     class::NULL,
     class::SESSION,
@@ -51,6 +52,7 @@ pub(super) const KNOWN: ClassSet = ClassSet::of(&[
     te::class::EXPLICIT_ROUTE,
     te::class::RECORD_ROUTE,
     te::class::SESSION_ATTRIBUTE,
+    te::class::HELLO,
 ]);
 
 /// The classes each message type's BNF lists (§3.1.3–§3.1.9), with RFC 3209's additions: the
@@ -136,6 +138,8 @@ pub(super) fn allowed(t: MsgType) -> ClassSet {
             LABEL,
             RECORD_ROUTE,
         ]),
+        // RFC 3209 §5.1
+        MsgType::Hello => ClassSet::of(&[INTEGRITY, te::class::HELLO]),
         MsgType::IntegrityChallenge => ClassSet::of(&[CHALLENGE]),
         MsgType::IntegrityResponse => ClassSet::of(&[INTEGRITY, CHALLENGE]),
         MsgType::Unknown(_) => ClassSet([0; 4]),

@@ -7,8 +7,9 @@ use std::net::IpAddr;
 use super::flows::{FlowObject, FlowRules, bind_label, bind_record_route, flow_descriptors};
 use super::grammar::{KNOWN, allowed, ignored};
 use super::{
-    CommonHeader, FilterTe, FlowDescriptor, IntegrityChallenge, IntegrityResponse, Message,
-    MsgType, Packet, Path, PathErr, PathTear, Resv, ResvConf, ResvErr, ResvTear, SenderDescriptor,
+    CommonHeader, FilterTe, FlowDescriptor, Hello, HelloObject, IntegrityChallenge,
+    IntegrityResponse, Message, MsgType, Packet, Path, PathErr, PathTear, Resv, ResvConf, ResvErr,
+    ResvTear, SenderDescriptor,
 };
 use crate::wire::intserv::{Adspec, FlowSpec, SenderTspec};
 use crate::wire::objects::{
@@ -23,6 +24,7 @@ use crate::wire::{ParseError, ParseErrorKind};
 struct Collected {
     integrity: Option<Integrity>,
     challenge: Option<Challenge>,
+    hello: Option<HelloObject>,
     session: Option<Session>,
     hop: Option<RsvpHop>,
     time_values: Option<TimeValues>,
@@ -119,6 +121,7 @@ impl Collected {
                 }
                 class::INTEGRITY => once(&mut self.integrity, cls, || Integrity::parse(ct, body))?,
                 class::CHALLENGE => once(&mut self.challenge, cls, || Challenge::parse(ct, body))?,
+                te::class::HELLO => once(&mut self.hello, cls, || HelloObject::parse(ct, body))?,
                 class::POLICY_DATA => {
                     if ct != ctype::TYPE_1 {
                         return Err(ParseErrorKind::unknown_ctype(cls, ct));
@@ -256,6 +259,13 @@ impl Collected {
                     challenge: required(self.challenge, class::CHALLENGE)?,
                 }));
             }
+            // RFC 3209 §5.1: <Common Header> [ <INTEGRITY> ] <HELLO>
+            MsgType::Hello => {
+                return Ok(Message::Hello(Hello {
+                    integrity: self.integrity,
+                    object: required(self.hello, te::class::HELLO)?,
+                }));
+            }
             _ => {}
         }
         let session = required(self.session, class::SESSION)?;
@@ -374,8 +384,11 @@ impl Collected {
                     forward,
                 })
             }
-            // The handshake messages returned above; unknown types never get here.
-            MsgType::IntegrityChallenge | MsgType::IntegrityResponse | MsgType::Unknown(_) => {
+            // The non-session messages returned above; unknown types never get here.
+            MsgType::IntegrityChallenge
+            | MsgType::IntegrityResponse
+            | MsgType::Hello
+            | MsgType::Unknown(_) => {
                 return Err(ParseErrorKind::UnknownMsgType(u8::from(t)));
             }
         })

@@ -519,3 +519,50 @@ fn write_fuzz_seeds() {
         std::fs::write(dir.join(format!("{name}.bin")), bytes).unwrap();
     }
 }
+
+#[test]
+fn hello_vectors() {
+    use super::{Hello, HelloKind, HelloObject};
+    let (h, m) = Message::parse(HELLO_REQUEST).unwrap();
+    assert_eq!((h.msg_type, h.send_ttl), (MsgType::Hello, 1));
+    let request = Message::Hello(Hello {
+        integrity: None,
+        object: HelloObject {
+            kind: HelloKind::Request,
+            src_instance: 0x1234_5678,
+            dst_instance: 0,
+        },
+    });
+    assert_eq!(m, request);
+    assert_eq!(m.session(), None);
+    let mut out = Vec::new();
+    request.emit(1, &mut out);
+    assert_eq!(out, HELLO_REQUEST);
+    let (_, m) = Message::parse(HELLO_ACK_SIGNED).unwrap();
+    let Message::Hello(ack) = &m else {
+        panic!("{m:?}");
+    };
+    assert_eq!(
+        ack.integrity.as_ref().map(|i| (i.key_id, i.seq)),
+        Some((1, 42))
+    );
+    assert_eq!(
+        ack.object,
+        HelloObject {
+            kind: HelloKind::Ack,
+            src_instance: 0x9abc_def0,
+            dst_instance: 0x1234_5678,
+        }
+    );
+    let mut out = Vec::new();
+    m.emit(1, &mut out);
+    assert_eq!(out, HELLO_ACK_SIGNED);
+    // RFC 3209 §5.1: the HELLO object is mandatory, and nothing else is allowed.
+    let mut missing = Vec::new();
+    Message::parse(PATH_V4).unwrap();
+    missing.extend_from_slice(&[0x10, 0x14, 0x00, 0x00, 0x01, 0x00, 0x00, 0x08]);
+    assert_eq!(
+        Message::parse(&missing).unwrap_err().kind,
+        crate::wire::ParseErrorKind::MissingObject { class: 22 }
+    );
+}

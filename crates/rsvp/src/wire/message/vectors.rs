@@ -426,6 +426,26 @@ pub(crate) const RESV_CONF_V6: &[u8] = &[
     0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x0f, 0xa0,
 ];
 
+/// Hello carrying a HELLO REQUEST (RFC 3209 §5.1, §5.2.1): nothing heard from the neighbour yet.
+pub(crate) const HELLO_REQUEST: &[u8] = &[
+    // common header (§3.1.1): Vers 1, flags 0, Hello (20), checksum 0x701e, Send_TTL 1, RSVP Length 20
+    0x10, 0x14, 0x70, 0x1e, 0x01, 0x00, 0x00, 0x14,
+    // HELLO REQUEST (RFC 3209 §5.2.1, class 22, C-Type 1): Src_Instance 0x12345678, Dst_Instance 0, length 12
+    0x00, 0x0c, 0x16, 0x01, 0x12, 0x34, 0x56, 0x78, 0x00, 0x00, 0x00, 0x00,
+];
+
+/// Hello carrying INTEGRITY and a HELLO ACK answering [`HELLO_REQUEST`] (RFC 3209 §5.1, §5.2.2).
+pub(crate) const HELLO_ACK_SIGNED: &[u8] = &[
+    // common header (§3.1.1): Vers 1, flags 0, Hello (20), checksum 0x6973, Send_TTL 1, RSVP Length 56
+    0x10, 0x14, 0x69, 0x73, 0x01, 0x00, 0x00, 0x38,
+    // INTEGRITY (RFC 2747 §4.1, class 4, C-Type 1): key 1, seq 42, carried opaquely, length 36
+    0x00, 0x24, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x2a, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
+    0x11, 0x11, 0x11, 0x11,
+    // HELLO ACK (RFC 3209 §5.2.2, class 22, C-Type 2): Src_Instance 0x9abcdef0, Dst_Instance 0x12345678, length 12
+    0x00, 0x0c, 0x16, 0x02, 0x9a, 0xbc, 0xde, 0xf0, 0x12, 0x34, 0x56, 0x78,
+];
+
 /// Every vector by name (the fuzz seeds are written from this list).
 pub(crate) const ALL: &[(&str, &[u8])] = &[
     ("path_v4", PATH_V4),
@@ -453,4 +473,6 @@ pub(crate) const ALL: &[(&str, &[u8])] = &[
     ("resv_te_se_v4", RESV_TE_SE_V4),
     ("resv_te_se_v6", RESV_TE_SE_V6),
     ("path_err_te_v4", PATH_ERR_TE_V4),
+    ("hello_request", HELLO_REQUEST),
+    ("hello_ack_signed", HELLO_ACK_SIGNED),
 ];

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::wire::te::proptests::{
-    explicit_route, label, label_request, record_route, session_attribute,
+    explicit_route, hello, label, label_request, record_route, session_attribute,
 };
 
 /// A sender descriptor, with RSVP-TE's RECORD_ROUTE sometimes (RFC 3209 §3.1.1).
@@ -269,6 +269,8 @@ fn message_of(v6: bool, lsp: bool) -> BoxedStrategy<Message> {
             challenge,
         })
     });
+    let hello = (option::of(integrity()), hello())
+        .prop_map(|(integrity, object)| Message::Hello(Hello { integrity, object }));
     prop_oneof![
         path,
         resv,
@@ -278,7 +280,8 @@ fn message_of(v6: bool, lsp: bool) -> BoxedStrategy<Message> {
         resv_tear,
         resv_conf,
         integrity_challenge,
-        integrity_response
+        integrity_response,
+        hello
     ]
     .boxed()
 }

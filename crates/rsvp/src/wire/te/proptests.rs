@@ -268,7 +268,7 @@ pub(in crate::wire) fn session_attribute() -> impl Strategy<Value = SessionAttri
         )
 }
 
-fn hello() -> impl Strategy<Value = Hello> {
+pub(in crate::wire) fn hello() -> impl Strategy<Value = Hello> {
     (any::<bool>(), any::<u32>(), any::<u32>()).prop_map(|(ack, src_instance, dst_instance)| {
         Hello {
             kind: if ack {
