@@ -28,20 +28,47 @@ pub const RECEIVER: &str = "10.91.4.2";
 /// Build the chain and start a daemon (the `pathwise` binary at `bin`) on every node with
 /// traffic control `tc` ("htb" or "memory") and refresh period `refresh` (e.g. "1s").
 pub fn build(bin: &Path, tc: &str, refresh: &str) -> anyhow::Result<Lab> {
-    build_with(bin, tc, refresh, None)
+    build_with(
+        bin,
+        &Options {
+            tc,
+            refresh,
+            ..Options::default()
+        },
+    )
+}
+
+/// How to build the chain.
+#[derive(Clone, Copy, Debug)]
+pub struct Options<'a> {
+    /// Traffic control: "htb" or "memory".
+    pub tc: &'a str,
+    /// Refresh period R, e.g. "30s".
+    pub refresh: &'a str,
+    /// RFC 2747 integrity `require`d on every interface with this algorithm: one key (id 1) in
+    /// a mode-600 key file shared by all nodes.
+    pub integrity: Option<pathwise_auth::Algorithm>,
+    /// RFC 3209 Hello on every interface with this interval, e.g. "100ms".
+    pub hello: Option<&'a str>,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options {
+            tc: "memory",
+            refresh: "30s",
+            integrity: None,
+            hello: None,
+        }
+    }
 }
 
 /// The key every interface of the chain shares when integrity is on (test material only).
 const CHAIN_SECRET: &str = "7061746877697365206e65746e7320636861696e206b6579";
 
-/// [`build`], with RFC 2747 integrity `require`d on every interface when `integrity` names an
-/// algorithm: one key (id 1) in a mode-600 key file shared by all nodes.
-pub fn build_with(
-    bin: &Path,
-    tc: &str,
-    refresh: &str,
-    integrity: Option<pathwise_auth::Algorithm>,
-) -> anyhow::Result<Lab> {
+/// [`build`] with every option.
+pub fn build_with(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
+    let (tc, refresh) = (o.tc, o.refresh);
     let mut lab = Lab::new(&NODES)?;
     for l in 0..4 {
         lab.link(
@@ -75,7 +102,11 @@ pub fn build_with(
             )?;
         }
     }
-    let integrity_section = match integrity {
+    let hello = o
+        .hello
+        .map(|i| format!("hello = {{ interval = {i:?} }}\n"))
+        .unwrap_or_default();
+    let integrity_section = match o.integrity {
         None => String::new(),
         Some(alg) => {
             use std::os::unix::fs::PermissionsExt;
@@ -101,6 +132,7 @@ pub fn build_with(
                 "\n[[rsvp.interface]]\nname = \"{ifname}\"\nbandwidth = \"{bw}Mbit\"\nreservable = \"{}Mbit\"\n",
                 bw * 8 / 10
             );
+            cfg += &hello;
             cfg += &integrity_section;
         }
         let path = lab.path(&format!("{node}.toml"));

@@ -341,12 +341,12 @@ fn integrity_required_on_every_link_hop_by_hop() -> anyhow::Result<()> {
         return Ok(());
     }
     let _serial = serial();
-    let mut lab = pathwise::rsvp_chain::build_with(
-        Path::new(bin()),
-        "memory",
-        "1s",
-        Some(pathwise_auth::Algorithm::HmacSha256),
-    )?;
+    let options = pathwise::rsvp_chain::Options {
+        refresh: "1s",
+        integrity: Some(pathwise_auth::Algorithm::HmacSha256),
+        ..Default::default()
+    };
+    let mut lab = pathwise::rsvp_chain::build_with(Path::new(bin()), &options)?;
     let pcap = capture_at_r2(&mut lab, "r2-integrity.pcap")?;
     let pcap_s = pcap.to_str().unwrap_or_default().to_string();
     setup_reservation(&lab, 1000)?;
@@ -418,6 +418,41 @@ fn integrity_required_on_every_link_hop_by_hop() -> anyhow::Result<()> {
         assert!(types.contains(t), "message type {t} not seen: {types:?}");
     }
     assert_nothing_malformed(&lab, &pcap_s)?;
+    Ok(())
+}
+
+#[test]
+fn hello_detects_a_dead_link_long_before_state_times_out() -> anyhow::Result<()> {
+    if skip(
+        "hello_detects_a_dead_link_long_before_state_times_out",
+        &["tc"],
+    ) {
+        return Ok(());
+    }
+    let _serial = serial();
+    // R = 30 s: without Hello the reservation would outlive the link by L ≈ 157 s.
+    let options = pathwise::rsvp_chain::Options {
+        hello: Some("100ms"),
+        ..Default::default()
+    };
+    let lab = pathwise::rsvp_chain::build_with(Path::new(bin()), &options)?;
+    setup_reservation(&lab, 1000)?;
+    assert_eq!(installed_kbps(&lab, R1), 1000.0);
+    std::thread::sleep(Duration::from_secs(1));
+    let c = cli(&lab, R2, &["show", "counters"])?;
+    assert!(c["hello"]["received"].as_u64() > Some(5), "{c}");
+    assert_eq!(c["hello"]["neighbor_failures"].as_u64(), Some(0), "{c}");
+    // The R2 – R3 link dies (R2's side goes down; R3 keeps its address).
+    lab.exec_ok(R2, &["ip", "link", "set", "e0", "down"])?;
+    let started = std::time::Instant::now();
+    wait_for(Duration::from_secs(5), "R1's reservation to go", || {
+        (installed_kbps(&lab, R1) == 0.0).then_some(())
+    })?;
+    let took = started.elapsed();
+    let c = cli(&lab, R2, &["show", "counters"])?;
+    assert!(c["hello"]["neighbor_failures"].as_u64() >= Some(1), "{c}");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    println!("reservation gone upstream {took:?} after the link went down (Hello 100 ms × 3.5)");
     Ok(())
 }
 

@@ -108,7 +108,11 @@ pub fn run(
     let mut first = vec![Vec::new(); configs.len()];
     for _ in 0..runs.max(1) {
         for (ci, alg) in configs.iter().enumerate() {
-            let lab = rsvp_chain::build_with(&bin, "memory", "30s", *alg)?;
+            let options = rsvp_chain::Options {
+                integrity: *alg,
+                ..rsvp_chain::Options::default()
+            };
+            let lab = rsvp_chain::build_with(&bin, &options)?;
             let (mut h1, mut h2) = clients(&lab)?;
             // One session first, unmeasured: with integrity, each fresh neighbour's first
             // message waits for the RFC 2747 §4.3 handshake, a one-time cost per neighbour

@@ -19,6 +19,7 @@
 //! bandwidth = "10Mbit"
 //! reservable = "8Mbit"                      # default: all of it
 //! integrity = { mode = "require", key_file = "/etc/pathwise/eth0.keys" }   # RFC 2747
+//! hello = { interval = "5ms", failure_multiplier = 3.5 }   # RFC 3209 §5 neighbour liveness
 //! ```
 //!
 //! The integrity section is described in [`integrity`].
@@ -173,6 +174,38 @@ pub struct InterfaceSection {
     pub reservable: Option<Spanned<Bandwidth>>,
     /// Message integrity (RFC 2747); absent means off.
     pub integrity: Option<IntegritySection>,
+    /// Hello (RFC 3209 §5); absent means no Hellos on this interface.
+    pub hello: Option<HelloSection>,
+}
+
+/// `hello = { … }` of an interface.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HelloSection {
+    /// Time between HELLO REQUESTs to each neighbour.
+    #[serde(default = "default_hello_interval")]
+    pub interval: TimeSpan,
+    /// Intervals of silence after which a neighbour has failed.
+    #[serde(default = "default_hello_multiplier")]
+    pub failure_multiplier: f64,
+}
+
+fn default_hello_interval() -> TimeSpan {
+    TimeSpan(pathwise_rsvp::HelloConfig::default().interval)
+}
+
+fn default_hello_multiplier() -> f64 {
+    pathwise_rsvp::HelloConfig::default().failure_multiplier
+}
+
+impl HelloSection {
+    /// The engine's setting.
+    pub fn config(&self) -> pathwise_rsvp::HelloConfig {
+        pathwise_rsvp::HelloConfig {
+            interval: self.interval.0,
+            failure_multiplier: self.failure_multiplier,
+        }
+    }
 }
 
 /// A configuration error, located.
@@ -251,6 +284,16 @@ impl NodeConfig {
                         i.name.span(),
                         &field("name"),
                         format!("interface {:?} listed twice", i.name.get_ref()),
+                    ));
+                }
+                if let Some(h) = &i.hello
+                    && (h.interval.0.is_zero()
+                        || !(h.failure_multiplier.is_finite() && h.failure_multiplier >= 1.0))
+                {
+                    return Err(at(
+                        i.name.span(),
+                        &field("hello"),
+                        "needs a non-zero interval and a failure_multiplier of at least 1".into(),
                     ));
                 }
                 if let Some(integrity) = &i.integrity {
@@ -391,5 +434,29 @@ reservable = "8Mbit"
         let e = NodeConfig::parse("node.toml", &GOOD.replace("127.0.0.1:9464", "localhost"))
             .unwrap_err();
         assert_eq!(e.field, "daemon.metrics");
+    }
+
+    #[test]
+    fn hello_settings() {
+        let with = GOOD.replace(
+            "reservable = \"8Mbit\"",
+            "reservable = \"8Mbit\"\nhello = { interval = \"100ms\" }",
+        );
+        let c = NodeConfig::parse("node.toml", &with).unwrap();
+        let h = c.rsvp.unwrap().interfaces[0]
+            .hello
+            .as_ref()
+            .unwrap()
+            .config();
+        assert_eq!(h.interval, std::time::Duration::from_millis(100));
+        assert_eq!(h.failure_multiplier, 3.5);
+        for bad in ["interval = \"0s\"", "failure_multiplier = 0.5"] {
+            let text = GOOD.replace(
+                "reservable = \"8Mbit\"",
+                &format!("reservable = \"8Mbit\"\nhello = {{ {bad} }}"),
+            );
+            let e = NodeConfig::parse("node.toml", &text).unwrap_err();
+            assert_eq!(e.field, "rsvp.interface[0].hello", "{bad}");
+        }
     }
 }

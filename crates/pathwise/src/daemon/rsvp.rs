@@ -102,7 +102,8 @@ impl RsvpService {
                 .as_ref()
                 .map_or(i.bandwidth.0, |r| r.get_ref().0);
             let integrity = node.integrity_policy(n, i)?;
-            ifaces.push((k, i.bandwidth.0, reservable, integrity));
+            let hello = i.hello.as_ref().map(|h| h.config());
+            ifaces.push((k, i.bandwidth.0, reservable, (integrity, hello)));
         }
         let engine_cfg = Config {
             seed: pathwise_core::rand::random(),
@@ -117,7 +118,7 @@ impl RsvpService {
             },
             interfaces: ifaces
                 .iter()
-                .map(|(k, bw, res, integrity)| InterfaceConfig {
+                .map(|(k, bw, res, (integrity, hello))| InterfaceConfig {
                     ifindex: k.ifindex,
                     addrs: k.addrs.iter().map(|n| n.addr()).collect(),
                     bandwidth_bps: *bw,
@@ -125,7 +126,7 @@ impl RsvpService {
                     mtu: k.mtu,
                     latency: std::time::Duration::ZERO,
                     integrity: integrity.clone(),
-                    hello: None,
+                    hello: *hello,
                 })
                 .collect(),
             local_addrs: kernel
@@ -363,6 +364,12 @@ impl RsvpService {
             "resv_timeouts": c.resv_timeouts,
             "admission_failures": c.admission_failures,
             "local_repairs": c.local_repairs,
+            "hello": {
+                "sent": c.hello.sent,
+                "received": c.hello.received,
+                "neighbor_failures": c.hello.neighbor_failures,
+                "neighbor_restarts": c.hello.neighbor_restarts,
+            },
             "integrity": {
                 "signed": c.integrity.signed,
                 "unsigned_no_key": c.integrity.unsigned_no_key,
@@ -412,6 +419,15 @@ impl RsvpService {
                     r.reason()
                 );
             }
+        }
+        let _ = writeln!(out, "# TYPE pathwise_rsvp_hello_total counter");
+        for (what, n) in [
+            ("sent", c.hello.sent),
+            ("received", c.hello.received),
+            ("neighbor_failures", c.hello.neighbor_failures),
+            ("neighbor_restarts", c.hello.neighbor_restarts),
+        ] {
+            let _ = writeln!(out, "pathwise_rsvp_hello_total{{event=\"{what}\"}} {n}");
         }
         let i = &c.integrity;
         let _ = writeln!(out, "# TYPE pathwise_rsvp_integrity_total counter");
