@@ -56,7 +56,8 @@ fn carried_session_attribute(sa: &SessionAttribute) -> Opaque {
 impl<T: TrafficControl> RsvpEngine<T> {
     /// The session for `key`, created if new. Refused with "Conflicting Dest Ports" (code 7) when
     /// another session to the same destination and protocol has a zero port where this one has
-    /// not, or the other way round (RFC 2209 §3).
+    /// not, or the other way round (RFC 2209 §3). LSP tunnels are exempt: their `dst_port` is a
+    /// Tunnel ID, not a port (RFC 3209 §4.6.1), and 0 is as good a tunnel id as any.
     pub(super) fn session_for(
         &mut self,
         now: Instant,
@@ -65,15 +66,17 @@ impl<T: TrafficControl> RsvpEngine<T> {
         if let Some(sid) = self.find_session(&key) {
             return Ok(sid);
         }
-        let nonzero = usize::from(key.dst_port != 0);
-        let counts = self
-            .dest_ports
-            .entry((key.dest, key.protocol_id))
-            .or_insert([0, 0]);
-        if counts[1 - nonzero] > 0 {
-            return Err((error_code::CONFLICTING_DEST_PORTS, 0));
+        if !key.is_lsp_tunnel() {
+            let nonzero = usize::from(key.dst_port != 0);
+            let counts = self
+                .dest_ports
+                .entry((key.dest, key.protocol_id))
+                .or_insert([0, 0]);
+            if counts[1 - nonzero] > 0 {
+                return Err((error_code::CONFLICTING_DEST_PORTS, 0));
+            }
+            counts[nonzero] += 1;
         }
-        counts[nonzero] += 1;
         let refresh_at = now + self.refresh_interval();
         let sid = self.sessions.insert(SessionState {
             key,
@@ -440,6 +443,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.unindex_session(sid);
         let s = self.sessions.remove(sid);
         let slot = (s.key.dest, s.key.protocol_id);
+        if s.key.is_lsp_tunnel() {
+            return;
+        }
         if let Some(c) = self.dest_ports.get_mut(&slot) {
             let i = usize::from(s.key.dst_port != 0);
             c[i] = c[i].saturating_sub(1);

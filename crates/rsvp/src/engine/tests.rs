@@ -474,6 +474,39 @@ fn unknown_style_gets_unknown_reservation_style() {
 }
 
 #[test]
+fn lsp_tunnel_ids_are_not_ports() {
+    // Tunnel ids 5 and 0 to the same end point are two tunnels, not a port conflict.
+    let mut e = engine();
+    let (s5, lsp) = lsp_tunnel();
+    let s0 = Session { dst_port: 0, ..s5 };
+    for s in [s5, s0] {
+        let Message::Path(mut p) = path(s, lsp) else {
+            panic!()
+        };
+        p.label_request = Some(LabelRequest {
+            l3pid: 0x0800,
+            range: None,
+        });
+        let out = feed(
+            &mut e,
+            Instant::ZERO,
+            &bytes(&Message::Path(p), 63),
+            PHOP,
+            UP,
+            63,
+        );
+        // Forwarded, not answered with a PathErr (read from the header: the forwarded Path
+        // lacks its LABEL_REQUEST until labels are handled).
+        let types: Vec<_> = out
+            .iter()
+            .map(|t| Message::parse_header(&t.payload).map(|h| h.msg_type))
+            .collect();
+        assert_eq!(types, vec![Ok(MsgType::Path)]);
+    }
+    assert_eq!(e.state_stats().sessions, 2);
+}
+
+#[test]
 fn conflicting_ports_are_refused() {
     let mut e = engine();
     feed(
