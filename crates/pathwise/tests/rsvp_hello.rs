@@ -100,7 +100,7 @@ fn hellos_flow_both_ways_without_false_failures() {
     assert!(
         net.engine(net.r1)
             .hello_neighbors()
-            .any(|(_, theirs)| theirs == r2_instance)
+            .any(|n| n.instance == r2_instance && n.heard.is_some())
     );
 }
 

@@ -442,6 +442,24 @@ fn hello_detects_a_dead_link_long_before_state_times_out() -> anyhow::Result<()>
     let c = cli(&lab, R2, &["show", "counters"])?;
     assert!(c["hello"]["received"].as_u64() > Some(5), "{c}");
     assert_eq!(c["hello"]["neighbor_failures"].as_u64(), Some(0), "{c}");
+    let n = cli(&lab, R2, &["show", "neighbors"])?;
+    let mut seen: Vec<(String, String)> = n["neighbors"]
+        .as_array()
+        .map(|a| a.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter(|x| x["instance"].as_u64() > Some(0) && x["heard_ms_ago"].as_u64() < Some(1000))
+        .map(|x| (x["interface"].to_string(), x["address"].to_string()))
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("\"e0\"".to_string(), "\"10.91.3.2\"".to_string()),
+            ("\"w0\"".to_string(), "\"10.91.2.1\"".to_string())
+        ],
+        "{n}"
+    );
     // The R2 – R3 link dies (R2's side goes down; R3 keeps its address).
     lab.exec_ok(R2, &["ip", "link", "set", "e0", "down"])?;
     let started = std::time::Instant::now();

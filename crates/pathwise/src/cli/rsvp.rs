@@ -169,6 +169,8 @@ enum ShowWhat {
     Counters,
     /// The latest upcalls (path, resv, errors, confirmations).
     Events,
+    /// Hello neighbours (RFC 3209 §5): address, interface, instance, when last heard.
+    Neighbors,
 }
 
 /// Run one verb against the daemon and print the answer.
@@ -238,6 +240,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             ShowWhat::Interfaces => ("rsvp.show.interfaces", json!({})),
             ShowWhat::Counters => ("rsvp.show.counters", json!({})),
             ShowWhat::Events => ("rsvp.show.events", json!({})),
+            ShowWhat::Neighbors => ("rsvp.show.neighbors", json!({})),
         },
     };
     let answer = crate::mgmt::request(&a.socket, "pathwise daemon", verb, args)?;

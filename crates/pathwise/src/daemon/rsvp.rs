@@ -338,6 +338,7 @@ impl RsvpService {
             )),
             "rsvp.show.counters" => Ok(self.counters_json()),
             "rsvp.show.events" => Ok(Value::Array(self.events.iter().cloned().collect())),
+            "rsvp.show.neighbors" => Ok(self.neighbors_json(now)),
             _ => Err(format!("unknown verb {verb:?}")),
         };
         self.flush();
@@ -349,6 +350,30 @@ impl RsvpService {
             DataPlane::Htb(t) => t.reserved_bps(i),
             DataPlane::Memory(t) => (t.reserved(i) * 8.0) as u64,
         }
+    }
+
+    /// The Hello neighbours (RFC 3209 §5) and our instance.
+    fn neighbors_json(&self, now: Instant) -> Value {
+        let name = |i: IfIndex| {
+            self.interfaces
+                .iter()
+                .find(|(x, _)| *x == i)
+                .map_or_else(|| i.to_string(), |(_, n)| n.clone())
+        };
+        let neighbors: Vec<Value> = self
+            .engine
+            .hello_neighbors()
+            .map(|n| {
+                json!({
+                    "interface": name(n.ifindex),
+                    "address": n.addr.to_string(),
+                    "instance": n.instance,
+                    "heard_ms_ago": n.heard.map(|h| now.saturating_duration_since(h).as_millis() as u64),
+                    "state_blocks": n.state_blocks,
+                })
+            })
+            .collect();
+        json!({ "instance": self.engine.hello_instance(), "neighbors": neighbors })
     }
 
     fn counters_json(&self) -> Value {

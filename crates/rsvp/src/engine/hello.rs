@@ -91,6 +91,21 @@ struct Neighbor {
     timer: Option<TimerHandle>,
 }
 
+/// A neighbour as Hello sees it (for inspection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HelloNeighbor {
+    /// Our interface towards it.
+    pub ifindex: IfIndex,
+    /// Its address.
+    pub addr: IpAddr,
+    /// Its Src_Instance as last heard (0: nothing heard yet).
+    pub instance: u32,
+    /// When a Hello from it last arrived.
+    pub heard: Option<Instant>,
+    /// Path and reservation state blocks that depend on it.
+    pub state_blocks: u32,
+}
+
 /// The Hello state of an engine.
 #[derive(Debug)]
 pub(super) struct HelloState {
@@ -138,9 +153,18 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.hello.instance()
     }
 
-    /// The neighbours Hello tracks, with the Src_Instance last heard from each (0: none yet).
-    pub fn hello_neighbors(&self) -> impl Iterator<Item = (NeighborKey, u32)> + '_ {
-        self.hello.neighbors.iter().map(|(k, n)| (*k, n.theirs))
+    /// The neighbours Hello tracks.
+    pub fn hello_neighbors(&self) -> impl Iterator<Item = HelloNeighbor> + '_ {
+        self.hello
+            .neighbors
+            .iter()
+            .map(|(&(ifindex, addr), n)| HelloNeighbor {
+                ifindex,
+                addr,
+                instance: n.theirs,
+                heard: n.heard,
+                state_blocks: n.refs,
+            })
     }
 
     /// State towards `key` appeared: track the neighbour, greeting it at once if it is new.

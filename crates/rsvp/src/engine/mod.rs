@@ -28,7 +28,7 @@ pub mod tc;
 
 pub use api::{ApiError, Event};
 pub use counters::{Counters, StateStats};
-pub use hello::{HelloConfig, HelloCounters};
+pub use hello::{HelloConfig, HelloCounters, HelloNeighbor};
 pub use tc::{
     AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
 };
