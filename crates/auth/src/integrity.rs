@@ -258,18 +258,17 @@ impl Receiver {
         let key = policy
             .chain_for(Some(sender))
             .accept_key(p.key_id, now_secs)?;
-        let known = self.replay.window(&sender, p.key_id).is_some();
-        if known {
-            if self.replay.check(&sender, p.key_id, p.seq) != ReplayOutcome::Accepted {
-                return Err(Reject::Replayed);
-            }
-        } else if self.pending.contains_key(&(sender, p.key_id)) {
-            // RFC 2747 §4.3: until the response arrives the sender's numbers cannot be trusted.
-            verify(key, digested, p.digest)?;
-            return Err(Reject::AwaitingChallenge);
-        }
+        let known = match self.replay.window(&sender, p.key_id) {
+            Some(w) if w.check(p.seq) != ReplayOutcome::Accepted => return Err(Reject::Replayed),
+            Some(_) => true,
+            None => false,
+        };
         verify(key, digested, p.digest)?;
-        if !known && policy.challenge && p.flags & HANDSHAKE != 0 {
+        // RFC 2747 §4.3: while a challenge is out the sender's numbers cannot be trusted, and a
+        // sender that offers the handshake is challenged rather than trusted on its first one.
+        let challenging = self.pending.contains_key(&(sender, p.key_id))
+            || (policy.challenge && p.flags & HANDSHAKE != 0);
+        if !known && challenging {
             return Err(Reject::AwaitingChallenge);
         }
         self.replay.record(&sender, p.key_id, p.seq);

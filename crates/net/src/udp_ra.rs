@@ -205,7 +205,8 @@ fn pseudo_header(src: IpAddr, dst: IpAddr, udp_len: usize) -> Vec<u8> {
     p
 }
 
-/// The UDP checksum of `datagram` (header with a zero checksum field, and payload).
+/// The one's-complement checksum of `datagram` under its pseudo-header: the value to send when
+/// the datagram's checksum field is zero, and zero when a received datagram's field is right.
 fn udp_checksum(src: IpAddr, dst: IpAddr, datagram: &[u8]) -> u16 {
     let mut all = pseudo_header(src, dst, datagram.len());
     all.extend_from_slice(datagram);
@@ -262,13 +263,8 @@ fn parse_udp<'a>(r: &Received<'a>) -> Option<(u16, u16, &'a [u8])> {
     let checked = match r.dst {
         IpAddr::V4(_) if sum == 0 => true,
         IpAddr::V6(_) if sum == 0 => false,
-        _ => {
-            internet_checksum(&{
-                let mut all = pseudo_header(r.src, r.dst, len);
-                all.extend_from_slice(d);
-                all
-            }) == 0
-        }
+        // Summed with its own checksum field, a valid datagram sums to zero (RFC 1071).
+        _ => udp_checksum(r.src, r.dst, d) == 0,
     };
     checked.then(|| (src_port, dst_port, &d[UDP_HEADER..]))
 }
@@ -351,6 +347,35 @@ mod tests {
             &[0, 1, 0, 2, 0, 20, 0, 0][..],
         ] {
             assert_eq!(parse_udp(&received("10.0.0.1", "10.0.0.2", short)), None);
+        }
+    }
+
+    proptest::proptest! {
+        /// Any bytes from any addresses: parsing never panics.
+        #[test]
+        fn parse_never_panics(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+            v6 in proptest::prelude::any::<bool>(),
+        ) {
+            let (s, d) = if v6 { ("fd00::1", "fd00::2") } else { ("10.0.0.1", "10.0.0.2") };
+            let _ = parse_udp(&received(s, d, &bytes));
+        }
+
+        /// Whatever is built parses back to its ports and payload.
+        #[test]
+        fn built_datagrams_parse_back(
+            sp in proptest::prelude::any::<u16>(),
+            dp in proptest::prelude::any::<u16>(),
+            payload in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+            v6 in proptest::prelude::any::<bool>(),
+        ) {
+            let (s, d) = if v6 { ("fd00::1", "fd00::2") } else { ("10.0.0.1", "10.0.0.2") };
+            let dg = udp_datagram(Some(s.parse().unwrap()), d.parse().unwrap(), sp, dp, &payload)
+                .unwrap();
+            proptest::prop_assert_eq!(
+                parse_udp(&received(s, d, &dg)),
+                Some((sp, dp, &payload[..]))
+            );
         }
     }
 }

@@ -424,177 +424,17 @@ impl Message {
 
     /// Length in bytes: common header and objects (no magic number).
     pub fn buffer_len(&self) -> usize {
-        let opt = |o: Option<usize>| o.map_or(0, object_len);
-        let unknown =
-            |u: &[UnknownObject]| u.iter().map(|o| object_len(o.body.len())).sum::<usize>();
-        let objects = match &self.body {
-            Body::Query(q) => {
-                opt(q.nat.as_ref().map(Vec::len))
-                    + object_len(q.mri.buffer_len())
-                    + object_len(SessionId::LEN)
-                    + object_len(q.nli.buffer_len())
-                    + object_len(q.query_cookie.buffer_len())
-                    + opt(q.stack_proposal.as_ref().map(StackProposal::buffer_len))
-                    + opt(q.stack_config.as_ref().map(StackConfigData::buffer_len))
-                    + opt(q.nslp_data.as_ref().map(Vec::len))
-                    + unknown(&q.unknown)
-            }
-            Body::Response(r) => {
-                opt(r.nat.as_ref().map(Vec::len))
-                    + object_len(r.mri.buffer_len())
-                    + object_len(SessionId::LEN)
-                    + object_len(r.nli.buffer_len())
-                    + object_len(r.query_cookie.buffer_len())
-                    + opt(r.responder_cookie.as_ref().map(Cookie::buffer_len))
-                    + opt(r.stack_proposal.as_ref().map(StackProposal::buffer_len))
-                    + opt(r.stack_config.as_ref().map(StackConfigData::buffer_len))
-                    + opt(r.nslp_data.as_ref().map(Vec::len))
-                    + unknown(&r.unknown)
-            }
-            Body::Confirm(c) => {
-                object_len(c.mri.buffer_len())
-                    + object_len(SessionId::LEN)
-                    + object_len(c.nli.buffer_len())
-                    + opt(c.responder_cookie.as_ref().map(Cookie::buffer_len))
-                    + opt(c.stack_proposal.as_ref().map(StackProposal::buffer_len))
-                    + opt(c.stack_config.as_ref().map(StackConfigData::buffer_len))
-                    + opt(c.nslp_data.as_ref().map(Vec::len))
-                    + unknown(&c.unknown)
-            }
-            Body::Data(d) => {
-                opt(d.nat.as_ref().map(Vec::len))
-                    + object_len(d.mri.buffer_len())
-                    + object_len(SessionId::LEN)
-                    + opt(d.nli.as_ref().map(Nli::buffer_len))
-                    + object_len(d.nslp_data.len())
-                    + unknown(&d.unknown)
-            }
-            Body::Error(e) => {
-                opt(e.nat.as_ref().map(Vec::len))
-                    + opt(e.nli.as_ref().map(Nli::buffer_len))
-                    + object_len(e.error.buffer_len())
-                    + unknown(&e.unknown)
-            }
-            Body::MaHello(h) => object_len(4) + unknown(&h.unknown),
-        };
-        HEADER_LEN + objects
+        let mut len = HEADER_LEN;
+        self.body
+            .for_each_object(|o| len += object_len(o.body_len()));
+        len
     }
 
     /// Append the message (common header and objects, no magic number): `buffer_len()` bytes.
     pub fn emit(&self, out: &mut Vec<u8>) {
         let w = &mut Writer::new(out);
         self.header().emit(w);
-        let m = Extensibility::Mandatory;
-        let bytes =
-            |w: &mut Writer<'_>, t: u16, b: &[u8]| emit_object(w, m, t, b.len(), |w| w.bytes(b));
-        let mri =
-            |w: &mut Writer<'_>, x: &Mri| emit_object(w, m, ot::MRI, x.buffer_len(), |w| x.emit(w));
-        let nli =
-            |w: &mut Writer<'_>, x: &Nli| emit_object(w, m, ot::NLI, x.buffer_len(), |w| x.emit(w));
-        let sp = |w: &mut Writer<'_>, x: &StackProposal| {
-            emit_object(w, m, ot::STACK_PROPOSAL, x.buffer_len(), |w| x.emit(w))
-        };
-        let scd = |w: &mut Writer<'_>, x: &StackConfigData| {
-            emit_object(w, m, ot::STACK_CONFIG_DATA, x.buffer_len(), |w| x.emit(w))
-        };
-        let unknown = |w: &mut Writer<'_>, u: &[UnknownObject]| {
-            for o in u {
-                emit_object(
-                    w,
-                    Extensibility::Forward,
-                    o.object_type,
-                    o.body.len(),
-                    |w| w.bytes(&o.body),
-                );
-            }
-        };
-        match &self.body {
-            Body::Query(q) => {
-                if let Some(n) = &q.nat {
-                    bytes(w, ot::NAT_TRAVERSAL, n);
-                }
-                mri(w, &q.mri);
-                bytes(w, ot::SESSION_ID, &q.session_id.0);
-                nli(w, &q.nli);
-                bytes(w, ot::QUERY_COOKIE, &q.query_cookie.0);
-                if let Some(x) = &q.stack_proposal {
-                    sp(w, x);
-                }
-                if let Some(x) = &q.stack_config {
-                    scd(w, x);
-                }
-                if let Some(d) = &q.nslp_data {
-                    bytes(w, ot::NSLP_DATA, d);
-                }
-                unknown(w, &q.unknown);
-            }
-            Body::Response(r) => {
-                if let Some(n) = &r.nat {
-                    bytes(w, ot::NAT_TRAVERSAL, n);
-                }
-                mri(w, &r.mri);
-                bytes(w, ot::SESSION_ID, &r.session_id.0);
-                nli(w, &r.nli);
-                bytes(w, ot::QUERY_COOKIE, &r.query_cookie.0);
-                if let Some(c) = &r.responder_cookie {
-                    bytes(w, ot::RESPONDER_COOKIE, &c.0);
-                }
-                if let Some(x) = &r.stack_proposal {
-                    sp(w, x);
-                }
-                if let Some(x) = &r.stack_config {
-                    scd(w, x);
-                }
-                if let Some(d) = &r.nslp_data {
-                    bytes(w, ot::NSLP_DATA, d);
-                }
-                unknown(w, &r.unknown);
-            }
-            Body::Confirm(c) => {
-                mri(w, &c.mri);
-                bytes(w, ot::SESSION_ID, &c.session_id.0);
-                nli(w, &c.nli);
-                if let Some(x) = &c.responder_cookie {
-                    bytes(w, ot::RESPONDER_COOKIE, &x.0);
-                }
-                if let Some(x) = &c.stack_proposal {
-                    sp(w, x);
-                }
-                if let Some(x) = &c.stack_config {
-                    scd(w, x);
-                }
-                if let Some(d) = &c.nslp_data {
-                    bytes(w, ot::NSLP_DATA, d);
-                }
-                unknown(w, &c.unknown);
-            }
-            Body::Data(d) => {
-                if let Some(n) = &d.nat {
-                    bytes(w, ot::NAT_TRAVERSAL, n);
-                }
-                mri(w, &d.mri);
-                bytes(w, ot::SESSION_ID, &d.session_id.0);
-                if let Some(x) = &d.nli {
-                    nli(w, x);
-                }
-                bytes(w, ot::NSLP_DATA, &d.nslp_data);
-                unknown(w, &d.unknown);
-            }
-            Body::Error(e) => {
-                if let Some(n) = &e.nat {
-                    bytes(w, ot::NAT_TRAVERSAL, n);
-                }
-                if let Some(x) = &e.nli {
-                    nli(w, x);
-                }
-                emit_object(w, m, ot::ERROR, e.error.buffer_len(), |w| e.error.emit(w));
-                unknown(w, &e.unknown);
-            }
-            Body::MaHello(h) => {
-                emit_object(w, m, ot::HELLO_ID, 4, |w| w.u32(h.hello_id));
-                unknown(w, &h.unknown);
-            }
-        }
+        self.body.for_each_object(|o| o.emit(w));
     }
 
     /// Append a D-mode message: the magic number, then the message (§5.4.1).
@@ -608,6 +448,143 @@ impl Message {
         let mut v = Vec::with_capacity(4 + self.buffer_len());
         self.emit_datagram(&mut v);
         v
+    }
+}
+
+/// One object of a message body, borrowed. [`Body::for_each_object`] lists them once, so
+/// [`Message::buffer_len`] and [`Message::emit`] cannot disagree.
+enum Obj<'a> {
+    /// A mandatory object whose body is these bytes as they are.
+    Bytes(u16, &'a [u8]),
+    Mri(&'a Mri),
+    Nli(&'a Nli),
+    StackProposal(&'a StackProposal),
+    StackConfig(&'a StackConfigData),
+    Error(&'a ErrorObject),
+    HelloId(u32),
+    /// An unknown object passed on (AB=10).
+    Unknown(&'a UnknownObject),
+}
+
+impl Obj<'_> {
+    fn object_type(&self) -> u16 {
+        match self {
+            Obj::Bytes(t, _) => *t,
+            Obj::Mri(_) => ot::MRI,
+            Obj::Nli(_) => ot::NLI,
+            Obj::StackProposal(_) => ot::STACK_PROPOSAL,
+            Obj::StackConfig(_) => ot::STACK_CONFIG_DATA,
+            Obj::Error(_) => ot::ERROR,
+            Obj::HelloId(_) => ot::HELLO_ID,
+            Obj::Unknown(o) => o.object_type,
+        }
+    }
+
+    fn body_len(&self) -> usize {
+        match self {
+            Obj::Bytes(_, b) => b.len(),
+            Obj::Mri(x) => x.buffer_len(),
+            Obj::Nli(x) => x.buffer_len(),
+            Obj::StackProposal(x) => x.buffer_len(),
+            Obj::StackConfig(x) => x.buffer_len(),
+            Obj::Error(x) => x.buffer_len(),
+            Obj::HelloId(_) => 4,
+            Obj::Unknown(o) => o.body.len(),
+        }
+    }
+
+    fn emit(&self, w: &mut Writer<'_>) {
+        let ab = match self {
+            Obj::Unknown(_) => Extensibility::Forward,
+            _ => Extensibility::Mandatory,
+        };
+        emit_object(w, ab, self.object_type(), self.body_len(), |w| match self {
+            Obj::Bytes(_, b) => w.bytes(b),
+            Obj::Mri(x) => x.emit(w),
+            Obj::Nli(x) => x.emit(w),
+            Obj::StackProposal(x) => x.emit(w),
+            Obj::StackConfig(x) => x.emit(w),
+            Obj::Error(x) => x.emit(w),
+            Obj::HelloId(id) => w.u32(*id),
+            Obj::Unknown(o) => w.bytes(&o.body),
+        });
+    }
+}
+
+impl Body {
+    /// Call `f` on each object of the body in the §5.1 order, unknown AB=10 objects last.
+    fn for_each_object<'a>(&'a self, mut f: impl FnMut(Obj<'a>)) {
+        let mut put = |o: Option<Obj<'a>>| {
+            if let Some(o) = o {
+                f(o)
+            }
+        };
+        let nat = |b| Obj::Bytes(ot::NAT_TRAVERSAL, b);
+        let sid = |s: &'a SessionId| Some(Obj::Bytes(ot::SESSION_ID, &s.0));
+        let cookie = |t, c: &'a Cookie| Obj::Bytes(t, &c.0);
+        let nslp = |b| Obj::Bytes(ot::NSLP_DATA, b);
+        let unknown = match self {
+            Body::Query(q) => {
+                put(q.nat.as_deref().map(nat));
+                put(Some(Obj::Mri(&q.mri)));
+                put(sid(&q.session_id));
+                put(Some(Obj::Nli(&q.nli)));
+                put(Some(cookie(ot::QUERY_COOKIE, &q.query_cookie)));
+                put(q.stack_proposal.as_ref().map(Obj::StackProposal));
+                put(q.stack_config.as_ref().map(Obj::StackConfig));
+                put(q.nslp_data.as_deref().map(nslp));
+                &q.unknown
+            }
+            Body::Response(r) => {
+                put(r.nat.as_deref().map(nat));
+                put(Some(Obj::Mri(&r.mri)));
+                put(sid(&r.session_id));
+                put(Some(Obj::Nli(&r.nli)));
+                put(Some(cookie(ot::QUERY_COOKIE, &r.query_cookie)));
+                put(r
+                    .responder_cookie
+                    .as_ref()
+                    .map(|c| cookie(ot::RESPONDER_COOKIE, c)));
+                put(r.stack_proposal.as_ref().map(Obj::StackProposal));
+                put(r.stack_config.as_ref().map(Obj::StackConfig));
+                put(r.nslp_data.as_deref().map(nslp));
+                &r.unknown
+            }
+            Body::Confirm(c) => {
+                put(Some(Obj::Mri(&c.mri)));
+                put(sid(&c.session_id));
+                put(Some(Obj::Nli(&c.nli)));
+                put(c
+                    .responder_cookie
+                    .as_ref()
+                    .map(|x| cookie(ot::RESPONDER_COOKIE, x)));
+                put(c.stack_proposal.as_ref().map(Obj::StackProposal));
+                put(c.stack_config.as_ref().map(Obj::StackConfig));
+                put(c.nslp_data.as_deref().map(nslp));
+                &c.unknown
+            }
+            Body::Data(d) => {
+                put(d.nat.as_deref().map(nat));
+                put(Some(Obj::Mri(&d.mri)));
+                put(sid(&d.session_id));
+                put(d.nli.as_ref().map(Obj::Nli));
+                put(Some(nslp(&d.nslp_data)));
+                &d.unknown
+            }
+            Body::Error(e) => {
+                put(e.nat.as_deref().map(nat));
+                put(e.nli.as_ref().map(Obj::Nli));
+                put(Some(Obj::Error(&e.error)));
+                &e.unknown
+            }
+            Body::MaHello(h) => {
+                put(Some(Obj::HelloId(h.hello_id)));
+                &h.unknown
+            }
+        };
+        for o in unknown {
+            put(Some(Obj::Unknown(o)));
+        }
     }
 }
 

@@ -263,24 +263,17 @@ impl NodeConfig {
 
     /// Parse and check the text of `file`.
     pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
-        let mut cfg: NodeConfig = toml::from_str(text).map_err(|e| ConfigError {
-            file: file.into(),
-            line: e.span().map_or(0, |s| line_of(text, s.start)),
-            field: "-".into(),
-            message: e.message().to_string(),
+        let cx = Source { file, text };
+        let mut cfg: NodeConfig = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(0, |s| line_of(text, s.start));
+            cx.line(line, "-", e.message().to_string())
         })?;
-        let at = |span: std::ops::Range<usize>, field: &str, message: String| ConfigError {
-            file: file.into(),
-            line: line_of(text, span.start),
-            field: field.into(),
-            message,
-        };
         if let Some(r) = &cfg.rsvp {
             let mut seen = std::collections::BTreeSet::new();
             for (n, i) in r.interfaces.iter().enumerate() {
                 let field = |f: &str| format!("rsvp.interface[{n}].{f}");
                 if !seen.insert(i.name.get_ref().clone()) {
-                    return Err(at(
+                    return Err(cx.at(
                         i.name.span(),
                         &field("name"),
                         format!("interface {:?} listed twice", i.name.get_ref()),
@@ -290,20 +283,19 @@ impl NodeConfig {
                     && (h.interval.0.is_zero()
                         || !(h.failure_multiplier.is_finite() && h.failure_multiplier >= 1.0))
                 {
-                    return Err(at(
+                    return Err(cx.at(
                         i.name.span(),
                         &field("hello"),
                         "needs a non-zero interval and a failure_multiplier of at least 1".into(),
                     ));
                 }
                 if let Some(integrity) = &i.integrity {
-                    let cx = integrity::Ctx { file, text };
                     integrity.check(&cx, &field("integrity"))?;
                 }
                 if let Some(res) = &i.reservable
                     && res.get_ref().0 > i.bandwidth.0
                 {
-                    return Err(at(
+                    return Err(cx.at(
                         res.span(),
                         &field("reservable"),
                         format!(
@@ -318,18 +310,17 @@ impl NodeConfig {
                 || r.timer_wheel.levels < 1
                 || r.timer_wheel.slot_width.0.is_zero()
             {
-                return Err(ConfigError {
-                    file: file.into(),
-                    line: 0,
-                    field: "rsvp.timer_wheel".into(),
-                    message: "needs slots ≥ 2, levels ≥ 1 and a non-zero slot width".into(),
-                });
+                return Err(cx.line(
+                    0,
+                    "rsvp.timer_wheel",
+                    "needs slots ≥ 2, levels ≥ 1 and a non-zero slot width".into(),
+                ));
             }
         }
         if let Some(m) = &cfg.daemon.metrics
             && m.get_ref().parse::<std::net::SocketAddr>().is_err()
         {
-            return Err(at(
+            return Err(cx.at(
                 m.span(),
                 "daemon.metrics",
                 format!("{:?} is not an address:port", m.get_ref()),
@@ -339,12 +330,11 @@ impl NodeConfig {
             cfg.daemon.log.as_str(),
             "error" | "warn" | "info" | "debug" | "trace"
         ) {
-            return Err(ConfigError {
-                file: file.into(),
-                line: 0,
-                field: "daemon.log".into(),
-                message: format!("{:?}: error, warn, info, debug or trace", cfg.daemon.log),
-            });
+            return Err(cx.line(
+                0,
+                "daemon.log",
+                format!("{:?}: error, warn, info, debug or trace", cfg.daemon.log),
+            ));
         }
         cfg.source = (file.to_string(), text.to_string());
         Ok(cfg)
@@ -360,11 +350,7 @@ impl NodeConfig {
         let Some(section) = &iface.integrity else {
             return Ok(pathwise_auth::Policy::default());
         };
-        let cx = integrity::Ctx {
-            file: &self.source.0,
-            text: &self.source.1,
-        };
-        section.policy(&cx, &format!("rsvp.interface[{n}].integrity"))
+        section.policy(&self.source(), &format!("rsvp.interface[{n}].integrity"))
     }
 
     /// An error about the value at `span`, found after parsing (e.g. against the running
@@ -375,12 +361,39 @@ impl NodeConfig {
         field: &str,
         message: String,
     ) -> ConfigError {
+        self.source().at(span, field, message)
+    }
+
+    fn source(&self) -> Source<'_> {
+        Source {
+            file: &self.source.0,
+            text: &self.source.1,
+        }
+    }
+}
+
+/// The file being checked, to locate errors in it.
+pub(crate) struct Source<'a> {
+    /// Its name.
+    pub file: &'a str,
+    /// Its text.
+    pub text: &'a str,
+}
+
+impl Source<'_> {
+    /// An error at 1-based `line` (0: the file as a whole).
+    pub fn line(&self, line: usize, field: &str, message: String) -> ConfigError {
         ConfigError {
-            file: self.source.0.clone(),
-            line: line_of(&self.source.1, span.start),
+            file: self.file.into(),
+            line,
             field: field.into(),
             message,
         }
+    }
+
+    /// An error about the value at `span`.
+    pub fn at(&self, span: std::ops::Range<usize>, field: &str, message: String) -> ConfigError {
+        self.line(line_of(self.text, span.start), field, message)
     }
 }
 

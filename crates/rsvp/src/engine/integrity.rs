@@ -18,7 +18,7 @@ use super::{RsvpEngine, TrafficControl};
 use crate::wire::integrity::{Signed, rsvp_hop, sign};
 use crate::wire::objects::Challenge;
 use crate::wire::{IntegrityResponse, Message, MsgType, Packet};
-use pathwise_auth::{Accepted, Policy, Reject};
+use pathwise_auth::{Accepted, Mode, Policy, Reject};
 use pathwise_core::io::{IfIndex, Received, Transmit};
 use pathwise_core::rand::Rng;
 use smallvec::SmallVec;
@@ -112,8 +112,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// what no refresh repeats (Path and plain Resv state is refreshed at once after a
     /// challenge instead).
     pub(super) fn sign_outgoing(&mut self, t: &mut Transmit, keep: bool) {
-        let route = self.fib.lookup(t.dst).map(|(_, r)| (r.ifindex, r.next_hop));
-        let Some(ifindex) = t.ifindex.or(route.map(|r| r.0)) else {
+        // Route lookups only when signing needs them: not on a node without integrity.
+        let Some(ifindex) = t
+            .ifindex
+            .or_else(|| self.fib.lookup(t.dst).map(|(_, r)| r.ifindex))
+        else {
             return;
         };
         let policy = Self::policy_of(&self.cfg, Some(ifindex));
@@ -123,7 +126,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
         // The neighbour: the destination of a hop-by-hop message, the route's next hop (or the
         // destination itself on a connected prefix) for one that follows the data path.
         let peer = if t.router_alert {
-            route.map(|r| r.1.unwrap_or(t.dst))
+            self.fib
+                .lookup(t.dst)
+                .map(|(_, r)| r.next_hop.unwrap_or(t.dst))
         } else {
             Some(t.dst)
         };
@@ -169,6 +174,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
             _ => {}
         }
+        let policy = Self::policy_of(&self.cfg, Some(rx.ifindex));
+        if policy.mode == Mode::Off {
+            return true; // nothing to check, and no reason to look for the object
+        }
         let signed = match Signed::locate(rx.payload) {
             Ok(s) => s,
             Err(_) => return true, // a malformed INTEGRITY object fails parsing, counted there
@@ -177,7 +186,6 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let presented = signed.as_ref().map(Signed::presented);
         let digested = signed.as_ref().map(Signed::digested);
         let now = self.wall_secs();
-        let policy = Self::policy_of(&self.cfg, Some(rx.ifindex));
         let parts: &[&[u8]] = digested.as_ref().map_or(&[], |d| &d[..]);
         match self
             .integrity_rx
@@ -262,7 +270,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             integrity: None,
             challenge: c.challenge,
         });
-        let mut payload = Vec::with_capacity(msg.buffer_len() + 84);
+        let mut payload = Vec::with_capacity(msg.buffer_len() + super::send::MAX_INTEGRITY_LEN);
         msg.emit(self.cfg.ttl, &mut payload);
         sign(&mut payload, key, seq, policy.flags());
         let src = self.iface_addr(Some(rx.ifindex), rx.src);
@@ -284,7 +292,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .map(|r| r.unsigned.clone())
             .collect();
         for mut t in again {
-            self.sign_outgoing(&mut t, true);
+            // Not kept again: the original stays in `recent` for the rest of its window.
+            self.sign_outgoing(&mut t, false);
             self.counters.integrity.resent += 1;
             self.transmits.push_back(t);
         }

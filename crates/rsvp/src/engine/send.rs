@@ -17,7 +17,7 @@ use std::net::IpAddr;
 
 /// The largest INTEGRITY object (HMAC-SHA-512), reserved in every send buffer so signing does
 /// not reallocate.
-const MAX_INTEGRITY_LEN: usize = 4 + 16 + pathwise_auth::MAX_DIGEST_LEN;
+pub(super) const MAX_INTEGRITY_LEN: usize = 4 + 16 + pathwise_auth::MAX_DIGEST_LEN;
 
 impl<T: TrafficControl> RsvpEngine<T> {
     /// The source address for a message towards `like`: our address on `ifindex` (or, when

@@ -23,7 +23,7 @@
 //! [send-start send-end accept-start accept-end]`, one key per line, times in Unix seconds
 //! (`inf` for no end). Secrets are never logged or shown; errors name lines and fields only.
 
-use super::{ConfigError, line_of};
+use super::{ConfigError, Source, line_of};
 use pathwise_auth::{KeyChain, KeyFileError, Mode, Policy, load_key_file, parse_key_file};
 use serde::Deserialize;
 use std::net::IpAddr;
@@ -64,29 +64,6 @@ pub struct NeighborSection {
     pub key_file: Option<Spanned<PathBuf>>,
 }
 
-/// The file being checked, to locate errors.
-pub(super) struct Ctx<'a> {
-    /// Its name.
-    pub file: &'a str,
-    /// Its text.
-    pub text: &'a str,
-}
-
-impl Ctx<'_> {
-    fn line(&self, line: usize, field: &str, message: String) -> ConfigError {
-        ConfigError {
-            file: self.file.into(),
-            line,
-            field: field.into(),
-            message,
-        }
-    }
-
-    fn at(&self, span: std::ops::Range<usize>, field: &str, message: String) -> ConfigError {
-        self.line(line_of(self.text, span.start), field, message)
-    }
-}
-
 /// Where one chain's keys come from: `keys = """…"""` or `key_file = "…"`.
 struct KeySource<'a> {
     keys: Option<&'a Spanned<String>>,
@@ -96,7 +73,7 @@ struct KeySource<'a> {
 impl KeySource<'_> {
     /// Static checks: exactly one source; inline keys parse (errors point at the line inside
     /// the configuration file).
-    fn check(&self, cx: &Ctx<'_>, field: &str) -> Result<(), ConfigError> {
+    fn check(&self, cx: &Source<'_>, field: &str) -> Result<(), ConfigError> {
         match (self.keys, self.key_file) {
             (Some(k), Some(_)) => {
                 Err(cx.at(k.span(), field, "give keys or key_file, not both".into()))
@@ -114,7 +91,7 @@ impl KeySource<'_> {
     }
 
     /// The key chain (reads the key file, checking its permissions).
-    fn chain(&self, cx: &Ctx<'_>, field: &str) -> Result<KeyChain, ConfigError> {
+    fn chain(&self, cx: &Source<'_>, field: &str) -> Result<KeyChain, ConfigError> {
         match (self.keys, self.key_file) {
             (Some(k), _) => parse_key_file(k.get_ref()).map_err(|e| inline_error(cx, k, field, e)),
             (None, Some(f)) => load_key_file(f.get_ref())
@@ -125,7 +102,7 @@ impl KeySource<'_> {
 }
 
 /// A key-file error inside an inline `keys` string, moved to the configuration file's line.
-fn inline_error(cx: &Ctx<'_>, k: &Spanned<String>, field: &str, e: KeyFileError) -> ConfigError {
+fn inline_error(cx: &Source<'_>, k: &Spanned<String>, field: &str, e: KeyFileError) -> ConfigError {
     // The value starts on the line of its opening quotes; a line break right after `"""` is
     // not part of the value.
     let start = k.span().start;
@@ -155,7 +132,7 @@ impl NeighborSection {
         }
     }
 
-    fn addr(&self, cx: &Ctx<'_>, field: &str) -> Result<IpAddr, ConfigError> {
+    fn addr(&self, cx: &Source<'_>, field: &str) -> Result<IpAddr, ConfigError> {
         self.address.get_ref().parse::<IpAddr>().map_err(|_| {
             cx.at(
                 self.address.span(),
@@ -174,7 +151,7 @@ impl IntegritySection {
         }
     }
 
-    fn mode(&self, cx: &Ctx<'_>, field: &str) -> Result<Mode, ConfigError> {
+    fn mode(&self, cx: &Source<'_>, field: &str) -> Result<Mode, ConfigError> {
         self.mode
             .get_ref()
             .parse::<Mode>()
@@ -182,7 +159,7 @@ impl IntegritySection {
     }
 
     /// Static checks of the section (`field` is its dotted path).
-    pub(super) fn check(&self, cx: &Ctx<'_>, field: &str) -> Result<(), ConfigError> {
+    pub(super) fn check(&self, cx: &Source<'_>, field: &str) -> Result<(), ConfigError> {
         if self.mode(cx, field)? != Mode::Off {
             self.source().check(cx, field)?;
         }
@@ -200,7 +177,7 @@ impl IntegritySection {
     }
 
     /// The engine's policy for the interface; reads key files.
-    pub(super) fn policy(&self, cx: &Ctx<'_>, field: &str) -> Result<Policy, ConfigError> {
+    pub(super) fn policy(&self, cx: &Source<'_>, field: &str) -> Result<Policy, ConfigError> {
         let mut neighbors = Vec::with_capacity(self.neighbors.len());
         for (n, nb) in self.neighbors.iter().enumerate() {
             let f = format!("{field}.neighbor[{n}]");
