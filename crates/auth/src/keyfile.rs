@@ -327,4 +327,49 @@ mod tests {
             KeyFileError::Io { .. }
         ));
     }
+
+    proptest::proptest! {
+        /// Any text: a chain or a located error, never a panic.
+        #[test]
+        fn parsing_never_panics(text in "(?s).{0,300}") {
+            let _ = parse_key_file(&text);
+        }
+
+        /// Keys written in the format come back as written.
+        #[test]
+        fn written_keys_parse_back(
+            keys in proptest::collection::vec(
+                (
+                    0u64..=MAX_KEY_ID,
+                    proptest::sample::select(Algorithm::ALL.to_vec()),
+                    proptest::collection::vec(proptest::prelude::any::<u8>(), 1..40),
+                    proptest::option::of((0u64..1 << 40, 1u64..1 << 20, 0u64..1 << 40, 1u64..1 << 20)),
+                ),
+                1..6,
+            ),
+        ) {
+            let mut ids = std::collections::HashSet::new();
+            let keys: Vec<_> = keys.into_iter().filter(|k| ids.insert(k.0)).collect();
+            let mut text = String::from("# generated\n");
+            for (id, alg, secret, life) in &keys {
+                let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+                text += &format!("{id:#x} {} {hex}", alg.name());
+                if let Some((ss, sl, as_, al)) = life {
+                    text += &format!(" {ss} {} {as_} {}", ss + sl, as_ + al);
+                }
+                text += "\n";
+            }
+            let chain = parse_key_file(&text).unwrap();
+            proptest::prop_assert_eq!(chain.len(), keys.len());
+            for (id, alg, secret, life) in &keys {
+                let k = chain.get(*id).unwrap();
+                proptest::prop_assert_eq!(k.algorithm(), *alg);
+                proptest::prop_assert_eq!(k.secret(), &secret[..]);
+                if let Some((ss, sl, as_, al)) = life {
+                    proptest::prop_assert_eq!(k.send, Lifetime::new(*ss, ss + sl));
+                    proptest::prop_assert_eq!(k.accept, Lifetime::new(*as_, as_ + al));
+                }
+            }
+        }
+    }
 }
