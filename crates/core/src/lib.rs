@@ -11,6 +11,7 @@
 //! - [`wire`]: bounds-checked byte reader/writer and TLV helpers shared by the protocol codecs.
 //! - [`units`]: bandwidths and durations as written in configuration files.
 //! - [`route`], [`fib`]: routes as drivers report them, and the longest-prefix-match table engines keep.
+//! - [`mpls`]: labels, the label-forwarding table and the dataplane trait label-switching engines use.
 //! - [`io`], [`engine`]: the datagram vocabulary and the sans-IO engine contract drivers rely on.
 #![warn(missing_docs)]
 
@@ -18,6 +19,7 @@ pub mod arena;
 pub mod engine;
 pub mod fib;
 pub mod io;
+pub mod mpls;
 pub mod rng;
 pub mod route;
 pub mod table;
