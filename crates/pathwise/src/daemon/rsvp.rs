@@ -531,5 +531,6 @@ fn event_json(e: &Event) -> Value {
         Event::Confirmed { session, from, .. } => {
             json!({"confirmed": {"session": format!("{}:{}", session.dest, session.dst_port), "from": from}})
         }
+        Event::Lfib(change) => json!({"lfib": format!("{change:?}")}),
     }
 }

@@ -57,6 +57,10 @@ pub enum Event {
         /// end (see [`super::Config::release_on_admission_failure`]).
         released: bool,
     },
+    /// The label-forwarding table changed (RFC 3209 LSPs): the driver applies the change to its
+    /// dataplane (`pathwise_core::mpls::LabelDataplane`); the engine's own table,
+    /// [`super::RsvpEngine::lfib`], already has it.
+    Lfib(pathwise_core::mpls::LfibChange),
     /// A ResvConf reached a local receiver (RAPI RESV_CONFIRM).
     Confirmed {
         /// The session.
@@ -80,6 +84,10 @@ pub enum ApiError {
     /// The request does not have the shape its style requires.
     #[error("malformed reservation request: {0}")]
     BadRequest(&'static str),
+    /// The LSP cannot be routed from here: a Routing Problem value (RFC 3209 §4.5), e.g. 2
+    /// "Bad strict node", 5 "No route available toward destination".
+    #[error("the LSP cannot be routed (routing problem {0})")]
+    Route(u16),
     /// The sender address is not one of this node's addresses.
     #[error("sender address {0} is not local")]
     NotLocal(IpAddr),
@@ -102,10 +110,28 @@ impl<T: TrafficControl> RsvpEngine<T> {
         sender: FilterSpec,
         tspec: SenderTspec,
     ) -> Result<(), ApiError> {
+        self.add_local_sender(now, session, sender, tspec, None)
+    }
+
+    /// Register a local sender, an LSP's head end with `te`.
+    pub(super) fn add_local_sender(
+        &mut self,
+        now: Instant,
+        session: Session,
+        sender: FilterSpec,
+        tspec: SenderTspec,
+        te: Option<super::te::PsbTe>,
+    ) -> Result<(), ApiError> {
         self.now = now;
         if !self.is_local(sender.src()) {
             return Err(ApiError::NotLocal(sender.src()));
         }
+        let (oifs, ero_out) = match &te {
+            Some(t) => self
+                .lsp_oifs(&session, sender.src(), t, None)
+                .map_err(ApiError::Route)?,
+            None => (self.route_oifs(&session, sender.src(), None), None),
+        };
         let sid = self
             .session_for(now, session)
             .map_err(|_| ApiError::BadRequest("conflicting destination ports"))?;
@@ -132,12 +158,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     expires: Instant::MAX,
                     oiats: None,
                     sent: None,
-                    blockade: None,
+                    extra: super::state::PsbExtra::with_te(te),
                 });
                 (id, true)
             }
         };
-        let oifs = self.route_oifs(&session, sender.src(), None);
+        if let Some(t) = self.psbs[id].te_mut() {
+            t.ero_out = ero_out;
+        }
         self.path_changed(id, oifs, changed);
         self.flush_pending();
         Ok(())
@@ -260,7 +288,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// Run the re-merges that were deferred while processing an input.
     pub(super) fn flush_pending(&mut self) {
-        while let Some(sid) = self.pending_updates.pop() {
+        loop {
+            self.tear_superseded();
+            let Some(sid) = self.pending_updates.pop() else {
+                break;
+            };
             if self.sessions.contains(sid) {
                 self.update_reservations(sid);
             }

@@ -39,6 +39,10 @@ pub struct Counters {
     pub admission_failures: u64,
     /// Local repairs performed after route changes.
     pub local_repairs: u64,
+    /// LSP reservations preempted by LSPs of higher priority (RFC 3209 §4.7.1).
+    pub preemptions: u64,
+    /// LSPs refused for want of a free label.
+    pub label_allocation_failures: u64,
     /// Signing, verification and the integrity handshake (RFC 2747).
     pub integrity: super::integrity::IntegrityCounters,
     /// Neighbour liveness (RFC 3209 §5).

@@ -9,7 +9,7 @@
 //!
 //! State follows the KOM engine's model (seed 001 §III.A): see [`state`]. Neighbour liveness
 //! with Hello messages (RFC 3209 §5) is in [`hello`]; message integrity (RFC 2747) in
-//! [`integrity`].
+//! [`integrity`]; RSVP-TE's LSPs, labels and explicit routes (RFC 3209) in [`te`].
 
 pub mod api;
 pub mod counters;
@@ -25,6 +25,7 @@ mod routes;
 mod send;
 pub mod state;
 pub mod tc;
+pub mod te;
 
 pub use api::{ApiError, Event};
 pub use counters::{Counters, StateStats};
@@ -103,6 +104,12 @@ pub struct Config {
     /// Sessions to make room for up front (0: grow as needed). Saves rehashing and arena growth
     /// on a node that knows its load.
     pub expected_sessions: usize,
+    /// The labels this node allocates for LSPs (RFC 3209 §4.1), first and last; clamped to
+    /// 16 ..= 2^20 − 1 (RFC 3032 §2.1 reserves 0–15).
+    pub label_range: (u32, u32),
+    /// As an LSP egress, advertise the explicit null label of the LSP's protocol (0 for IPv4,
+    /// 2 for IPv6) instead of implicit null (3), so the last hop keeps the label (RFC 3032 §2.1).
+    pub explicit_null: bool,
     /// Unix time in seconds at the engine's `Instant` zero. Key lifetimes and RFC 2747
     /// sequence numbers are wall-clock based; the engine reads no clock, so the driver says how
     /// its instants map to wall-clock time.
@@ -125,6 +132,8 @@ impl Default for Config {
             local_addrs: Vec::new(),
             expected_sessions: 0,
             wall_clock_at_zero: 0,
+            label_range: (16, pathwise_core::mpls::MAX_LABEL),
+            explicit_null: false,
         }
     }
 }
@@ -176,6 +185,18 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     recent: VecDeque<integrity::Recent>,
     /// Neighbours Hello tracks, with their timers (RFC 3209 §5).
     hello: hello::HelloState,
+    /// Labels for LSPs (RFC 3209 §4.1).
+    labels: te::LabelSpace,
+    /// The label-forwarding table built from LSP bindings.
+    lfib: pathwise_core::mpls::MemoryLfib,
+    /// LSPs this node heads, by name.
+    lsps: Vec<te::lsp::HeadEnd>,
+    /// The last tunnel id given to a new LSP.
+    next_tunnel_id: u16,
+    /// Creation counter of head-end LSPs.
+    te_seq: u64,
+    /// Head-end LSPs to tear down once the current input is processed (replaced or failed).
+    superseded: Vec<(Session, crate::wire::FilterSpec)>,
 }
 
 impl RsvpEngine<MemoryTrafficControl> {
@@ -228,6 +249,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
             challenge_refreshed: keyed_map(&mut rng),
             recent: VecDeque::new(),
             hello: hello::HelloState::new(cfg.seed, cfg.wheel, now),
+            labels: te::LabelSpace::new(cfg.label_range.0, cfg.label_range.1),
+            lfib: pathwise_core::mpls::MemoryLfib::new(),
+            lsps: Vec::new(),
+            next_tunnel_id: 0,
+            te_seq: 0,
+            superseded: Vec::new(),
             now,
             local,
             fib: Fib::new(),
@@ -333,12 +360,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let earliest = self
             .psbs_of(sid)
             .map(|p| {
-                self.psbs[p]
-                    .blockade
-                    .as_ref()
-                    .map_or(self.psbs[p].expires, |b| {
-                        b.expires.min(self.psbs[p].expires)
-                    })
+                self.psbs[p].blockade().map_or(self.psbs[p].expires, |b| {
+                    b.expires.min(self.psbs[p].expires)
+                })
             })
             .chain(self.rsbs_of(sid).map(|r| self.rsbs[r].expires))
             .fold(s.refresh_at.min(s.repair_at), Instant::min);
@@ -390,15 +414,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
         let lapsed: SmallVec<[PsbId; 2]> = self
             .psbs_of(sid)
-            .filter(|&p| {
-                self.psbs[p]
-                    .blockade
-                    .as_ref()
-                    .is_some_and(|b| b.expires <= now)
-            })
+            .filter(|&p| self.psbs[p].blockade().is_some_and(|b| b.expires <= now))
             .collect();
         for &p in &lapsed {
-            self.psbs[p].blockade = None;
+            self.psbs[p].set_blockade(None);
         }
         if !expired.is_empty() || !stale.is_empty() || !lapsed.is_empty() {
             self.update_reservations(sid);

@@ -3,6 +3,7 @@
 
 use super::list;
 use super::state::{Oi, PhopId, Psb, PsbId, SessionId, SessionState, carried, filter_matches};
+use super::te::PsbTe;
 use super::{Event, RsvpEngine, TrafficControl};
 use crate::wire::error::error_code;
 use crate::wire::{
@@ -53,7 +54,43 @@ fn carried_session_attribute(sa: &SessionAttribute) -> Opaque {
     )
 }
 
+/// What a Path says about an LSP, to tell whether a refresh changed it.
+fn path_inputs(t: &PsbTe) -> impl PartialEq + '_ {
+    (&t.label_request, &t.session_attribute, &t.ero, &t.rro)
+}
+
 impl<T: TrafficControl> RsvpEngine<T> {
+    /// The TE state of an LSP's Path and where it goes from here: a RECORD_ROUTE naming this
+    /// node is a loop (§4.4.3), the EXPLICIT_ROUTE is processed (§4.3.4), and the egress must
+    /// carry the L3PID asked for (§4.2.1). Errors are Routing Problem values.
+    fn path_te(
+        &self,
+        p: &Path,
+        label_request: te::LabelRequest,
+        iif: IfIndex,
+    ) -> Result<(PsbTe, SmallVec<[Oi; 1]>), u16> {
+        let rro = p.sender.record_route.clone();
+        if rro.iter().flat_map(|r| &r.subobjects).any(|s| match s {
+            te::RroSubobject::Ipv4 { addr, .. } => self.is_local((*addr).into()),
+            te::RroSubobject::Ipv6 { addr, .. } => self.is_local((*addr).into()),
+            _ => false,
+        }) {
+            return Err(error_code::routing::RRO_INDICATED_ROUTING_LOOPS);
+        }
+        let mut t = PsbTe::new(
+            label_request,
+            p.session_attribute.clone(),
+            p.explicit_route.clone(),
+            rro,
+        );
+        let (oifs, ero_out) = self.lsp_oifs(&p.session, p.sender.template.src(), &t, Some(iif))?;
+        if oifs.contains(&None) && !t.l3pid_supported() {
+            return Err(error_code::routing::UNSUPPORTED_L3PID);
+        }
+        t.ero_out = ero_out;
+        Ok((t, oifs))
+    }
+
     /// The session for `key`, created if new. Refused with "Conflicting Dest Ports" (code 7) when
     /// another session to the same destination and protocol has a zero port where this one has
     /// not, or the other way round (RFC 2209 §3). LSP tunnels are exempt: their `dst_port` is a
@@ -181,6 +218,24 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
             return;
         }
+        // An LSP (RFC 3209): its route comes from the EXPLICIT_ROUTE; a Path this node cannot
+        // carry on is answered with PathErr "Routing Problem" (§4.5) and not kept.
+        let te = match p.label_request.filter(|_| p.session.is_lsp_tunnel()) {
+            Some(lr) => match self.path_te(&p, lr, rx.ifindex) {
+                Ok(x) => Some(x),
+                Err(value) => {
+                    self.drop_msg("routing_problem");
+                    let sender = Some(p.sender.clone());
+                    let code = error_code::ROUTING_PROBLEM;
+                    self.send_path_err_raw(p.session, p.hop.addr, rx.ifindex, code, value, sender);
+                    if self.sessions[sid].psbs.is_none() {
+                        self.remove_session(sid);
+                    }
+                    return;
+                }
+            },
+            None => None,
+        };
         // A Send_TTL different from the IP TTL means non-RSVP routers forwarded the message
         // (RFC 2205 §3.8): the ADSPEC's break bit says the path is not fully IntServ-capable.
         let non_rsvp = hdr.send_ttl != rx.ttl;
@@ -191,17 +246,33 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let adspec = adspec.map(|a| self.intern_adspec(a));
         let mut objects = p.policy;
         objects.extend(p.forward);
-        // SESSION_ATTRIBUTE goes on unmodified (RFC 3209 §4.7), carried as the unknown
-        // class-11bbbbbb object it was to this engine before RSVP-TE; the other TE objects are
-        // not acted on yet, so not passed on.
-        objects.extend(p.session_attribute.as_ref().map(carried_session_attribute));
+        if te.is_none() {
+            // SESSION_ATTRIBUTE outside an LSP session goes on unmodified, as the unknown
+            // class-11bbbbbb object it is to plain RSVP.
+            objects.extend(p.session_attribute.as_ref().map(carried_session_attribute));
+        }
+        let (te, te_oifs) = match te {
+            Some((t, oifs)) => (Some(t), Some(oifs)),
+            None => (None, None),
+        };
         let expires = now + self.lifetime(p.time_values.refresh_ms);
         let phop = self.phop_acquire(p.hop, rx.ifindex);
         let ttl = rx.ttl.saturating_sub(1);
         let (id, changed) = match self.find_psb(sid, &template) {
             Some(id) => {
                 let old = &self.psbs[id];
-                let changed = old.phop != Some(phop)
+                let te = te.map(|mut t| {
+                    if let Some(o) = old.te() {
+                        t.in_label = o.in_label;
+                        t.out = o.out;
+                        t.seq = o.seq;
+                        t.sent_up.clone_from(&o.sent_up);
+                    }
+                    t
+                });
+                let te_changed = old.te().map(path_inputs) != te.as_ref().map(path_inputs);
+                let changed = te_changed
+                    || old.phop != Some(phop)
                     || old.iif != Some(rx.ifindex)
                     || old.tspec != p.sender.tspec
                     || old.adspec != adspec
@@ -230,6 +301,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 if changed {
                     psb.carried = carried(objects);
                 }
+                psb.set_te(te);
                 (id, changed)
             }
             None => {
@@ -248,12 +320,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     expires,
                     oiats: None,
                     sent: None,
-                    blockade: None,
+                    extra: super::state::PsbExtra::with_te(te),
                 });
                 (id, true)
             }
         };
-        let oifs = self.route_oifs(&p.session, template.src(), Some(rx.ifindex));
+        let oifs = te_oifs
+            .unwrap_or_else(|| self.route_oifs(&p.session, template.src(), Some(rx.ifindex)));
         self.path_changed(id, oifs, changed);
     }
 
@@ -273,6 +346,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
         if changed || old != oifs {
             self.send_path(id, &oifs);
+            if oifs.contains(&None) && self.psbs[id].te().is_some() {
+                self.egress_reserve(sid);
+            }
             if oifs.contains(&None) {
                 let p = &self.psbs[id];
                 self.events.push_back(Event::PathState {
@@ -344,11 +420,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 let src = self.iface_addr(Some(ifx), addr);
                 self.transmit(&msg, Some(src), addr, Some(ifx), false, self.cfg.ttl);
             }
-            None => self.events.push_back(Event::PathError {
-                session: e.session,
-                sender: e.sender.map(|s| s.template),
-                error: e.error,
-            }),
+            None => self.head_end_error(id, e.error),
         }
     }
 
@@ -401,6 +473,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// Free a PSB that is on no list any more, releasing what it shares.
     fn free_psb(&mut self, id: PsbId) {
+        self.drop_in_label(id);
         let p = self.psbs.remove(id);
         if let Some(r) = p.sent {
             self.flowspecs.release(r);
@@ -444,6 +517,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let s = self.sessions.remove(sid);
         let slot = (s.key.dest, s.key.protocol_id);
         if s.key.is_lsp_tunnel() {
+            self.lfib_apply(pathwise_core::mpls::LfibChange::RemoveFtn {
+                dest: s.key.dest,
+                tunnel_id: s.key.dst_port,
+            });
             return;
         }
         if let Some(c) = self.dest_ports.get_mut(&slot) {

@@ -194,7 +194,22 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let mut errors = Vec::new();
         // (FF sender, flowspec, filters, the descriptor it came from) per RSB to install.
         let mut wanted: Vec<WantedRsb> = Vec::new();
+        let lsp = self.sessions[sid].key.is_lsp_tunnel();
         for f in &req.flows {
+            // RFC 3209 §4.1.2: a label this node cannot use is refused with "Unacceptable
+            // label value". A local (egress) request carries none.
+            if lsp
+                && req.nhop.is_some()
+                && f.filters.iter().enumerate().any(|(i, _)| {
+                    f.te.get(i)
+                        .and_then(|t| t.label)
+                        .is_none_or(|l| !pathwise_core::mpls::is_valid_out_label(l.label))
+                })
+            {
+                let value = error_code::routing::UNACCEPTABLE_LABEL_VALUE;
+                errors.push(((error_code::ROUTING_PROBLEM, value), f.clone()));
+                continue;
+            }
             let Some(fs) = f.flowspec else {
                 errors.push(((error_code::TRAFFIC_CONTROL_ERROR, 3), f.clone()));
                 continue;
@@ -205,11 +220,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
             };
             match style {
                 StyleKind::Ff => {
-                    for filt in &f.filters {
+                    for (i, filt) in f.filters.iter().enumerate() {
                         let d = FlowDescriptor {
                             flowspec: Some(fs),
                             filters: vec![*filt],
-                            te: Vec::new(),
+                            te: f.te.get(i).cloned().into_iter().collect(),
                         };
                         if known(filt) {
                             wanted.push((Some(*filt), fs, SmallVec::from_elem(*filt, 1), d));
@@ -232,6 +247,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let mut scope_changed = false;
         let expires = req.lifetime.map_or(Instant::MAX, |l| now + l);
         for (ff, fs, filters, desc) in wanted {
+            let desc_te = desc.te.clone();
             let id = match self.find_rsb(sid, req.nhop, req.oi, ff.as_ref()) {
                 Some(id) => {
                     let r = &self.rsbs[id];
@@ -273,12 +289,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let r = &mut self.rsbs[id];
             if req.scope.as_ref() != r.scope()
                 || r.carried() != req.carried.as_slice()
+                || r.te() != desc_te.as_slice()
                 || req.confirm.is_some()
             {
                 scope_changed |= req.scope.as_ref() != r.scope();
                 r.with_extra(|e| {
                     e.scope.clone_from(&req.scope);
                     e.carried.clone_from(&req.carried);
+                    e.te.clone_from(&desc_te);
                     if req.confirm.is_some() {
                         e.confirm = req.confirm;
                     }
@@ -423,9 +441,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 flowspec: &u.flowspec,
                 filters: &filters,
             };
-            match self.tc.modify(o.tc, req) {
+            let handle = o.tc;
+            match self.admit(sid, ifindex, &u.psbs, |tc| tc.modify(handle, req)) {
                 Ok(()) => {
-                    let mut slot = o.flowspec;
+                    let mut slot = self.out_isbs[oid].flowspec;
                     self.flowspecs.replace(&mut slot, u.flowspec);
                     self.out_isbs[oid].flowspec = slot;
                     self.relink(oid, &u.psbs);
@@ -444,7 +463,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 flowspec: &u.flowspec,
                 filters: &filters,
             };
-            match self.tc.reserve(u.ifindex, req) {
+            match self.admit(sid, u.ifindex, &u.psbs, |tc| tc.reserve(u.ifindex, req)) {
                 Ok(tc) => {
                     let flowspec = self.flowspecs.acquire(u.flowspec);
                     let oid = self.out_isbs.insert(OutIsb {
@@ -606,7 +625,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     .rsbs_of(sid)
                     .filter(|&r| serves(&self.rsbs[r], p))
                     .collect();
-                for r in self.unblockaded(serving, self.psbs[p].blockade.as_deref()) {
+                for r in self.unblockaded(serving, self.psbs[p].blockade()) {
                     let fs = self.flowspecs.get(self.rsbs[r].flowspec);
                     merged = Some(merged.map_or(*fs, |m| lub(&m, fs)));
                     if !contributing.contains(&r) {
@@ -622,9 +641,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .rsbs_of(sid)
                 .filter(|&r| senders.iter().any(|&p| serves(&self.rsbs[r], p)))
                 .collect();
-            let blockade = senders
-                .iter()
-                .find_map(|&p| self.psbs[p].blockade.as_deref());
+            let blockade = senders.iter().find_map(|&p| self.psbs[p].blockade());
             contributing = self.unblockaded(serving, blockade);
             let merged = contributing
                 .iter()
@@ -721,6 +738,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// on refresh); tear requests that vanished; answer or forward confirmations; tell local
     /// senders about their reservations.
     pub(super) fn refresh_upstream(&mut self, sid: SessionId, force: bool) {
+        let lsp = self.sessions[sid].key.is_lsp_tunnel();
+        if lsp {
+            self.sync_labels(sid);
+        }
         let mut groups: SendersByHop = SmallVec::new();
         for p in self.psbs_of(sid) {
             let ph = self.psbs[p].phop;
@@ -730,7 +751,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         }
         for (ph, senders) in groups {
-            let (style, per_sender, contributing) = self.request_for(sid, &senders, ph.is_none());
+            let (style, mut per_sender, contributing) =
+                self.request_for(sid, &senders, ph.is_none());
+            // An LSP is asked for upstream only with a label of ours to give (RFC 3209 §4.1).
+            per_sender.retain(|(p, _)| self.has_upstream_label(*p));
             let Some(ph) = ph else {
                 self.notify_local_senders(sid, &senders, &per_sender);
                 let flows = style
@@ -753,8 +777,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let now_flows = self.request_flows(style, &per_sender);
             let same_style = prev_style == Some(style);
             let grew = !same_style || request_grew(&prev, &now_flows);
-            let changed = !same_style || prev != now_flows;
-            let flows = descriptors(style, &now_flows);
+            let mut flows = descriptors(style, &now_flows);
+            // Labels and recorded routes travel with their FILTER_SPECs; a new one is news.
+            let te_changed = lsp && self.attach_te(sid, &mut flows);
+            let changed = !same_style || prev != now_flows || te_changed;
             if !changed && !force {
                 // Nothing new travels upstream: confirmations are answered here.
                 self.confirm_here(sid, &contributing, Some(style), &flows);
@@ -1033,7 +1059,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 })
                 .collect();
             for p in blocked {
-                self.psbs[p].blockade = Some(Box::new(Blockade {
+                self.psbs[p].set_blockade(Some(Blockade {
                     flowspec: qe,
                     expires,
                 }));

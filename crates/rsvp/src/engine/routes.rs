@@ -4,6 +4,7 @@
 use super::state::{Oi, SessionId};
 use super::{RsvpEngine, TrafficControl};
 use crate::wire::Session;
+use crate::wire::error::error_code;
 use pathwise_core::io::IfIndex;
 use pathwise_core::route::RouteChange;
 use pathwise_core::time::Instant;
@@ -81,7 +82,22 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let mut repaired = false;
         for id in psbs {
             let p = &self.psbs[id];
-            let oifs = self.route_oifs(&session, p.sender.src(), p.iif);
+            let oifs = match p.te() {
+                // An LSP follows its explicit route again; one that cannot is reported
+                // towards its head end and keeps its old route until torn down.
+                Some(t) => match self.lsp_oifs(&session, p.sender.src(), t, p.iif) {
+                    Ok((oifs, ero_out)) => {
+                        self.psbs[id].te_mut().unwrap().ero_out = ero_out;
+                        oifs
+                    }
+                    Err(value) => {
+                        self.path_err_upstream(id, error_code::ROUTING_PROBLEM, value);
+                        continue;
+                    }
+                },
+                None => self.route_oifs(&session, p.sender.src(), p.iif),
+            };
+            let p = &self.psbs[id];
             if oifs != p.oifs {
                 repaired = true;
                 self.path_changed(id, oifs, false);

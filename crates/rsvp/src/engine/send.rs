@@ -112,25 +112,32 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .iter()
                 .cloned()
                 .partition(|o| o.class == class::POLICY_DATA);
+            let addr = self.iface_addr(Some(*ifx), session.dest);
+            let te = p.te();
             let msg = Message::Path(Path {
                 integrity: None,
                 session,
-                hop: RsvpHop {
-                    addr: self.iface_addr(Some(*ifx), session.dest),
-                    lih: ifx.0,
-                },
+                hop: RsvpHop { addr, lih: ifx.0 },
                 time_values: TimeValues {
                     refresh_ms: self.refresh_ms(),
                 },
-                explicit_route: None,
-                label_request: None,
-                session_attribute: None,
+                // RFC 3209 §4.3.4, §4.2, §4.7: the route left to follow, the label request and
+                // the session attribute as received.
+                explicit_route: te.and_then(|t| t.ero_out.clone()),
+                label_request: te.map(|t| t.label_request),
+                session_attribute: te.and_then(|t| t.session_attribute.clone()),
                 policy,
                 sender: SenderDescriptor {
                     template: p.sender,
                     tspec: p.tspec,
                     adspec,
-                    record_route: None,
+                    // §4.4.3: this node's outgoing address pushed on the route recorded so far.
+                    record_route: te.and_then(|t| t.rro.as_ref()).map(|r| {
+                        super::te::labels::pushed(
+                            Some(r),
+                            [super::te::labels::address_subobject(addr)],
+                        )
+                    }),
                 },
                 forward,
             });

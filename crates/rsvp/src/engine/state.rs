@@ -15,8 +15,8 @@
 
 use super::intern::{Encode, Interned};
 use crate::wire::{
-    Adspec, FilterSpec, FlowDescriptor, FlowSpec, Opaque, ResvConfirm, RsvpHop, Scope, SenderTspec,
-    Session, StyleKind,
+    Adspec, FilterSpec, FilterTe, FlowDescriptor, FlowSpec, Opaque, ResvConfirm, RsvpHop, Scope,
+    SenderTspec, Session, StyleKind,
 };
 use pathwise_core::arena::Id;
 use pathwise_core::io::IfIndex;
@@ -117,9 +117,65 @@ pub struct Psb {
     pub oiats: Option<OiatId>,
     /// The flowspec this node last asked the previous hop to reserve for this sender.
     pub sent: Option<FlowSpecRef>,
+    /// What few senders have, out of line: blockade and RSVP-TE state.
+    pub extra: Option<Box<PsbExtra>>,
+}
+
+/// The rarely present parts of a PSB, in one box so that a plain sender pays one pointer.
+#[derive(Debug, Default)]
+pub struct PsbExtra {
     /// Blockade state (RFC 2205 §3.5): a request upstream failed admission, so requests at
     /// least this large are left out of merging until it expires.
-    pub blockade: Option<Box<Blockade>>,
+    pub blockade: Option<Blockade>,
+    /// RSVP-TE state of an LSP (RFC 3209).
+    pub te: Option<super::te::PsbTe>,
+}
+
+impl PsbExtra {
+    /// The box for an LSP's TE state, or none.
+    pub fn with_te(te: Option<super::te::PsbTe>) -> Option<Box<PsbExtra>> {
+        te.map(|te| {
+            Box::new(PsbExtra {
+                blockade: None,
+                te: Some(te),
+            })
+        })
+    }
+}
+
+impl Psb {
+    /// RSVP-TE state, for an LSP.
+    pub fn te(&self) -> Option<&super::te::PsbTe> {
+        self.extra.as_ref()?.te.as_ref()
+    }
+
+    /// RSVP-TE state, to change.
+    pub fn te_mut(&mut self) -> Option<&mut super::te::PsbTe> {
+        self.extra.as_mut()?.te.as_mut()
+    }
+
+    /// Replace the RSVP-TE state.
+    pub fn set_te(&mut self, te: Option<super::te::PsbTe>) {
+        self.update_extra(|e| e.te = te);
+    }
+
+    /// Blockade state, if any.
+    pub fn blockade(&self) -> Option<&Blockade> {
+        self.extra.as_ref()?.blockade.as_ref()
+    }
+
+    /// Set or lift the blockade.
+    pub fn set_blockade(&mut self, b: Option<Blockade>) {
+        self.update_extra(|e| e.blockade = b);
+    }
+
+    fn update_extra(&mut self, f: impl FnOnce(&mut PsbExtra)) {
+        let mut e = self.extra.take().unwrap_or_default();
+        f(&mut e);
+        if e.blockade.is_some() || e.te.is_some() {
+            self.extra = Some(e);
+        }
+    }
 }
 
 /// Blockade State Block (RFC 2209 §1 "BSB"), kept with the sender it concerns.
@@ -175,12 +231,20 @@ pub struct RsbExtra {
     pub confirm: Option<ResvConfirm>,
     /// POLICY_DATA and unknown-but-forwarded objects.
     pub carried: Vec<Opaque>,
+    /// The LABEL and RECORD_ROUTE bound to each of the RSB's filters, by index (RFC 3209
+    /// §3.2.1); empty outside LSP sessions.
+    pub te: Vec<FilterTe>,
 }
 
 impl Rsb {
     /// SCOPE, if the request has one.
     pub fn scope(&self) -> Option<&Scope> {
         self.extra.as_ref().and_then(|e| e.scope.as_ref())
+    }
+
+    /// The LABEL and RECORD_ROUTE per filter.
+    pub fn te(&self) -> &[FilterTe] {
+        self.extra.as_ref().map_or(&[], |e| e.te.as_slice())
     }
 
     /// Objects carried with the request.

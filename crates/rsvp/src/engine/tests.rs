@@ -326,7 +326,7 @@ fn lsp_tunnel() -> (Session, FilterSpec) {
 }
 
 #[test]
-fn lsp_tunnel_sessions_reserve_like_any_other_session() {
+fn a_transit_lsr_binds_labels_downstream_on_demand() {
     let mut e = engine();
     let (s, lsp) = lsp_tunnel();
     let Message::Path(mut p) = path(s, lsp) else {
@@ -345,19 +345,65 @@ fn lsp_tunnel_sessions_reserve_like_any_other_session() {
         63,
     );
     assert_eq!((out.len(), e.state_stats().psbs), (1, 1));
-    // Labels are not handled yet: the Path goes on without the LABEL_REQUEST, which a node
-    // that parses RFC 3209 refuses for an LSP tunnel (§3.1.1).
-    assert_eq!(
-        Message::parse(&out[0].payload).map_err(|e| e.kind),
-        Err(crate::wire::ParseErrorKind::MissingObject { class: 19 })
+    // RFC 3209 §4.2: the LABEL_REQUEST goes on with the Path.
+    let Message::Path(fwd) = parsed(&out[0]) else {
+        panic!()
+    };
+    assert_eq!(fwd.label_request.map(|l| l.l3pid), Some(0x0800));
+    // §4.1: the Resv brings the next hop's label; this node binds one of its own, sends it
+    // upstream bound to the FILTER_SPEC and installs the swap.
+    let with_label = |label| {
+        let mut flows = ff(10.0, lsp);
+        flows[0].te = vec![FilterTe {
+            label: Some(Label { label }),
+            record_route: None,
+        }];
+        flows
+    };
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&resv(s, StyleKind::Ff, with_label(1000)), 64),
+        NHOP,
+        DOWN,
+        64,
     );
-    // The FILTER_SPEC names the LSP exactly (no wildcard LSP ID), and the LABEL bound to it
-    // is accepted and not yet acted on.
-    let mut flows = ff(10.0, lsp);
-    flows[0].te = vec![FilterTe {
-        label: Some(Label { label: 1000 }),
-        record_route: None,
-    }];
+    assert_eq!(e.state_stats().out_isbs, 1);
+    let Message::Resv(up) = parsed(&out[0]) else {
+        panic!("{out:?}")
+    };
+    let ours = up.flows[0].te[0].label.unwrap().label;
+    assert_eq!(ours, 16);
+    let entry = e.lfib().get(ours).copied().unwrap();
+    assert_eq!(entry.op, pathwise_core::mpls::LabelOp::Swap(1000));
+    assert_eq!(entry.next_hop.addr, IpAddr::V4(NHOP));
+    // A label in the reserved range is refused (§4.1.2, "Unacceptable label value").
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&resv(s, StyleKind::Ff, with_label(7)), 64),
+        NHOP,
+        DOWN,
+        64,
+    );
+    assert_eq!(
+        error_of(&out[0]),
+        (
+            error_code::ROUTING_PROBLEM,
+            error_code::routing::UNACCEPTABLE_LABEL_VALUE
+        )
+    );
+    assert_eq!(
+        e.lfib().get(ours).unwrap().op,
+        pathwise_core::mpls::LabelOp::Swap(1000)
+    );
+    // The FILTER_SPEC names the LSP exactly: another LSP ID has no path state.
+    let other = FilterSpec::LspTunnelV4 {
+        src: Ipv4Addr::new(30, 0, 0, 1),
+        lsp_id: 2,
+    };
+    let mut flows = ff(10.0, other);
+    flows[0].te = with_label(1000)[0].te.clone();
     let out = feed(
         &mut e,
         Instant::ZERO,
@@ -366,24 +412,22 @@ fn lsp_tunnel_sessions_reserve_like_any_other_session() {
         DOWN,
         64,
     );
-    assert_eq!(e.state_stats().out_isbs, 1);
-    assert!(
-        out.iter().all(|t| parsed(t).msg_type() == MsgType::Resv),
-        "{out:?}"
-    );
-    let other = FilterSpec::LspTunnelV4 {
-        src: Ipv4Addr::new(30, 0, 0, 1),
-        lsp_id: 2,
-    };
-    let out = feed(
-        &mut e,
-        Instant::ZERO,
-        &bytes(&resv(s, StyleKind::Ff, ff(10.0, other)), 64),
-        NHOP,
-        DOWN,
-        64,
-    );
     assert_eq!(error_of(&out[0]), (error_code::NO_SENDER_INFORMATION, 0));
+    // PathTear: the binding and its label go.
+    let tear = Message::PathTear(crate::wire::PathTear {
+        integrity: None,
+        session: s,
+        hop: crate::wire::RsvpHop {
+            addr: PHOP.into(),
+            lih: 0,
+        },
+        sender_template: Some(lsp),
+        sender_tspec: None,
+        forward: Vec::new(),
+    });
+    feed(&mut e, Instant::ZERO, &bytes(&tear, 63), PHOP, UP, 63);
+    assert!(e.lfib().is_empty());
+    assert_eq!(e.labels_in_use(), 0);
 }
 
 #[test]
