@@ -16,6 +16,8 @@
 //!   [`ifindex_by_name`].
 //! - [`ip`]: the header builders and parsers (pure, never panic; usable by fuzz targets).
 //! - [`tc`]: RSVP reservations as Linux traffic control (HTB classes and u32 filters).
+//! - [`LinuxMpls`] ([`mpls`]): label bindings into the kernel's MPLS forwarding over rtnetlink,
+//!   the Linux [`LabelDataplane`](pathwise_core::mpls::LabelDataplane).
 //!
 //! # Driving an engine
 //!
@@ -111,6 +113,7 @@ mod cmsg;
 mod fib;
 pub mod ip;
 mod mirror;
+pub mod mpls;
 mod raw;
 mod sys;
 pub mod tc;
@@ -118,6 +121,7 @@ pub mod udp_ra;
 
 pub use fib::{FibMirror, InterfaceInfo, NetEvent, ifindex_by_name, interfaces};
 pub use ip::DropReason;
+pub use mpls::LinuxMpls;
 pub use raw::{Family, RawConfig, RawOptions, RawSocket, RawStats};
 pub use udp_ra::RaUdpSocket;
 
@@ -129,5 +133,6 @@ mod tests {
     fn handles_can_move_between_threads() {
         send_sync::<super::RawSocket>();
         send_sync::<super::FibMirror>();
+        send_sync::<super::LinuxMpls>();
     }
 }

@@ -43,6 +43,11 @@ impl Netns {
         Ok(Netns { name })
     }
 
+    /// A namespace of its own, named after `tag`.
+    pub fn single(tag: &str) -> Netns {
+        Netns::create(unique(tag, "n")).expect("create netns")
+    }
+
     /// `ip -n NAME args...`, panicking with stderr on failure.
     pub fn ip(&self, args: &[&str]) {
         let out = Command::new("ip")
