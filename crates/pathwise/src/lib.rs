@@ -14,3 +14,4 @@ pub mod netns;
 pub mod oracle;
 pub mod rsvp_chain;
 pub mod rsvp_sim;
+pub mod rsvp_te_sim;

@@ -159,17 +159,8 @@ fn altered(c: &Captured, f: impl FnOnce(&mut Message)) -> Vec<u8> {
 }
 
 fn strip(m: &mut Message) {
-    match m {
-        Message::Path(x) => x.integrity = None,
-        Message::Resv(x) => x.integrity = None,
-        Message::PathTear(x) => x.integrity = None,
-        Message::ResvTear(x) => x.integrity = None,
-        Message::PathErr(x) => x.integrity = None,
-        Message::ResvErr(x) => x.integrity = None,
-        Message::ResvConf(x) => x.integrity = None,
-        Message::IntegrityResponse(x) => x.integrity = None,
-        Message::Hello(x) => x.integrity = None,
-        Message::IntegrityChallenge(_) => {}
+    if let Some(slot) = m.integrity_slot() {
+        *slot = None;
     }
 }
 

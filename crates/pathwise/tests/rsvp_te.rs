@@ -428,3 +428,170 @@ fn hello_tears_down_the_lsps_of_a_failed_link_at_once() {
     assert!(engine(&sc, r0).lfib().is_empty());
     assert_ne!(head(&sc, r0, "h").status, LspStatus::Up);
 }
+
+#[test]
+fn summary_refresh_keeps_10000_lsps_alive_with_far_fewer_bytes() {
+    use pathwise::rsvp_te_sim::refresh_load;
+    let full = refresh_load(10_000, false, R, 5);
+    let reduced = refresh_load(10_000, true, R, 5);
+    println!("full refresh: {full:?}\nrefresh reduction: {reduced:?}");
+    for load in [full, reduced] {
+        assert_eq!(load.lsps_up, 10_000);
+        assert_eq!(load.timeouts, 0);
+    }
+    // Full refresh: a Path and a Resv per LSP per link per period (R/2..3R/2, mean R).
+    assert!(
+        full.messages_per_s > 2.0 * 2.0 * 10_000.0 / 30.0 * 0.8,
+        "{full:?}"
+    );
+    // Srefresh lists ~300 identifiers per message.
+    assert!(
+        reduced.bytes_per_s * 10.0 < full.bytes_per_s,
+        "{reduced:?} vs {full:?}"
+    );
+    assert!(reduced.messages_per_s * 20.0 < full.messages_per_s);
+}
+
+/// R0 – R1 – R2 with refresh reduction on the nodes `rr` names.
+fn rr_net(rr: &'static [&'static str]) -> (Scenario, NodeId, NodeId, NodeId) {
+    let sc = te_sim(testbeds::seed004_r0_r2(), move |s, c| {
+        c.refresh_reduction = rr.contains(&s.name.as_str());
+    });
+    let (r0, r1, r2) = (node(&sc, "R0"), node(&sc, "R1"), node(&sc, "R2"));
+    (sc, r0, r1, r2)
+}
+
+fn rr_counters(sc: &Scenario, n: NodeId) -> pathwise_rsvp::engine::refresh::RefreshCounters {
+    engine(sc, n).counters().refresh
+}
+
+#[test]
+fn acknowledged_lsps_are_refreshed_by_summary_and_bundled() {
+    let (mut sc, r0, r1, r2) = rr_net(&["R0", "R1", "R2"]);
+    let to = v4(&sc, r2);
+    for i in 0..20 {
+        open(
+            &mut sc,
+            Instant::from_millis(1),
+            r0,
+            spec(&format!("l{i}"), to, None, 1),
+        );
+    }
+    // Capability is learnt from a neighbour's first messages (RFC 2961 §2), so the first Paths
+    // go plain; from the first refresh on, every Path and Resv is identified and acknowledged
+    // hop by hop.
+    sc.run_until(Instant::from_secs(100));
+    for n in [r0, r1, r2] {
+        let c = rr_counters(&sc, n);
+        assert!(c.identified > 0 && c.acks_received > 0, "{c:?}");
+        assert_eq!(c.retransmitted, 0, "{c:?}");
+    }
+    // Acks and Resvs to the same neighbour in one go travel in Bundles.
+    assert!(rr_counters(&sc, r1).bundles_sent + rr_counters(&sc, r2).bundles_sent > 0);
+    assert!(rr_counters(&sc, r0).bundles_received + rr_counters(&sc, r1).bundles_received > 0);
+    sc.run_until(Instant::from_secs(600));
+    for n in [r0, r1, r2] {
+        let e = engine(&sc, n);
+        assert_eq!(e.counters().path_timeouts + e.counters().resv_timeouts, 0);
+        assert_eq!(e.counters().total_drops(), 0, "{:?}", e.counters().drops);
+        assert!(
+            e.counters()
+                .received(pathwise_rsvp::wire::MsgType::Srefresh)
+                > 0
+        );
+    }
+    // After the first refresh only summaries cross: no full Path reaches R1 any more.
+    let paths_then = engine(&sc, r1)
+        .counters()
+        .received(pathwise_rsvp::wire::MsgType::Path);
+    sc.run_until(Instant::from_secs(900));
+    assert_eq!(
+        engine(&sc, r1)
+            .counters()
+            .received(pathwise_rsvp::wire::MsgType::Path),
+        paths_then
+    );
+    assert_eq!(
+        engine(&sc, r0)
+            .lsps()
+            .iter()
+            .filter(|v| v.status == LspStatus::Up)
+            .count(),
+        20
+    );
+}
+
+#[test]
+fn a_lost_trigger_is_retransmitted_long_before_the_next_refresh() {
+    let (mut sc, r0, r1, r2) = rr_net(&["R0", "R1", "R2"]);
+    let to = v4(&sc, r2);
+    // Learn the neighbours first (capability comes with the first messages), then lose
+    // everything R0 sends R1 for a moment.
+    open(
+        &mut sc,
+        Instant::from_millis(1),
+        r0,
+        spec("first", to, None, 1),
+    );
+    sc.run_until(Instant::from_secs(1));
+    let link = sc.sim.link_between(r0, r1).unwrap();
+    let dir = if sc.sim.topology().link(link).ends[0].0 == r0 {
+        pathwise_sim::Direction::AToB
+    } else {
+        pathwise_sim::Direction::BToA
+    };
+    sc.sim.update_link(link, Some(dir), |p| p.loss = 1.0);
+    open(
+        &mut sc,
+        Instant::from_secs(1),
+        r0,
+        spec("second", to, None, 1),
+    );
+    sc.run_until(Instant::from_millis(1200));
+    sc.sim.update_link(link, Some(dir), |p| p.loss = 0.0);
+    // Rf = 500 ms, then 1 s: the second retransmission gets through, far sooner than R = 30 s.
+    sc.run_until(Instant::from_secs(3));
+    assert!(rr_counters(&sc, r0).retransmitted >= 1);
+    assert_eq!(head(&sc, r0, "second").status, LspStatus::Up);
+}
+
+#[test]
+fn a_restarted_neighbour_is_resynchronised_through_nack() {
+    let (mut sc, r0, r1, r2) = rr_net(&["R0", "R1", "R2"]);
+    let to = v4(&sc, r2);
+    open(&mut sc, Instant::from_millis(1), r0, spec("n", to, None, 1));
+    sc.run_until(Instant::from_secs(100));
+    assert_eq!(head(&sc, r0, "n").status, LspStatus::Up);
+    sc.sim.crash(r1);
+    sc.run_until(Instant::from_millis(100_100));
+    sc.sim.restart(r1);
+    // R0's next summary names state R1 no longer has: R1 answers NACK, R0 sends the full
+    // Path, and the LSP is back through R1 within a refresh period.
+    sc.run_until(Instant::from_secs(150));
+    assert!(rr_counters(&sc, r1).nacks_sent > 0);
+    assert!(rr_counters(&sc, r0).nacks_received > 0);
+    assert_eq!(head(&sc, r0, "n").status, LspStatus::Up);
+    assert_eq!(engine(&sc, r1).lfib().len(), 1);
+}
+
+#[test]
+fn a_neighbour_without_refresh_reduction_gets_plain_rsvp() {
+    // R1 does not do refresh reduction: R0 and R2 never send it identifiers, summaries or
+    // bundles, and everything works by full refresh.
+    let (mut sc, r0, r1, r2) = rr_net(&["R0", "R2"]);
+    let to = v4(&sc, r2);
+    open(&mut sc, Instant::from_millis(1), r0, spec("p", to, None, 1));
+    sc.run_until(Instant::from_secs(300));
+    assert_eq!(head(&sc, r0, "p").status, LspStatus::Up);
+    for n in [r0, r2] {
+        let c = rr_counters(&sc, n);
+        assert_eq!(
+            (c.identified, c.summarized, c.bundles_sent),
+            (0, 0, 0),
+            "{c:?}"
+        );
+    }
+    let c = engine(&sc, r1).counters();
+    assert_eq!(c.total_drops(), 0, "{:?}", c.drops);
+    assert_eq!(c.path_timeouts + c.resv_timeouts, 0);
+}

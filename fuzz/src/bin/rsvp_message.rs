@@ -8,6 +8,7 @@
 use libfuzzer_sys::fuzz_target;
 use pathwise_auth::{Algorithm, Key};
 use pathwise_rsvp::wire::integrity::{Signed, rsvp_hop, sign};
+use pathwise_rsvp::wire::message::refresh::bundle_messages;
 use pathwise_rsvp::wire::{Message, MsgType};
 
 fuzz_target!(|data: &[u8]| {
@@ -19,27 +20,30 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(digested, length);
         let _ = key.verify(&s.digested(), s.presented().digest);
     }
-    let Ok((header, msg)) = Message::parse(data) else {
+    for sub in bundle_messages(data).flatten() {
+        assert!(sub.len() >= 8 && sub.len() <= data.len());
+    }
+    let Ok((header, msg, refresh)) = Message::parse_refresh(data) else {
         return;
     };
     let mut out = Vec::with_capacity(msg.buffer_len());
-    msg.emit(header.send_ttl, &mut out);
-    assert_eq!(out.len(), msg.buffer_len());
-    let (again_header, again) = match Message::parse(&out) {
+    msg.emit_with(header.send_ttl, header.flags, &refresh, &mut out);
+    assert_eq!(out.len(), msg.buffer_len() + refresh.buffer_len());
+    let (again_header, again, again_refresh) = match Message::parse_refresh(&out) {
         Ok(parsed) => parsed,
         Err(e) => panic!("re-emitted message does not parse: {e:?}\n{msg:?}"),
     };
-    assert_eq!(again, msg);
+    assert_eq!((&again, &again_refresh), (&msg, &refresh));
     assert_eq!(again_header.send_ttl, header.send_ttl);
     assert_eq!(usize::from(again_header.length), out.len());
     let mut twice = Vec::with_capacity(out.len());
-    again.emit(header.send_ttl, &mut twice);
+    again.emit_with(header.send_ttl, header.flags, &refresh, &mut twice);
     assert_eq!(twice, out);
     // Signing replaces any INTEGRITY object; the result verifies and parses.
     if msg.msg_type() != MsgType::IntegrityChallenge && out.len() + 36 <= usize::from(u16::MAX) {
         sign(&mut out, &key, 7, 1);
         let s = Signed::locate(&out).unwrap().unwrap();
         assert!(key.verify(&s.digested(), s.presented().digest));
-        assert!(Message::parse(&out).is_ok());
+        assert!(Message::parse_refresh(&out).is_ok());
     }
 });

@@ -297,5 +297,6 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.update_reservations(sid);
             }
         }
+        self.flush_refresh();
     }
 }

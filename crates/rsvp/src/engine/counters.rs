@@ -5,7 +5,7 @@ use crate::wire::MsgType;
 use std::collections::BTreeMap;
 
 /// Message types in counter order.
-pub const MSG_TYPES: [MsgType; 10] = [
+pub const MSG_TYPES: [MsgType; 13] = [
     MsgType::Path,
     MsgType::Resv,
     MsgType::PathErr,
@@ -16,6 +16,9 @@ pub const MSG_TYPES: [MsgType; 10] = [
     MsgType::IntegrityChallenge,
     MsgType::IntegrityResponse,
     MsgType::Hello,
+    MsgType::Ack,
+    MsgType::Srefresh,
+    MsgType::Bundle,
 ];
 
 fn slot(t: MsgType) -> Option<usize> {
@@ -47,6 +50,8 @@ pub struct Counters {
     pub integrity: super::integrity::IntegrityCounters,
     /// Neighbour liveness (RFC 3209 §5).
     pub hello: super::hello::HelloCounters,
+    /// Refresh reduction (RFC 2961).
+    pub refresh: super::refresh::RefreshCounters,
 }
 
 impl Counters {

@@ -20,6 +20,7 @@ pub mod intern;
 mod list;
 pub mod merge;
 mod path;
+pub mod refresh;
 mod resv;
 mod routes;
 mod send;
@@ -34,7 +35,7 @@ pub use tc::{
     AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
 };
 
-use crate::wire::{FlowSpec, Message, MsgType, RsvpHop, Session};
+use crate::wire::{FlowSpec, Message, MsgType, Packet, RsvpHop, Session};
 use hashbrown::HashTable;
 use intern::Interner;
 use pathwise_core::arena::Arena;
@@ -107,6 +108,9 @@ pub struct Config {
     /// The labels this node allocates for LSPs (RFC 3209 §4.1), first and last; clamped to
     /// 16 ..= 2^20 − 1 (RFC 3032 §2.1 reserves 0–15).
     pub label_range: (u32, u32),
+    /// Refresh reduction (RFC 2961) towards neighbours that are capable of it: identified,
+    /// acknowledged and retransmitted trigger messages, Summary Refresh, Bundles.
+    pub refresh_reduction: bool,
     /// As an LSP egress, advertise the explicit null label of the LSP's protocol (0 for IPv4,
     /// 2 for IPv6) instead of implicit null (3), so the last hop keeps the label (RFC 3032 §2.1).
     pub explicit_null: bool,
@@ -134,6 +138,7 @@ impl Default for Config {
             wall_clock_at_zero: 0,
             label_range: (16, pathwise_core::mpls::MAX_LABEL),
             explicit_null: false,
+            refresh_reduction: false,
         }
     }
 }
@@ -197,6 +202,8 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     te_seq: u64,
     /// Head-end LSPs to tear down once the current input is processed (replaced or failed).
     superseded: Vec<(Session, crate::wire::FilterSpec)>,
+    /// Refresh reduction (RFC 2961).
+    rr: refresh::RefreshState,
 }
 
 impl RsvpEngine<MemoryTrafficControl> {
@@ -255,6 +262,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             next_tunnel_id: 0,
             te_seq: 0,
             superseded: Vec::new(),
+            rr: refresh::RefreshState::new(&mut rng),
             now,
             local,
             fib: Fib::new(),
@@ -444,8 +452,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     fn dispatch(&mut self, now: Instant, rx: &Received<'_>) {
-        let parsed = Message::parse(rx.payload);
-        let (hdr, msg) = match parsed {
+        let parsed = Message::parse_refresh(rx.payload);
+        let (hdr, msg, refresh) = match parsed {
             Ok(m) => m,
             Err(e) => {
                 self.on_parse_error(rx, &e);
@@ -453,6 +461,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         };
         self.counters.count_in(msg.msg_type());
+        self.on_refresh_objects(&hdr, &msg, &refresh, rx.src, rx.ifindex);
         match msg {
             Message::Path(p) => self.on_path(now, rx, &hdr, p),
             Message::PathTear(t) => self.on_path_tear(t),
@@ -462,8 +471,17 @@ impl<T: TrafficControl> RsvpEngine<T> {
             Message::ResvErr(e) => self.on_resv_err(now, e),
             Message::ResvConf(c) => self.on_resv_conf(rx, c),
             Message::Hello(h) => self.on_hello(now, rx, h),
+            Message::Ack(_) => {}
+            Message::Srefresh(sr) => self.on_srefresh(&sr, rx.src, rx.ifindex),
             // Consumed by `check_integrity` before parsing.
             Message::IntegrityChallenge(_) | Message::IntegrityResponse(_) => {}
+        }
+    }
+
+    /// One message (or one Bundle sub-message): integrity first, then parsing and processing.
+    fn handle_one(&mut self, now: Instant, rx: &Received<'_>) {
+        if self.check_integrity(rx) {
+            self.dispatch(now, rx);
         }
     }
 
@@ -507,11 +525,21 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
             self.drop_msg("not_rsvp");
             return;
         }
-        if !self.check_integrity(&dgram) {
-            self.flush_pending();
-            return;
+        if Packet::new_checked(dgram.payload)
+            .is_ok_and(|p| p.msg_type() == MsgType::Bundle && p.verify_checksum())
+        {
+            // RFC 2961 §3.3: each sub-message is handled as if received on its own.
+            self.counters.count_in(MsgType::Bundle);
+            self.counters.refresh.bundles_received += 1;
+            for sub in crate::wire::message::refresh::bundle_messages(dgram.payload) {
+                match sub {
+                    Ok(payload) => self.handle_one(now, &Received { payload, ..dgram }),
+                    Err(_) => self.drop_msg("bad_bundle"),
+                }
+            }
+        } else {
+            self.handle_one(now, &dgram);
         }
-        self.dispatch(now, &dgram);
         self.flush_pending();
     }
 
@@ -521,6 +549,7 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
             self.on_session_timer(now, sid);
         }
         self.on_hello_timers(now);
+        self.on_retransmit_timers(now);
         self.flush_pending();
     }
 
@@ -539,10 +568,14 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        match (self.timers.next_deadline(), self.hello.next_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.timers.next_deadline(),
+            self.hello.next_deadline(),
+            self.rr.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn wants_router_alert(&self, dgram: &Received<'_>) -> bool {

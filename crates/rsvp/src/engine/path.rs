@@ -474,6 +474,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// Free a PSB that is on no list any more, releasing what it shares.
     fn free_psb(&mut self, id: PsbId) {
         self.drop_in_label(id);
+        self.forget_path(id);
         let p = self.psbs.remove(id);
         if let Some(r) = p.sent {
             self.flowspecs.release(r);

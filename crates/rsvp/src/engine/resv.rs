@@ -901,7 +901,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             forward,
         });
         let src = self.iface_addr(Some(ifx), hop.addr);
-        self.transmit(&msg, Some(src), hop.addr, Some(ifx), false, self.cfg.ttl);
+        let key = super::refresh::OutKey::Resv(session, hop.addr);
+        let to = (Some(src), hop.addr, Some(ifx), false, self.cfg.ttl);
+        self.transmit_keyed(&msg, to, Some(key));
     }
 
     fn send_resv_tear(
@@ -913,6 +915,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     ) {
         let session = self.sessions[sid].key;
         let (hop, ifx) = (self.phops[ph].hop, self.phops[ph].ifindex);
+        self.forget_resv(sid, hop.addr);
         let msg = Message::ResvTear(ResvTear {
             integrity: None,
             session,

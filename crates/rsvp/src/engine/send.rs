@@ -55,8 +55,20 @@ impl<T: TrafficControl> RsvpEngine<T> {
         router_alert: bool,
         ttl: u8,
     ) {
-        let mut payload = Vec::with_capacity(msg.buffer_len() + MAX_INTEGRITY_LEN);
-        msg.emit(ttl, &mut payload);
+        self.transmit_keyed(msg, (src, dst, ifindex, router_alert, ttl), None);
+    }
+
+    /// [`Self::transmit`] for a Path or Resv that refresh reduction identifies by `key`
+    /// (RFC 2961): an unchanged, acknowledged one becomes an entry of the next Srefresh.
+    pub(super) fn transmit_keyed(
+        &mut self,
+        msg: &Message,
+        (src, dst, ifindex, router_alert, ttl): (Option<IpAddr>, IpAddr, Option<IfIndex>, bool, u8),
+        key: Option<super::refresh::OutKey>,
+    ) {
+        let Some(payload) = self.emit_identified(msg, ttl, key) else {
+            return;
+        };
         let mut t = Transmit {
             src,
             dst,
@@ -141,8 +153,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 },
                 forward,
             });
-            let (src, ttl) = (p.sender.src(), p.ttl);
-            self.transmit(&msg, Some(src), session.dest, Some(*ifx), true, ttl);
+            let (src, ttl, sender) = (p.sender.src(), p.ttl, p.sender);
+            let key = super::refresh::OutKey::Path(session, sender, *ifx);
+            let to = (Some(src), session.dest, Some(*ifx), true, ttl);
+            self.transmit_keyed(&msg, to, Some(key));
         }
     }
 

@@ -72,6 +72,7 @@ mod flows;
 mod grammar;
 mod header;
 mod parse;
+pub mod refresh;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -79,6 +80,7 @@ pub(crate) mod vectors;
 
 pub use super::te::{Hello as HelloObject, HelloKind};
 pub use header::Packet;
+pub use refresh::{Ack, Refresh, Srefresh};
 
 /// Message types (RFC 2205 §3.1.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -99,6 +101,13 @@ pub enum MsgType {
     ResvConf,
     /// Hello (20; RFC 3209 §5.1).
     Hello,
+    /// Bundle (12; RFC 2961 §3.1): whole messages one after another, split before parsing with
+    /// [`refresh::bundle_messages`].
+    Bundle,
+    /// Ack (13; RFC 2961 §4.4).
+    Ack,
+    /// Srefresh (15; RFC 2961 §5.1).
+    Srefresh,
     /// Integrity Challenge (25; RFC 2747 §2.3 with the number RFC 3097 assigned).
     IntegrityChallenge,
     /// Integrity Response (26; RFC 2747 §2.3, RFC 3097).
@@ -117,6 +126,9 @@ impl From<u8> for MsgType {
             5 => MsgType::PathTear,
             6 => MsgType::ResvTear,
             7 => MsgType::ResvConf,
+            12 => MsgType::Bundle,
+            13 => MsgType::Ack,
+            15 => MsgType::Srefresh,
             20 => MsgType::Hello,
             25 => MsgType::IntegrityChallenge,
             26 => MsgType::IntegrityResponse,
@@ -135,6 +147,9 @@ impl From<MsgType> for u8 {
             MsgType::PathTear => 5,
             MsgType::ResvTear => 6,
             MsgType::ResvConf => 7,
+            MsgType::Bundle => 12,
+            MsgType::Ack => 13,
+            MsgType::Srefresh => 15,
             MsgType::Hello => 20,
             MsgType::IntegrityChallenge => 25,
             MsgType::IntegrityResponse => 26,
@@ -439,6 +454,10 @@ pub enum Message {
     ResvConf(ResvConf),
     /// Hello (RFC 3209 §5).
     Hello(Hello),
+    /// Ack (RFC 2961 §4.4).
+    Ack(Ack),
+    /// Srefresh (RFC 2961 §5.1).
+    Srefresh(Srefresh),
     /// Integrity Challenge.
     IntegrityChallenge(IntegrityChallenge),
     /// Integrity Response.

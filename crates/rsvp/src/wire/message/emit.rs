@@ -3,7 +3,9 @@
 
 use pathwise_core::wire::Writer;
 
-use super::{CommonHeader, FilterTe, FlowDescriptor, Message, MsgType, Packet, SenderDescriptor};
+use super::{
+    CommonHeader, FilterTe, FlowDescriptor, Message, MsgType, Packet, Refresh, SenderDescriptor,
+};
 use crate::wire::objects::{Opaque, Session, class};
 
 fn opaque_len(objs: &[Opaque]) -> usize {
@@ -114,8 +116,28 @@ impl Message {
             Message::ResvTear(_) => MsgType::ResvTear,
             Message::ResvConf(_) => MsgType::ResvConf,
             Message::Hello(_) => MsgType::Hello,
+            Message::Ack(_) => MsgType::Ack,
+            Message::Srefresh(_) => MsgType::Srefresh,
             Message::IntegrityChallenge(_) => MsgType::IntegrityChallenge,
             Message::IntegrityResponse(_) => MsgType::IntegrityResponse,
+        }
+    }
+
+    /// The INTEGRITY slot of the message (`None` for an Integrity Challenge, which has none).
+    pub fn integrity_slot(&mut self) -> Option<&mut Option<crate::wire::objects::Integrity>> {
+        match self {
+            Message::Path(m) => Some(&mut m.integrity),
+            Message::Resv(m) => Some(&mut m.integrity),
+            Message::PathErr(m) => Some(&mut m.integrity),
+            Message::ResvErr(m) => Some(&mut m.integrity),
+            Message::PathTear(m) => Some(&mut m.integrity),
+            Message::ResvTear(m) => Some(&mut m.integrity),
+            Message::ResvConf(m) => Some(&mut m.integrity),
+            Message::Hello(m) => Some(&mut m.integrity),
+            Message::Ack(m) => Some(&mut m.integrity),
+            Message::Srefresh(m) => Some(&mut m.integrity),
+            Message::IntegrityResponse(m) => Some(&mut m.integrity),
+            Message::IntegrityChallenge(_) => None,
         }
     }
 
@@ -129,9 +151,11 @@ impl Message {
             Message::PathTear(m) => Some(&m.session),
             Message::ResvTear(m) => Some(&m.session),
             Message::ResvConf(m) => Some(&m.session),
-            Message::Hello(_) | Message::IntegrityChallenge(_) | Message::IntegrityResponse(_) => {
-                None
-            }
+            Message::Hello(_)
+            | Message::Ack(_)
+            | Message::Srefresh(_)
+            | Message::IntegrityChallenge(_)
+            | Message::IntegrityResponse(_) => None,
         }
     }
 
@@ -209,6 +233,8 @@ impl Message {
                         + flows_len(&m.flows)
                 }
                 Message::Hello(m) => opt_len!(m.integrity) + m.object.buffer_len(),
+                Message::Ack(m) => opt_len!(m.integrity),
+                Message::Srefresh(m) => opt_len!(m.integrity) + m.list.buffer_len(),
                 Message::IntegrityChallenge(m) => m.challenge.buffer_len(),
                 Message::IntegrityResponse(m) => opt_len!(m.integrity) + m.challenge.buffer_len(),
             }
@@ -217,14 +243,22 @@ impl Message {
     /// Append the message to `out`: common header (Vers 1, flags 0, the type, `send_ttl`, RSVP
     /// Length) and objects, then the checksum over the whole message (RFC 2205 §3.1.1).
     pub fn emit(&self, send_ttl: u8, out: &mut Vec<u8>) {
+        self.emit_with(send_ttl, 0, &Refresh::default(), out);
+    }
+
+    /// [`Message::emit`] with header flags (RFC 2961 §2: the Refresh-Reduction-Capable bit)
+    /// and refresh-reduction objects in front of the message's own (§4.1; INTEGRITY, when the
+    /// message is signed, goes in front of them).
+    pub fn emit_with(&self, send_ttl: u8, flags: u8, refresh: &Refresh, out: &mut Vec<u8>) {
         let start = out.len();
         let mut w = Writer::new(out);
-        w.u8(CommonHeader::VERSION << 4);
+        w.u8((CommonHeader::VERSION << 4) | (flags & 0x0f));
         w.u8(u8::from(self.msg_type()));
         w.u16(0); // checksum, filled in below
         w.u8(send_ttl);
         w.u8(0); // reserved
         w.u16(0); // RSVP Length, filled in below
+        refresh.emit(&mut w);
         self.emit_objects(&mut w);
         let length = u16::try_from(out.len() - start).unwrap_or(u16::MAX);
         // The header just written is 8 bytes long, so the view exists.
@@ -330,6 +364,12 @@ impl Message {
             Message::Hello(m) => {
                 opt_emit!(m.integrity, w);
                 m.object.emit(w);
+            }
+            // RFC 2961 §4.4, §5.1: the acknowledgements and identifier are in the Refresh.
+            Message::Ack(m) => opt_emit!(m.integrity, w),
+            Message::Srefresh(m) => {
+                opt_emit!(m.integrity, w);
+                m.list.emit(w);
             }
             // <Integrity Challenge message> ::= <Common Header> <CHALLENGE>
             Message::IntegrityChallenge(m) => m.challenge.emit(w),

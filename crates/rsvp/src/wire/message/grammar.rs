@@ -22,6 +22,12 @@ impl ClassSet {
         ClassSet(bits)
     }
 
+    const fn with(mut self, class: u8) -> ClassSet {
+        let c = class as usize;
+        self.0[c / 64] |= 1 << (c % 64);
+        self
+    }
+
     pub(super) fn contains(self, class: u8) -> bool {
         let c = usize::from(class);
         self.0[c / 64] & (1 << (c % 64)) != 0
@@ -53,12 +59,33 @@ pub(super) const KNOWN: ClassSet = ClassSet::of(&[
     te::class::RECORD_ROUTE,
     te::class::SESSION_ATTRIBUTE,
     te::class::HELLO,
+    te::class::MESSAGE_ID,
+    te::class::MESSAGE_ID_ACK,
+    te::class::MESSAGE_ID_LIST,
 ]);
 
 /// The classes each message type's BNF lists (§3.1.3–§3.1.9), with RFC 3209's additions: the
 /// Path objects of §3.1.1, RECORD_ROUTE in the sender descriptor of Path and PathErr (PathTear
 /// [`ignored`] it), LABEL and RECORD_ROUTE wherever there is a flow descriptor list (§3.2.1).
 pub(super) fn allowed(t: MsgType) -> ClassSet {
+    let mut set = standard(t);
+    // RFC 2961 §4.1: every standard message may carry a MESSAGE_ID and acknowledgements.
+    if !matches!(
+        t,
+        MsgType::Hello
+            | MsgType::IntegrityChallenge
+            | MsgType::IntegrityResponse
+            | MsgType::Unknown(_)
+            | MsgType::Bundle
+    ) {
+        set = set
+            .with(te::class::MESSAGE_ID)
+            .with(te::class::MESSAGE_ID_ACK);
+    }
+    set
+}
+
+fn standard(t: MsgType) -> ClassSet {
     use class::*;
     use te::class::{EXPLICIT_ROUTE, LABEL, LABEL_REQUEST, RECORD_ROUTE, SESSION_ATTRIBUTE};
     match t {
@@ -140,6 +167,10 @@ pub(super) fn allowed(t: MsgType) -> ClassSet {
         ]),
         // RFC 3209 §5.1
         MsgType::Hello => ClassSet::of(&[INTEGRITY, te::class::HELLO]),
+        // RFC 2961 §4.4, §5.1 (MESSAGE_ID and the acknowledgements are added above).
+        MsgType::Ack => ClassSet::of(&[INTEGRITY]),
+        MsgType::Srefresh => ClassSet::of(&[INTEGRITY, te::class::MESSAGE_ID_LIST]),
+        MsgType::Bundle => ClassSet([0; 4]),
         MsgType::IntegrityChallenge => ClassSet::of(&[CHALLENGE]),
         MsgType::IntegrityResponse => ClassSet::of(&[INTEGRITY, CHALLENGE]),
         MsgType::Unknown(_) => ClassSet([0; 4]),

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use super::flows::{FlowObject, FlowRules, bind_label, bind_record_route, flow_descriptors};
 use super::grammar::{KNOWN, allowed, ignored};
+use super::refresh::{Ack, Refresh, Srefresh};
 use super::{
     CommonHeader, FilterTe, FlowDescriptor, Hello, HelloObject, IntegrityChallenge,
     IntegrityResponse, Message, MsgType, Packet, Path, PathErr, PathTear, Resv, ResvConf, ResvErr,
@@ -16,7 +17,10 @@ use crate::wire::objects::{
     Challenge, ErrorSpec, FilterSpec, Integrity, ObjectHeader, Opaque, ResvConfirm, RsvpHop, Scope,
     Session, Style, TimeValues, class, ctype,
 };
-use crate::wire::te::{self, ExplicitRoute, LabelRequest, RecordRoute, SessionAttribute};
+use crate::wire::te::{
+    self, ExplicitRoute, LabelRequest, MessageId, MessageIdAck, MessageIdList, RecordRoute,
+    SessionAttribute,
+};
 use crate::wire::{ParseError, ParseErrorKind};
 
 /// Everything found in one pass over the objects.
@@ -43,6 +47,10 @@ struct Collected {
     policy: Vec<Opaque>,
     flow_objects: Vec<FlowObject>,
     forward: Vec<Opaque>,
+    /// MESSAGE_ID and MESSAGE_ID_ACK/NACK (RFC 2961 §4).
+    refresh: Refresh,
+    /// Srefresh's MESSAGE_ID_LIST (RFC 2961 §5.1).
+    id_list: Option<MessageIdList>,
 }
 
 /// Store an object that may appear once.
@@ -122,6 +130,13 @@ impl Collected {
                 class::INTEGRITY => once(&mut self.integrity, cls, || Integrity::parse(ct, body))?,
                 class::CHALLENGE => once(&mut self.challenge, cls, || Challenge::parse(ct, body))?,
                 te::class::HELLO => once(&mut self.hello, cls, || HelloObject::parse(ct, body))?,
+                te::class::MESSAGE_ID => once(&mut self.refresh.message_id, cls, || {
+                    MessageId::parse(ct, body)
+                })?,
+                te::class::MESSAGE_ID_ACK => self.refresh.acks.push(MessageIdAck::parse(ct, body)?),
+                te::class::MESSAGE_ID_LIST => {
+                    once(&mut self.id_list, cls, || MessageIdList::parse(ct, body))?
+                }
                 class::POLICY_DATA => {
                     if ct != ctype::TYPE_1 {
                         return Err(ParseErrorKind::unknown_ctype(cls, ct));
@@ -259,6 +274,17 @@ impl Collected {
                     challenge: required(self.challenge, class::CHALLENGE)?,
                 }));
             }
+            MsgType::Ack => {
+                return Ok(Message::Ack(Ack {
+                    integrity: self.integrity,
+                }));
+            }
+            MsgType::Srefresh => {
+                return Ok(Message::Srefresh(Srefresh {
+                    integrity: self.integrity,
+                    list: required(self.id_list, te::class::MESSAGE_ID_LIST)?,
+                }));
+            }
             // RFC 3209 §5.1: <Common Header> [ <INTEGRITY> ] <HELLO>
             MsgType::Hello => {
                 return Ok(Message::Hello(Hello {
@@ -388,6 +414,9 @@ impl Collected {
             MsgType::IntegrityChallenge
             | MsgType::IntegrityResponse
             | MsgType::Hello
+            | MsgType::Ack
+            | MsgType::Srefresh
+            | MsgType::Bundle
             | MsgType::Unknown(_) => {
                 return Err(ParseErrorKind::UnknownMsgType(u8::from(t)));
             }
@@ -433,6 +462,12 @@ impl Message {
     /// Parse a whole message (the IP payload). See the module documentation for what is
     /// accepted; any failure is a typed [`ParseError`] with as much context as could be found.
     pub fn parse(buf: &[u8]) -> Result<(CommonHeader, Message), ParseError> {
+        Self::parse_refresh(buf).map(|(h, m, _)| (h, m))
+    }
+
+    /// [`Message::parse`], also returning the refresh-reduction objects (RFC 2961 §4) the
+    /// message carried in front of its own.
+    pub fn parse_refresh(buf: &[u8]) -> Result<(CommonHeader, Message, Refresh), ParseError> {
         let header = Self::parse_header(buf)?;
         let msg_type = header.msg_type;
         let fail = |kind, (session, hop, style)| ParseError {
@@ -442,8 +477,10 @@ impl Message {
             hop,
             style,
         };
-        if let MsgType::Unknown(n) = msg_type {
-            return Err(fail(ParseErrorKind::UnknownMsgType(n), (None, None, None)));
+        if matches!(msg_type, MsgType::Unknown(_) | MsgType::Bundle) {
+            // A Bundle is split with `refresh::bundle_messages`, not parsed as one message.
+            let kind = ParseErrorKind::UnknownMsgType(u8::from(msg_type));
+            return Err(fail(kind, (None, None, None)));
         }
         let objects = buf
             .get(CommonHeader::LEN..usize::from(header.length))
@@ -456,9 +493,16 @@ impl Message {
                 (c.session.or(fs), c.hop.or(fh), c.style.or(fst)),
             ));
         }
+        let refresh = std::mem::take(&mut c.refresh);
+        if msg_type == MsgType::Ack && refresh.acks.is_empty() {
+            let kind = ParseErrorKind::MissingObject {
+                class: te::class::MESSAGE_ID_ACK,
+            };
+            return Err(fail(kind, (None, None, None)));
+        }
         let context = (c.session, c.hop, c.style);
         c.assemble(msg_type)
-            .map(|m| (header, m))
+            .map(|m| (header, m, refresh))
             .map_err(|kind| fail(kind, context))
     }
 }
