@@ -77,6 +77,8 @@ up() {
 Chain is up. Try:
   $bin gist --socket $dir/h1.sock ping 10.91.4.2 --count 3        # RTT and the path of GIST nodes
   $bin gist --socket $dir/h1.sock ping fd00:91:4::2 --count 3
+  $bin gist --socket $dir/h1.sock ping 10.91.4.2 --transport tcp  # C-mode: TCP associations
+  $bin gist --socket $dir/r2.sock show ma                          # one per neighbour
   $bin gist --socket $dir/r2.sock show mrs                         # routing state per session
   $bin gist --socket $dir/r2.sock show counters                    # messages, drops by reason
   ip netns exec pwg-r2 tshark -X lua_script:contrib/wireshark/gist.lua -i w0 -f 'udp port 270'

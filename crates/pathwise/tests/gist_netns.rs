@@ -4,7 +4,7 @@
 //! (and `tshark` for the dissector check, skipped with a message without it); each test prints
 //! why and passes when something is missing. Every namespace is deleted when its test ends.
 
-use pathwise::gist_chain::{self, H1, H2_V4, H2_V6, NODES, Options, R1, R2, R3};
+use pathwise::gist_chain::{self, H1, H2, H2_V4, H2_V6, NODES, Options, R1, R2, R3};
 use pathwise::netns::{Lab, unavailable, wait_for};
 use serde_json::Value;
 use std::net::IpAddr;
@@ -53,13 +53,27 @@ fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
     Ok(serde_json::from_str(&out)?)
 }
 
-/// Ping `dest` from H1 `count` times; the replies (an error on a lost ping fails the call).
+/// Ping `dest` from H1 `count` times over UDP; the replies (a lost ping fails the call).
 fn ping(lab: &Lab, dest: &str, count: u32) -> Vec<Value> {
+    ping_over(lab, dest, count, "udp")
+}
+
+/// Ping `dest` from H1 `count` times in one session over `transport`.
+fn ping_over(lab: &Lab, dest: &str, count: u32, transport: &str) -> Vec<Value> {
     let n = count.to_string();
     let v = cli(
         lab,
         H1,
-        &["ping", dest, "--count", &n, "--interval", "100ms"],
+        &[
+            "ping",
+            dest,
+            "--count",
+            &n,
+            "--interval",
+            "100ms",
+            "--transport",
+            transport,
+        ],
     )
     .unwrap_or_else(|e| panic!("ping {dest}: {e}\nlogs:\n{}", logs(lab)));
     let replies = v["replies"].as_array().cloned().unwrap_or_default();
@@ -318,4 +332,130 @@ fn garbage_truncated_and_oversize_datagrams_are_counted_and_pings_continue() {
     }
     // The bad datagrams left no state: one routing state per ping session.
     assert_eq!(after["routing_states"], 2, "{after:#}");
+}
+
+/// The messaging associations of node `i`: peer node → users.
+fn associations(lab: &Lab, i: usize) -> Vec<(&'static str, u64)> {
+    let v = cli(lab, i, &["show", "ma"]).expect("gist show ma");
+    let mut out: Vec<(&'static str, u64)> = v["associations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let peer: IpAddr = m["peer"].as_str().unwrap().parse().unwrap();
+            (
+                gist_chain::owner(peer).map_or("?", |n| NODES[n]),
+                m["users"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn ping_over_tcp_many_sessions_share_one_association_per_peer() {
+    let test = "ping_over_tcp_many_sessions_share_one_association_per_peer";
+    if skip(test) {
+        return;
+    }
+    let _g = serial();
+    let mut lab = chain(&Options::default());
+    let pcap = start_capture(&mut lab, R2);
+    const SESSIONS: u64 = 4;
+    for _ in 0..SESSIONS {
+        for r in ping_over(&lab, H2_V4, 2, "tcp") {
+            assert_eq!(path_nodes(&r), ["r1", "r2", "r3", "h2"], "{r}");
+        }
+    }
+    // One association per neighbour, used by every session (each session holds one half on
+    // it at the ends, two at the routers: upstream and downstream).
+    assert_eq!(associations(&lab, H1), [("r1", SESSIONS)]);
+    assert_eq!(associations(&lab, R2), [("r1", SESSIONS), ("r3", SESSIONS)]);
+    assert_eq!(associations(&lab, H2), [("r3", SESSIONS)]);
+    let ma = cli(&lab, R2, &["show", "ma"]).unwrap();
+    assert_eq!(ma["tcp"]["open"], 2, "{ma:#}");
+    assert_eq!(
+        ma["tcp"]["opened"].as_u64().unwrap() + ma["tcp"]["accepted"].as_u64().unwrap(),
+        2,
+        "{ma:#}"
+    );
+    // Every session's state on R2 runs over the associations.
+    let mrs = cli(&lab, R2, &["show", "mrs"]).unwrap();
+    for s in mrs.as_array().unwrap() {
+        assert!(!s["downstream"]["ma"].is_null(), "{s}");
+        assert!(!s["upstream"]["ma"].is_null(), "{s}");
+    }
+    // And over IPv6: associations of their own, one per neighbour.
+    for r in ping_over(&lab, H2_V6, 2, "tcp") {
+        assert_eq!(path_nodes(&r), ["r1", "r2", "r3", "h2"], "{r}");
+    }
+    assert_eq!(associations(&lab, H1), [("r1", 1), ("r1", SESSIONS)]);
+    if let Some(pcap) = pcap {
+        check_capture(&mut lab, &pcap);
+    }
+}
+
+/// The chain nodes node `i`'s routing state names as peers.
+fn peers(lab: &Lab, i: usize) -> Vec<&'static str> {
+    let v = cli(lab, i, &["show", "mrs"]).expect("gist show mrs");
+    let mut out: Vec<&'static str> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| [&s["upstream"]["peer"], &s["downstream"]["peer"]])
+        .filter_map(|p| p.as_str()?.parse().ok())
+        .map(|a: IpAddr| gist_chain::owner(a).map_or("?", |n| NODES[n]))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn killing_a_node_expires_its_peers_state() {
+    let test = "killing_a_node_expires_its_peers_state";
+    if skip(test) {
+        return;
+    }
+    let _g = serial();
+    let mut lab = chain(&Options {
+        refresh: "1s",
+        ..Options::default()
+    });
+    ping_over(&lab, H2_V4, 1, "udp");
+    ping_over(&lab, H2_V4, 1, "tcp");
+    assert_eq!(peers(&lab, H2), ["r3"]);
+    assert_eq!(peers(&lab, R2), ["r1", "r3"]);
+    assert_eq!(associations(&lab, R2), [("r1", 1), ("r3", 1)]);
+    lab.kill("r3"); // SIGKILL: no teardown of any kind
+    // R3 now forwards GIST like any router. Its neighbours' state with it goes: R2's
+    // association with R3 closes with R3's sockets; refreshes find R2 and H2 adjacent (RFC 5971
+    // §7.1.2) and H2's half with R3 lapses once R3's validity (3 refresh periods) has passed.
+    wait_for(Duration::from_secs(20), "no state naming R3", || {
+        (peers(&lab, H2) == ["r2"] && peers(&lab, R2) == ["h2", "r1"]).then_some(())
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}: H2 {:?} R2 {:?}\n{}",
+            peers(&lab, H2),
+            peers(&lab, R2),
+            logs(&lab)
+        )
+    });
+    wait_for(
+        Duration::from_secs(10),
+        "R2's association with R3 to close",
+        || {
+            associations(&lab, R2)
+                .iter()
+                .all(|(p, _)| *p != "r3")
+                .then_some(())
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}: {:?}", associations(&lab, R2)));
+    assert!(counters(&lab, R2)["peer_changes"].as_u64().unwrap() >= 1);
+    for r in ping_over(&lab, H2_V4, 1, "udp") {
+        assert_eq!(path_nodes(&r), ["r1", "r2", "h2"], "{r}");
+    }
 }

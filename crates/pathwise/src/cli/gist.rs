@@ -53,12 +53,15 @@ enum Cmd {
 enum Transport {
     /// D-mode: UDP port 270, Queries with Router Alert.
     Udp,
+    /// C-mode: over a TCP messaging association per peer, shared by every session.
+    Tcp,
 }
 
 impl Transport {
     fn name(self) -> &'static str {
         match self {
             Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
         }
     }
 }

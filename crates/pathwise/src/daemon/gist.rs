@@ -10,6 +10,7 @@
 
 use super::Reply;
 use super::config::GistSection;
+use super::gist_ma::MaStreams;
 use anyhow::Context as _;
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IfIndex, Received, Transmit};
@@ -64,6 +65,8 @@ fn default_timeout_ms() -> u64 {
 pub struct GistService {
     engine: GistEngine,
     sockets: Vec<RaUdpSocket>,
+    /// C-mode streams (TCP), when enabled.
+    streams: Option<MaStreams>,
     fib: FibMirror,
     epoch: std::time::Instant,
     interfaces: Vec<(IfIndex, String)>,
@@ -129,7 +132,7 @@ impl GistService {
             cookie_mode: cfg.cookie_mode.into(),
             secret_rotation: cfg.secret_rotation.get_ref().0,
             confirm_wait: cfg.confirm_wait.get_ref().0,
-            cmode_port: None,
+            cmode_port: cfg.tcp_port(),
             ..Config::default()
         };
         let mut engine = GistEngine::new(engine_cfg, Instant::ZERO);
@@ -152,10 +155,18 @@ impl GistService {
             Ok(s) => sockets.push(s),
             Err(e) => tracing::warn!(error = %e, "no IPv6 GIST socket; IPv4 only"),
         }
+        let streams =
+            match cfg.tcp_port() {
+                Some(port) => Some(MaStreams::listen(port).with_context(|| {
+                    format!("listening for messaging associations on TCP {port}")
+                })?),
+                None => None,
+            };
         let fib = FibMirror::open().context("opening rtnetlink")?;
         let mut s = GistService {
             engine,
             sockets,
+            streams,
             fib,
             epoch: std::time::Instant::now(),
             interfaces,
@@ -171,10 +182,14 @@ impl GistService {
         Instant::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
 
-    /// File descriptors to wait on.
-    pub fn fds(&self) -> Vec<BorrowedFd<'_>> {
-        let mut v: Vec<BorrowedFd<'_>> = self.sockets.iter().map(|s| s.as_fd()).collect();
-        v.push(self.fib.as_fd());
+    /// File descriptors to wait on, and whether each waits for writability too.
+    pub fn fds(&self) -> Vec<(BorrowedFd<'_>, bool)> {
+        let mut v: Vec<(BorrowedFd<'_>, bool)> =
+            self.sockets.iter().map(|s| (s.as_fd(), false)).collect();
+        v.push((self.fib.as_fd(), false));
+        if let Some(st) = &self.streams {
+            v.extend(st.fds());
+        }
         v
     }
 
@@ -236,6 +251,9 @@ impl GistService {
             self.transit_forwarded += 1;
             self.send(&t);
         }
+        if let Some(st) = &mut self.streams {
+            st.poll(&mut self.engine, now);
+        }
         self.flush();
     }
 
@@ -275,8 +293,26 @@ impl GistService {
     }
 
     fn flush(&mut self) {
-        while let Some(t) = self.engine.poll_transmit() {
-            self.send(&t);
+        let now = self.now();
+        loop {
+            let mut any = false;
+            while let Some(t) = self.engine.poll_transmit() {
+                any = true;
+                self.send(&t);
+            }
+            // Stream events can make the engine send more (a Confirm once connected).
+            while let Some(st) = self.engine.poll_stream() {
+                any = true;
+                match &mut self.streams {
+                    Some(s) => s.apply(&mut self.engine, now, st),
+                    None => self
+                        .engine
+                        .handle_stream(now, pathwise_gist::StreamInput::Closed { peer: st.peer }),
+                }
+            }
+            if !any {
+                break;
+            }
         }
         while let Some(e) = self.engine.poll_event() {
             match e {
@@ -350,12 +386,18 @@ impl GistService {
     fn ping(&mut self, args: &Value) -> Result<(SessionId, u32, std::time::Duration), String> {
         let a: PingArgs = serde_json::from_value(args.clone())
             .map_err(|e| format!("bad arguments for gist.ping: {e}"))?;
-        if a.transport != "udp" {
-            return Err(format!(
-                "transport {:?}: only \"udp\" (D-mode) is supported",
-                a.transport
-            ));
-        }
+        let reliable = match a.transport.as_str() {
+            "udp" => false,
+            "tcp" if self.streams.is_some() => true,
+            "tcp" => {
+                return Err(
+                    "transport \"tcp\": C-mode is off on this node (add \"tcp\" to \
+                            [gist] transports)"
+                        .into(),
+                );
+            }
+            t => return Err(format!("transport {t:?}: \"udp\" or \"tcp\"")),
+        };
         let src = source_towards(a.dest).map_err(|e| format!("no route to {}: {e}", a.dest))?;
         let now = self.now();
         let session = match &a.session {
@@ -366,7 +408,7 @@ impl GistService {
             .engine
             .with_nslp::<PingNslp, _>(now, |p, g| {
                 let sid = session.unwrap_or_else(|| g.new_session_id());
-                p.ping_session(g, now, sid, src, a.dest)
+                p.ping_session_with(g, now, sid, src, a.dest, reliable)
                     .map(|seq| (sid, seq))
             })
             .ok_or("no Ping NSLP")?
@@ -427,7 +469,19 @@ impl GistService {
                 json!({ "peer": peer.to_string(), "state": format!("{state:?}"), "users": users })
             })
             .collect();
-        json!({ "count": mas.len(), "associations": mas })
+        let streams = self.streams.as_ref().map(|s| {
+            let st = s.stats();
+            json!({
+                "open": s.len(),
+                "opened": st.opened,
+                "accepted": st.accepted,
+                "connect_failures": st.connect_failures,
+                "closed_by_peer": st.closed_by_peer,
+                "bytes_in": st.bytes_in,
+                "bytes_out": st.bytes_out,
+            })
+        });
+        json!({ "count": mas.len(), "associations": mas, "tcp": streams })
     }
 
     /// Drops by reason: the engine's, the sockets' (IP header, UDP header and checksum,

@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod gist;
+pub mod gist_ma;
 pub mod rsvp;
 pub mod verbs;
 
@@ -106,9 +107,18 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
             let mut pfds: Vec<PollFd<'_>> = rsvp
                 .iter()
                 .flat_map(|r| r.fds())
-                .chain(gist.iter().flat_map(|g| g.fds()))
                 .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
                 .collect();
+            if let Some(g) = &gist {
+                pfds.extend(g.fds().into_iter().map(|(fd, write)| {
+                    let flags = if write {
+                        PollFlags::POLLIN | PollFlags::POLLOUT
+                    } else {
+                        PollFlags::POLLIN
+                    };
+                    PollFd::new(fd, flags)
+                }));
+            }
             pfds.push(PollFd::new(wake_rx.as_fd(), PollFlags::POLLIN));
             let ms = i32::try_from(wait.as_millis()).unwrap_or(1000);
             match poll(

@@ -9,6 +9,8 @@
 //! confirm_wait = "2s"                # random cookies: how long a Query's state waits
 //! ipv6_router_alert = 65503          # RFC 2711 value of IPv6 Queries (see below)
 //! record_address = "10.0.0.1"        # the address pings record here (default: the flow's)
+//! transports = ["udp", "tcp"]        # D-mode always; "tcp": C-mode messaging associations
+//! tcp_port = 30000                   # where this node accepts messaging associations
 //! ```
 //!
 //! D-mode runs over UDP port 270 for IPv4 and IPv6; Queries carry the IP Router Alert option
@@ -52,6 +54,20 @@ pub struct GistSection {
     pub ipv6_router_alert: u16,
     /// The address this node records in pings.
     pub record_address: Option<IpAddr>,
+    /// How GIST may carry messages: "udp" (D-mode, always on) and "tcp" (C-mode: messaging
+    /// associations, negotiated in Stack-Proposal / Stack-Configuration-Data).
+    #[serde(default = "default_transports")]
+    pub transports: Spanned<Vec<String>>,
+    /// TCP port of messaging associations.
+    #[serde(default = "default_tcp_port")]
+    pub tcp_port: u16,
+}
+
+fn default_transports() -> Spanned<Vec<String>> {
+    Spanned::new(0..0, vec!["udp".into(), "tcp".into()])
+}
+fn default_tcp_port() -> u16 {
+    30000
 }
 
 /// `cookie_mode`.
@@ -74,6 +90,8 @@ impl From<CookieModeName> for pathwise_gist::CookieMode {
     }
 }
 
+const GIST_UDP_PORT: u16 = pathwise_gist::wire::GIST_PORT;
+
 /// The default IPv6 Router Alert value (see the module documentation).
 pub const DEFAULT_IPV6_ROUTER_ALERT: u16 = 65503;
 
@@ -91,6 +109,15 @@ fn default_ipv6_ra() -> u16 {
 }
 
 impl GistSection {
+    /// The TCP port messaging associations are accepted on, if C-mode is on.
+    pub fn tcp_port(&self) -> Option<u16> {
+        self.transports
+            .get_ref()
+            .iter()
+            .any(|t| t == "tcp")
+            .then_some(self.tcp_port)
+    }
+
     /// Check what can be checked without the running system.
     pub(crate) fn check(&self, cx: &Source<'_>) -> Result<(), ConfigError> {
         let names = self.interfaces.get_ref();
@@ -130,6 +157,30 @@ impl GistSection {
                 at(&self.refresh_period),
                 "gist.refresh_period",
                 "more than a day: routing state would outlive any route".into(),
+            ));
+        }
+        let transports = self.transports.get_ref();
+        for t in transports {
+            if !matches!(t.as_str(), "udp" | "tcp") {
+                return Err(cx.at(
+                    self.transports.span(),
+                    "gist.transports",
+                    format!("{t:?}: \"udp\" or \"tcp\""),
+                ));
+            }
+        }
+        if !transports.iter().any(|t| t == "udp") {
+            return Err(cx.at(
+                self.transports.span(),
+                "gist.transports",
+                "needs \"udp\": Queries always go D-mode (RFC 5971 §4.4.1)".into(),
+            ));
+        }
+        if self.tcp_port == 0 || self.tcp_port == GIST_UDP_PORT {
+            return Err(cx.line(
+                0,
+                "gist.tcp_port",
+                format!("{} cannot be the messaging association port", self.tcp_port),
             ));
         }
         if self.ipv6_router_alert == u16::MAX {
@@ -203,6 +254,18 @@ cookie_mode = "random"
                 "gist.ipv6_router_alert",
             ),
             ("cookie_mode", "cookie_mod", 8, "-"),
+            (
+                "cookie_mode = \"random\"",
+                "transports = [\"tcp\"]",
+                8,
+                "gist.transports",
+            ),
+            (
+                "cookie_mode = \"random\"",
+                "transports = [\"udp\", \"sctp\"]",
+                8,
+                "gist.transports",
+            ),
         ] {
             let e = NodeConfig::parse("node.toml", &GOOD.replace(from, to)).unwrap_err();
             assert_eq!((e.line, e.field.as_str()), (line, field), "{to}: {e}");
