@@ -7,7 +7,9 @@
 //! [`Transmit`] whose transport is [`Transport::Udp`] and adds the header with its checksum
 //! (RFC 768, over the RFC 768 / RFC 8200 §8.1 pseudo-header); [`RaUdpSocket::recv_batch`]
 //! yields the datagrams for one destination port — intercepted in transit or addressed to this
-//! node — with the UDP header checked and removed.
+//! node — with the UDP header checked and removed (a checksum that the sender's kernel left for
+//! the network card to finish, as between namespaces over veth, is accepted like an ordinary UDP
+//! socket would).
 //!
 //! Intercepting Router Alert catches every such UDP datagram in transit, whatever its port:
 //! those for other ports are sent on unchanged but for the TTL, as the kernel would have
@@ -213,6 +215,14 @@ fn udp_checksum(src: IpAddr, dst: IpAddr, datagram: &[u8]) -> u16 {
     internet_checksum(&all)
 }
 
+/// What the checksum field holds when the sender's kernel left the checksum to be finished by
+/// the network card (`CHECKSUM_PARTIAL`): the folded pseudo-header sum, not complemented.
+/// Between network namespaces (veth) and on loopback no card finishes it, and a raw socket
+/// sees the datagram as sent; an ordinary UDP socket would accept it, so this does too.
+fn partial_checksum(src: IpAddr, dst: IpAddr, udp_len: usize) -> u16 {
+    !internet_checksum(&pseudo_header(src, dst, udp_len))
+}
+
 /// Header and payload of a UDP datagram from `src` to `dst`.
 fn udp_datagram(
     src: Option<IpAddr>,
@@ -264,7 +274,7 @@ fn parse_udp<'a>(r: &Received<'a>) -> Option<(u16, u16, &'a [u8])> {
         IpAddr::V4(_) if sum == 0 => true,
         IpAddr::V6(_) if sum == 0 => false,
         // Summed with its own checksum field, a valid datagram sums to zero (RFC 1071).
-        _ => udp_checksum(r.src, r.dst, d) == 0,
+        _ => udp_checksum(r.src, r.dst, d) == 0 || sum == partial_checksum(r.src, r.dst, len),
     };
     checked.then(|| (src_port, dst_port, &d[UDP_HEADER..]))
 }
@@ -306,6 +316,23 @@ mod tests {
                 bad[i] ^= 0x10;
                 assert_eq!(parse_udp(&received(s, d, &bad)), None, "byte {i}");
             }
+        }
+    }
+
+    #[test]
+    fn partial_checksums_from_local_senders_are_accepted() {
+        for (s, d) in [("10.0.0.1", "10.0.0.2"), ("fd00::1", "fd00::2")] {
+            let (src, dst) = (s.parse().unwrap(), d.parse().unwrap());
+            let mut dg = udp_datagram(Some(src), dst, 4000, 270, b"gist").unwrap();
+            let len = dg.len();
+            dg[6..8].copy_from_slice(&partial_checksum(src, dst, len).to_be_bytes());
+            assert_eq!(
+                parse_udp(&received(s, d, &dg)),
+                Some((4000, 270, &b"gist"[..]))
+            );
+            // A partial checksum for another length is still wrong.
+            dg[6..8].copy_from_slice(&partial_checksum(src, dst, len + 2).to_be_bytes());
+            assert_eq!(parse_udp(&received(s, d, &dg)), None);
         }
     }
 

@@ -8,6 +8,7 @@ pub mod booster;
 pub mod cli;
 pub mod daemon;
 pub mod demo;
+pub mod gist_chain;
 pub mod gist_sim;
 pub mod mgmt;
 pub mod netns;

@@ -286,6 +286,22 @@ impl PingNslp {
         source: IpAddr,
         destination: IpAddr,
     ) -> Result<u32, ApiError> {
+        let reliable = self.cfg.reliable;
+        self.ping_session_with(gist, now, session_id, source, destination, reliable)
+    }
+
+    /// [`PingNslp::ping_session`], asking GIST for reliable transfer (C-mode over a messaging
+    /// association) or not, whatever the configuration says. The nodes on the way forward the
+    /// ping, and the destination its reply, the way it reached them.
+    pub fn ping_session_with(
+        &mut self,
+        gist: &mut dyn GistApi,
+        now: Instant,
+        session_id: SessionId,
+        source: IpAddr,
+        destination: IpAddr,
+        reliable: bool,
+    ) -> Result<u32, ApiError> {
         self.outstanding.expire(now);
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
@@ -297,7 +313,7 @@ impl PingNslp {
         };
         let mri = Mri::PathCoupled(PathCoupledMri::flow(source, destination));
         let mut send = SendMessage::new(self.cfg.nslpid, session_id, mri, msg.emit());
-        send.transfer.reliable = self.cfg.reliable;
+        send.transfer.reliable = reliable;
         let h = gist.send_message(now, send)?;
         self.handles.insert(h, (session_id, seq));
         if self.handles.len() > 4096 {
@@ -326,7 +342,7 @@ impl PingNslp {
     ) {
         let mut s = SendMessage::new(self.cfg.nslpid, m.session_id, mri, data);
         s.gist_hops = Some(m.gist_hops.saturating_sub(1).max(1));
-        s.transfer.reliable = self.cfg.reliable;
+        s.transfer.reliable = self.cfg.reliable || m.transfer.reliable;
         if let Err(e) = gist.send_message(now, s) {
             tracing::debug!(error = %e, "ping not forwarded");
         }

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod booster;
 pub mod daemon;
 pub mod demo;
+pub mod gist;
 pub mod oracle;
 pub mod rsvp;
 
@@ -39,10 +40,12 @@ pub enum Command {
         #[command(subcommand)]
         what: oracle::Oracle,
     },
-    /// Run the services a node configuration enables (RSVP) until SIGINT/SIGTERM.
+    /// Run the services a node configuration enables (RSVP, GIST) until SIGINT/SIGTERM.
     Daemon(daemon::Args),
     /// RSVP on a running daemon: senders, reservations, state.
     Rsvp(rsvp::Args),
+    /// GIST on a running daemon: ping along a path, routing state, associations, counters.
+    Gist(gist::Args),
     /// Benchmarks that print a table (and JSON with --json).
     Bench {
         /// Which benchmark.
@@ -58,6 +61,7 @@ impl Cli {
             Command::Demo(a) => demo::run(a),
             Command::Daemon(a) => daemon::run(a),
             Command::Rsvp(a) => rsvp::run(a),
+            Command::Gist(a) => gist::run(a),
             Command::Bench { which } => bench::run(which),
             Command::Oracle { what } => oracle::run(what),
             Command::Booster { what } => booster::run(what),

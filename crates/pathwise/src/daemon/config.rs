@@ -22,10 +22,13 @@
 //! hello = { interval = "5ms", failure_multiplier = 3.5 }   # RFC 3209 §5 neighbour liveness
 //! ```
 //!
-//! The integrity section is described in [`integrity`].
+//! The integrity section is described in [`integrity`], the `[gist]` section in [`gist`]. At
+//! least one of `[rsvp]` and `[gist]` must be present.
 
+pub mod gist;
 pub mod integrity;
 
+pub use gist::GistSection;
 pub use integrity::IntegritySection;
 use pathwise_core::units::{Bandwidth, TimeSpan};
 use serde::Deserialize;
@@ -41,6 +44,8 @@ pub struct NodeConfig {
     pub daemon: DaemonSection,
     /// RSVP, if enabled.
     pub rsvp: Option<RsvpSection>,
+    /// GIST, if enabled.
+    pub gist: Option<GistSection>,
     /// The file and its text, to locate errors found after parsing.
     #[serde(skip)]
     source: (String, String),
@@ -222,7 +227,7 @@ pub struct ConfigError {
     pub message: String,
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
@@ -316,6 +321,9 @@ impl NodeConfig {
                     "needs slots ≥ 2, levels ≥ 1 and a non-zero slot width".into(),
                 ));
             }
+        }
+        if let Some(g) = &cfg.gist {
+            g.check(&cx)?;
         }
         if let Some(m) = &cfg.daemon.metrics
             && m.get_ref().parse::<std::net::SocketAddr>().is_err()

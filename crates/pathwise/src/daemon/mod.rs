@@ -1,6 +1,7 @@
 //! `pathwise daemon --config node.toml`: the long-running process on a Linux router or host.
 //!
-//! One thread owns the protocol engines and runs a `poll(2)` loop over their sockets, the
+//! It runs the services the configuration enables: RSVP ([`rsvp`]) and GIST with the Ping NSLP
+//! ([`gist`]). One thread owns the protocol engines and runs a `poll(2)` loop over their sockets, the
 //! routing feed and a wake-up socket, sleeping until the engines' next deadline. The management
 //! socket ([`crate::mgmt`]) is served on its own thread, which hands each request to the loop
 //! and waits for the answer, so engines are never shared between threads. Prometheus metrics
@@ -9,6 +10,8 @@
 //! the management socket.
 
 pub mod config;
+pub mod gist;
+pub mod gist_ma;
 pub mod rsvp;
 pub mod verbs;
 
@@ -26,7 +29,11 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-type Request = (String, Value, mpsc::Sender<Result<Value, String>>);
+/// Where the answer to a management request goes (a service may answer later, e.g. a ping
+/// when its reply comes back).
+pub type Reply = mpsc::Sender<Result<Value, String>>;
+
+type Request = (String, Value, Reply);
 
 /// Run the daemon until SIGINT or SIGTERM.
 pub fn run(config: &Path) -> anyhow::Result<()> {
@@ -37,13 +44,20 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
         .with_max_level(level)
         .with_writer(std::io::stderr)
         .try_init();
-    let Some(rsvp_cfg) = &cfg.rsvp else {
+    if cfg.rsvp.is_none() && cfg.gist.is_none() {
         anyhow::bail!(
-            "{}: no service enabled (add an [rsvp] section)",
+            "{}: no service enabled (add an [rsvp] or a [gist] section)",
             config.display()
         );
+    }
+    let mut rsvp = match &cfg.rsvp {
+        Some(r) => Some(rsvp::RsvpService::start(&cfg, r)?),
+        None => None,
     };
-    let mut rsvp = rsvp::RsvpService::start(&cfg, rsvp_cfg)?;
+    let mut gist = match &cfg.gist {
+        Some(g) => Some(gist::GistService::start(&cfg, g)?),
+        None => None,
+    };
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -76,19 +90,35 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
 
     let mut last_metrics = Instant::now() - Duration::from_secs(1);
     while !stop.load(Ordering::Relaxed) {
-        // Wake at the engine's deadline, and at least every second (metrics, signals).
-        let wait = rsvp
-            .deadline()
+        // Wake at the engines' deadlines, and at least every second (metrics, signals).
+        let deadline = [
+            rsvp.as_ref().and_then(|r| r.deadline()),
+            gist.as_ref().and_then(|g| g.deadline()),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let wait = deadline
             .map_or(Duration::from_secs(1), |d| {
                 d.saturating_duration_since(Instant::now())
             })
             .min(Duration::from_secs(1));
         {
             let mut pfds: Vec<PollFd<'_>> = rsvp
-                .fds()
-                .into_iter()
+                .iter()
+                .flat_map(|r| r.fds())
                 .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
                 .collect();
+            if let Some(g) = &gist {
+                pfds.extend(g.fds().into_iter().map(|(fd, write)| {
+                    let flags = if write {
+                        PollFlags::POLLIN | PollFlags::POLLOUT
+                    } else {
+                        PollFlags::POLLIN
+                    };
+                    PollFd::new(fd, flags)
+                }));
+            }
             pfds.push(PollFd::new(wake_rx.as_fd(), PollFlags::POLLIN));
             let ms = i32::try_from(wait.as_millis()).unwrap_or(1000);
             match poll(
@@ -106,15 +136,44 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
             }
         }
         while let Ok((verb, args, reply)) = req_rx.try_recv() {
-            let _ = reply.send(rsvp.handle(&verb, &args));
+            if verb.starts_with("gist.") {
+                match &mut gist {
+                    Some(g) => g.handle(&verb, &args, reply),
+                    None => {
+                        let _ = reply.send(Err("GIST is not enabled on this daemon (no [gist] \
+                                                section in its configuration)"
+                            .into()));
+                    }
+                }
+            } else {
+                let _ = reply.send(match &mut rsvp {
+                    Some(r) => r.handle(&verb, &args),
+                    None => Err("RSVP is not enabled on this daemon (no [rsvp] section in \
+                                 its configuration)"
+                        .into()),
+                });
+            }
         }
-        rsvp.on_readable();
-        if rsvp.deadline().is_some_and(|d| d <= Instant::now()) {
-            rsvp.on_timeout();
+        if let Some(r) = &mut rsvp {
+            r.on_readable();
+            if r.deadline().is_some_and(|d| d <= Instant::now()) {
+                r.on_timeout();
+            }
+        }
+        if let Some(g) = &mut gist {
+            g.on_readable();
+            if g.deadline().is_some_and(|d| d <= Instant::now()) {
+                g.on_timeout();
+            }
         }
         if last_metrics.elapsed() >= Duration::from_secs(1) {
             let mut text = String::new();
-            rsvp.metrics(&mut text);
+            if let Some(r) = &rsvp {
+                r.metrics(&mut text);
+            }
+            if let Some(g) = &gist {
+                g.metrics(&mut text);
+            }
             if let Ok(mut m) = metrics.lock() {
                 *m = text;
             }

@@ -1,0 +1,249 @@
+//! `pathwise gist …`: talk to a running daemon's GIST service over its management socket —
+//! ping along a path with the Ping NSLP, show routing state, messaging associations, counters.
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `pathwise gist`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The daemon's management socket.
+    #[arg(long, global = true, default_value_os_t = crate::daemon::config::default_socket())]
+    socket: PathBuf,
+    /// Print JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Ping DEST with the Ping NSLP (seed 000 §4.1.2): every GIST-aware node on the path
+    /// records itself; prints each reply's RTT and the path. The first ping sets up routing
+    /// state hop by hop; the following reuse it.
+    Ping {
+        /// Destination of the flow to ping along (a node running GIST).
+        dest: IpAddr,
+        /// How GIST carries the pings.
+        #[arg(long, value_enum, default_value = "udp")]
+        transport: Transport,
+        /// Pings to send.
+        #[arg(long, short = 'c', default_value_t = 1)]
+        count: u32,
+        /// Time between pings.
+        #[arg(long, default_value = "1s", value_parser = duration)]
+        interval: Duration,
+        /// How long to wait for each reply (at most 9s).
+        #[arg(long, default_value = "3s", value_parser = duration)]
+        timeout: Duration,
+    },
+    /// Show state.
+    Show {
+        /// What to show.
+        #[arg(value_enum)]
+        what: ShowWhat,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Transport {
+    /// D-mode: UDP port 270, Queries with Router Alert.
+    Udp,
+    /// C-mode: over a TCP messaging association per peer, shared by every session.
+    Tcp,
+}
+
+impl Transport {
+    fn name(self) -> &'static str {
+        match self {
+            Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ShowWhat {
+    /// Message routing state: per session, each half's state, peer and association.
+    Mrs,
+    /// Messaging associations (C-mode): peer, state, users.
+    Ma,
+    /// Messages in and out by type, drops by reason, errors, handshakes, state sizes.
+    Counters,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    s.parse::<pathwise_core::units::TimeSpan>().map(|t| t.0)
+}
+
+/// Run the command.
+pub fn run(a: Args) -> anyhow::Result<()> {
+    match a.cmd {
+        Cmd::Show { what } => {
+            let verb = match what {
+                ShowWhat::Mrs => "gist.show.mrs",
+                ShowWhat::Ma => "gist.show.ma",
+                ShowWhat::Counters => "gist.show.counters",
+            };
+            let v = crate::mgmt::request(&a.socket, "pathwise daemon", verb, json!({}))?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                print!("{}", render_show(what, &v));
+            }
+            Ok(())
+        }
+        Cmd::Ping {
+            dest,
+            transport,
+            count,
+            interval,
+            timeout,
+        } => ping(&a.socket, a.json, dest, transport, count, interval, timeout),
+    }
+}
+
+fn ping(
+    socket: &std::path::Path,
+    json_out: bool,
+    dest: IpAddr,
+    transport: Transport,
+    count: u32,
+    interval: Duration,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let mut session: Option<String> = None;
+    let mut replies = Vec::new();
+    let mut rtts = Vec::new();
+    if !json_out {
+        println!("GIST PING {dest} over {}", transport.name());
+    }
+    for i in 0..count {
+        if i > 0 {
+            std::thread::sleep(interval);
+        }
+        let args = json!({
+            "dest": dest,
+            "session": session,
+            "transport": transport.name(),
+            "timeout_ms": timeout.as_millis() as u64,
+        });
+        match crate::mgmt::request(socket, "pathwise daemon", "gist.ping", args) {
+            Ok(r) => {
+                if session.is_none() {
+                    session = r["session"].as_str().map(str::to_string);
+                }
+                let rtt = r["rtt_ms"].as_f64().unwrap_or(f64::NAN);
+                rtts.push(rtt);
+                if !json_out {
+                    let path: Vec<&str> = r["path"]
+                        .as_array()
+                        .map(|p| p.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    println!(
+                        "reply from {dest}: seq={} rtt={rtt:.3} ms path={}",
+                        r["seq"],
+                        path.join(" > ")
+                    );
+                }
+                replies.push(r);
+            }
+            Err(e) => {
+                if !json_out {
+                    println!("ping {}: {e}", i + 1);
+                }
+                replies.push(json!({ "error": e.to_string() }));
+            }
+        }
+    }
+    let received = rtts.len();
+    let summary = json!({
+        "sent": count,
+        "received": received,
+        "loss_pct": if count == 0 { 0.0 } else { 100.0 * f64::from(count - received as u32) / f64::from(count) },
+        "rtt_min_ms": rtts.iter().copied().reduce(f64::min),
+        "rtt_avg_ms": (received > 0).then(|| rtts.iter().sum::<f64>() / received as f64),
+        "rtt_max_ms": rtts.iter().copied().reduce(f64::max),
+    });
+    if json_out {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "replies": replies, "summary": summary }))?
+        );
+    } else {
+        println!(
+            "--- {dest} GIST ping: {count} sent, {received} received{}",
+            match (
+                summary["rtt_min_ms"].as_f64(),
+                summary["rtt_avg_ms"].as_f64(),
+                summary["rtt_max_ms"].as_f64()
+            ) {
+                (Some(a), Some(b), Some(c)) => format!(", rtt min/avg/max {a:.3}/{b:.3}/{c:.3} ms"),
+                _ => String::new(),
+            }
+        );
+    }
+    if received == 0 && count > 0 {
+        anyhow::bail!("no reply from {dest}");
+    }
+    Ok(())
+}
+
+fn render_show(what: ShowWhat, v: &Value) -> String {
+    let mut out = String::new();
+    match what {
+        ShowWhat::Mrs => {
+            let rows = v.as_array().cloned().unwrap_or_default();
+            out += &format!(
+                "{:<32} {:>6} {:<30} {:<34} {:<34}\n",
+                "session", "nslpid", "flow", "downstream", "upstream"
+            );
+            let half = |h: &Value| {
+                if h.is_null() {
+                    "-".to_string()
+                } else {
+                    format!(
+                        "{} {}{}",
+                        h["state"].as_str().unwrap_or("?"),
+                        h["peer"].as_str().unwrap_or("-"),
+                        if h["ma"].is_null() { "" } else { " (MA)" }
+                    )
+                }
+            };
+            for r in &rows {
+                out += &format!(
+                    "{:<32} {:>6} {:<30} {:<34} {:<34}\n",
+                    r["session"].as_str().unwrap_or(""),
+                    r["nslpid"],
+                    format!(
+                        "{} > {}",
+                        r["source"].as_str().unwrap_or("?"),
+                        r["destination"].as_str().unwrap_or("?")
+                    ),
+                    half(&r["downstream"]),
+                    half(&r["upstream"])
+                );
+            }
+            out += &format!("{} routing states\n", rows.len());
+        }
+        ShowWhat::Ma => {
+            out += &format!("{} messaging associations\n", v["count"]);
+            for m in v["associations"].as_array().into_iter().flatten() {
+                out += &format!(
+                    "  {:<40} {:<12} {} users\n",
+                    m["peer"].as_str().unwrap_or(""),
+                    m["state"].as_str().unwrap_or(""),
+                    m["users"]
+                );
+            }
+        }
+        ShowWhat::Counters => {
+            out += &format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default());
+        }
+    }
+    out
+}

@@ -1,0 +1,206 @@
+//! The five-node chain of the RSVP tests (H1 – R1 – R2 – R3 – H2, [`crate::rsvp_chain`]) for
+//! GIST (issue 6), dual-stack: link n (1..4) is 10.91.n.0/24 and fd00:91:n::/64, the node west
+//! of it is .1 / ::1 on `e0`, the node east of it .2 / ::2 on `w0`; the routers forward both
+//! families. A `pathwise daemon` with a `[gist]` section runs on every node that
+//! [`Options::gist`] selects; a router without one forwards GIST's Queries like any packet.
+
+use crate::netns::{Lab, wait_for};
+pub use crate::rsvp_chain::{H1, H2, NODES, R1, R2, R3};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// H2's IPv4 address.
+pub const H2_V4: &str = "10.91.4.2";
+/// H2's IPv6 address.
+pub const H2_V6: &str = "fd00:91:4::2";
+
+/// How to build the chain.
+#[derive(Clone, Debug)]
+pub struct Options<'a> {
+    /// Which nodes (by index) run a daemon with GIST.
+    pub gist: [bool; 5],
+    /// `refresh_period`, e.g. "30s".
+    pub refresh: &'a str,
+    /// `cookie_mode`: "hash" or "random".
+    pub cookie_mode: &'a str,
+    /// Lines appended to every node's `[gist]` section.
+    pub extra: String,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options {
+            gist: [true; 5],
+            refresh: "30s",
+            cookie_mode: "hash",
+            extra: String::new(),
+        }
+    }
+}
+
+/// The node that owns `addr` on the chain, if any.
+pub fn owner(addr: IpAddr) -> Option<usize> {
+    let (link, host) = match addr {
+        IpAddr::V4(a) => {
+            let o = a.octets();
+            if o[..2] != [10, 91] {
+                return None;
+            }
+            (usize::from(o[2]), u16::from(o[3]))
+        }
+        IpAddr::V6(a) => {
+            let s = a.segments();
+            if s[..2] != [0xfd00, 0x91] {
+                return None;
+            }
+            (usize::from(s[2]), s[7])
+        }
+    };
+    match (link, host) {
+        (1..=4, 1) => Some(link - 1),
+        (1..=4, 2) => Some(link),
+        _ => None,
+    }
+}
+
+/// Build the chain and start the daemons (the `pathwise` binary at `bin`).
+pub fn build(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
+    let mut lab = Lab::new(&NODES)?;
+    for l in 0..4 {
+        let n = l + 1;
+        lab.link(
+            (l, "e0", &format!("10.91.{n}.1/24")),
+            (l + 1, "w0", &format!("10.91.{n}.2/24")),
+        )?;
+        for (i, dev, host) in [(l, "e0", 1), (l + 1, "w0", 2)] {
+            lab.exec_ok(
+                i,
+                &[
+                    "ip",
+                    "addr",
+                    "add",
+                    &format!("fd00:91:{n}::{host}/64"),
+                    "dev",
+                    dev,
+                    "nodad",
+                ],
+            )?;
+        }
+    }
+    for (node, v4, v6) in [
+        (H1, "10.91.1.2", "fd00:91:1::2"),
+        (H2, "10.91.4.1", "fd00:91:4::1"),
+    ] {
+        lab.exec_ok(node, &["ip", "route", "add", "default", "via", v4])?;
+        lab.exec_ok(node, &["ip", "-6", "route", "add", "default", "via", v6])?;
+    }
+    for r in [R1, R2, R3] {
+        lab.forward(r)?;
+        lab.exec_ok(r, &["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"])?;
+        for net in 1..=4 {
+            // Router r sits between link r (west) and link r + 1 (east).
+            let (v4, v6) = if net < r {
+                (format!("10.91.{r}.1"), format!("fd00:91:{r}::1"))
+            } else if net > r + 1 {
+                (
+                    format!("10.91.{}.2", r + 1),
+                    format!("fd00:91:{}::2", r + 1),
+                )
+            } else {
+                continue;
+            };
+            lab.exec_ok(
+                r,
+                &[
+                    "ip",
+                    "route",
+                    "add",
+                    &format!("10.91.{net}.0/24"),
+                    "via",
+                    &v4,
+                ],
+            )?;
+            lab.exec_ok(
+                r,
+                &[
+                    "ip",
+                    "-6",
+                    "route",
+                    "add",
+                    &format!("fd00:91:{net}::/64"),
+                    "via",
+                    &v6,
+                ],
+            )?;
+        }
+    }
+    for (i, node) in NODES.iter().enumerate() {
+        if !o.gist[i] {
+            continue;
+        }
+        let ifaces = match i {
+            H1 => r#"["e0"]"#,
+            H2 => r#"["w0"]"#,
+            _ => r#"["w0", "e0"]"#,
+        };
+        let cfg = format!(
+            "[daemon]\nsocket = {:?}\nlog = \"debug\"\n\n[gist]\ninterfaces = {ifaces}\n\
+             refresh_period = {:?}\ncookie_mode = {:?}\n{}",
+            socket(&lab, i),
+            o.refresh,
+            o.cookie_mode,
+            o.extra
+        );
+        let path = lab.path(&format!("{node}.toml"));
+        std::fs::write(&path, cfg)?;
+        lab.spawn(
+            node,
+            i,
+            &[
+                &bin.to_string_lossy(),
+                "daemon",
+                "--config",
+                &path.to_string_lossy(),
+            ],
+        )?;
+    }
+    for (i, node) in NODES.iter().enumerate() {
+        if !o.gist[i] {
+            continue;
+        }
+        let sock = socket(&lab, i);
+        wait_for(Duration::from_secs(10), &format!("{node}'s daemon"), || {
+            sock.exists().then_some(())
+        })
+        .map_err(|e| anyhow::anyhow!("{e}; log: {}", lab.log(node)))?;
+    }
+    Ok(lab)
+}
+
+/// The management socket of node `i`'s daemon.
+pub fn socket(lab: &Lab, i: usize) -> PathBuf {
+    lab.path(&format!("{}.sock", NODES[i]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_name_their_nodes() {
+        for (a, n) in [
+            ("10.91.1.1", Some(H1)),
+            ("10.91.1.2", Some(R1)),
+            ("10.91.2.1", Some(R1)),
+            ("10.91.4.2", Some(H2)),
+            ("fd00:91:3::2", Some(R3)),
+            ("fd00:91:3::1", Some(R2)),
+            ("10.91.5.1", None),
+            ("10.92.1.1", None),
+            ("fd00:92:1::1", None),
+        ] {
+            assert_eq!(owner(a.parse().unwrap()), n, "{a}");
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! GIST on a real Linux network (issue 6): five namespaces H1 – R1 – R2 – R3 – H2 with
+//! forwarding on (IPv4 and IPv6), a `pathwise daemon` with `[gist]` on the nodes a test picks,
+//! driven through the CLI (`pathwise gist ping`, `pathwise gist show`). Needs root and `ip`
+//! (and `tshark` for the dissector check, skipped with a message without it); each test prints
+//! why and passes when something is missing. Every namespace is deleted when its test ends.
+
+use pathwise::gist_chain::{self, H1, H2, H2_V4, H2_V6, NODES, Options, R1, R2, R3};
+use pathwise::netns::{Lab, unavailable, wait_for};
+use serde_json::Value;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_pathwise")
+}
+
+/// One five-namespace network at a time: they would compete for the CPU.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn skip(test: &str) -> bool {
+    match unavailable(&["sysctl"]) {
+        Some(why) => {
+            println!("skipping {test}: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
+fn chain(o: &Options<'_>) -> Lab {
+    gist_chain::build(Path::new(bin()), o).expect("build the GIST chain")
+}
+
+/// `pathwise gist --json …` against node `i`'s daemon, run in node `i`.
+fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
+    let sock = gist_chain::socket(lab, i);
+    let mut argv = vec![
+        bin(),
+        "gist",
+        "--json",
+        "--socket",
+        sock.to_str().unwrap_or_default(),
+    ];
+    argv.extend_from_slice(args);
+    let out = lab.exec_ok(i, &argv)?;
+    Ok(serde_json::from_str(&out)?)
+}
+
+/// Ping `dest` from H1 `count` times over UDP; the replies (a lost ping fails the call).
+fn ping(lab: &Lab, dest: &str, count: u32) -> Vec<Value> {
+    ping_over(lab, dest, count, "udp")
+}
+
+/// Ping `dest` from H1 `count` times in one session over `transport`.
+fn ping_over(lab: &Lab, dest: &str, count: u32, transport: &str) -> Vec<Value> {
+    let n = count.to_string();
+    let v = cli(
+        lab,
+        H1,
+        &[
+            "ping",
+            dest,
+            "--count",
+            &n,
+            "--interval",
+            "100ms",
+            "--transport",
+            transport,
+        ],
+    )
+    .unwrap_or_else(|e| panic!("ping {dest}: {e}\nlogs:\n{}", logs(lab)));
+    let replies = v["replies"].as_array().cloned().unwrap_or_default();
+    assert_eq!(v["summary"]["received"], count, "{v:#}\n{}", logs(lab));
+    replies
+}
+
+/// The nodes a reply's path names.
+fn path_nodes(reply: &Value) -> Vec<&'static str> {
+    reply["path"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            let a: IpAddr = a.as_str().unwrap().parse().unwrap();
+            gist_chain::owner(a).map_or("?", |n| NODES[n])
+        })
+        .collect()
+}
+
+fn logs(lab: &Lab) -> String {
+    NODES
+        .iter()
+        .map(|n| format!("--- {n}\n{}", tail(&lab.log(n), 30)))
+        .collect()
+}
+
+fn tail(s: &str, lines: usize) -> String {
+    let v: Vec<&str> = s.lines().collect();
+    v[v.len().saturating_sub(lines)..].join("\n")
+}
+
+fn counters(lab: &Lab, i: usize) -> Value {
+    cli(lab, i, &["show", "counters"]).expect("gist show counters")
+}
+
+/// tshark capturing GIST (UDP and TCP) on both interfaces of router `i`, into the lab's
+/// scratch directory; `None` (with a message) without tshark.
+fn start_capture(lab: &mut Lab, i: usize) -> Option<PathBuf> {
+    if unavailable(&["tshark"]).is_some() {
+        println!("tshark is not installed: the dissector check is skipped");
+        return None;
+    }
+    let pcap = lab.path("gist.pcapng");
+    let file = pcap.to_string_lossy().into_owned();
+    lab.spawn(
+        "tshark",
+        i,
+        &[
+            "tshark",
+            "-n",
+            "-q",
+            "-i",
+            "w0",
+            "-i",
+            "e0",
+            "-f",
+            "udp or tcp",
+            "-w",
+            &file,
+        ],
+    )
+    .expect("start tshark");
+    wait_for(Duration::from_secs(20), "tshark to capture", || {
+        lab.log("tshark").contains("Capturing on").then_some(())
+    })
+    .expect("tshark started");
+    std::thread::sleep(Duration::from_millis(300));
+    Some(pcap)
+}
+
+/// Decode `pcap` with contrib/wireshark/gist.lua: every GIST packet (UDP or TCP port 270, and
+/// what the dissector's heuristics claim) decodes with no malformed packet and no expert error
+/// or GIST warning. Returns the number of GIST messages seen.
+fn check_capture(lab: &mut Lab, pcap: &Path) -> usize {
+    std::thread::sleep(Duration::from_millis(300));
+    lab.terminate("tshark", Duration::from_secs(10))
+        .expect("stop tshark");
+    let lua = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contrib/wireshark/gist.lua");
+    let home = lab.path("tshark-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |args: &[&str]| -> String {
+        let out = std::process::Command::new("tshark")
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .args(["-n", "-X", &format!("lua_script:{}", lua.display()), "-r"])
+            .arg(pcap)
+            .args(args)
+            .output()
+            .expect("run tshark");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "tshark {args:?}: {stderr}");
+        for bad in ["Lua Error", "Lua: Error", "Dissector bug", "Malformed"] {
+            assert!(!stderr.contains(bad), "tshark stderr has {bad:?}: {stderr}");
+            assert!(!stdout.contains(bad), "tshark output has {bad:?}");
+        }
+        stdout
+    };
+    let verbose = run(&["-V"]);
+    let messages = verbose
+        .lines()
+        .filter(|l| l.starts_with("General Internet Signalling Transport"))
+        .count();
+    // Every frame to or from port 270 carries at least one GIST message the dissector shows.
+    let frames = run(&[
+        "-Y",
+        "udp.port == 270 && !gist",
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+    ]);
+    assert!(
+        frames.trim().is_empty(),
+        "UDP 270 frames without GIST: {frames}"
+    );
+    let experts = run(&["-q", "-z", "expert,error", "-z", "expert,warn"]);
+    assert!(!experts.contains("Errors ("), "expert errors:\n{experts}");
+    for line in experts.lines() {
+        let protocol = line.split_whitespace().nth(2).unwrap_or_default();
+        assert!(
+            protocol != "GIST" && protocol != "NSLP_PING",
+            "expert warning: {line}"
+        );
+    }
+    messages
+}
+
+#[test]
+fn ping_over_udp_records_every_aware_node_ipv4_and_ipv6() {
+    let test = "ping_over_udp_records_every_aware_node_ipv4_and_ipv6";
+    if skip(test) {
+        return;
+    }
+    let _g = serial();
+    let mut lab = chain(&Options::default());
+    let pcap = start_capture(&mut lab, R2);
+    for dest in [H2_V4, H2_V6] {
+        let replies = ping(&lab, dest, 3);
+        for r in &replies {
+            assert_eq!(
+                path_nodes(r),
+                ["r1", "r2", "r3", "h2"],
+                "{dest}: {r}\n{}",
+                logs(&lab)
+            );
+            assert!(r["rtt_ms"].as_f64().unwrap() > 0.0);
+        }
+        // Later pings ride the state the first set up: same session.
+        assert_eq!(replies[0]["session"], replies[2]["session"]);
+    }
+    // Every aware node holds routing state for both sessions; R2 peers with R1 and R3.
+    let mrs = cli(&lab, R2, &["show", "mrs"]).unwrap();
+    let mrs = mrs.as_array().unwrap();
+    assert_eq!(mrs.len(), 2, "{mrs:?}");
+    for s in mrs {
+        assert_eq!(s["downstream"]["state"], "Established", "{s}");
+        assert_eq!(s["upstream"]["state"], "Established", "{s}");
+        let owner = |v: &Value| {
+            v.as_str()
+                .and_then(|a| a.parse().ok())
+                .and_then(gist_chain::owner)
+        };
+        assert_eq!(owner(&s["upstream"]["peer"]), Some(R1), "{s}");
+        assert_eq!(owner(&s["downstream"]["peer"]), Some(R3), "{s}");
+    }
+    let c = counters(&lab, R2);
+    assert!(c["messages_in"]["Query"].as_u64().unwrap() >= 2, "{c:#}");
+    assert_eq!(c["mas"], 0);
+    if let Some(pcap) = pcap {
+        let n = check_capture(&mut lab, &pcap);
+        // Two handshakes (Query, Response, Confirm) on each of R2's links, plus the pings.
+        assert!(n >= 12, "only {n} GIST messages captured");
+    }
+}
+
+#[test]
+fn a_router_without_gist_forwards_queries_transparently() {
+    let test = "a_router_without_gist_forwards_queries_transparently";
+    if skip(test) {
+        return;
+    }
+    let _g = serial();
+    let mut gist = [true; 5];
+    gist[R2] = false;
+    let lab = chain(&Options {
+        gist,
+        ..Options::default()
+    });
+    for dest in [H2_V4, H2_V6] {
+        for r in ping(&lab, dest, 2) {
+            assert_eq!(path_nodes(&r), ["r1", "r3", "h2"], "{dest}: {r}");
+        }
+    }
+    // R1's downstream peer is R3, two IP hops away.
+    let mrs = cli(&lab, R1, &["show", "mrs"]).unwrap();
+    for s in mrs.as_array().unwrap() {
+        let peer: IpAddr = s["downstream"]["peer"].as_str().unwrap().parse().unwrap();
+        assert_eq!(gist_chain::owner(peer), Some(R3), "{s}");
+    }
+}
+
+/// Sends `payloads` from H1 to `dest` port 270 over plain UDP.
+fn send_udp(lab: &Lab, dest: &str, payloads: &[Vec<u8>]) {
+    use nix::sched::{CloneFlags, setns};
+    let ns = format!("/run/netns/{}", lab.ns[H1]);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let f = std::fs::File::open(&ns).expect("open netns");
+            setns(&f, CloneFlags::CLONE_NEWNET).expect("setns");
+            let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+            for p in payloads {
+                sock.send_to(p, (dest, 270)).expect("send");
+            }
+        })
+        .join()
+        .unwrap();
+    });
+}
+
+#[test]
+fn garbage_truncated_and_oversize_datagrams_are_counted_and_pings_continue() {
+    let test = "garbage_truncated_and_oversize_datagrams_are_counted_and_pings_continue";
+    if skip(test) {
+        return;
+    }
+    let _g = serial();
+    let lab = chain(&Options::default());
+    ping(&lab, H2_V4, 1);
+    let before = counters(&lab, R1);
+    // A real Query's first bytes: magic number and common header, cut short.
+    let mut truncated = vec![0x4e, 0x04, 0xbd, 0xa5, 0x01, 0x20, 0x00, 0x10];
+    truncated.extend_from_slice(&[0x7f, 0xc0, 0x80, 0x00, 0x00, 0x00]);
+    let garbage: Vec<u8> = (0..200u32).map(|i| (i * 37 % 251) as u8).collect();
+    let oversize = vec![0x4e; 10_000];
+    send_udp(&lab, "10.91.1.2", &[garbage, truncated, oversize]);
+    let later = ping(&lab, H2_V4, 2);
+    assert_eq!(path_nodes(&later[1]), ["r1", "r2", "r3", "h2"]);
+    let after = wait_for(Duration::from_secs(5), "three drops at R1", || {
+        let c = counters(&lab, R1);
+        let total = |c: &Value| -> u64 {
+            c["drops"]
+                .as_object()
+                .map_or(0, |d| d.values().filter_map(Value::as_u64).sum())
+        };
+        (total(&c) >= total(&before) + 3).then_some(c)
+    })
+    .unwrap_or_else(|e| panic!("{e}: {:#}", counters(&lab, R1)));
+    // Each by its reason: the engine's (no magic number, a length the datagram does not
+    // have) and the socket's (bigger than any GIST datagram it accepts).
+    let drops = after["drops"].as_object().unwrap();
+    for reason in ["bad_magic", "incorrect_length", "oversize"] {
+        let n = |c: &Value| c["drops"][reason].as_u64().unwrap_or(0);
+        assert_eq!(n(&after), n(&before) + 1, "{reason}: {drops:?}");
+    }
+    // The bad datagrams left no state: one routing state per ping session.
+    assert_eq!(after["routing_states"], 2, "{after:#}");
+}
+
+/// The messaging associations of node `i`: peer node → users.
+fn associations(lab: &Lab, i: usize) -> Vec<(&'static str, u64)> {
+    let v = cli(lab, i, &["show", "ma"]).expect("gist show ma");
+    let mut out: Vec<(&'static str, u64)> = v["associations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let peer: IpAddr = m["peer"].as_str().unwrap().parse().unwrap();
+            (
+                gist_chain::owner(peer).map_or("?", |n| NODES[n]),
+                m["users"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn ping_over_tcp_many_sessions_share_one_association_per_peer() {
+    let test = "ping_over_tcp_many_sessions_share_one_association_per_peer";
+    if skip(test) {
+        return;
+    }
+    let _g = serial();
+    let mut lab = chain(&Options::default());
+    let pcap = start_capture(&mut lab, R2);
+    const SESSIONS: u64 = 4;
+    for _ in 0..SESSIONS {
+        for r in ping_over(&lab, H2_V4, 2, "tcp") {
+            assert_eq!(path_nodes(&r), ["r1", "r2", "r3", "h2"], "{r}");
+        }
+    }
+    // One association per neighbour, used by every session (each session holds one half on
+    // it at the ends, two at the routers: upstream and downstream).
+    assert_eq!(associations(&lab, H1), [("r1", SESSIONS)]);
+    assert_eq!(associations(&lab, R2), [("r1", SESSIONS), ("r3", SESSIONS)]);
+    assert_eq!(associations(&lab, H2), [("r3", SESSIONS)]);
+    let ma = cli(&lab, R2, &["show", "ma"]).unwrap();
+    assert_eq!(ma["tcp"]["open"], 2, "{ma:#}");
+    assert_eq!(
+        ma["tcp"]["opened"].as_u64().unwrap() + ma["tcp"]["accepted"].as_u64().unwrap(),
+        2,
+        "{ma:#}"
+    );
+    // Every session's state on R2 runs over the associations.
+    let mrs = cli(&lab, R2, &["show", "mrs"]).unwrap();
+    for s in mrs.as_array().unwrap() {
+        assert!(!s["downstream"]["ma"].is_null(), "{s}");
+        assert!(!s["upstream"]["ma"].is_null(), "{s}");
+    }
+    // And over IPv6: associations of their own, one per neighbour.
+    for r in ping_over(&lab, H2_V6, 2, "tcp") {
+        assert_eq!(path_nodes(&r), ["r1", "r2", "r3", "h2"], "{r}");
+    }
+    assert_eq!(associations(&lab, H1), [("r1", 1), ("r1", SESSIONS)]);
+    if let Some(pcap) = pcap {
+        check_capture(&mut lab, &pcap);
+    }
+}
+
+/// The chain nodes node `i`'s routing state names as peers.
+fn peers(lab: &Lab, i: usize) -> Vec<&'static str> {
+    let v = cli(lab, i, &["show", "mrs"]).expect("gist show mrs");
+    let mut out: Vec<&'static str> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| [&s["upstream"]["peer"], &s["downstream"]["peer"]])
+        .filter_map(|p| p.as_str()?.parse().ok())
+        .map(|a: IpAddr| gist_chain::owner(a).map_or("?", |n| NODES[n]))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn killing_a_node_expires_its_peers_state() {
+    let test = "killing_a_node_expires_its_peers_state";
+    if skip(test) {
+        return;
+    }
+    let _g = serial();
+    let mut lab = chain(&Options {
+        refresh: "1s",
+        ..Options::default()
+    });
+    ping_over(&lab, H2_V4, 1, "udp");
+    ping_over(&lab, H2_V4, 1, "tcp");
+    assert_eq!(peers(&lab, H2), ["r3"]);
+    assert_eq!(peers(&lab, R2), ["r1", "r3"]);
+    assert_eq!(associations(&lab, R2), [("r1", 1), ("r3", 1)]);
+    lab.kill("r3"); // SIGKILL: no teardown of any kind
+    // R3 now forwards GIST like any router. Its neighbours' state with it goes: R2's
+    // association with R3 closes with R3's sockets; refreshes find R2 and H2 adjacent (RFC 5971
+    // §7.1.2) and H2's half with R3 lapses once R3's validity (3 refresh periods) has passed.
+    wait_for(Duration::from_secs(20), "no state naming R3", || {
+        (peers(&lab, H2) == ["r2"] && peers(&lab, R2) == ["h2", "r1"]).then_some(())
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}: H2 {:?} R2 {:?}\n{}",
+            peers(&lab, H2),
+            peers(&lab, R2),
+            logs(&lab)
+        )
+    });
+    wait_for(
+        Duration::from_secs(10),
+        "R2's association with R3 to close",
+        || {
+            associations(&lab, R2)
+                .iter()
+                .all(|(p, _)| *p != "r3")
+                .then_some(())
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}: {:?}", associations(&lab, R2)));
+    assert!(counters(&lab, R2)["peer_changes"].as_u64().unwrap() >= 1);
+    for r in ping_over(&lab, H2_V4, 1, "udp") {
+        assert_eq!(path_nodes(&r), ["r1", "r2", "h2"], "{r}");
+    }
+}
