@@ -1,7 +1,9 @@
 //! `pathwise bench …`: macro-benchmarks that print a table and can write JSON.
 //!
 //! `rsvp`: the cost of Path and Resv processing at a transit node holding N sessions (seed 001
-//! §V–VI measured a whole daemon; this isolates the engine), and the bytes of state per session.
+//! §V–VI measured a whole daemon; this isolates the engine), and the bytes of state per session;
+//! with `--lsps`, the sessions are RSVP-TE LSPs (explicit route, label binding, route recording)
+//! at a transit LSR.
 
 pub mod alloc;
 pub mod rsvp_chain;
@@ -11,6 +13,7 @@ use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transport};
 use pathwise_core::route::{Route, RouteChange};
 use pathwise_core::time::{Duration, Instant};
+use pathwise_rsvp::wire::te;
 use pathwise_rsvp::wire::{
     Adspec, FilterSpec, FlowDescriptor, FlowSpec, Message, Path, Resv, RsvpHop, SenderDescriptor,
     SenderTspec, Session, Style, StyleKind, TimeValues, TokenBucket,
@@ -42,6 +45,8 @@ pub struct RsvpBenchReport {
     pub fuzzy_timers: bool,
     /// Whether the engine was told the session count up front (`Config::expected_sessions`).
     pub presized: bool,
+    /// Whether the sessions are RSVP-TE LSPs.
+    pub lsps: bool,
     /// Per-phase costs.
     pub phases: Vec<Phase>,
     /// Heap bytes per session measured by the counting allocator (median of runs).
@@ -102,6 +107,16 @@ fn transit_engine(
     cfg.wheel.slot_width = Duration::from_millis(10);
     cfg.wheel.fuzzy = fuzzy;
     let mut e = RsvpEngine::with_memory_tc(cfg, Instant::ZERO);
+    // The link to the next hop, for strict explicit-route hops.
+    e.handle_route_change(
+        Instant::ZERO,
+        RouteChange::Add(Route {
+            prefix: "10.0.2.0/24".parse().expect("prefix"),
+            next_hop: None,
+            ifindex: DOWNSTREAM,
+            metric: 0,
+        }),
+    );
     e.handle_route_change(
         Instant::ZERO,
         RouteChange::Add(Route {
@@ -116,12 +131,18 @@ fn transit_engine(
 
 /// Session `i`: like the KOM experiments (seed 001 §IV), many sessions share a few destination
 /// hosts and differ in their ports — here 256 destination hosts, and one sender address per
-/// session.
-fn session(i: usize) -> (Session, FilterSpec) {
+/// session. As an LSP: the same end points, the port as tunnel id, the sender as head end.
+fn session(i: usize, lsp: bool) -> (Session, FilterSpec) {
     let i = i as u32;
     let dest = Ipv4Addr::from(0x1400_0000 | (i % 256));
     let port = 1024 + (i / 256) as u16;
     let src = Ipv4Addr::from(0x1e00_0000 | (i & 0x00ff_ffff));
+    if lsp {
+        return (
+            Session::lsp_tunnel(IpAddr::V4(dest), port, IpAddr::V4(src)),
+            FilterSpec::LspTunnelV4 { src, lsp_id: 1 },
+        );
+    }
     (
         Session {
             dest: IpAddr::V4(dest),
@@ -135,6 +156,27 @@ fn session(i: usize) -> (Session, FilterSpec) {
             src_port: 6000,
         },
     )
+}
+
+/// An explicit route or recorded route hop.
+fn v4_hop(a: Ipv4Addr) -> te::EroSubobject {
+    te::EroSubobject {
+        loose: false,
+        node: te::AbstractNode::Ipv4Prefix {
+            addr: a,
+            prefix_len: 32,
+        },
+    }
+}
+
+fn recorded(a: Ipv4Addr) -> te::RecordRoute {
+    te::RecordRoute {
+        subobjects: vec![te::RroSubobject::Ipv4 {
+            addr: a,
+            prefix_len: 32,
+            flags: 0,
+        }],
+    }
 }
 
 fn tspec() -> TokenBucket {
@@ -153,8 +195,8 @@ fn encode(msg: &Message, ttl: u8) -> Vec<u8> {
     v
 }
 
-fn path_bytes(i: usize) -> Vec<u8> {
-    let (s, f) = session(i);
+fn path_bytes(i: usize, lsp: bool) -> Vec<u8> {
+    let (s, f) = session(i, lsp);
     encode(
         &Message::Path(Path {
             integrity: None,
@@ -164,15 +206,27 @@ fn path_bytes(i: usize) -> Vec<u8> {
                 lih: 7,
             },
             time_values: TimeValues { refresh_ms: 30_000 },
-            explicit_route: None,
-            label_request: None,
-            session_attribute: None,
+            // RFC 3209 §4.3: this node's upstream address, then the next hop, both strict.
+            explicit_route: lsp.then(|| te::ExplicitRoute {
+                subobjects: vec![v4_hop(Ipv4Addr::new(10, 0, 1, 2)), v4_hop(NHOP)],
+            }),
+            label_request: lsp.then_some(te::LabelRequest {
+                l3pid: 0x0800,
+                range: None,
+            }),
+            session_attribute: lsp.then(|| te::SessionAttribute {
+                affinities: None,
+                setup_priority: 7,
+                holding_priority: 0,
+                flags: te::SessionAttribute::SE_STYLE_DESIRED,
+                name: format!("lsp{i}").into_bytes(),
+            }),
             policy: Vec::new(),
             sender: SenderDescriptor {
                 template: f,
                 tspec: SenderTspec(tspec()),
                 adspec: Some(Adspec::new_at_sender(true, true)),
-                record_route: None,
+                record_route: lsp.then(|| recorded(PHOP)),
             },
             forward: Vec::new(),
         }),
@@ -180,8 +234,8 @@ fn path_bytes(i: usize) -> Vec<u8> {
     )
 }
 
-fn resv_bytes(i: usize) -> Vec<u8> {
-    let (s, f) = session(i);
+fn resv_bytes(i: usize, lsp: bool) -> Vec<u8> {
+    let (s, f) = session(i, lsp);
     encode(
         &Message::Resv(Resv {
             integrity: None,
@@ -201,7 +255,17 @@ fn resv_bytes(i: usize) -> Vec<u8> {
             flows: vec![FlowDescriptor {
                 flowspec: Some(FlowSpec::ControlledLoad(tspec())),
                 filters: vec![f],
-                te: Vec::new(),
+                // The next hop's label and the route it recorded.
+                te: if lsp {
+                    vec![pathwise_rsvp::wire::FilterTe {
+                        label: Some(te::Label {
+                            label: 16 + (i as u32 % 1_000_000),
+                        }),
+                        record_route: Some(recorded(NHOP)),
+                    }]
+                } else {
+                    Vec::new()
+                },
             }],
             forward: Vec::new(),
         }),
@@ -246,14 +310,15 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// The four phases' inputs: new Paths, new Resvs, refresh Paths, refresh Resvs.
-struct Inputs([Vec<Vec<u8>>; 4]);
+/// The four phases' inputs: new Paths, new Resvs, refresh Paths, refresh Resvs; and whether
+/// they are LSPs.
+struct Inputs([Vec<Vec<u8>>; 4], bool);
 
 impl Inputs {
-    fn new(sessions: usize) -> Inputs {
-        let paths: Vec<Vec<u8>> = (0..sessions).map(path_bytes).collect();
-        let resvs: Vec<Vec<u8>> = (0..sessions).map(resv_bytes).collect();
-        Inputs([paths.clone(), resvs.clone(), paths, resvs])
+    fn new(sessions: usize, lsps: bool) -> Inputs {
+        let paths: Vec<Vec<u8>> = (0..sessions).map(|i| path_bytes(i, lsps)).collect();
+        let resvs: Vec<Vec<u8>> = (0..sessions).map(|i| resv_bytes(i, lsps)).collect();
+        Inputs([paths.clone(), resvs.clone(), paths, resvs], lsps)
     }
 
     /// Every message signed with `key`, sequence numbers increasing phase after phase (the
@@ -267,7 +332,7 @@ impl Inputs {
                 pathwise_rsvp::wire::integrity::sign(m, key, seq, 0);
             }
         }
-        Inputs(phases)
+        Inputs(phases, self.1)
     }
 }
 
@@ -296,6 +361,9 @@ fn one_run(
         sessions,
         "every reservation installed"
     );
+    if inputs.1 {
+        assert_eq!(e.lfib().len(), sessions, "every LSP has its label");
+    }
     if policy.is_some() {
         let c = e.counters();
         assert_eq!(c.total_drops(), 0, "{:?}", c.drops);
@@ -323,16 +391,35 @@ fn phases(samples: Vec<Vec<f64>>) -> Vec<Phase> {
         .collect()
 }
 
+/// What `pathwise bench rsvp` runs.
+#[derive(Clone, Copy, Debug)]
+pub struct RsvpBenchOptions {
+    /// Sessions at the transit node.
+    pub sessions: usize,
+    /// Repetitions.
+    pub runs: usize,
+    /// Fuzzy timer wheel.
+    pub fuzzy: bool,
+    /// Tables sized up front.
+    pub presize: bool,
+    /// Integrity required under this algorithm, alternating with plain runs.
+    pub integrity: Option<pathwise_auth::Algorithm>,
+    /// RSVP-TE LSPs instead of IP sessions.
+    pub lsps: bool,
+}
+
 /// Run the RSVP engine benchmark; with `integrity`, every run is repeated with that
 /// algorithm required on both interfaces, alternating, for the cost ratio.
-pub fn rsvp(
-    sessions: usize,
-    runs: usize,
-    fuzzy: bool,
-    presize: bool,
-    integrity: Option<pathwise_auth::Algorithm>,
-) -> RsvpBenchReport {
-    let plain = Inputs::new(sessions);
+pub fn rsvp(o: RsvpBenchOptions) -> RsvpBenchReport {
+    let RsvpBenchOptions {
+        sessions,
+        runs,
+        fuzzy,
+        presize,
+        integrity,
+        lsps,
+    } = o;
+    let plain = Inputs::new(sessions, lsps);
     let secured = integrity.map(|alg| {
         let key = pathwise_auth::Key::new(1, alg, b"pathwise bench key").expect("key");
         let mut chain = pathwise_auth::KeyChain::new();
@@ -380,6 +467,7 @@ pub fn rsvp(
         runs: runs.max(1),
         fuzzy_timers: fuzzy,
         presized: presize,
+        lsps,
         phases: phases_plain,
         bytes_per_session: median(&bytes),
         estimated_bytes_per_session: median(&estimated),
@@ -392,8 +480,10 @@ pub fn render_rsvp(r: &RsvpBenchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "RSVP engine at a transit node, {} sessions, {} runs, {} timers{}",
+        "RSVP engine at a transit {}, {} {}, {} runs, {} timers{}",
+        if r.lsps { "LSR" } else { "node" },
         r.sessions,
+        if r.lsps { "LSPs" } else { "sessions" },
         r.runs,
         if r.fuzzy_timers { "fuzzy" } else { "precise" },
         if r.presized { ", presized tables" } else { "" }

@@ -26,6 +26,27 @@ pub enum Bench {
         /// hmac-sha512), alternating with the plain runs, and report the cost ratio.
         #[arg(long)]
         integrity: Option<pathwise_auth::Algorithm>,
+        /// The sessions are RSVP-TE LSPs: Paths with an explicit route, label request, session
+        /// attribute and recorded route; Resvs with a label (the transit LSR binds its own and
+        /// installs the swap).
+        #[arg(long)]
+        lsps: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Keeping RSVP-TE LSPs alive across seed 004's R0 – R1 – R2 in simulation: messages and
+    /// bytes per second on the links with full refresh and with refresh reduction (RFC 2961).
+    RsvpRefresh {
+        /// LSPs.
+        #[arg(long, default_value_t = 10_000)]
+        lsps: usize,
+        /// Refresh period R, seconds.
+        #[arg(long, default_value_t = 30)]
+        refresh: u64,
+        /// Refresh periods counted (after two to settle).
+        #[arg(long, default_value_t = 10)]
+        periods: u32,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -136,6 +157,43 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
                 print!("{}", crate::bench::rsvp_integrity::render(&report));
             }
         }
+        Bench::RsvpRefresh {
+            lsps,
+            refresh,
+            periods,
+            json,
+        } => {
+            let r = pathwise_core::time::Duration::from_secs(refresh);
+            let full = crate::rsvp_te_sim::refresh_load(lsps, false, r, periods);
+            let reduced = crate::rsvp_te_sim::refresh_load(lsps, true, r, periods);
+            if json {
+                let v = serde_json::json!({
+                    "lsps": lsps, "refresh_s": refresh, "periods": periods,
+                    "full": {"messages_per_s": full.messages_per_s, "bytes_per_s": full.bytes_per_s, "lsps_up": full.lsps_up, "timeouts": full.timeouts},
+                    "refresh_reduction": {"messages_per_s": reduced.messages_per_s, "bytes_per_s": reduced.bytes_per_s, "lsps_up": reduced.lsps_up, "timeouts": reduced.timeouts},
+                });
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                println!(
+                    "{lsps} LSPs over R0 - R1 - R2 (2 links, both directions), R = {refresh} s, {periods} periods"
+                );
+                println!(
+                    "{:<20} {:>12} {:>12} {:>8} {:>9}",
+                    "", "messages/s", "bytes/s", "LSPs up", "timeouts"
+                );
+                for (name, l) in [("full refresh", full), ("refresh reduction", reduced)] {
+                    println!(
+                        "{name:<20} {:>12.1} {:>12.0} {:>8} {:>9}",
+                        l.messages_per_s, l.bytes_per_s, l.lsps_up, l.timeouts
+                    );
+                }
+                println!(
+                    "ratio (full / reduced): {:.1}x messages, {:.1}x bytes",
+                    full.messages_per_s / reduced.messages_per_s,
+                    full.bytes_per_s / reduced.bytes_per_s
+                );
+            }
+        }
         Bench::Booster(a) => return run_booster(a),
         Bench::Oracle(a) => return crate::cli::oracle::run_bench(a),
         Bench::Rsvp {
@@ -144,9 +202,17 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             fuzzy,
             presize,
             integrity,
+            lsps,
             json,
         } => {
-            let report = crate::bench::rsvp(sessions, runs, fuzzy, presize, integrity);
+            let report = crate::bench::rsvp(crate::bench::RsvpBenchOptions {
+                sessions,
+                runs,
+                fuzzy,
+                presize,
+                integrity,
+                lsps,
+            });
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
