@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod rsvp;
+pub mod te;
 pub mod verbs;
 
 use anyhow::Context as _;
