@@ -11,7 +11,9 @@
 #
 # Addresses: link n (1..4) is 10.91.n.0/24; the node west of it is .1 on its `e0`, the node east
 # of it .2 on its `w0`. H1 = 10.91.1.1, H2 = 10.91.4.2. Daemons log to /tmp/pw-chain/NODE.log and
-# listen on /tmp/pw-chain/NODE.sock.
+# listen on /tmp/pw-chain/NODE.sock. For RSVP-TE each node allocates labels from a range of its
+# own — H1 1000–1999, R1 2000–2999, R2 3000–3999, R3 4000–4999, H2 5000–5999 — so a label in
+# `show labels` names the node that gave it.
 set -euo pipefail
 nodes=(h1 r1 r2 r3 h2)
 dir=/tmp/pw-chain
@@ -57,10 +59,12 @@ up() {
         (umask 077; printf '1 %s %s\n' "$integrity" "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" > "$dir/chain.keys")
         section=$(printf '\n[rsvp.interface.integrity]\nmode = "require"\nkey_file = "%s/chain.keys"\n' "$dir")
     fi
-    for n in "${nodes[@]}"; do
+    for idx in "${!nodes[@]}"; do
+        n=${nodes[$idx]}
         case $n in h1) ifs="e0" ;; h2) ifs="w0" ;; *) ifs="w0 e0" ;; esac
         {
             printf '[daemon]\nsocket = "%s/%s.sock"\n\n[rsvp]\nrefresh = "30s"\ntraffic_control = "htb"\n' "$dir" "$n"
+            printf 'labels = [%d, %d]\n' $(( (idx + 1) * 1000 )) $(( (idx + 1) * 1000 + 999 ))
             for i in $ifs; do
                 printf '\n[[rsvp.interface]]\nname = "%s"\nbandwidth = "10Mbit"\nreservable = "8Mbit"\n' "$i"
                 printf '%s\n' "$section"
@@ -78,6 +82,11 @@ Chain is up. Try:
   ip netns exec pwc-r2 tc class show dev e0
   ip netns exec pwc-h1 $bin rsvp --socket $dir/h1.sock show events
   ip netns exec pwc-r2 $bin rsvp --socket $dir/r2.sock show counters   # integrity: signed, verified, drops
+RSVP-TE, an LSP from H1 to H2 strict through R1 and R2, then loose:
+  ip netns exec pwc-h1 $bin rsvp --socket $dir/h1.sock lsp add to-h2 --to 10.91.4.2 --ero 10.91.1.2,10.91.2.2,~10.91.4.2 --bandwidth 2Mbit
+  ip netns exec pwc-h1 $bin rsvp --socket $dir/h1.sock show lsp
+  ip netns exec pwc-r2 $bin rsvp --socket $dir/r2.sock show labels
+  ip netns exec pwc-h1 $bin rsvp --socket $dir/h1.sock lsp del to-h2
 Tear it down with: $0 down
 EOT
 }

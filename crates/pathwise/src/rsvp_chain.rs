@@ -50,6 +50,14 @@ pub struct Options<'a> {
     pub integrity: Option<pathwise_auth::Algorithm>,
     /// RFC 3209 Hello on every interface with this interval, e.g. "100ms".
     pub hello: Option<&'a str>,
+    /// RSVP-TE label ranges of their own: node `i` (0 = H1 … 4 = H2) allocates labels
+    /// `block·(i+1) ..= block·(i+1) + block − 1`, so a label names the node that gave it
+    /// (default: every node allocates from 16 up).
+    pub label_block: Option<u32>,
+    /// Further configuration for some nodes, `(node, TOML)`: written at the end of the
+    /// `[rsvp]` keys, before the interfaces — keys of `[rsvp]` first, then tables such as
+    /// `[[rsvp.lsp]]`.
+    pub extra: &'a [(usize, &'a str)],
 }
 
 impl Default for Options<'_> {
@@ -59,6 +67,8 @@ impl Default for Options<'_> {
             refresh: "30s",
             integrity: None,
             hello: None,
+            label_block: None,
+            extra: &[],
         }
     }
 }
@@ -126,6 +136,14 @@ pub fn build_with(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
             "[daemon]\nsocket = {:?}\n\n[rsvp]\nrefresh = {refresh:?}\ntraffic_control = {tc:?}\n",
             socket(&lab, i)
         );
+        if let Some(block) = o.label_block {
+            let first = block * (i as u32 + 1);
+            cfg += &format!("labels = [{first}, {}]\n", first + block - 1);
+        }
+        for (_, text) in o.extra.iter().filter(|(n, _)| *n == i) {
+            cfg += text;
+            cfg += "\n";
+        }
         for ifname in ifaces {
             let bw = if i == R2 && *ifname == "e0" { 10 } else { 1000 };
             cfg += &format!(

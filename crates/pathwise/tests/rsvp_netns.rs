@@ -638,3 +638,358 @@ fn a_restarted_daemon_cleans_up_what_it_owned() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// `rsvp show lsp --json` at node `i`.
+fn lsps(lab: &Lab, i: usize) -> Vec<Value> {
+    cli(lab, i, &["show", "lsp"])
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+}
+
+/// `rsvp show labels --json` at node `i`.
+fn labels(lab: &Lab, i: usize) -> Value {
+    cli(lab, i, &["show", "labels"]).unwrap_or(Value::Null)
+}
+
+/// The LSP called `name` at node `i`.
+fn lsp(lab: &Lab, i: usize, name: &str) -> Option<Value> {
+    lsps(lab, i).into_iter().find(|l| l["name"] == name)
+}
+
+/// Whether `addr` is one of node `n`'s addresses on the chain (.2 on link n, .1 on link n + 1).
+fn owned_by(addr: &str, n: usize) -> bool {
+    addr == format!("10.91.{n}.2") || addr == format!("10.91.{}.1", n + 1)
+}
+
+/// `pathwise rsvp …` at node `i` expected to fail: its error output.
+fn cli_err(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<String> {
+    let sock = pathwise::rsvp_chain::socket(lab, i);
+    let mut argv = vec![bin(), "rsvp", "--socket", sock.to_str().unwrap_or_default()];
+    argv.extend_from_slice(args);
+    let out = lab.exec(i, &argv)?;
+    anyhow::ensure!(!out.status.success(), "{args:?} succeeded");
+    Ok(String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn lsp_across_the_chain_with_integrity_labels_hop_by_hop() -> anyhow::Result<()> {
+    let test = "lsp_across_the_chain_with_integrity_labels_hop_by_hop";
+    if skip(test, &[]) {
+        return Ok(());
+    }
+    let tshark = match unavailable(&["tshark"]) {
+        Some(why) => {
+            println!("{test}: not checking the capture: {why}");
+            false
+        }
+        None => true,
+    };
+    let _serial = serial();
+    // Each node allocates labels from a range of its own (R1 2000…, R2 3000…), so a label
+    // matching the next node's proves the binding rather than two counters that agree.
+    let options = pathwise::rsvp_chain::Options {
+        refresh: "1s",
+        integrity: Some(pathwise_auth::Algorithm::HmacSha256),
+        label_block: Some(1000),
+        ..Default::default()
+    };
+    let mut lab = pathwise::rsvp_chain::build_with(Path::new(bin()), &options)?;
+    let pcap = if tshark {
+        Some(capture_at_r2(&mut lab, "r2-lsp.pcap")?)
+    } else {
+        None
+    };
+
+    // H1 heads an LSP to H2: strict through R1 and R2, then loose to H2 (R2 expands it).
+    cli(
+        &lab,
+        H1,
+        &[
+            "lsp",
+            "add",
+            "t1",
+            "--to",
+            RECEIVER,
+            "--ero",
+            "10.91.1.2,10.91.2.2,~10.91.4.2",
+            "--bandwidth",
+            "2Mbit",
+        ],
+    )?;
+    let head = wait_for(Duration::from_secs(10), "LSP t1 up at H1", || {
+        lsp(&lab, H1, "t1").filter(|l| l["status"] == "up")
+    })?;
+    assert_eq!(head["role"], "head-end", "{head}");
+    assert_eq!(head["from"], SENDER, "{head}");
+    assert_eq!(head["bandwidth_bps"], 2_000_000, "{head}");
+    assert_eq!(
+        (&head["setup_priority"], &head["hold_priority"]),
+        (&Value::from(7), &Value::from(0))
+    );
+    assert!(head["error"].is_null(), "{head}");
+
+    // Every node downstream is Up, and the labels chain: each node's out label is the next
+    // node's in label, ending in implicit null (3) from H2, so R3 pops.
+    let mut views = vec![head.clone()];
+    for n in [R1, R2, R3, H2] {
+        let v = wait_for(
+            Duration::from_secs(5),
+            &format!("t1 up at {}", NODES[n]),
+            || lsp(&lab, n, "t1").filter(|l| l["status"] == "up"),
+        )?;
+        let role = if n == H2 { "egress" } else { "transit" };
+        assert_eq!(v["role"], role, "{}: {v}", NODES[n]);
+        views.push(v);
+    }
+    for n in H1..H2 {
+        assert_eq!(
+            views[n]["out_label"],
+            views[n + 1]["in_label"],
+            "{} → {}",
+            NODES[n],
+            NODES[n + 1]
+        );
+        assert_eq!(
+            views[n]["next_hop"]["address"],
+            format!("10.91.{}.2", n + 1),
+            "{}",
+            NODES[n]
+        );
+        assert_eq!(views[n]["next_hop"]["interface"], "e0", "{}", NODES[n]);
+    }
+    assert_eq!(views[H2]["in_label"], 3, "H2 advertises implicit null");
+    for r in [R1, R2, R3] {
+        let l = views[r]["in_label"].as_u64().unwrap_or_default();
+        let first = 1000 * (r as u64 + 1);
+        assert!(
+            (first..first + 1000).contains(&l),
+            "{}'s label {l}",
+            NODES[r]
+        );
+    }
+
+    // The head end's recorded route: R1, R2, R3 and H2, first hop first, each with the label
+    // it gave.
+    let rro = head["record_route"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rro.len(), 4, "{head}");
+    for (k, hop) in rro.iter().enumerate() {
+        let n = k + 1;
+        let addr = hop["address"].as_str().unwrap_or_default();
+        assert!(owned_by(addr, n), "hop {k} {addr} is not {}'s", NODES[n]);
+        assert_eq!(hop["label"], views[n]["in_label"], "label of {}", NODES[n]);
+    }
+
+    // `show labels`: H1 pushes R1's label; R1 and R2 swap; R3 pops towards H2.
+    let h1 = labels(&lab, H1);
+    let ingress = h1["ingress"].as_array().cloned().unwrap_or_default();
+    assert_eq!(ingress.len(), 1, "{h1}");
+    assert_eq!(ingress[0]["to"], RECEIVER);
+    assert_eq!(ingress[0]["push"], views[R1]["in_label"], "{h1}");
+    assert_eq!(ingress[0]["next_hop"]["address"], "10.91.1.2");
+    for r in [R1, R2, R3] {
+        let t = labels(&lab, r);
+        let entries = t["entries"].as_array().cloned().unwrap_or_default();
+        assert_eq!(entries.len(), 1, "{}: {t}", NODES[r]);
+        let e = &entries[0];
+        assert_eq!(e["in_label"], views[r]["in_label"], "{}: {t}", NODES[r]);
+        if r == R3 {
+            assert_eq!(e["op"], "pop", "{t}");
+        } else {
+            assert_eq!(e["op"], "swap", "{}: {t}", NODES[r]);
+            assert_eq!(
+                e["out_label"],
+                views[r + 1]["in_label"],
+                "{}: {t}",
+                NODES[r]
+            );
+        }
+        assert_eq!(e["next_hop"]["address"], format!("10.91.{}.2", r + 1));
+        assert_eq!(t["labels_in_use"], 1, "{}: {t}", NODES[r]);
+    }
+    // The text forms print the same.
+    let sock = pathwise::rsvp_chain::socket(&lab, H1);
+    let text = lab.exec_ok(
+        H1,
+        &[
+            bin(),
+            "rsvp",
+            "--socket",
+            sock.to_str().unwrap_or_default(),
+            "show",
+            "lsp",
+        ],
+    )?;
+    assert!(text.contains("t1  head-end  up"), "{text}");
+    assert!(text.contains("recorded route: 10.91."), "{text}");
+
+    // A strict hop that is not adjacent: refused at once by the head end …
+    let err = cli_err(
+        &lab,
+        H1,
+        &["lsp", "add", "bad", "--to", RECEIVER, "--ero", "10.91.3.2"],
+    )?;
+    assert!(err.contains("Bad strict node"), "{err}");
+    assert!(lsp(&lab, H1, "bad").is_none());
+    // … or reported by R1, where it is not adjacent either: the LSP fails with the error in words.
+    cli(
+        &lab,
+        H1,
+        &[
+            "lsp",
+            "add",
+            "bad2",
+            "--to",
+            RECEIVER,
+            "--ero",
+            "10.91.1.2,10.91.3.2",
+        ],
+    )?;
+    let failed = wait_for(Duration::from_secs(5), "LSP bad2 failed", || {
+        lsp(&lab, H1, "bad2").filter(|l| l["status"] == "failed")
+    })?;
+    assert_eq!(
+        failed["error"]["meaning"], "Routing problem: Bad strict node",
+        "{failed}"
+    );
+    let node = failed["error"]["node"].as_str().unwrap_or_default();
+    assert!(owned_by(node, R1), "the error comes from R1: {failed}");
+    cli(&lab, H1, &["lsp", "del", "bad2"])?;
+    let err = cli_err(&lab, H1, &["lsp", "del", "bad2"])?;
+    assert!(err.contains("no LSP named \"bad2\""), "{err}");
+
+    // Several refresh periods of signed refreshes; the LSP stays up with the same labels.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        lsp(&lab, R2, "t1").map(|l| l["in_label"].clone()),
+        Some(views[R2]["in_label"].clone())
+    );
+
+    // Teardown removes every label everywhere.
+    cli(&lab, H1, &["lsp", "del", "t1"])?;
+    wait_for(Duration::from_secs(5), "no labels left", || {
+        [H1, R1, R2, R3, H2]
+            .iter()
+            .all(|&n| {
+                let t = labels(&lab, n);
+                t["entries"].as_array().is_some_and(Vec::is_empty)
+                    && t["ingress"].as_array().is_some_and(Vec::is_empty)
+                    && t["labels_in_use"] == 0
+                    && lsps(&lab, n).is_empty()
+            })
+            .then_some(())
+    })?;
+    for n in [H1, R1, R2, R3, H2] {
+        let c = cli(&lab, n, &["show", "counters"])?;
+        assert!(
+            c["integrity"]["verified"].as_u64() > Some(0),
+            "{}: {c}",
+            NODES[n]
+        );
+        assert_eq!(c["dataplane_errors"], 0, "{}: {c}", NODES[n]);
+        assert_eq!(c["label_allocation_failures"], 0, "{}: {c}", NODES[n]);
+        assert_eq!(c["preemptions"], 0, "{}: {c}", NODES[n]);
+    }
+
+    let Some(pcap) = pcap else { return Ok(()) };
+    std::thread::sleep(Duration::from_secs(1));
+    lab.terminate("tshark", Duration::from_secs(5))?;
+    let pcap_s = pcap.to_str().unwrap_or_default().to_string();
+    // tshark decodes the RSVP-TE objects: Path with LABEL_REQUEST, EXPLICIT_ROUTE, RECORD_ROUTE
+    // and SESSION_ATTRIBUTE, Resv with LABEL and RECORD_ROUTE, all with INTEGRITY.
+    let count = |filter: &str| -> anyhow::Result<usize> {
+        let out = lab.exec_ok(R2, &["tshark", "-r", &pcap_s, "-Y", filter])?;
+        Ok(out.lines().filter(|l| !l.trim().is_empty()).count())
+    };
+    for filter in [
+        "rsvp.msg == 1 && rsvp.label_request && rsvp.explicit_route && rsvp.record_route \
+         && rsvp.session_attribute && rsvp.integrity && rsvp.session_attribute.name == \"t1\"",
+        "rsvp.msg == 2 && rsvp.label && rsvp.record_route && rsvp.integrity",
+        "rsvp.msg == 5 && rsvp.integrity",
+    ] {
+        assert!(count(filter)? > 0, "nothing matches {filter}");
+    }
+    // The labels on the wire are those R2 and R3 gave.
+    let on_wire = lab.exec_ok(
+        R2,
+        &[
+            "tshark",
+            "-r",
+            &pcap_s,
+            "-Y",
+            "rsvp.msg == 2",
+            "-T",
+            "fields",
+            "-e",
+            "rsvp.label.label",
+        ],
+    )?;
+    let wire: std::collections::BTreeSet<u64> = on_wire
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    for n in [R2, R3] {
+        let l = views[n]["in_label"].as_u64().unwrap_or_default();
+        assert!(
+            wire.contains(&l),
+            "label {l} of {} not seen: {wire:?}",
+            NODES[n]
+        );
+    }
+    assert_nothing_malformed(&lab, &pcap_s)?;
+    Ok(())
+}
+
+#[test]
+fn lsp_from_the_configuration_with_explicit_null_at_the_egress() -> anyhow::Result<()> {
+    if skip(
+        "lsp_from_the_configuration_with_explicit_null_at_the_egress",
+        &[],
+    ) {
+        return Ok(());
+    }
+    let _serial = serial();
+    // H1 heads an LSP of its configuration, routed hop by hop (no ERO); H2 asks for explicit
+    // null, so R3 swaps to label 0 instead of popping.
+    let extra = [
+        (
+            H1,
+            "[[rsvp.lsp]]\nname = \"cfg\"\nto = \"10.91.4.2\"\nbandwidth = \"1Mbit\"\nsetup_priority = 4\nhold_priority = 2\n",
+        ),
+        (H2, "explicit_null = true"),
+    ];
+    let options = pathwise::rsvp_chain::Options {
+        refresh: "1s",
+        extra: &extra,
+        ..Default::default()
+    };
+    let lab = pathwise::rsvp_chain::build_with(Path::new(bin()), &options)?;
+    let head = wait_for(Duration::from_secs(10), "LSP cfg up at H1", || {
+        lsp(&lab, H1, "cfg").filter(|l| l["status"] == "up")
+    })?;
+    assert_eq!(
+        (&head["setup_priority"], &head["hold_priority"]),
+        (&Value::from(4), &Value::from(2)),
+        "{head}"
+    );
+    assert!(head["ero"].is_null(), "{head}");
+    let egress = wait_for(Duration::from_secs(5), "cfg up at H2", || {
+        lsp(&lab, H2, "cfg").filter(|l| l["status"] == "up")
+    })?;
+    assert_eq!(egress["in_label"], 0, "IPv4 explicit null: {egress}");
+    let r3 = labels(&lab, R3);
+    let e = &r3["entries"][0];
+    assert_eq!(
+        (&e["op"], &e["out_label"]),
+        (&Value::from("swap"), &Value::from(0)),
+        "{r3}"
+    );
+    cli(&lab, H1, &["lsp", "del", "cfg"])?;
+    wait_for(Duration::from_secs(5), "no labels left", || {
+        [H1, R1, R2, R3, H2]
+            .iter()
+            .all(|&n| labels(&lab, n)["labels_in_use"] == 0 && lsps(&lab, n).is_empty())
+            .then_some(())
+    })?;
+    Ok(())
+}

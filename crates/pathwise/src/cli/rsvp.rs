@@ -1,5 +1,8 @@
 //! `pathwise rsvp …`: talk to a running daemon's RSVP service over its management socket.
 
+use crate::daemon::te::{
+    DEFAULT_HOLD_PRIORITY, DEFAULT_SETUP_PRIORITY, LspName, LspReq, hop_text, parse_hop,
+};
 use crate::daemon::verbs::{ReserveReq, SenderArg, SenderReq, SessionArg, TrafficArg};
 use clap::Subcommand;
 use pathwise_core::units::Bandwidth;
@@ -119,6 +122,11 @@ enum Cmd {
         #[command(flatten)]
         session: SessionOpts,
     },
+    /// RSVP-TE LSPs (RFC 3209) this node heads: set up, re-route, tear down.
+    Lsp {
+        #[command(subcommand)]
+        op: LspOp,
+    },
     /// Show state.
     Show {
         /// What to show.
@@ -155,6 +163,48 @@ enum SenderOp {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum LspOp {
+    /// Set up an LSP from this node (the head end), or change one: a new route, bandwidth or
+    /// priority is signalled make-before-break.
+    Add {
+        /// Its name (SESSION_ATTRIBUTE session name).
+        name: String,
+        /// The tunnel end point (the egress).
+        #[arg(long)]
+        to: IpAddr,
+        /// This node's address to start from (default: the interface towards --to).
+        #[arg(long)]
+        from: Option<IpAddr>,
+        /// Explicit route, first hop first: ADDR is a strict hop, ~ADDR a loose one, each with
+        /// an optional /PREFIX-LENGTH (e.g. 10.0.1.2,~10.0.4.2).
+        #[arg(long, value_delimiter = ',', value_parser = hop)]
+        ero: Vec<String>,
+        /// Bandwidth to reserve along the LSP, e.g. 10Mbit.
+        #[arg(long, default_value = "0")]
+        bandwidth: Bandwidth,
+        /// Setup priority, 0 (highest) to 7.
+        #[arg(long, default_value_t = DEFAULT_SETUP_PRIORITY, value_parser = clap::value_parser!(u8).range(0..=7))]
+        setup_priority: u8,
+        /// Holding priority, 0 (highest) to 7; not numerically above the setup priority.
+        #[arg(long, default_value_t = DEFAULT_HOLD_PRIORITY, value_parser = clap::value_parser!(u8).range(0..=7))]
+        hold_priority: u8,
+        /// Do not ask for the route and the labels to be recorded (RECORD_ROUTE).
+        #[arg(long)]
+        no_record_route: bool,
+    },
+    /// Tear an LSP down (PathTear) and forget it.
+    Del {
+        /// Its name.
+        name: String,
+    },
+}
+
+/// One explicit-route hop, checked here so a typo never reaches the daemon.
+fn hop(s: &str) -> Result<String, String> {
+    parse_hop(s).map(|h| hop_text(&h))
+}
+
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum ShowWhat {
     /// Every session with its path and reservation state.
@@ -171,10 +221,24 @@ enum ShowWhat {
     Events,
     /// Hello neighbours (RFC 3209 §5): address, interface, instance, when last heard.
     Neighbors,
+    /// RSVP-TE LSPs at this node: role, status (a failure in words), labels in and out, next
+    /// hop, explicit and recorded route.
+    Lsp,
+    /// The label-forwarding table: incoming labels (swap or pop, next hop) and ingress bindings.
+    Labels,
 }
 
 /// Run one verb against the daemon and print the answer.
 pub fn run(a: Args) -> anyhow::Result<()> {
+    let text: fn(&Value) -> String = match a.cmd {
+        Cmd::Show {
+            what: ShowWhat::Lsp,
+        } => render_lsps,
+        Cmd::Show {
+            what: ShowWhat::Labels,
+        } => render_labels,
+        _ => render,
+    };
     let keep = match a.cmd {
         Cmd::Show {
             what: ShowWhat::Path,
@@ -233,6 +297,34 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             })?,
         ),
         Cmd::Release { session } => ("rsvp.release", serde_json::to_value(session.arg())?),
+        Cmd::Lsp {
+            op:
+                LspOp::Add {
+                    name,
+                    to,
+                    from,
+                    ero,
+                    bandwidth,
+                    setup_priority,
+                    hold_priority,
+                    no_record_route,
+                },
+        } => (
+            "rsvp.lsp.add",
+            serde_json::to_value(LspReq {
+                name,
+                to,
+                from,
+                ero,
+                bandwidth_bps: bandwidth.0,
+                setup_priority,
+                hold_priority,
+                record_route: !no_record_route,
+            })?,
+        ),
+        Cmd::Lsp {
+            op: LspOp::Del { name },
+        } => ("rsvp.lsp.del", serde_json::to_value(LspName { name })?),
         Cmd::Show { what } => match what {
             ShowWhat::Sessions | ShowWhat::Path | ShowWhat::Resv => {
                 ("rsvp.show.sessions", json!({}))
@@ -241,6 +333,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             ShowWhat::Counters => ("rsvp.show.counters", json!({})),
             ShowWhat::Events => ("rsvp.show.events", json!({})),
             ShowWhat::Neighbors => ("rsvp.show.neighbors", json!({})),
+            ShowWhat::Lsp => ("rsvp.show.lsp", json!({})),
+            ShowWhat::Labels => ("rsvp.show.labels", json!({})),
         },
     };
     let answer = crate::mgmt::request(&a.socket, "pathwise daemon", verb, args)?;
@@ -251,7 +345,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
-        print!("{}", render(&answer));
+        print!("{}", text(&answer));
     }
     Ok(())
 }
@@ -277,4 +371,127 @@ fn render(v: &Value) -> String {
             serde_json::to_string_pretty(other).unwrap_or_default()
         ),
     }
+}
+
+fn or_dash(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn next_hop_text(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        h => format!("{} ({})", or_dash(&h["address"]), or_dash(&h["interface"])),
+    }
+}
+
+fn bandwidth_text(v: &Value) -> String {
+    v.as_u64()
+        .map_or_else(|| "-".into(), |b| Bandwidth(b).to_string())
+}
+
+/// `show lsp` as text: one block per LSP.
+fn render_lsps(v: &Value) -> String {
+    use std::fmt::Write as _;
+    let Some(lsps) = v.as_array() else {
+        return render(v);
+    };
+    if lsps.is_empty() {
+        return "no LSPs\n".into();
+    }
+    let mut out = String::new();
+    for l in lsps {
+        let _ = writeln!(
+            out,
+            "{}  {}  {}  {} → {}  tunnel {} lsp {}  {}  priorities {}/{}",
+            or_dash(&l["name"]),
+            or_dash(&l["role"]),
+            or_dash(&l["status"]),
+            or_dash(&l["from"]),
+            or_dash(&l["to"]),
+            or_dash(&l["tunnel_id"]),
+            or_dash(&l["lsp_id"]),
+            bandwidth_text(&l["bandwidth_bps"]),
+            or_dash(&l["setup_priority"]),
+            or_dash(&l["hold_priority"]),
+        );
+        if !l["error"].is_null() {
+            let e = &l["error"];
+            let _ = writeln!(
+                out,
+                "  error: {} (code {}, value {}) from {}",
+                or_dash(&e["meaning"]),
+                or_dash(&e["code"]),
+                or_dash(&e["value"]),
+                or_dash(&e["node"]),
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  labels: in {}, out {} via {}",
+            or_dash(&l["in_label"]),
+            or_dash(&l["out_label"]),
+            next_hop_text(&l["next_hop"]),
+        );
+        if let Some(ero) = l["ero"].as_array() {
+            let hops: Vec<String> = ero.iter().map(or_dash).collect();
+            let _ = writeln!(out, "  explicit route: {}", hops.join(" "));
+        }
+        if let Some(rro) = l["record_route"].as_array() {
+            let hops: Vec<String> = rro
+                .iter()
+                .map(|h| match (&h["address"], &h["label"]) {
+                    (Value::Null, l) => format!("label {}", or_dash(l)),
+                    (a, Value::Null) => or_dash(a),
+                    (a, l) => format!("{} (label {})", or_dash(a), or_dash(l)),
+                })
+                .collect();
+            let _ = writeln!(out, "  recorded route: {}", hops.join(", "));
+        }
+    }
+    out
+}
+
+/// `show labels` as text: the LFIB, then the ingress bindings.
+fn render_labels(v: &Value) -> String {
+    use std::fmt::Write as _;
+    let (Some(entries), Some(ingress)) = (v["entries"].as_array(), v["ingress"].as_array()) else {
+        return render(v);
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "{:<9} {:<12} next hop", "in label", "operation");
+    for e in entries {
+        let op = match e["op"].as_str() {
+            Some("swap") => format!("swap {}", or_dash(&e["out_label"])),
+            other => other.unwrap_or("-").to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<9} {:<12} {}",
+            or_dash(&e["in_label"]),
+            op,
+            next_hop_text(&e["next_hop"])
+        );
+    }
+    if entries.is_empty() {
+        let _ = writeln!(out, "(no incoming labels)");
+    }
+    for f in ingress {
+        let push = match &f["push"] {
+            Value::Null => "no label (implicit null)".to_string(),
+            l => format!("push {l}"),
+        };
+        let _ = writeln!(
+            out,
+            "ingress: to {} tunnel {}: {push} via {}",
+            or_dash(&f["to"]),
+            or_dash(&f["tunnel_id"]),
+            next_hop_text(&f["next_hop"])
+        );
+    }
+    let _ = writeln!(out, "labels in use: {}", or_dash(&v["labels_in_use"]));
+    out
 }

@@ -22,17 +22,20 @@
 //! hello = { interval = "5ms", failure_multiplier = 3.5 }   # RFC 3209 §5 neighbour liveness
 //! ```
 //!
-//! The integrity section is described in [`integrity`], the `[gist]` section in [`gist`]. At
+//! The integrity section is described in [`integrity`]; the RSVP-TE keys of `[rsvp]` (`mpls`,
+//! `labels`, `explicit_null`) and `[[rsvp.lsp]]` in [`te`]; the `[gist]` section in [`gist`]. At
 //! least one of `[rsvp]` and `[gist]` must be present.
 
 pub mod gist;
 pub mod integrity;
+pub mod te;
 
 pub use gist::GistSection;
 pub use integrity::IntegritySection;
 use pathwise_core::units::{Bandwidth, TimeSpan};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
+pub use te::{LspSection, MplsKind};
 use toml::Spanned;
 
 /// The whole file.
@@ -117,6 +120,33 @@ pub struct RsvpSection {
     /// Interfaces RSVP runs on.
     #[serde(default, rename = "interface")]
     pub interfaces: Vec<InterfaceSection>,
+    /// Where label bindings go (RSVP-TE); absent: memory.
+    pub mpls: Option<Spanned<MplsKind>>,
+    /// The labels this node allocates, `[first, last]`.
+    pub labels: Option<Spanned<Vec<u32>>>,
+    /// As an LSP egress, advertise explicit null rather than implicit null.
+    #[serde(default)]
+    pub explicit_null: bool,
+    /// LSPs this node heads from the start.
+    #[serde(default, rename = "lsp")]
+    pub lsps: Vec<LspSection>,
+}
+
+impl RsvpSection {
+    /// Where label bindings go.
+    pub fn mpls_kind(&self) -> MplsKind {
+        self.mpls
+            .as_ref()
+            .map_or(MplsKind::Memory, |m| *m.get_ref())
+    }
+
+    /// The label range for the engine.
+    pub fn label_range(&self) -> (u32, u32) {
+        match self.labels.as_ref().map(|l| l.get_ref().as_slice()) {
+            Some(&[first, last]) => (first, last),
+            _ => pathwise_rsvp::Config::default().label_range,
+        }
+    }
 }
 
 fn default_refresh() -> TimeSpan {
@@ -311,6 +341,7 @@ impl NodeConfig {
                     ));
                 }
             }
+            te::check(&cx, r.labels.as_ref(), &r.lsps)?;
             if r.timer_wheel.slots < 2
                 || r.timer_wheel.levels < 1
                 || r.timer_wheel.slot_width.0.is_zero()

@@ -13,6 +13,7 @@ pub mod config;
 pub mod gist;
 pub mod gist_ma;
 pub mod rsvp;
+pub mod te;
 pub mod verbs;
 
 use anyhow::Context as _;

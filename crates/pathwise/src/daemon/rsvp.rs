@@ -1,17 +1,21 @@
 //! The RSVP service of `pathwise daemon`: one [`RsvpEngine`] driven by raw IP sockets (Router
-//! Alert interception on forwarding nodes), the kernel's routes (netlink), and traffic control
-//! (HTB classes), plus the management verbs and metrics.
+//! Alert interception on forwarding nodes), the kernel's routes (netlink), traffic control
+//! (HTB classes) and, for RSVP-TE, the label bindings (the in-memory LFIB, or the kernel's MPLS
+//! forwarding), plus the management verbs and metrics.
 
-use super::config::{RsvpSection, TrafficControlKind};
+use super::config::{MplsKind, RsvpSection, TrafficControlKind};
+use super::te::{self as te_verbs, LspName, LspReq};
 use super::verbs::{self, ReserveReq, SenderReq, SessionArg};
 use anyhow::Context as _;
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Transmit};
+use pathwise_core::mpls::{LabelDataplane, LfibChange};
 use pathwise_core::time::Instant;
 use pathwise_core::timer::WheelConfig;
 use pathwise_net::tc::{Command, HtbInterface, HtbTrafficControl};
-use pathwise_net::{Family, FibMirror, NetEvent, RawConfig, RawSocket};
+use pathwise_net::{Family, FibMirror, LinuxMpls, NetEvent, RawConfig, RawSocket};
 use pathwise_rsvp::engine::counters::MSG_TYPES;
+use pathwise_rsvp::engine::te::LspRole;
 use pathwise_rsvp::engine::{
     AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
 };
@@ -75,6 +79,10 @@ pub struct RsvpService {
     interfaces: Vec<(IfIndex, String)>,
     events: VecDeque<Value>,
     send_errors: u64,
+    /// The kernel's MPLS forwarding, with `mpls = "kernel"`.
+    mpls: Option<LinuxMpls>,
+    /// Label changes the kernel refused.
+    dataplane_errors: u64,
 }
 
 impl RsvpService {
@@ -137,7 +145,26 @@ impl RsvpService {
             wall_clock_at_zero: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
+            label_range: cfg.label_range(),
+            explicit_null: cfg.explicit_null,
             ..Config::default()
+        };
+        let mpls = match (cfg.mpls_kind(), &cfg.mpls) {
+            (MplsKind::Kernel, Some(m)) => {
+                let k = LinuxMpls::open()
+                    .map_err(|e| node.error_at(m.span(), "rsvp.mpls", e.to_string()))?;
+                for (n, i) in cfg.interfaces.iter().enumerate() {
+                    k.enable_input(i.name.get_ref()).map_err(|e| {
+                        node.error_at(
+                            i.name.span(),
+                            &format!("rsvp.interface[{n}].name"),
+                            format!("cannot enable MPLS input: {e}"),
+                        )
+                    })?;
+                }
+                Some(k)
+            }
+            _ => None,
         };
         let tc = match cfg.traffic_control {
             TrafficControlKind::Htb => DataPlane::Htb(HtbTrafficControl::new(
@@ -203,8 +230,24 @@ impl RsvpService {
             interfaces,
             events: VecDeque::new(),
             send_errors: 0,
+            mpls,
+            dataplane_errors: 0,
         };
         s.on_readable();
+        // LSPs of the configuration, once the routes are known.
+        for (n, lsp) in cfg.lsps.iter().enumerate() {
+            let field = format!("rsvp.lsp[{n}]");
+            let req = lsp.request();
+            let spec = req
+                .spec()
+                .map_err(|e| node.error_at(lsp.name.span(), &field, e))?;
+            let now = s.now();
+            s.engine.open_lsp(now, spec).map_err(|e| {
+                node.error_at(lsp.name.span(), &field, te_verbs::api_error(&req.name, &e))
+            })?;
+            tracing::info!(lsp = %req.name, to = %req.to, "LSP opened");
+        }
+        s.flush();
         Ok(s)
     }
 
@@ -297,12 +340,53 @@ impl RsvpService {
         }
         let t = self.epoch.elapsed().as_secs_f64();
         while let Some(e) = self.engine.poll_event() {
+            if let Event::Lfib(change) = &e {
+                self.apply_label_change(change);
+            }
             tracing::info!(event = ?e, "rsvp upcall");
             if self.events.len() == EVENT_LOG {
                 self.events.pop_front();
             }
             self.events
                 .push_back(json!({ "t": t, "event": event_json(&e) }));
+        }
+    }
+
+    /// Hand a label binding to the kernel (with `mpls = "kernel"`): a refusal is counted and
+    /// logged, and the engine's LFIB keeps the binding.
+    fn apply_label_change(&mut self, change: &LfibChange) {
+        let Some(k) = &mut self.mpls else { return };
+        if let Err(e) = k.apply(change) {
+            self.dataplane_errors += 1;
+            tracing::warn!(error = %e, change = ?change, "kernel MPLS refused a label change");
+        }
+    }
+
+    /// An interface's name (its index when it is not an RSVP interface).
+    fn ifname(&self, i: IfIndex) -> String {
+        self.interfaces
+            .iter()
+            .find(|(x, _)| *x == i)
+            .map_or_else(|| i.0.to_string(), |(_, n)| n.clone())
+    }
+
+    /// Open (or re-route) an LSP. A new name the engine refuses is forgotten again, so the
+    /// same command can be retried once the network allows it.
+    fn open_lsp(&mut self, now: Instant, req: &LspReq) -> Result<Value, String> {
+        let spec = req.spec()?;
+        let known = self
+            .engine
+            .lsps()
+            .iter()
+            .any(|v| v.role == LspRole::HeadEnd && v.name == req.name);
+        match self.engine.open_lsp(now, spec) {
+            Ok(()) => Ok(json!(format!("LSP {:?} signalling", req.name))),
+            Err(e) => {
+                if !known {
+                    let _ = self.engine.close_lsp(now, &req.name);
+                }
+                Err(te_verbs::api_error(&req.name, &e))
+            }
         }
     }
 
@@ -339,6 +423,16 @@ impl RsvpService {
             "rsvp.show.counters" => Ok(self.counters_json()),
             "rsvp.show.events" => Ok(Value::Array(self.events.iter().cloned().collect())),
             "rsvp.show.neighbors" => Ok(self.neighbors_json(now)),
+            "rsvp.lsp.add" => {
+                let r: LspReq = parse(verb, args)?;
+                self.open_lsp(now, &r)
+            }
+            "rsvp.lsp.del" => {
+                let r: LspName = parse(verb, args)?;
+                self.engine.close_lsp(now, &r.name).map(|_| json!(format!("LSP {:?} torn down", r.name))).map_err(|e| te_verbs::api_error(&r.name, &e))
+            }
+            "rsvp.show.lsp" => Ok(Value::Array(self.engine.lsps().iter().map(|v| te_verbs::lsp_json(v, &|i| self.ifname(i))).collect())),
+            "rsvp.show.labels" => Ok(te_verbs::labels_json(self.engine.lfib(), self.engine.labels_in_use(), &|i| self.ifname(i))),
             _ => Err(format!("unknown verb {verb:?}")),
         };
         self.flush();
@@ -354,12 +448,7 @@ impl RsvpService {
 
     /// The Hello neighbours (RFC 3209 §5) and our instance.
     fn neighbors_json(&self, now: Instant) -> Value {
-        let name = |i: IfIndex| {
-            self.interfaces
-                .iter()
-                .find(|(x, _)| *x == i)
-                .map_or_else(|| i.to_string(), |(_, n)| n.clone())
-        };
+        let name = |i: IfIndex| self.ifname(i);
         let neighbors: Vec<Value> = self
             .engine
             .hello_neighbors()
@@ -389,6 +478,11 @@ impl RsvpService {
             "resv_timeouts": c.resv_timeouts,
             "admission_failures": c.admission_failures,
             "local_repairs": c.local_repairs,
+            "preemptions": c.preemptions,
+            "label_allocation_failures": c.label_allocation_failures,
+            "dataplane_errors": self.dataplane_errors,
+            "lsps": self.engine.lsps().len(),
+            "labels_in_use": self.engine.labels_in_use(),
             "hello": {
                 "sent": c.hello.sent,
                 "received": c.hello.received,
@@ -473,6 +567,8 @@ impl RsvpService {
             ("resv_states", st.rsbs),
             ("reservations", st.out_isbs),
             ("state_bytes", self.engine.state_bytes()),
+            ("lsps", self.engine.lsps().len()),
+            ("labels_in_use", self.engine.labels_in_use()),
         ] {
             let _ = writeln!(
                 out,
@@ -484,6 +580,9 @@ impl RsvpService {
             ("resv_timeouts", c.resv_timeouts),
             ("admission_failures", c.admission_failures),
             ("send_errors", self.send_errors),
+            ("preemptions", c.preemptions),
+            ("label_allocation_failures", c.label_allocation_failures),
+            ("dataplane_errors", self.dataplane_errors),
             (
                 "kernel_drops",
                 self.sockets.iter().map(|s| s.stats().kernel_drops).sum(),
@@ -493,6 +592,27 @@ impl RsvpService {
                 out,
                 "# TYPE pathwise_rsvp_{name}_total counter\npathwise_rsvp_{name}_total {v}"
             );
+        }
+    }
+}
+
+impl Drop for RsvpService {
+    /// Take back from the kernel the label bindings this daemon installed.
+    fn drop(&mut self) {
+        let Some(k) = &mut self.mpls else { return };
+        let lfib = self.engine.lfib();
+        let changes: Vec<LfibChange> = lfib
+            .entries()
+            .map(|e| LfibChange::Remove(e.in_label))
+            .chain(lfib.ftns().map(|f| LfibChange::RemoveFtn {
+                dest: f.dest,
+                tunnel_id: f.tunnel_id,
+            }))
+            .collect();
+        for c in &changes {
+            if let Err(e) = k.apply(c) {
+                tracing::warn!(error = %e, change = ?c, "could not remove a label binding");
+            }
         }
     }
 }
