@@ -54,6 +54,8 @@ pub struct Options<'a> {
     /// `block·(i+1) ..= block·(i+1) + block − 1`, so a label names the node that gave it
     /// (default: every node allocates from 16 up).
     pub label_block: Option<u32>,
+    /// Refresh reduction (RFC 2961) on every node.
+    pub refresh_reduction: bool,
     /// Further configuration for some nodes, `(node, TOML)`: written at the end of the
     /// `[rsvp]` keys, before the interfaces — keys of `[rsvp]` first, then tables such as
     /// `[[rsvp.lsp]]`.
@@ -68,6 +70,7 @@ impl Default for Options<'_> {
             integrity: None,
             hello: None,
             label_block: None,
+            refresh_reduction: false,
             extra: &[],
         }
     }
@@ -136,6 +139,9 @@ pub fn build_with(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
             "[daemon]\nsocket = {:?}\n\n[rsvp]\nrefresh = {refresh:?}\ntraffic_control = {tc:?}\n",
             socket(&lab, i)
         );
+        if o.refresh_reduction {
+            cfg += "refresh_reduction = true\n";
+        }
         if let Some(block) = o.label_block {
             let first = block * (i as u32 + 1);
             cfg += &format!("labels = [{first}, {}]\n", first + block - 1);

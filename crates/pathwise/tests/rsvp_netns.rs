@@ -688,10 +688,12 @@ fn lsp_across_the_chain_with_integrity_labels_hop_by_hop() -> anyhow::Result<()>
     let _serial = serial();
     // Each node allocates labels from a range of its own (R1 2000…, R2 3000…), so a label
     // matching the next node's proves the binding rather than two counters that agree.
+    // Refresh reduction on every node: after the first refresh, Srefresh and Bundles.
     let options = pathwise::rsvp_chain::Options {
         refresh: "1s",
         integrity: Some(pathwise_auth::Algorithm::HmacSha256),
         label_block: Some(1000),
+        refresh_reduction: true,
         ..Default::default()
     };
     let mut lab = pathwise::rsvp_chain::build_with(Path::new(bin()), &options)?;
@@ -889,6 +891,13 @@ fn lsp_across_the_chain_with_integrity_labels_hop_by_hop() -> anyhow::Result<()>
         assert_eq!(c["dataplane_errors"], 0, "{}: {c}", NODES[n]);
         assert_eq!(c["label_allocation_failures"], 0, "{}: {c}", NODES[n]);
         assert_eq!(c["preemptions"], 0, "{}: {c}", NODES[n]);
+        // RFC 2961 between every pair of neighbours: identified messages acknowledged, and
+        // unchanged state refreshed by summary.
+        let rr = &c["refresh_reduction"];
+        assert!(rr["acks_received"].as_u64() > Some(0), "{}: {c}", NODES[n]);
+        if n != H2 {
+            assert!(rr["summarized"].as_u64() > Some(0), "{}: {c}", NODES[n]);
+        }
     }
 
     let Some(pcap) = pcap else { return Ok(()) };
@@ -906,6 +915,11 @@ fn lsp_across_the_chain_with_integrity_labels_hop_by_hop() -> anyhow::Result<()>
          && rsvp.session_attribute && rsvp.integrity && rsvp.session_attribute.name == \"t1\"",
         "rsvp.msg == 2 && rsvp.label && rsvp.record_route && rsvp.integrity",
         "rsvp.msg == 5 && rsvp.integrity",
+        // RFC 2961: identified Paths, Acks and Srefreshes (signed), Bundles of them.
+        "rsvp.msg == 1 && rsvp.msgid",
+        "rsvp.msgid_ack && rsvp.integrity",
+        "rsvp.msg == 15 && rsvp.msgid_list && rsvp.integrity",
+        "rsvp.msg == 12",
     ] {
         assert!(count(filter)? > 0, "nothing matches {filter}");
     }

@@ -225,18 +225,21 @@ fn a_strict_hop_that_is_not_adjacent_is_a_routing_problem() {
     let to = v4(&sc, n5);
     // At the head end: refused at once.
     let bad_first = ero(&[(ifaddr(&sc, n4, n3), false)]);
-    let err = sc
-        .sim
-        .with_engine(n1, |e, now| {
-            e.open_lsp(now, spec("x", to, Some(bad_first), 1))
-        })
-        .unwrap();
-    assert_eq!(
-        err,
-        Err(pathwise_rsvp::engine::ApiError::Route(
-            error_code::routing::BAD_STRICT_NODE
-        ))
-    );
+    // Refused, and nothing kept: the same request is refused again, not taken as known.
+    for _ in 0..2 {
+        let route = Some(bad_first.clone());
+        let err = sc
+            .sim
+            .with_engine(n1, |e, now| e.open_lsp(now, spec("x", to, route, 1)))
+            .unwrap();
+        assert_eq!(
+            err,
+            Err(pathwise_rsvp::engine::ApiError::Route(
+                error_code::routing::BAD_STRICT_NODE
+            ))
+        );
+    }
+    assert!(engine(&sc, n1).lsps().is_empty());
     // At N3: N5 is two hops away; N3 answers PathErr 24/2 and the head end gives up.
     let route = ero(&[(ifaddr(&sc, n3, n1), false), (ifaddr(&sc, n5, n4), false)]);
     open(

@@ -13,6 +13,7 @@
 //! local_repair_delay = "2s"                 # W (RFC 2205 §3.6)
 //! traffic_control = "htb"                   # "htb" (Linux tc) or "memory" (admission only)
 //! timer_wheel = { slot_width = "10ms", slots = 256, levels = 3, fuzzy = false }
+//! refresh_reduction = true                  # RFC 2961 with capable neighbours (default off)
 //!
 //! [[rsvp.interface]]
 //! name = "eth0"
@@ -127,6 +128,9 @@ pub struct RsvpSection {
     /// As an LSP egress, advertise explicit null rather than implicit null.
     #[serde(default)]
     pub explicit_null: bool,
+    /// Refresh reduction (RFC 2961) with neighbours that can do it.
+    #[serde(default)]
+    pub refresh_reduction: bool,
     /// LSPs this node heads from the start.
     #[serde(default, rename = "lsp")]
     pub lsps: Vec<LspSection>,

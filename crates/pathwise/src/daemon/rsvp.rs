@@ -15,7 +15,6 @@ use pathwise_core::timer::WheelConfig;
 use pathwise_net::tc::{Command, HtbInterface, HtbTrafficControl};
 use pathwise_net::{Family, FibMirror, LinuxMpls, NetEvent, RawConfig, RawSocket};
 use pathwise_rsvp::engine::counters::MSG_TYPES;
-use pathwise_rsvp::engine::te::LspRole;
 use pathwise_rsvp::engine::{
     AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
 };
@@ -147,6 +146,7 @@ impl RsvpService {
                 .map_or(0, |d| d.as_secs()),
             label_range: cfg.label_range(),
             explicit_null: cfg.explicit_null,
+            refresh_reduction: cfg.refresh_reduction,
             ..Config::default()
         };
         let mpls = match (cfg.mpls_kind(), &cfg.mpls) {
@@ -370,24 +370,14 @@ impl RsvpService {
             .map_or_else(|| i.0.to_string(), |(_, n)| n.clone())
     }
 
-    /// Open (or re-route) an LSP. A new name the engine refuses is forgotten again, so the
-    /// same command can be retried once the network allows it.
+    /// Open (or re-route) an LSP. The engine keeps nothing of one it refuses, so the same
+    /// command can be retried once the network allows it.
     fn open_lsp(&mut self, now: Instant, req: &LspReq) -> Result<Value, String> {
         let spec = req.spec()?;
-        let known = self
-            .engine
-            .lsps()
-            .iter()
-            .any(|v| v.role == LspRole::HeadEnd && v.name == req.name);
-        match self.engine.open_lsp(now, spec) {
-            Ok(()) => Ok(json!(format!("LSP {:?} signalling", req.name))),
-            Err(e) => {
-                if !known {
-                    let _ = self.engine.close_lsp(now, &req.name);
-                }
-                Err(te_verbs::api_error(&req.name, &e))
-            }
-        }
+        self.engine
+            .open_lsp(now, spec)
+            .map(|()| json!(format!("LSP {:?} signalling", req.name)))
+            .map_err(|e| te_verbs::api_error(&req.name, &e))
     }
 
     /// Answer a management verb.
@@ -483,6 +473,17 @@ impl RsvpService {
             "dataplane_errors": self.dataplane_errors,
             "lsps": self.engine.lsps().len(),
             "labels_in_use": self.engine.labels_in_use(),
+            "refresh_reduction": {
+                "identified": c.refresh.identified,
+                "summarized": c.refresh.summarized,
+                "retransmitted": c.refresh.retransmitted,
+                "acks_sent": c.refresh.acks_sent,
+                "acks_received": c.refresh.acks_received,
+                "nacks_sent": c.refresh.nacks_sent,
+                "nacks_received": c.refresh.nacks_received,
+                "bundles_sent": c.refresh.bundles_sent,
+                "bundles_received": c.refresh.bundles_received,
+            },
             "hello": {
                 "sent": c.hello.sent,
                 "received": c.hello.received,
@@ -549,6 +550,24 @@ impl RsvpService {
             let _ = writeln!(out, "pathwise_rsvp_hello_total{{event=\"{what}\"}} {n}");
         }
         let i = &c.integrity;
+        let r = &c.refresh;
+        let _ = writeln!(out, "# TYPE pathwise_rsvp_refresh_reduction_total counter");
+        for (what, n) in [
+            ("identified", r.identified),
+            ("summarized", r.summarized),
+            ("retransmitted", r.retransmitted),
+            ("acks_sent", r.acks_sent),
+            ("acks_received", r.acks_received),
+            ("nacks_sent", r.nacks_sent),
+            ("nacks_received", r.nacks_received),
+            ("bundles_sent", r.bundles_sent),
+            ("bundles_received", r.bundles_received),
+        ] {
+            let _ = writeln!(
+                out,
+                "pathwise_rsvp_refresh_reduction_total{{event=\"{what}\"}} {n}"
+            );
+        }
         let _ = writeln!(out, "# TYPE pathwise_rsvp_integrity_total counter");
         for (what, n) in [
             ("signed", i.signed),

@@ -166,22 +166,7 @@ pub struct LspName {
 
 /// An RFC 3209 Routing Problem value (error code 24) in words.
 pub fn routing_problem(value: u16) -> &'static str {
-    use error_code::routing::*;
-    match value {
-        BAD_EXPLICIT_ROUTE_OBJECT => "Bad EXPLICIT_ROUTE object",
-        BAD_STRICT_NODE => "Bad strict node",
-        BAD_LOOSE_NODE => "Bad loose node",
-        BAD_INITIAL_SUBOBJECT => "Bad initial subobject",
-        NO_ROUTE_AVAILABLE => "No route available toward destination",
-        UNACCEPTABLE_LABEL_VALUE => "Unacceptable label value",
-        RRO_INDICATED_ROUTING_LOOPS => "RRO indicated routing loops",
-        NON_RSVP_CAPABLE_ROUTER => {
-            "MPLS being negotiated, but a non-RSVP-capable router stands in the path"
-        }
-        LABEL_ALLOCATION_FAILURE => "MPLS label allocation failure",
-        UNSUPPORTED_L3PID => "Unsupported L3PID",
-        _ => "unknown routing problem",
-    }
+    error_code::routing::describe(value)
 }
 
 /// An ERROR_SPEC's code and value in words (RFC 2205 App. B, RFC 3209 §4.5, §4.7).

@@ -72,7 +72,7 @@ pub struct LspView {
     pub role: LspRole,
     /// Its session (tunnel end point, tunnel id, head end).
     pub session: Session,
-    /// Its sender (head end and LSP id); `None` for a head-end LSP that failed.
+    /// Its sender (head end and LSP id); for a head-end LSP that failed, the one that did.
     pub sender: Option<FilterSpec>,
     /// Where it stands.
     pub status: LspStatus,
@@ -187,25 +187,24 @@ impl<T: TrafficControl> RsvpEngine<T> {
             min_policed: 0,
             max_packet: 1500,
         });
-        let result = self.add_local_sender(now, session, sender, tspec, Some(te));
+        // A refused LSP leaves the head end as it was: a new name unknown, a running LSP on
+        // its old route and specification.
+        self.add_local_sender(now, session, sender, tspec, Some(te))?;
         let entry = HeadEnd {
             spec,
             session,
             lsp_id,
             failed: None,
         };
-        match existing {
-            Some(i)
-                if self
-                    .lsps
-                    .get(i)
-                    .is_some_and(|h| h.spec.name == entry.spec.name) =>
-            {
-                self.lsps[i] = entry
-            }
-            _ => self.lsps.push(entry),
+        match self
+            .lsps
+            .iter()
+            .position(|h| h.spec.name == entry.spec.name)
+        {
+            Some(i) => self.lsps[i] = entry,
+            None => self.lsps.push(entry),
         }
-        result
+        Ok(())
     }
 
     /// A tunnel id not in use towards `to` from `from`.
@@ -439,11 +438,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .iter()
                 .any(|v| v.session == h.session && v.role == LspRole::HeadEnd);
             if !live {
+                let from = h.session.extended_tunnel_id.unwrap_or(h.session.dest);
                 out.push(LspView {
                     name: h.spec.name.clone(),
                     role: LspRole::HeadEnd,
                     session: h.session,
-                    sender: None,
+                    sender: Some(lsp_sender(from, h.lsp_id)),
                     status: LspStatus::Failed(h.failed.unwrap()),
                     in_label: None,
                     out: None,

@@ -73,6 +73,25 @@ pub mod routing {
     pub const LABEL_ALLOCATION_FAILURE: u16 = 9;
     /// Unsupported L3PID.
     pub const UNSUPPORTED_L3PID: u16 = 10;
+
+    /// A Routing Problem value in RFC 3209's words (§4.5).
+    pub fn describe(value: u16) -> &'static str {
+        match value {
+            BAD_EXPLICIT_ROUTE_OBJECT => "Bad EXPLICIT_ROUTE object",
+            BAD_STRICT_NODE => "Bad strict node",
+            BAD_LOOSE_NODE => "Bad loose node",
+            BAD_INITIAL_SUBOBJECT => "Bad initial subobject",
+            NO_ROUTE_AVAILABLE => "No route available toward destination",
+            UNACCEPTABLE_LABEL_VALUE => "Unacceptable label value",
+            RRO_INDICATED_ROUTING_LOOPS => "RRO indicated routing loops",
+            NON_RSVP_CAPABLE_ROUTER => {
+                "MPLS being negotiated, but a non-RSVP-capable router stands in the path"
+            }
+            LABEL_ALLOCATION_FAILURE => "MPLS label allocation failure",
+            UNSUPPORTED_L3PID => "Unsupported L3PID",
+            _ => "unknown routing problem",
+        }
+    }
 }
 
 /// Sub-codes of error code 25, Notify (RFC 3209 §4.5).
