@@ -13,6 +13,10 @@
 //! batch, so polling stays a small part of the daemons' work). Batches use fresh ports and stay in
 //! place, so a chain holds the sum of its batches. Medians over the runs, and their ratio to
 //! integrity off.
+//!
+//! With `--lsps` the batches are RSVP-TE LSPs (seed 004 measures LSP setup): H1 opens N LSPs to
+//! H2 (routed, 500 bit/s each, route recording on), the egress answers on its own, and a batch
+//! is set up when H1 holds a reservation for each.
 
 use super::rsvp_chain::{Stats, clients, poll, request, session, stats};
 use crate::mgmt::Client;
@@ -40,6 +44,8 @@ pub struct Cell {
 /// Result of `pathwise bench rsvp-integrity`.
 #[derive(Debug, Clone, Serialize)]
 pub struct IntegrityReport {
+    /// Whether the batches were RSVP-TE LSPs.
+    pub lsps: bool,
     /// Runs per cell.
     pub runs: usize,
     /// Every (batch size, configuration).
@@ -88,11 +94,33 @@ fn batch(h1: &mut Client, h2: &mut Client, first: u16, n: usize) -> anyhow::Resu
     Ok(t0.elapsed())
 }
 
-/// Run the benchmark over batch sizes `sizes` for integrity off and each of `algorithms`.
+/// Open `n` LSPs named from `first`; the time from the first request until H1 holds a
+/// reservation for each.
+fn lsp_batch(h1: &mut Client, first: u16, n: usize) -> anyhow::Result<Duration> {
+    let resv0 = counter(h1, "reservations")?;
+    let t0 = Instant::now();
+    for i in 0..n {
+        request(
+            h1,
+            "rsvp.lsp.add",
+            json!({ "name": format!("b{}", usize::from(first) + i), "to": rsvp_chain::RECEIVER, "bandwidth_bps": 500 }),
+        )?;
+    }
+    let limit = Duration::from_secs(30 + n as u64 / 50);
+    let every = Duration::from_micros(200 + n as u64 / 5);
+    poll(limit, every, "the LSPs at H1", || {
+        Ok(counter(h1, "reservations")? >= resv0 + n as u64)
+    })?;
+    Ok(t0.elapsed())
+}
+
+/// Run the benchmark over batch sizes `sizes` for integrity off and each of `algorithms`;
+/// with `lsps`, the batches are RSVP-TE LSPs.
 pub fn run(
     sizes: &[usize],
     algorithms: &[Algorithm],
     runs: usize,
+    lsps: bool,
 ) -> anyhow::Result<IntegrityReport> {
     if let Some(why) = crate::netns::unavailable(&[]) {
         anyhow::bail!("rsvp-integrity needs network namespaces: {why}");
@@ -117,6 +145,13 @@ pub fn run(
             // One session first, unmeasured: with integrity, each fresh neighbour's first
             // message waits for the RFC 2747 §4.3 handshake, a one-time cost per neighbour
             // (reported as `handshake_ms`), not a per-session one.
+            let batch = |h1: &mut Client, h2: &mut Client, first: u16, n: usize| {
+                if lsps {
+                    lsp_batch(h1, first, n)
+                } else {
+                    batch(h1, h2, first, n)
+                }
+            };
             let warm = batch(&mut h1, &mut h2, 19_999, 1)?;
             first[ci].push(warm.as_secs_f64() * 1e3);
             let mut port = 20_000u16;
@@ -158,6 +193,7 @@ pub fn run(
         })
         .collect();
     Ok(IntegrityReport {
+        lsps,
         runs: runs.max(1),
         cells,
         handshake_ms,
@@ -167,13 +203,17 @@ pub fn run(
 /// The report as a table.
 pub fn render(r: &IntegrityReport) -> String {
     let mut out = format!(
-        "RSVP setup time with and without integrity (require on every link), netns chain \
+        "RSVP{} setup time with and without integrity (require on every link), netns chain \
          H1–R1–R2–R3–H2, median of {} runs:\n",
+        if r.lsps { "-TE LSP" } else { "" },
         r.runs
     );
     out += &format!(
         "{:>9}  {:<15} {:>12} {:>8}   runs (ms)\n",
-        "sessions", "integrity", "median ms", "ratio"
+        if r.lsps { "LSPs" } else { "sessions" },
+        "integrity",
+        "median ms",
+        "ratio"
     );
     for (config, ms) in &r.handshake_ms {
         out += &format!("first session on a fresh chain, integrity {config}: {ms:.2} ms\n");

@@ -78,6 +78,9 @@ pub enum Bench {
         /// reported.
         #[arg(long, default_value_t = 3)]
         runs: usize,
+        /// Set up RSVP-TE LSPs (H1 to H2, routed, the egress answering) instead of IP sessions.
+        #[arg(long)]
+        lsps: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -148,9 +151,10 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             sessions,
             algorithms,
             runs,
+            lsps,
             json,
         } => {
-            let report = crate::bench::rsvp_integrity::run(&sessions, &algorithms, runs)?;
+            let report = crate::bench::rsvp_integrity::run(&sessions, &algorithms, runs, lsps)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
