@@ -392,19 +392,30 @@ fn phases(samples: Vec<Vec<f64>>) -> Vec<Phase> {
 }
 
 /// What `pathwise bench rsvp` runs.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, clap::Args)]
 pub struct RsvpBenchOptions {
     /// Sessions at the transit node.
+    #[arg(long, default_value_t = 100_000)]
     pub sessions: usize,
-    /// Repetitions.
+    /// Repetitions; medians are reported.
+    #[arg(long, default_value_t = 5)]
     pub runs: usize,
-    /// Fuzzy timer wheel.
+    /// Use the fuzzy timer wheel (seed 001 §III.B).
+    #[arg(long)]
     pub fuzzy: bool,
-    /// Tables sized up front.
+    /// Tell the engine the session count up front (`expected_sessions`), so its tables are
+    /// sized once instead of grown.
+    #[arg(long)]
     pub presize: bool,
-    /// Integrity required under this algorithm, alternating with plain runs.
+    /// Also run every phase with RFC 2747 integrity required on both interfaces under this
+    /// algorithm (hmac-md5, hmac-sha1, hmac-ripemd160, hmac-sha256, hmac-sha384,
+    /// hmac-sha512), alternating with the plain runs, and report the cost ratio.
+    #[arg(long)]
     pub integrity: Option<pathwise_auth::Algorithm>,
-    /// RSVP-TE LSPs instead of IP sessions.
+    /// The sessions are RSVP-TE LSPs: Paths with an explicit route, label request, session
+    /// attribute and recorded route; Resvs with a label (the transit LSR binds its own and
+    /// installs the swap).
+    #[arg(long)]
     pub lsps: bool,
 }
 

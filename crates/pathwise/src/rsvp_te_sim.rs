@@ -9,7 +9,7 @@ use pathwise_rsvp::{Config, RsvpEngine};
 use pathwise_sim::{Direction, NodeSetup, Sim, SimConfig, testbeds};
 
 /// What keeping LSPs alive cost over a window of steady state.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct RefreshLoad {
     /// LSPs up at the head end at the end.
     pub lsps_up: usize,
@@ -100,4 +100,61 @@ pub fn refresh_load(
         bytes_per_s: (after.1 - before.1) as f64 / secs,
         timeouts,
     }
+}
+
+/// `pathwise bench rsvp-refresh`: the same LSPs with full refresh and with refresh reduction.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RefreshReport {
+    /// LSPs.
+    pub lsps: usize,
+    /// Refresh period R, seconds.
+    pub refresh_s: f64,
+    /// Periods counted.
+    pub periods: u32,
+    /// Full refresh (RFC 2205).
+    pub full: RefreshLoad,
+    /// Refresh reduction (RFC 2961).
+    pub refresh_reduction: RefreshLoad,
+}
+
+/// Run [`refresh_load`] both ways.
+pub fn refresh_report(lsps: usize, refresh: Duration, periods: u32) -> RefreshReport {
+    RefreshReport {
+        lsps,
+        refresh_s: refresh.as_secs_f64(),
+        periods,
+        full: refresh_load(lsps, false, refresh, periods),
+        refresh_reduction: refresh_load(lsps, true, refresh, periods),
+    }
+}
+
+/// The report as a table.
+pub fn render_refresh(r: &RefreshReport) -> String {
+    use std::fmt::Write as _;
+    let mut out = format!(
+        "{} LSPs over R0 - R1 - R2 (2 links, both directions), R = {} s, {} periods\n",
+        r.lsps, r.refresh_s, r.periods
+    );
+    let _ = writeln!(
+        out,
+        "{:<20} {:>12} {:>12} {:>8} {:>9}",
+        "", "messages/s", "bytes/s", "LSPs up", "timeouts"
+    );
+    for (name, l) in [
+        ("full refresh", r.full),
+        ("refresh reduction", r.refresh_reduction),
+    ] {
+        let _ = writeln!(
+            out,
+            "{name:<20} {:>12.1} {:>12.0} {:>8} {:>9}",
+            l.messages_per_s, l.bytes_per_s, l.lsps_up, l.timeouts
+        );
+    }
+    let _ = writeln!(
+        out,
+        "ratio (full / reduced): {:.1}x messages, {:.1}x bytes",
+        r.full.messages_per_s / r.refresh_reduction.messages_per_s,
+        r.full.bytes_per_s / r.refresh_reduction.bytes_per_s
+    );
+    out
 }

@@ -8,29 +8,9 @@ pub enum Bench {
     /// Path and Resv processing cost at a transit node holding N sessions, and bytes of state
     /// per session.
     Rsvp {
-        /// Sessions at the transit node.
-        #[arg(long, default_value_t = 100_000)]
-        sessions: usize,
-        /// Repetitions; medians are reported.
-        #[arg(long, default_value_t = 5)]
-        runs: usize,
-        /// Use the fuzzy timer wheel (seed 001 §III.B).
-        #[arg(long)]
-        fuzzy: bool,
-        /// Tell the engine the session count up front (`expected_sessions`), so its tables are
-        /// sized once instead of grown.
-        #[arg(long)]
-        presize: bool,
-        /// Also run every phase with RFC 2747 integrity required on both interfaces under this
-        /// algorithm (hmac-md5, hmac-sha1, hmac-ripemd160, hmac-sha256, hmac-sha384,
-        /// hmac-sha512), alternating with the plain runs, and report the cost ratio.
-        #[arg(long)]
-        integrity: Option<pathwise_auth::Algorithm>,
-        /// The sessions are RSVP-TE LSPs: Paths with an explicit route, label request, session
-        /// attribute and recorded route; Resvs with a label (the transit LSR binds its own and
-        /// installs the swap).
-        #[arg(long)]
-        lsps: bool,
+        /// What to run.
+        #[command(flatten)]
+        options: crate::bench::RsvpBenchOptions,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -132,6 +112,20 @@ fn run_booster(a: BoosterArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Print a report as JSON or as its table.
+fn print_report<T: serde::Serialize>(
+    json: bool,
+    report: &T,
+    render: impl Fn(&T) -> String,
+) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        print!("{}", render(report));
+    }
+    Ok(())
+}
+
 /// Run a benchmark and print its report.
 pub fn run(b: Bench) -> anyhow::Result<()> {
     match b {
@@ -141,11 +135,7 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             json,
         } => {
             let report = crate::bench::rsvp_chain::run(sessions, hold)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print!("{}", crate::bench::rsvp_chain::render(&report));
-            }
+            print_report(json, &report, crate::bench::rsvp_chain::render)?
         }
         Bench::RsvpIntegrity {
             sessions,
@@ -155,11 +145,7 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             json,
         } => {
             let report = crate::bench::rsvp_integrity::run(&sessions, &algorithms, runs, lsps)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print!("{}", crate::bench::rsvp_integrity::render(&report));
-            }
+            print_report(json, &report, crate::bench::rsvp_integrity::render)?
         }
         Bench::RsvpRefresh {
             lsps,
@@ -168,61 +154,16 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             json,
         } => {
             let r = pathwise_core::time::Duration::from_secs(refresh);
-            let full = crate::rsvp_te_sim::refresh_load(lsps, false, r, periods);
-            let reduced = crate::rsvp_te_sim::refresh_load(lsps, true, r, periods);
-            if json {
-                let v = serde_json::json!({
-                    "lsps": lsps, "refresh_s": refresh, "periods": periods,
-                    "full": {"messages_per_s": full.messages_per_s, "bytes_per_s": full.bytes_per_s, "lsps_up": full.lsps_up, "timeouts": full.timeouts},
-                    "refresh_reduction": {"messages_per_s": reduced.messages_per_s, "bytes_per_s": reduced.bytes_per_s, "lsps_up": reduced.lsps_up, "timeouts": reduced.timeouts},
-                });
-                println!("{}", serde_json::to_string_pretty(&v)?);
-            } else {
-                println!(
-                    "{lsps} LSPs over R0 - R1 - R2 (2 links, both directions), R = {refresh} s, {periods} periods"
-                );
-                println!(
-                    "{:<20} {:>12} {:>12} {:>8} {:>9}",
-                    "", "messages/s", "bytes/s", "LSPs up", "timeouts"
-                );
-                for (name, l) in [("full refresh", full), ("refresh reduction", reduced)] {
-                    println!(
-                        "{name:<20} {:>12.1} {:>12.0} {:>8} {:>9}",
-                        l.messages_per_s, l.bytes_per_s, l.lsps_up, l.timeouts
-                    );
-                }
-                println!(
-                    "ratio (full / reduced): {:.1}x messages, {:.1}x bytes",
-                    full.messages_per_s / reduced.messages_per_s,
-                    full.bytes_per_s / reduced.bytes_per_s
-                );
-            }
+            let report = crate::rsvp_te_sim::refresh_report(lsps, r, periods);
+            print_report(json, &report, crate::rsvp_te_sim::render_refresh)?
         }
         Bench::Booster(a) => return run_booster(a),
         Bench::Oracle(a) => return crate::cli::oracle::run_bench(a),
-        Bench::Rsvp {
-            sessions,
-            runs,
-            fuzzy,
-            presize,
-            integrity,
-            lsps,
+        Bench::Rsvp { options, json } => print_report(
             json,
-        } => {
-            let report = crate::bench::rsvp(crate::bench::RsvpBenchOptions {
-                sessions,
-                runs,
-                fuzzy,
-                presize,
-                integrity,
-                lsps,
-            });
-            if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print!("{}", crate::bench::render_rsvp(&report));
-            }
-        }
+            &crate::bench::rsvp(options),
+            crate::bench::render_rsvp,
+        )?,
     }
     Ok(())
 }
