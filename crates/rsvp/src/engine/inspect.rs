@@ -181,7 +181,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let psbs: usize = self
             .psbs
             .iter()
-            .map(|(_, p)| carried(&p.carried) + spill(&p.oifs))
+            .map(|(_, p)| {
+                carried(&p.carried)
+                    + spill(&p.oifs)
+                    + p.extra.as_ref().map_or(0, |e| {
+                        size_of::<super::state::PsbExtra>()
+                            + e.te.as_ref().map_or(0, super::te::PsbTe::heap_bytes)
+                    })
+            })
             .sum();
         let rsbs: usize = self
             .rsbs
@@ -197,9 +204,21 @@ impl<T: TrafficControl> RsvpEngine<T> {
                             + e.scope
                                 .as_ref()
                                 .map_or(0, |s| s.addrs.capacity() * size_of::<IpAddr>())
+                            + e.te.capacity() * size_of::<crate::wire::FilterTe>()
+                            + e.te
+                                .iter()
+                                .filter_map(|t| t.record_route.as_ref())
+                                .map(|r| {
+                                    r.subobjects.capacity()
+                                        * size_of::<crate::wire::te::RroSubobject>()
+                                })
+                                .sum::<usize>()
                     })
             })
             .sum();
-        tables + psbs + rsbs
+        // The LFIB (a B-tree: entries plus roughly a pointer each of node overhead) and what
+        // refresh reduction remembers per identified message.
+        let lfib = self.lfib.len() * (size_of::<pathwise_core::mpls::LfibEntry>() + 16);
+        tables + psbs + rsbs + lfib + self.rr.heap_bytes()
     }
 }

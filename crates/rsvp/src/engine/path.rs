@@ -266,7 +266,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                         t.in_label = o.in_label;
                         t.out = o.out;
                         t.seq = o.seq;
-                        t.sent_up.clone_from(&o.sent_up);
+                        t.sent_up = o.sent_up;
                     }
                     t
                 });

@@ -144,6 +144,19 @@ impl RefreshState {
         }
     }
 
+    /// Heap bytes of its tables.
+    pub fn heap_bytes(&self) -> usize {
+        fn map<K, V, S>(m: &std::collections::HashMap<K, V, S>) -> usize {
+            m.capacity() * (std::mem::size_of::<(K, V)>() + 1)
+        }
+        map(&self.out)
+            + map(&self.by_id)
+            + map(&self.capable)
+            + map(&self.on_iface)
+            + map(&self.installed)
+            + map(&self.current)
+    }
+
     /// Forget an outgoing message (its state went).
     pub fn forget(&mut self, key: &OutKey) {
         if let Some(o) = self.out.remove(key) {

@@ -14,6 +14,7 @@ use pathwise_core::mpls::{
 };
 use smallvec::SmallVec;
 use std::collections::VecDeque;
+use std::hash::BuildHasher;
 use std::net::IpAddr;
 
 /// The labels a node hands out: a range, allocated in order, freed ones reused oldest first
@@ -295,7 +296,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// Bind the LABEL and RECORD_ROUTE of each LSP to its FILTER_SPEC in flow descriptors going
-    /// upstream, remembering what was sent; returns whether any of it changed since last time.
+    /// upstream, remembering a digest of what was sent; returns whether any of it changed since
+    /// last time.
     pub(crate) fn attach_te(&mut self, sid: SessionId, flows: &mut [FlowDescriptor]) -> bool {
         let mut changed = false;
         for f in flows {
@@ -306,16 +308,22 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     continue;
                 };
                 let te = self.upstream_te(p);
+                let digest = self.session_hasher.hash_one(&te);
                 if let Some(t) = self.psbs[p].te_mut()
-                    && t.sent_up.as_ref() != Some(&te)
+                    && t.sent_up != Some(digest)
                 {
-                    t.sent_up = Some(te.clone());
+                    t.sent_up = Some(digest);
                     changed = true;
                 }
                 f.te.push(te);
             }
         }
         changed
+    }
+
+    /// The RECORD_ROUTE this node reports upstream for an LSP.
+    pub(crate) fn upstream_record_route(&self, p: PsbId) -> Option<RecordRoute> {
+        self.upstream_te(p).record_route
     }
 
     /// Whether an LSP can be asked for upstream: it has a label to give.

@@ -397,7 +397,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 };
                 let record_route = match role {
                     LspRole::Egress => None,
-                    _ => te.sent_up.as_ref().and_then(|f| f.record_route.clone()),
+                    _ if te.sent_up.is_some() => self.upstream_record_route(p),
+                    _ => None,
                 };
                 let name = self
                     .lsps

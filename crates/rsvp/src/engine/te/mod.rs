@@ -23,7 +23,6 @@ pub mod preempt;
 pub use labels::LabelSpace;
 pub use lsp::{LspRole, LspSpec, LspStatus, LspView};
 
-use crate::wire::FilterTe;
 use crate::wire::te::{ExplicitRoute, LabelRequest, RecordRoute, SessionAttribute};
 use pathwise_core::mpls::NextHop;
 
@@ -49,8 +48,9 @@ pub struct PsbTe {
     pub out: Option<(u32, NextHop)>,
     /// Creation order at the head end: the newest bound LSP of a tunnel carries its traffic.
     pub seq: u64,
-    /// LABEL and RECORD_ROUTE last sent upstream, to send again when they change.
-    pub sent_up: Option<FilterTe>,
+    /// A digest of the LABEL and RECORD_ROUTE last sent upstream, to send again when they
+    /// change.
+    pub sent_up: Option<u64>,
 }
 
 impl PsbTe {
@@ -100,5 +100,27 @@ impl PsbTe {
     /// L3PID is an Ethertype).
     pub fn l3pid_supported(&self) -> bool {
         matches!(self.label_request.l3pid, 0x0800 | 0x86dd | 0x8847)
+    }
+}
+
+impl PsbTe {
+    /// Heap bytes this state holds beyond its own size.
+    pub fn heap_bytes(&self) -> usize {
+        use crate::wire::te::{EroSubobject, RroSubobject};
+        use std::mem::size_of;
+        let ero = |e: &Option<ExplicitRoute>| {
+            e.as_ref()
+                .map_or(0, |e| e.subobjects.capacity() * size_of::<EroSubobject>())
+        };
+        ero(&self.ero)
+            + ero(&self.ero_out)
+            + self
+                .rro
+                .as_ref()
+                .map_or(0, |r| r.subobjects.capacity() * size_of::<RroSubobject>())
+            + self
+                .session_attribute
+                .as_ref()
+                .map_or(0, |a| a.name.capacity())
     }
 }
