@@ -55,6 +55,8 @@ enum Transport {
     Udp,
     /// C-mode: over a TCP messaging association per peer, shared by every session.
     Tcp,
+    /// C-mode over TLS (RFC 5971 §5.7.3): secure transfer, a TLS association per peer.
+    Tls,
 }
 
 impl Transport {
@@ -62,6 +64,7 @@ impl Transport {
         match self {
             Transport::Udp => "udp",
             Transport::Tcp => "tcp",
+            Transport::Tls => "tls",
         }
     }
 }
@@ -234,8 +237,9 @@ fn render_show(what: ShowWhat, v: &Value) -> String {
             out += &format!("{} messaging associations\n", v["count"]);
             for m in v["associations"].as_array().into_iter().flatten() {
                 out += &format!(
-                    "  {:<40} {:<12} {} users\n",
+                    "  {:<40} {:<4} {:<12} {} users\n",
                     m["peer"].as_str().unwrap_or(""),
+                    m["transport"].as_str().unwrap_or("tcp"),
                     m["state"].as_str().unwrap_or(""),
                     m["users"]
                 );

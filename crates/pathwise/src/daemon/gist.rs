@@ -67,6 +67,8 @@ pub struct GistService {
     sockets: Vec<RaUdpSocket>,
     /// C-mode streams (TCP), when enabled.
     streams: Option<MaStreams>,
+    /// C-mode streams over TLS (RFC 5971 §5.7.3), when enabled.
+    tls_streams: Option<MaStreams>,
     fib: FibMirror,
     epoch: std::time::Instant,
     interfaces: Vec<(IfIndex, String)>,
@@ -133,6 +135,7 @@ impl GistService {
             secret_rotation: cfg.secret_rotation.get_ref().0,
             confirm_wait: cfg.confirm_wait.get_ref().0,
             cmode_port: cfg.tcp_port(),
+            tls_port: cfg.tls_port(),
             ..Config::default()
         };
         let mut engine = GistEngine::new(engine_cfg, Instant::ZERO);
@@ -162,11 +165,21 @@ impl GistService {
                 })?),
                 None => None,
             };
+        let tls_streams = match (cfg.tls_port(), &cfg.tls) {
+            (Some(port), Some(t)) => {
+                let ctx = super::gist_tls::TlsContext::load(node, t.get_ref())?;
+                Some(MaStreams::listen_tls(port, ctx).with_context(|| {
+                    format!("listening for TLS messaging associations on TCP {port}")
+                })?)
+            }
+            _ => None,
+        };
         let fib = FibMirror::open().context("opening rtnetlink")?;
         let mut s = GistService {
             engine,
             sockets,
             streams,
+            tls_streams,
             fib,
             epoch: std::time::Instant::now(),
             interfaces,
@@ -188,6 +201,9 @@ impl GistService {
             self.sockets.iter().map(|s| (s.as_fd(), false)).collect();
         v.push((self.fib.as_fd(), false));
         if let Some(st) = &self.streams {
+            v.extend(st.fds());
+        }
+        if let Some(st) = &self.tls_streams {
             v.extend(st.fds());
         }
         v
@@ -254,6 +270,9 @@ impl GistService {
         if let Some(st) = &mut self.streams {
             st.poll(&mut self.engine, now);
         }
+        if let Some(st) = &mut self.tls_streams {
+            st.poll(&mut self.engine, now);
+        }
         self.flush();
     }
 
@@ -303,11 +322,17 @@ impl GistService {
             // Stream events can make the engine send more (a Confirm once connected).
             while let Some(st) = self.engine.poll_stream() {
                 any = true;
-                match &mut self.streams {
+                let layer = match st.transport {
+                    pathwise_gist::MaTransport::Tcp => &mut self.streams,
+                    pathwise_gist::MaTransport::Tls => &mut self.tls_streams,
+                };
+                match layer {
                     Some(s) => s.apply(&mut self.engine, now, st),
-                    None => self
-                        .engine
-                        .handle_stream(now, pathwise_gist::StreamInput::Closed { peer: st.peer }),
+                    None => self.engine.handle_stream_on(
+                        now,
+                        st.transport,
+                        pathwise_gist::StreamInput::Closed { peer: st.peer },
+                    ),
                 }
             }
             if !any {
@@ -386,9 +411,10 @@ impl GistService {
     fn ping(&mut self, args: &Value) -> Result<(SessionId, u32, std::time::Duration), String> {
         let a: PingArgs = serde_json::from_value(args.clone())
             .map_err(|e| format!("bad arguments for gist.ping: {e}"))?;
-        let reliable = match a.transport.as_str() {
-            "udp" => false,
-            "tcp" if self.streams.is_some() => true,
+        let mut transfer = pathwise_gist::nslp::TransferAttributes::default();
+        match a.transport.as_str() {
+            "udp" => {}
+            "tcp" if self.streams.is_some() => transfer.reliable = true,
             "tcp" => {
                 return Err(
                     "transport \"tcp\": C-mode is off on this node (add \"tcp\" to \
@@ -396,8 +422,19 @@ impl GistService {
                         .into(),
                 );
             }
-            t => return Err(format!("transport {t:?}: \"udp\" or \"tcp\"")),
-        };
+            "tls" if self.tls_streams.is_some() => {
+                transfer.reliable = true;
+                transfer.secure = true;
+            }
+            "tls" => {
+                return Err(
+                    "transport \"tls\": TLS is off on this node (add \"tls\" to [gist] \
+                     transports and a [gist.tls] section)"
+                        .into(),
+                );
+            }
+            t => return Err(format!("transport {t:?}: \"udp\", \"tcp\" or \"tls\"")),
+        }
         let src = source_towards(a.dest).map_err(|e| format!("no route to {}: {e}", a.dest))?;
         let now = self.now();
         let session = match &a.session {
@@ -408,7 +445,7 @@ impl GistService {
             .engine
             .with_nslp::<PingNslp, _>(now, |p, g| {
                 let sid = session.unwrap_or_else(|| g.new_session_id());
-                p.ping_session_with(g, now, sid, src, a.dest, reliable)
+                p.ping_session_transfer(g, now, sid, src, a.dest, transfer)
                     .map(|seq| (sid, seq))
             })
             .ok_or("no Ping NSLP")?
@@ -464,12 +501,17 @@ impl GistService {
     fn ma_json(&self) -> Value {
         let mas: Vec<Value> = self
             .engine
-            .messaging_associations()
-            .map(|(peer, state, users)| {
-                json!({ "peer": peer.to_string(), "state": format!("{state:?}"), "users": users })
+            .messaging_associations_by_transport()
+            .map(|(peer, transport, state, users)| {
+                json!({
+                    "peer": peer.to_string(),
+                    "transport": transport.name(),
+                    "state": format!("{state:?}"),
+                    "users": users,
+                })
             })
             .collect();
-        let streams = self.streams.as_ref().map(|s| {
+        let layer = |s: &MaStreams| {
             let st = s.stats();
             json!({
                 "open": s.len(),
@@ -480,8 +522,21 @@ impl GistService {
                 "bytes_in": st.bytes_in,
                 "bytes_out": st.bytes_out,
             })
+        };
+        let tls = self.tls_streams.as_ref().map(|s| {
+            let mut v = layer(s);
+            let st = s.stats();
+            v["handshakes"] = json!(st.tls_handshakes);
+            v["handshake_failures"] = json!(st.tls_handshake_failures);
+            v["last_error"] = json!(s.last_tls_error());
+            v
         });
-        json!({ "count": mas.len(), "associations": mas, "tcp": streams })
+        json!({
+            "count": mas.len(),
+            "associations": mas,
+            "tcp": self.streams.as_ref().map(layer),
+            "tls": tls,
+        })
     }
 
     /// Drops by reason: the engine's, the sockets' (IP header, UDP header and checksum,
@@ -544,6 +599,8 @@ impl GistService {
             "peer_changes": c.peer_changes,
             "mas_opened": c.mas_opened,
             "mas_closed": c.mas_closed,
+            "tls_refused_by_peer": c.tls_refused_by_peer,
+            "tls_handshake_failures": self.tls_streams.as_ref().map_or(0, |s| s.stats().tls_handshake_failures),
             "send_errors": self.send_errors,
             "kernel_drops": self.sockets.iter().map(|s| s.raw().stats().kernel_drops).sum::<u64>(),
             "routing_states": st.routing_states,

@@ -12,6 +12,7 @@
 pub mod config;
 pub mod gist;
 pub mod gist_ma;
+pub mod gist_tls;
 pub mod rsvp;
 pub mod verbs;
 
