@@ -511,6 +511,85 @@ fn a_peer_with_an_untrusted_certificate_is_refused() {
     ping(&lab, H2_V4, 1);
 }
 
+#[test]
+fn load_client_opens_sessions_then_pings_across_them() {
+    let test = "load_client_opens_sessions_then_pings_across_them";
+    let _g = serial();
+    let Some(mut lab) = tls_chain_or_skip(test, [false; 5]) else {
+        return;
+    };
+    for transport in ["udp", "tcp", "tls"] {
+        let v = cli(
+            &lab,
+            H1,
+            &[
+                "ping",
+                H2_V4,
+                "--transport",
+                transport,
+                "--sessions",
+                "20",
+                "--initial-rate",
+                "50",
+                "--steady-rate",
+                "100",
+                "--duration",
+                "1s",
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{transport}: {e}\n{}", logs(&lab)));
+        assert_eq!(v["done"], true, "{v:#}");
+        assert_eq!(v["sessions"], 20, "{transport}: {v:#}");
+        assert_eq!(v["setup_ms"]["count"], 20, "{transport}: {v:#}");
+        let steady = v["rtt_ms"]["count"].as_u64().unwrap();
+        assert!((90..=101).contains(&steady), "{transport}: {v:#}");
+        assert_eq!(v["lost"], 0, "{transport}: {v:#}");
+        let d = &v["setup_ms"];
+        for k in ["min", "median", "p90", "p99", "max"] {
+            assert!(d[k].as_f64().unwrap() > 0.0, "{transport} {k}: {v:#}");
+        }
+        assert!(d["min"].as_f64() <= d["median"].as_f64());
+        assert!(d["p99"].as_f64() <= d["max"].as_f64());
+    }
+    // Every session of the C-mode runs shares the one association per peer.
+    assert_eq!(associations_over(&lab, H1, "tcp"), [("r1", 20)]);
+    assert_eq!(associations_over(&lab, H1, "tls"), [("r1", 20)]);
+    // The management socket stays free while a run goes on: the run answers later.
+    let sock = gist_chain::socket(&lab, H1);
+    let sock = sock.to_str().unwrap_or_default();
+    lab.spawn(
+        "load",
+        H1,
+        &[
+            bin(),
+            "gist",
+            "--socket",
+            sock,
+            "ping",
+            H2_V4,
+            "--sessions",
+            "5",
+            "--initial-rate",
+            "5",
+            "--duration",
+            "1s",
+        ],
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let t = std::time::Instant::now();
+    assert!(cli(&lab, H1, &["show", "counters"]).is_ok());
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        t.elapsed()
+    );
+    wait_for(Duration::from_secs(10), "the load run", || {
+        lab.log("load").contains("session setup").then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}: {}", lab.log("load")));
+}
+
 /// The chain nodes node `i`'s routing state names as peers.
 fn peers(lab: &Lab, i: usize) -> Vec<&'static str> {
     let v = cli(lab, i, &["show", "mrs"]).expect("gist show mrs");

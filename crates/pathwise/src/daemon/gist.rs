@@ -69,6 +69,9 @@ pub struct GistService {
     streams: Option<MaStreams>,
     /// C-mode streams over TLS (RFC 5971 §5.7.3), when enabled.
     tls_streams: Option<MaStreams>,
+    /// The load client's run, running or finished (`gist.load.*`).
+    load: Option<super::gist_load::LoadRun>,
+    load_runs: u64,
     fib: FibMirror,
     epoch: std::time::Instant,
     interfaces: Vec<(IfIndex, String)>,
@@ -180,6 +183,8 @@ impl GistService {
             sockets,
             streams,
             tls_streams,
+            load: None,
+            load_runs: 0,
             fib,
             epoch: std::time::Instant::now(),
             interfaces,
@@ -216,6 +221,14 @@ impl GistService {
             .poll_timeout()
             .map(|t| self.epoch + std::time::Duration::from_nanos(t.as_nanos()));
         let ping = self.pings.iter().map(|p| p.deadline).min();
+        let load = self
+            .load
+            .as_ref()
+            .and_then(super::gist_load::LoadRun::deadline);
+        let ping = match (ping, load) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         match (engine, ping) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -283,6 +296,7 @@ impl GistService {
             self.engine.handle_timeout(now);
         }
         let wall = std::time::Instant::now();
+        self.load_tick(wall);
         let (late, waiting): (Vec<_>, Vec<_>) =
             self.pings.drain(..).partition(|p| p.deadline <= wall);
         self.pings = waiting;
@@ -353,6 +367,9 @@ impl GistService {
                         .iter()
                         .position(|p| p.session == session_id && p.seq == seq)
                     else {
+                        if let Some(l) = &mut self.load {
+                            l.reply(session_id, seq, rtt);
+                        }
                         continue;
                     };
                     let p = self.pings.swap_remove(i);
@@ -376,6 +393,8 @@ impl GistService {
                     {
                         let p = self.pings.swap_remove(i);
                         let _ = p.reply.send(Err(format!("ping not delivered: {error:?}")));
+                    } else if let Some(l) = &mut self.load {
+                        l.failure(session_id, seq);
                     }
                 }
                 other => tracing::debug!(event = ?other, "gist upcall"),
@@ -399,6 +418,11 @@ impl GistService {
                 }
                 Err(e) => Err(e),
             },
+            "gist.load.start" => self.load_start(args),
+            "gist.load.result" => match &self.load {
+                Some(l) => Ok(l.report()),
+                None => Err("no load run".into()),
+            },
             "gist.show.mrs" => Ok(self.mrs_json()),
             "gist.show.ma" => Ok(self.ma_json()),
             "gist.show.counters" => Ok(self.counters_json()),
@@ -411,8 +435,33 @@ impl GistService {
     fn ping(&mut self, args: &Value) -> Result<(SessionId, u32, std::time::Duration), String> {
         let a: PingArgs = serde_json::from_value(args.clone())
             .map_err(|e| format!("bad arguments for gist.ping: {e}"))?;
+        let transfer = self.transfer_for(&a.transport)?;
+        let src = source_towards(a.dest).map_err(|e| format!("no route to {}: {e}", a.dest))?;
+        let now = self.now();
+        let session = match &a.session {
+            Some(h) => Some(parse_hex(h).ok_or_else(|| format!("bad session {h:?}"))?),
+            None => None,
+        };
+        let (session, seq) = self
+            .engine
+            .with_nslp::<PingNslp, _>(now, |p, g| {
+                let sid = session.unwrap_or_else(|| g.new_session_id());
+                p.ping_session_transfer(g, now, sid, src, a.dest, transfer)
+                    .map(|seq| (sid, seq))
+            })
+            .ok_or("no Ping NSLP")?
+            .map_err(|e| format!("ping not sent: {e}"))?;
+        let timeout = std::time::Duration::from_millis(a.timeout_ms.clamp(10, 9000));
+        Ok((session, seq, timeout))
+    }
+
+    /// Transfer attributes for a transport name, if this node runs that transport.
+    fn transfer_for(
+        &self,
+        transport: &str,
+    ) -> Result<pathwise_gist::nslp::TransferAttributes, String> {
         let mut transfer = pathwise_gist::nslp::TransferAttributes::default();
-        match a.transport.as_str() {
+        match transport {
             "udp" => {}
             "tcp" if self.streams.is_some() => transfer.reliable = true,
             "tcp" => {
@@ -435,23 +484,63 @@ impl GistService {
             }
             t => return Err(format!("transport {t:?}: \"udp\", \"tcp\" or \"tls\"")),
         }
-        let src = source_towards(a.dest).map_err(|e| format!("no route to {}: {e}", a.dest))?;
-        let now = self.now();
-        let session = match &a.session {
-            Some(h) => Some(parse_hex(h).ok_or_else(|| format!("bad session {h:?}"))?),
-            None => None,
+        Ok(transfer)
+    }
+
+    /// `gist.load.start`: begin a load run (seed 000 §4.1.5); answers at once with its id.
+    fn load_start(&mut self, args: &Value) -> Result<Value, String> {
+        if self.load.as_ref().is_some_and(|l| !l.done()) {
+            return Err("a load run is in progress (gist.load.result)".into());
+        }
+        let a: super::gist_load::LoadArgs = serde_json::from_value(args.clone())
+            .map_err(|e| format!("bad arguments for gist.load.start: {e}"))?;
+        let transfer = self.transfer_for(&a.transport)?;
+        source_towards(a.dest).map_err(|e| format!("no route to {}: {e}", a.dest))?;
+        self.load_runs += 1;
+        let run = super::gist_load::LoadRun::new(
+            self.load_runs,
+            &a,
+            transfer,
+            std::time::Instant::now(),
+        )?;
+        self.load = Some(run);
+        self.load_tick(std::time::Instant::now());
+        Ok(json!({ "id": self.load_runs }))
+    }
+
+    /// Send the load run's pings that are due.
+    fn load_tick(&mut self, wall: std::time::Instant) {
+        use super::gist_load::Next;
+        let Some(l) = &mut self.load else { return };
+        let due = l.due(wall);
+        if due.is_empty() {
+            return;
+        }
+        let (dest, transfer) = (l.dest, l.transfer);
+        let Ok(src) = source_towards(dest) else {
+            for _ in &due {
+                l.send_failed();
+            }
+            return;
         };
-        let (session, seq) = self
-            .engine
-            .with_nslp::<PingNslp, _>(now, |p, g| {
-                let sid = session.unwrap_or_else(|| g.new_session_id());
-                p.ping_session_transfer(g, now, sid, src, a.dest, transfer)
+        let now = self.now();
+        for n in due {
+            let (open, sid) = match n {
+                Next::Open => (true, None),
+                Next::Again(s) => (false, Some(s)),
+            };
+            let r = self.engine.with_nslp::<PingNslp, _>(now, |p, g| {
+                let sid = sid.unwrap_or_else(|| g.new_session_id());
+                p.ping_session_transfer(g, now, sid, src, dest, transfer)
                     .map(|seq| (sid, seq))
-            })
-            .ok_or("no Ping NSLP")?
-            .map_err(|e| format!("ping not sent: {e}"))?;
-        let timeout = std::time::Duration::from_millis(a.timeout_ms.clamp(10, 9000));
-        Ok((session, seq, timeout))
+            });
+            let Some(l) = &mut self.load else { return };
+            match r {
+                Some(Ok((sid, seq))) => l.sent(sid, seq, open),
+                _ => l.send_failed(),
+            }
+        }
+        self.flush();
     }
 
     fn name(&self, i: IfIndex) -> String {

@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod gist;
+pub mod gist_load;
 pub mod gist_ma;
 pub mod gist_tls;
 pub mod rsvp;
