@@ -4,6 +4,7 @@
 //! §V–VI measured a whole daemon; this isolates the engine), and the bytes of state per session.
 
 pub mod alloc;
+pub mod gist_chain;
 pub mod rsvp_chain;
 pub mod rsvp_integrity;
 
