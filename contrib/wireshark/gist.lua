@@ -789,6 +789,10 @@ local function dissect_scd(c, tree, ctx)
             return table.concat(summary, ", ")
         end
         local n = len_r:uint()
+        if proto_r:uint() == 2 then
+            -- Forwards-TLS (RFC 5971 §5.7.3): the TCP port of this profile carries TLS.
+            ctx.tls_profiles[prof_r:uint()] = true
+        end
         local sub = tree:add(f.mpo, c.tvb(at, math.min(4 + pad4(n), c.stop - at)))
         sub:append_text(" " .. i .. ": " .. name_of(ma_short, proto_r:uint(), "protocol")
             .. ", profile " .. prof_r:uint())
@@ -809,7 +813,7 @@ local function dissect_scd(c, tree, ctx)
                 sub:append_text(", port " .. data(0, 2):uint())
                 summary[#summary + 1] = (ma_short[proto] or "?") .. " port " .. data(0, 2):uint()
                 if proto == 1 then
-                    ctx.tcp_ports[#ctx.tcp_ports + 1] = data(0, 2):uint()
+                    ctx.tcp_ports[#ctx.tcp_ports + 1] = { data(0, 2):uint(), prof_r:uint() }
                 end
             end
             local padn = pad4(n) - n
@@ -1033,10 +1037,13 @@ end
 -- do not begin with a common header.
 local ma_endpoints = {}
 local ma_conversations = {}
+-- Addresses and ports a Response named for TLS associations: their payload is opaque.
+local tls_endpoints = {}
 
 function gist.init()
     ma_endpoints = {}
     ma_conversations = {}
+    tls_endpoints = {}
 end
 
 -- Sets the Info column for the first message of a frame and appends for the others.
@@ -1152,7 +1159,7 @@ local function dissect_message(tvb, off, avail, pinfo, tree, root, opts)
     end
     local info_extra = {}
 
-    local ctx = { tcp_ports = {} }
+    local ctx = { tcp_ports = {}, tls_profiles = {} }
     local allowed, required = object_rules(msg_type)
     local seen = 0
     local stop = off + len
@@ -1275,13 +1282,27 @@ local function dissect_message(tvb, off, avail, pinfo, tree, root, opts)
         end
     end
 
-    -- A responder's TCP port (§5.7.1): the MA that follows is GIST on that address and port.
+    -- A responder's TCP port (§5.7.1): the MA that follows is GIST on that address and port,
+    -- or TLS when the port belongs to a profile with Forwards-TLS (§5.7.3).
     if #ctx.tcp_ports > 0 then
         local addr = ctx.nli_addr or tostring(pinfo.src)
-        for _, port in ipairs(ctx.tcp_ports) do
-            ma_endpoints[addr .. " " .. port] = true
+        local plain, secure = {}, {}
+        for _, pp in ipairs(ctx.tcp_ports) do
+            local port, profile = pp[1], pp[2]
+            if ctx.tls_profiles[profile] then
+                tls_endpoints[addr .. " " .. port] = true
+                secure[#secure + 1] = port
+            else
+                ma_endpoints[addr .. " " .. port] = true
+                plain[#plain + 1] = port
+            end
         end
-        info_extra[#info_extra + 1] = "MA TCP port " .. table.concat(ctx.tcp_ports, ",")
+        if #plain > 0 then
+            info_extra[#info_extra + 1] = "MA TCP port " .. table.concat(plain, ",")
+        end
+        if #secure > 0 then
+            info_extra[#info_extra + 1] = "MA TLS port " .. table.concat(secure, ",")
+        end
     end
     if #info_extra > 0 then
         info_text = info_text .. " " .. table.concat(info_extra, " ")
@@ -1424,7 +1445,18 @@ local function conversation_key(pinfo)
     return b .. "|" .. a
 end
 
+local tls_dissector = Dissector.get("tls")
+
 local function heur_tcp(tvb, pinfo, tree)
+    if tls_endpoints[tostring(pinfo.src) .. " " .. pinfo.src_port]
+        or tls_endpoints[tostring(pinfo.dst) .. " " .. pinfo.dst_port] then
+        -- A TLS messaging association: hand it to Wireshark's TLS dissector (GIST inside is
+        -- encrypted).
+        if tls_dissector ~= nil then
+            return tls_dissector:call(tvb, pinfo, tree) > 0
+        end
+        return false
+    end
     local key = conversation_key(pinfo)
     local known = ma_conversations[key]
         or ma_endpoints[tostring(pinfo.src) .. " " .. pinfo.src_port]

@@ -38,7 +38,7 @@ pub mod sim_stream;
 pub mod wire;
 
 pub use engine::{
-    Config, CookieMode, Counters, GistEngine, GistEvent, InterfaceConfig, MaState, MrsKey,
-    QueryingState, RespondingState, RoutingStateView, StateStats, StreamInput, StreamOp,
+    Config, CookieMode, Counters, GistEngine, GistEvent, InterfaceConfig, MaState, MaTransport,
+    MrsKey, QueryingState, RespondingState, RoutingStateView, StateStats, StreamInput, StreamOp,
     StreamTransmit,
 };

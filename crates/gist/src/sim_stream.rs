@@ -9,9 +9,11 @@
 //! everything unacknowledged with a doubling timeout, FIN on close. It stands where TCP stands
 //! under the Linux driver; it is not TCP (no windows, no congestion control).
 //!
-//! Segment: `kind (1) | 3 reserved | seq (4) | ack (4) | payload`.
+//! Segment: `kind (1) | transport (1: 0 TCP, 1 TLS) | 2 reserved | seq (4) | ack (4) | payload`;
+//! a "TLS" stream is a second stream to the same peer (no cryptography: the simulator checks
+//! the engine's negotiation, not TLS).
 
-use crate::engine::{GistEngine, GistEvent, StreamInput, StreamOp};
+use crate::engine::{GistEngine, GistEvent, MaTransport, StreamInput, StreamOp};
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{Received, Transmit, Transport};
 use pathwise_core::route::RouteChange;
@@ -72,11 +74,14 @@ pub struct StreamStats {
     pub aborted: u64,
 }
 
+/// A stream: peer and stack.
+type Key = (IpAddr, MaTransport);
+
 /// A [`GistEngine`] whose messaging associations run over datagrams.
 #[derive(Debug)]
 pub struct StreamAdapter {
     inner: GistEngine,
-    conns: BTreeMap<IpAddr, Conn>,
+    conns: BTreeMap<Key, Conn>,
     out: VecDeque<Transmit>,
     stats: StreamStats,
 }
@@ -123,11 +128,12 @@ impl StreamAdapter {
         self.conns.len()
     }
 
-    fn segment(&mut self, peer: IpAddr, kind: u8, seq: u32, ack: u32, payload: &[u8]) {
+    fn segment(&mut self, (peer, t): Key, kind: u8, seq: u32, ack: u32, payload: &[u8]) {
         let mut v = Vec::with_capacity(12 + payload.len());
         let w = &mut Writer::new(&mut v);
         w.u8(kind);
-        w.zeros(3);
+        w.u8(u8::from(t == MaTransport::Tls));
+        w.zeros(2);
         w.u32(seq);
         w.u32(ack);
         w.bytes(payload);
@@ -149,7 +155,7 @@ impl StreamAdapter {
     /// Move the engine's stream requests onto the wire; repeat while feeding it produces more.
     fn pump(&mut self, now: Instant) {
         while let Some(st) = self.inner.poll_stream() {
-            let peer = st.peer;
+            let peer = (st.peer, st.transport);
             match st.op {
                 StreamOp::Open => {
                     self.conns.insert(peer, Conn::new(true));
@@ -185,26 +191,37 @@ impl StreamAdapter {
         }
     }
 
-    fn arm(&mut self, now: Instant, peer: IpAddr) {
+    fn arm(&mut self, now: Instant, peer: Key) {
         if let Some(c) = self.conns.get_mut(&peer) {
             let pending = !c.unacked.is_empty() || !c.established;
             c.retransmit_at = pending.then(|| now + c.rto);
         }
     }
 
-    fn on_segment(&mut self, now: Instant, peer: IpAddr, payload: &[u8]) {
+    fn on_segment(&mut self, now: Instant, from: IpAddr, payload: &[u8]) {
         let mut r = Reader::new(payload);
-        let (Ok(kind), Ok(_), Ok(seq), Ok(ack)) = (r.u8(), r.skip(3), r.u32(), r.u32()) else {
+        let (Ok(kind), Ok(t), Ok(_), Ok(seq), Ok(ack)) =
+            (r.u8(), r.u8(), r.skip(2), r.u32(), r.u32())
+        else {
             return;
         };
+        let transport = if t == 1 {
+            MaTransport::Tls
+        } else {
+            MaTransport::Tcp
+        };
+        let peer = (from, transport);
         let body = r.rest();
         match kind {
             SYN => {
                 let fresh = self.conns.get(&peer).is_none_or(|c| c.initiator);
                 if fresh {
                     self.conns.insert(peer, Conn::new(false));
-                    self.inner
-                        .handle_stream(now, StreamInput::Accepted { peer });
+                    self.inner.handle_stream_on(
+                        now,
+                        transport,
+                        StreamInput::Accepted { peer: from },
+                    );
                 }
                 self.segment(peer, SYN_ACK, 0, 0, &[]);
             }
@@ -226,7 +243,7 @@ impl StreamAdapter {
                 }
                 self.arm(now, peer);
                 self.inner
-                    .handle_stream(now, StreamInput::Connected { peer });
+                    .handle_stream_on(now, transport, StreamInput::Connected { peer: from });
             }
             DATA => {
                 let Some(c) = self.conns.get_mut(&peer) else {
@@ -243,10 +260,11 @@ impl StreamAdapter {
                 let ack_now = c.recv_next;
                 self.segment(peer, ACK, 0, ack_now, &[]);
                 if !ready.is_empty() {
-                    self.inner.handle_stream(
+                    self.inner.handle_stream_on(
                         now,
+                        transport,
                         StreamInput::Data {
-                            peer,
+                            peer: from,
                             bytes: &ready,
                         },
                     );
@@ -266,14 +284,15 @@ impl StreamAdapter {
                 self.arm(now, peer);
             }
             FIN if self.conns.remove(&peer).is_some() => {
-                self.inner.handle_stream(now, StreamInput::Closed { peer });
+                self.inner
+                    .handle_stream_on(now, transport, StreamInput::Closed { peer: from });
             }
             _ => {}
         }
     }
 
     fn retransmit(&mut self, now: Instant) {
-        let due: Vec<IpAddr> = self
+        let due: Vec<Key> = self
             .conns
             .iter()
             .filter(|(_, c)| c.retransmit_at.is_some_and(|t| t <= now))
@@ -287,7 +306,8 @@ impl StreamAdapter {
             if c.tries > MAX_TRIES {
                 self.conns.remove(&peer);
                 self.stats.aborted += 1;
-                self.inner.handle_stream(now, StreamInput::Closed { peer });
+                self.inner
+                    .handle_stream_on(now, peer.1, StreamInput::Closed { peer: peer.0 });
                 continue;
             }
             c.rto = (c.rto * 2).min(RTO_MAX);

@@ -26,6 +26,11 @@ pub struct Options<'a> {
     pub cookie_mode: &'a str,
     /// Lines appended to every node's `[gist]` section.
     pub extra: String,
+    /// Run C-mode over TLS too: certificates from a test CA made with the `openssl` command,
+    /// `[gist.tls]` with `verify_peer = true` on every node.
+    pub tls: bool,
+    /// With `tls`: nodes whose certificate comes from another CA (peers must refuse them).
+    pub untrusted: [bool; 5],
 }
 
 impl Default for Options<'_> {
@@ -35,6 +40,8 @@ impl Default for Options<'_> {
             refresh: "30s",
             cookie_mode: "hash",
             extra: String::new(),
+            tls: false,
+            untrusted: [false; 5],
         }
     }
 }
@@ -144,7 +151,7 @@ pub fn build(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
             H2 => r#"["w0"]"#,
             _ => r#"["w0", "e0"]"#,
         };
-        let cfg = format!(
+        let mut cfg = format!(
             "[daemon]\nsocket = {:?}\nlog = \"debug\"\n\n[gist]\ninterfaces = {ifaces}\n\
              refresh_period = {:?}\ncookie_mode = {:?}\n{}",
             socket(&lab, i),
@@ -152,6 +159,19 @@ pub fn build(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
             o.cookie_mode,
             o.extra
         );
+        if o.tls {
+            let dir = lab.path("tls");
+            if i == 0 || !dir.join("ca.pem").exists() {
+                make_certs(&dir, &o.untrusted)?;
+            }
+            cfg += &format!(
+                "transports = [\"udp\", \"tcp\", \"tls\"]\n\n[gist.tls]\ncertificate = {:?}\n\
+                 key = {:?}\nca = {:?}\nverify_peer = true\n",
+                dir.join(format!("{node}.pem")),
+                dir.join(format!("{node}.key")),
+                dir.join("ca.pem"),
+            );
+        }
         let path = lab.path(&format!("{node}.toml"));
         std::fs::write(&path, cfg)?;
         lab.spawn(
@@ -176,6 +196,81 @@ pub fn build(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
         .map_err(|e| anyhow::anyhow!("{e}; log: {}", lab.log(node)))?;
     }
     Ok(lab)
+}
+
+/// Make a test CA in `dir` and a certificate and key per chain node (`<node>.pem`,
+/// `<node>.key`), signed by it, or by a second CA nobody trusts for the nodes `untrusted`
+/// marks. EC P-256, valid for 30 days, usable for TLS server and client authentication.
+pub fn make_certs(dir: &Path, untrusted: &[bool; 5]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let run = |args: &[&str]| -> anyhow::Result<()> {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .map_err(|e| {
+                anyhow::anyhow!("running openssl (needed for TLS test certificates): {e}")
+            })?;
+        anyhow::ensure!(
+            out.status.success(),
+            "openssl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(())
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    for ca in ["ca", "rogue-ca"] {
+        let subj = format!("/CN=pathwise test {ca}");
+        let (key, pem) = (format!("{ca}.key"), format!("{ca}.pem"));
+        let mut a = vec!["req", "-x509"];
+        a.extend(ec);
+        a.extend(["-keyout", &key, "-out", &pem, "-days", "30", "-subj", &subj]);
+        run(&a)?;
+    }
+    std::fs::write(
+        dir.join("node.ext"),
+        "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n\
+         extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=DNS:gist-node\n",
+    )?;
+    for (i, node) in NODES.iter().enumerate() {
+        let ca = if untrusted[i] { "rogue-ca" } else { "ca" };
+        let (key, csr, pem) = (
+            format!("{node}.key"),
+            format!("{node}.csr"),
+            format!("{node}.pem"),
+        );
+        let subj = format!("/CN={node}");
+        let mut a = vec!["req"];
+        a.extend(ec);
+        a.extend(["-keyout", &key, "-out", &csr, "-subj", &subj]);
+        run(&a)?;
+        let (ca_pem, ca_key) = (format!("{ca}.pem"), format!("{ca}.key"));
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_pem,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-out",
+            &pem,
+            "-days",
+            "30",
+            "-extfile",
+            "node.ext",
+        ])?;
+    }
+    Ok(())
 }
 
 /// The management socket of node `i`'s daemon.

@@ -396,6 +396,200 @@ fn ping_over_tcp_many_sessions_share_one_association_per_peer() {
     }
 }
 
+/// The messaging associations of node `i` over `transport`: peer node → users.
+fn associations_over(lab: &Lab, i: usize, transport: &str) -> Vec<(&'static str, u64)> {
+    let v = cli(lab, i, &["show", "ma"]).expect("gist show ma");
+    let mut out: Vec<(&'static str, u64)> = v["associations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["transport"] == transport)
+        .map(|m| {
+            let peer: IpAddr = m["peer"].as_str().unwrap().parse().unwrap();
+            (
+                gist_chain::owner(peer).map_or("?", |n| NODES[n]),
+                m["users"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn tls_chain_or_skip(test: &str, untrusted: [bool; 5]) -> Option<Lab> {
+    if skip(test) {
+        return None;
+    }
+    if let Some(why) = unavailable(&["openssl"]) {
+        println!("skipping {test}: {why} (TLS test certificates)");
+        return None;
+    }
+    Some(chain(&Options {
+        tls: true,
+        untrusted,
+        ..Options::default()
+    }))
+}
+
+#[test]
+fn ping_over_tls_many_sessions_share_one_tls_association_per_peer() {
+    let test = "ping_over_tls_many_sessions_share_one_tls_association_per_peer";
+    let _g = serial();
+    let Some(mut lab) = tls_chain_or_skip(test, [false; 5]) else {
+        return;
+    };
+    let pcap = start_capture(&mut lab, R2);
+    const SESSIONS: u64 = 3;
+    for _ in 0..SESSIONS {
+        for r in ping_over(&lab, H2_V4, 2, "tls") {
+            assert_eq!(path_nodes(&r), ["r1", "r2", "r3", "h2"], "{r}");
+        }
+    }
+    // One TLS association per neighbour for every session; no plain TCP one.
+    assert_eq!(associations_over(&lab, H1, "tls"), [("r1", SESSIONS)]);
+    assert_eq!(
+        associations_over(&lab, R2, "tls"),
+        [("r1", SESSIONS), ("r3", SESSIONS)]
+    );
+    assert_eq!(associations_over(&lab, H2, "tls"), [("r3", SESSIONS)]);
+    assert_eq!(associations_over(&lab, R2, "tcp"), []);
+    let ma = cli(&lab, R2, &["show", "ma"]).unwrap();
+    assert_eq!(ma["tls"]["open"], 2, "{ma:#}");
+    assert_eq!(ma["tls"]["handshakes"], 2, "{ma:#}");
+    assert_eq!(ma["tls"]["handshake_failures"], 0, "{ma:#}");
+    // The pings crossed R2 inside TLS: its NSLP saw them, the wire did not.
+    let c = counters(&lab, R2);
+    assert_eq!(c["ping"]["forwarded"], 2 * SESSIONS, "{c:#}");
+    assert_eq!(c["tls_refused_by_peer"], 0, "{c:#}");
+    if let Some(pcap) = pcap {
+        // D-mode Queries and Responses still decode (each session's Query on both links; the
+        // first Responses D-mode, later ones over the open association); TLS is opaque.
+        let n = check_capture(&mut lab, &pcap);
+        assert!(
+            n >= 2 * SESSIONS as usize,
+            "only {n} GIST messages captured"
+        );
+    }
+}
+
+#[test]
+fn a_peer_with_an_untrusted_certificate_is_refused() {
+    let test = "a_peer_with_an_untrusted_certificate_is_refused";
+    let _g = serial();
+    let mut untrusted = [false; 5];
+    untrusted[R1] = true;
+    let Some(lab) = tls_chain_or_skip(test, untrusted) else {
+        return;
+    };
+    let r = cli(
+        &lab,
+        H1,
+        &["ping", H2_V4, "--transport", "tls", "--timeout", "2s"],
+    );
+    assert!(r.is_err(), "a ping over an untrusted hop came back: {r:?}");
+    // H1 checked R1's certificate and refused it; R1 heard the alert.
+    let h1 = cli(&lab, H1, &["show", "ma"]).unwrap();
+    assert!(
+        h1["tls"]["handshake_failures"].as_u64().unwrap() >= 1,
+        "{h1:#}"
+    );
+    assert!(
+        h1["tls"]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("UnknownIssuer") || e.contains("issuer")),
+        "{h1:#}"
+    );
+    let r1 = cli(&lab, R1, &["show", "ma"]).unwrap();
+    assert!(
+        r1["tls"]["handshake_failures"].as_u64().unwrap() >= 1,
+        "{r1:#}"
+    );
+    assert_eq!(associations_over(&lab, H1, "tls"), []);
+    // Nothing of the ping reached R1's NSLP, in the clear or otherwise.
+    assert_eq!(counters(&lab, R1)["ping"]["forwarded"], 0);
+    // Plain D-mode across the same hop still works.
+    ping(&lab, H2_V4, 1);
+}
+
+#[test]
+fn load_client_opens_sessions_then_pings_across_them() {
+    let test = "load_client_opens_sessions_then_pings_across_them";
+    let _g = serial();
+    let Some(mut lab) = tls_chain_or_skip(test, [false; 5]) else {
+        return;
+    };
+    for transport in ["udp", "tcp", "tls"] {
+        let v = cli(
+            &lab,
+            H1,
+            &[
+                "ping",
+                H2_V4,
+                "--transport",
+                transport,
+                "--sessions",
+                "20",
+                "--initial-rate",
+                "50",
+                "--steady-rate",
+                "100",
+                "--duration",
+                "1s",
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{transport}: {e}\n{}", logs(&lab)));
+        assert_eq!(v["done"], true, "{v:#}");
+        assert_eq!(v["sessions"], 20, "{transport}: {v:#}");
+        assert_eq!(v["setup_ms"]["count"], 20, "{transport}: {v:#}");
+        let steady = v["rtt_ms"]["count"].as_u64().unwrap();
+        assert!((90..=101).contains(&steady), "{transport}: {v:#}");
+        assert_eq!(v["lost"], 0, "{transport}: {v:#}");
+        let d = &v["setup_ms"];
+        for k in ["min", "median", "p90", "p99", "max"] {
+            assert!(d[k].as_f64().unwrap() > 0.0, "{transport} {k}: {v:#}");
+        }
+        assert!(d["min"].as_f64() <= d["median"].as_f64());
+        assert!(d["p99"].as_f64() <= d["max"].as_f64());
+    }
+    // Every session of the C-mode runs shares the one association per peer.
+    assert_eq!(associations_over(&lab, H1, "tcp"), [("r1", 20)]);
+    assert_eq!(associations_over(&lab, H1, "tls"), [("r1", 20)]);
+    // The management socket stays free while a run goes on: the run answers later.
+    let sock = gist_chain::socket(&lab, H1);
+    let sock = sock.to_str().unwrap_or_default();
+    lab.spawn(
+        "load",
+        H1,
+        &[
+            bin(),
+            "gist",
+            "--socket",
+            sock,
+            "ping",
+            H2_V4,
+            "--sessions",
+            "5",
+            "--initial-rate",
+            "5",
+            "--duration",
+            "1s",
+        ],
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let t = std::time::Instant::now();
+    assert!(cli(&lab, H1, &["show", "counters"]).is_ok());
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        t.elapsed()
+    );
+    wait_for(Duration::from_secs(10), "the load run", || {
+        lab.log("load").contains("session setup").then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}: {}", lab.log("load")));
+}
+
 /// The chain nodes node `i`'s routing state names as peers.
 fn peers(lab: &Lab, i: usize) -> Vec<&'static str> {
     let v = cli(lab, i, &["show", "mrs"]).expect("gist show mrs");

@@ -39,6 +39,9 @@ pub struct Counters {
     pub mas_opened: u64,
     /// Messaging associations closed.
     pub mas_closed: u64,
+    /// Handshakes for secure transfer whose responder offered no TLS (the secure messages
+    /// failed instead of going in the clear).
+    pub tls_refused_by_peer: u64,
 }
 
 impl Counters {

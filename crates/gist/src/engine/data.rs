@@ -4,7 +4,7 @@
 
 use super::handshake::Inbound;
 use super::state::{MrsKey, Pending, QueryingState, RespondingState};
-use super::{GistEngine, Upcall};
+use super::{GistEngine, MaTransport, Upcall};
 use crate::nslp::{
     ApiError, DeliveryError, MessageHandle, MessageStatus, RecvMessage, SendMessage, SiiHandle,
     TransferAttributes,
@@ -44,7 +44,7 @@ impl GistEngine {
         if msg.nslp_data.len() > MAX_OBJECT_BODY {
             return Err(ApiError::MessageTooLarge);
         }
-        if msg.transfer.secure {
+        if msg.transfer.secure && self.cfg.tls_port.is_none() {
             return Err(ApiError::Unsupported);
         }
         if !matches!(msg.mri, Mri::PathCoupled(_)) {
@@ -100,14 +100,22 @@ impl GistEngine {
         let lifetime = now + self.cfg.state_lifetime;
         match (idx, state) {
             (Some(idx), Some(QueryingState::Established | QueryingState::AwaitingRefresh)) => {
-                let needs_ma = p.transfer.reliable;
+                let needs_ma = p.transfer.reliable || p.transfer.secure;
+                let secure = p.transfer.secure;
+                let ma_secure = self.mrs[idx as usize]
+                    .down
+                    .as_ref()
+                    .and_then(|d| d.ma)
+                    .is_some_and(|m| self.ma_transport(m) == MaTransport::Tls);
                 let Some(d) = self.mrs[idx as usize].down.as_mut() else {
                     return Ok(handle);
                 };
                 d.expires = d.expires.max(lifetime);
-                if needs_ma && d.ma.is_none() {
-                    // Reliable transfer on D-mode state: re-run the handshake asking for C-mode.
+                if (needs_ma && d.ma.is_none()) || (secure && !ma_secure) {
+                    // Reliable (secure) transfer on D-mode (plain TCP) state: re-run the
+                    // handshake asking for C-mode (TLS).
                     d.cmode = true;
+                    d.secure |= secure;
                     d.queue.push(p);
                     if d.state == QueryingState::Established {
                         self.start_refresh(now, idx);
@@ -125,7 +133,8 @@ impl GistEngine {
                 if full {
                     self.fail(&key, p.handle, DeliveryError::QueueFull);
                 } else if let Some(d) = self.mrs[idx as usize].down.as_mut() {
-                    d.cmode |= p.transfer.reliable;
+                    d.cmode |= p.transfer.reliable || p.transfer.secure;
+                    d.secure |= p.transfer.secure;
                     d.expires = d.expires.max(lifetime);
                     d.queue.push(p);
                 }
@@ -138,10 +147,11 @@ impl GistEngine {
                 let hops = msg.gist_hops.unwrap_or(self.cfg.gist_hops);
                 let ttl = msg.ip_ttl.unwrap_or(self.cfg.ip_ttl);
                 let reliable = p.transfer.reliable;
-                if self.cfg.piggyback && !reliable {
-                    self.start_query(now, idx, false, Some(p), hops, ttl);
+                let secure = p.transfer.secure;
+                if self.cfg.piggyback && !reliable && !secure {
+                    self.start_query(now, idx, false, false, Some(p), hops, ttl);
                 } else {
-                    self.start_query(now, idx, reliable, None, hops, ttl);
+                    self.start_query(now, idx, reliable, secure, None, hops, ttl);
                     if let Some(d) = self.mrs[idx as usize].down.as_mut() {
                         d.queue.push(p);
                     }
@@ -226,12 +236,15 @@ impl GistEngine {
             return;
         };
         let key = s.key.clone();
-        match d.ma.filter(|&m| self.ma_connected(m)) {
+        let usable = |m: u32| {
+            self.ma_connected(m) && (!p.transfer.secure || self.ma_transport(m) == MaTransport::Tls)
+        };
+        match d.ma.filter(|&m| usable(m)) {
             Some(ma) => {
                 let m = self.data_msg(&key, false, None, p.data);
                 self.ma_send(now, ma, &m);
             }
-            None if p.transfer.reliable => {
+            None if p.transfer.reliable || p.transfer.secure => {
                 // The MA is still connecting: wait for it.
                 if let Some(d) = self.mrs[idx as usize].down.as_mut() {
                     d.queue.push(p);
@@ -260,7 +273,13 @@ impl GistEngine {
             return;
         };
         let key = s.key.clone();
-        match up.ma.filter(|&m| self.ma_connected(m)) {
+        let up_ma = up.ma.filter(|&m| self.ma_connected(m));
+        let secure_ok = up_ma.is_some_and(|m| self.ma_transport(m) == MaTransport::Tls);
+        match up_ma {
+            _ if p.transfer.secure && !secure_ok => {
+                // Never in the clear: the querying node did not set up a TLS association.
+                self.fail(&key, p.handle, DeliveryError::Unsupported);
+            }
             Some(ma) => {
                 let m = self.data_msg(&key, true, None, p.data);
                 self.ma_send(now, ma, &m);
@@ -297,6 +316,22 @@ impl GistEngine {
         let pending = s.pending_up.take().map(|p| p.msgs).unwrap_or_default();
         for p in pending {
             self.send_data_up(now, idx, p);
+        }
+    }
+
+    /// The responder offered no TLS: fail every queued secure message of `idx`.
+    pub(super) fn fail_secure_queue(&mut self, idx: u32) {
+        let key = self.mrs[idx as usize].key.clone();
+        let Some(d) = self.mrs[idx as usize].down.as_mut() else {
+            return;
+        };
+        d.secure = false;
+        let (secure, rest): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut d.queue)
+            .into_iter()
+            .partition(|p| p.transfer.secure);
+        d.queue = rest;
+        for p in secure {
+            self.fail(&key, p.handle, DeliveryError::Unsupported);
         }
     }
 
@@ -360,7 +395,9 @@ impl GistEngine {
             sii_handle: peer.map(SiiHandle),
             transfer: TransferAttributes {
                 reliable: ctx.ma.is_some(),
-                secure: false,
+                secure: ctx
+                    .ma
+                    .is_some_and(|m| self.ma_transport(m) == MaTransport::Tls),
                 setup_state: !msg.c_flag,
             },
             ip_ttl: ctx.ttl,

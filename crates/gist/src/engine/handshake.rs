@@ -2,7 +2,7 @@
 //! with retransmission, refresh, late state installation and peer changes.
 
 use super::state::{MrsKey, Pending, QuerySide, QueryingState, RespondSide, RespondingState};
-use super::{CookieMode, GistEngine, Upcall};
+use super::{CookieMode, GistEngine, MaTransport, Upcall};
 use crate::nslp::{
     Direction, NetworkNotification, NotificationKind, RecvMessage, RoutingDecision, SiiHandle,
     TransferAttributes,
@@ -106,11 +106,13 @@ impl GistEngine {
     }
 
     /// Create the downstream half of `idx` and send its first Query.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn start_query(
         &mut self,
         now: Instant,
         idx: u32,
         cmode: bool,
+        secure: bool,
         piggyback: Option<Pending>,
         hops: u8,
         ttl: u8,
@@ -127,7 +129,8 @@ impl GistEngine {
             deadline: now,
             expires: now + lifetime,
             peer_validity_ms: 0,
-            cmode,
+            cmode: cmode || secure,
+            secure,
             ma: None,
             piggyback: piggyback.map(Box::new),
             queue: Vec::new(),
@@ -164,20 +167,33 @@ impl GistEngine {
             self.drop_msg("no_source_address");
             return;
         };
-        let (stack_proposal, stack_config) = if d.cmode {
+        let hold_ms = u32::try_from(self.cfg.ma_hold_time.as_millis()).unwrap_or(u32::MAX);
+        let tcp = MaProtocolOptions {
+            protocol: ma_protocol::TCP,
+            profile: 1,
+            d_flag: false,
+            data: Vec::new(),
+        };
+        // Secure transfer proposes TLS over TCP only (RFC 5971 §5.7.3): offering plain TCP
+        // beside it would let a responder without TLS downgrade the session.
+        let (stack_proposal, stack_config) = if d.secure {
+            (
+                Some(StackProposal {
+                    profiles: vec![MaTransport::Tls.profile().to_vec()],
+                }),
+                Some(StackConfigData {
+                    ma_hold_time_ms: hold_ms,
+                    options: vec![MaProtocolOptions::tls(1), tcp],
+                }),
+            )
+        } else if d.cmode {
             (
                 Some(StackProposal {
                     profiles: vec![vec![ma_protocol::TCP]],
                 }),
                 Some(StackConfigData {
-                    ma_hold_time_ms: u32::try_from(self.cfg.ma_hold_time.as_millis())
-                        .unwrap_or(u32::MAX),
-                    options: vec![MaProtocolOptions {
-                        protocol: ma_protocol::TCP,
-                        profile: 1,
-                        d_flag: false,
-                        data: Vec::new(),
-                    }],
+                    ma_hold_time_ms: hold_ms,
+                    options: vec![tcp],
                 }),
             )
         } else {
@@ -280,22 +296,41 @@ impl GistEngine {
             }
         };
         self.counters.cookies_minted += 1;
-        let cmode = q
-            .stack_proposal
-            .as_ref()
-            .is_some_and(|sp| sp.offers(ma_protocol::TCP));
-        let (stack_proposal, stack_config) = match (cmode, self.cfg.cmode_port) {
-            (true, Some(port)) => (
-                Some(StackProposal {
-                    profiles: vec![vec![ma_protocol::TCP]],
-                }),
-                Some(StackConfigData {
-                    ma_hold_time_ms: u32::try_from(self.cfg.ma_hold_time.as_millis())
-                        .unwrap_or(u32::MAX),
-                    options: vec![MaProtocolOptions::tcp_port(1, port)],
-                }),
-            ),
-            _ => (None, None),
+        // The stack to answer with: TLS over TCP when the querier proposes it and this node
+        // runs TLS, else TCP when proposed and run here, else D-mode only.
+        let offered = |stack: &[u8]| {
+            q.stack_proposal
+                .as_ref()
+                .is_some_and(|sp| sp.profile_number(stack).is_some())
+        };
+        let chosen = match (self.cfg.tls_port, self.cfg.cmode_port) {
+            (Some(port), _) if offered(MaTransport::Tls.profile()) => {
+                Some((MaTransport::Tls, port))
+            }
+            (_, Some(port)) if offered(MaTransport::Tcp.profile()) => {
+                Some((MaTransport::Tcp, port))
+            }
+            _ => None,
+        };
+        let hold_ms = u32::try_from(self.cfg.ma_hold_time.as_millis()).unwrap_or(u32::MAX);
+        let (stack_proposal, stack_config) = match chosen {
+            Some((transport, port)) => {
+                let mut options = Vec::new();
+                if transport == MaTransport::Tls {
+                    options.push(MaProtocolOptions::tls(1));
+                }
+                options.push(MaProtocolOptions::tcp_port(1, port));
+                (
+                    Some(StackProposal {
+                        profiles: vec![transport.profile().to_vec()],
+                    }),
+                    Some(StackConfigData {
+                        ma_hold_time_ms: hold_ms,
+                        options,
+                    }),
+                )
+            }
+            None => (None, None),
         };
         let peer_addr = q.nli.interface_address;
         let our_addr = self
@@ -324,7 +359,14 @@ impl GistEngine {
         };
         // An MA already open to the querying node carries the Response (thesis §2.3.2, third
         // case); otherwise it goes D-mode to the port the Query came from (§5.3.2).
-        match self.connected_ma(peer_addr) {
+        let (first, second) = match chosen {
+            Some((MaTransport::Tls, _)) => (MaTransport::Tls, MaTransport::Tcp),
+            _ => (MaTransport::Tcp, MaTransport::Tls),
+        };
+        let open = self
+            .connected_ma(peer_addr, first)
+            .or_else(|| self.connected_ma(peer_addr, second));
+        match open {
             Some(ma) => self.ma_send(now, ma, &resp),
             None => self.send_dmode(
                 &resp,
@@ -422,6 +464,7 @@ impl GistEngine {
         d.deadline = now + interval;
         d.piggyback = None;
         let wants_cmode = d.cmode;
+        let secure = d.secure;
         let changed = old.is_some_and(|o| o != new_peer);
         if let Some(o) = old {
             self.peer_unref(o);
@@ -451,11 +494,24 @@ impl GistEngine {
         }
         let peer_addr = r.nli.interface_address;
         if msg.r_flag {
+            // The stack the responder chose (its Stack-Proposal) and the TCP port of that
+            // profile (§5.7.3: TLS's own options are empty).
+            let transport = if secure {
+                MaTransport::Tls
+            } else {
+                MaTransport::Tcp
+            };
             let port = r
-                .stack_config
+                .stack_proposal
                 .as_ref()
-                .and_then(|s| s.find(ma_protocol::TCP))
+                .and_then(|sp| sp.profile_number(transport.profile()))
+                .and_then(|n| {
+                    r.stack_config
+                        .as_ref()
+                        .and_then(|s| s.find_in(ma_protocol::TCP, n))
+                })
                 .and_then(MaProtocolOptions::port);
+            let via = ctx.ma.filter(|&m| self.ma_transport(m) == transport);
             let src = self.source_for(peer_addr).unwrap_or(ctx.dst);
             let mut confirm = Confirm {
                 mri: key.mri.clone(),
@@ -467,10 +523,13 @@ impl GistEngine {
                 nslp_data: None,
                 unknown: Vec::new(),
             };
-            match (
-                wants_cmode,
-                port.or(ctx.ma.map(|m| self.mas[m as usize].port)),
-            ) {
+            if secure && port.is_none() && via.is_none() {
+                // The responder does not run TLS: secure messages fail rather than go in the
+                // clear; the state itself is set up in D-mode for anything else.
+                self.counters.tls_refused_by_peer += 1;
+                self.fail_secure_queue(idx);
+            }
+            match (wants_cmode, port.or(via.map(|m| self.mas[m as usize].port))) {
                 (true, Some(port)) => {
                     confirm.stack_proposal = r.stack_proposal.clone();
                     confirm.stack_config = Some(StackConfigData {
@@ -478,10 +537,10 @@ impl GistEngine {
                             .unwrap_or(u32::MAX),
                         options: Vec::new(),
                     });
-                    self.confirm_over_ma(now, idx, peer_addr, port, ctx.ma, confirm);
+                    self.confirm_over_ma(now, idx, peer_addr, port, transport, via, confirm);
                     // Keep the MA alive within the hold time the responder advertised (A.3.5).
                     let hold = r.stack_config.as_ref().map(|s| s.ma_hold_time_ms);
-                    self.note_peer_hold(peer_addr, hold);
+                    self.note_peer_hold((peer_addr, transport), hold);
                 }
                 _ => {
                     // D-mode: piggyback the first waiting unreliable message (thesis §2.4).
@@ -574,9 +633,9 @@ impl GistEngine {
             return;
         }
         let Body::Confirm(c) = msg.body else { return };
-        if ctx.ma.is_some() {
+        if let Some(ma) = ctx.ma {
             self.note_peer_hold(
-                c.nli.interface_address,
+                (c.nli.interface_address, self.ma_transport(ma)),
                 c.stack_config.as_ref().map(|s| s.ma_hold_time_ms),
             );
         }
@@ -645,6 +704,9 @@ impl GistEngine {
                 sii_handle: Some(SiiHandle(c.nli.interface_address)),
                 transfer: TransferAttributes {
                     reliable: ctx.ma.is_some(),
+                    secure: ctx
+                        .ma
+                        .is_some_and(|m| self.ma_transport(m) == MaTransport::Tls),
                     ..TransferAttributes::default()
                 },
                 ip_ttl: ctx.ttl,

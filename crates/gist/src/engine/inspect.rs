@@ -85,6 +85,15 @@ impl GistEngine {
     pub fn messaging_associations(&self) -> impl Iterator<Item = (IpAddr, MaState, u32)> + '_ {
         self.mas.iter().map(|(_, m)| (m.peer, m.state, m.users))
     }
+
+    /// Messaging associations with their stack: peer, TCP or TLS, state, users.
+    pub fn messaging_associations_by_transport(
+        &self,
+    ) -> impl Iterator<Item = (IpAddr, super::MaTransport, MaState, u32)> + '_ {
+        self.mas
+            .iter()
+            .map(|(_, m)| (m.peer, m.transport, m.state, m.users))
+    }
 }
 
 /// Same shape as `slab`'s private entry type, to size slab slots.

@@ -4,22 +4,35 @@
 
 use super::handshake::Inbound;
 use super::state::{Ma, MaState};
-use super::{GistEngine, StreamInput, StreamOp, StreamTransmit, TimerKey};
+use super::{GistEngine, MaTransport, StreamInput, StreamOp, StreamTransmit, TimerKey};
 use crate::wire::{Body, Confirm, MaHello, Message, frame_len};
 use pathwise_core::io::IfIndex;
 use pathwise_core::time::{Duration, Instant};
 use std::net::IpAddr;
 
 impl GistEngine {
-    /// A stream event from the driver (C-mode input).
+    /// A stream event from the driver (C-mode input) on a TCP stream.
     pub fn handle_stream(&mut self, now: Instant, input: StreamInput<'_>) {
+        self.handle_stream_on(now, MaTransport::Tcp, input);
+    }
+
+    /// A stream event from the driver on the stream to the input's peer over `transport`
+    /// (a TLS stream reports `Connected`/`Accepted` once its TLS handshake is done).
+    pub fn handle_stream_on(
+        &mut self,
+        now: Instant,
+        transport: MaTransport,
+        input: StreamInput<'_>,
+    ) {
         self.now = self.now.max(now);
         match input {
-            StreamInput::Connected { peer } => self.on_connected(now, peer),
-            StreamInput::Accepted { peer } => self.on_accepted(now, peer),
-            StreamInput::Data { peer, bytes } => self.on_stream_data(now, peer, bytes),
+            StreamInput::Connected { peer } => self.on_connected(now, (peer, transport)),
+            StreamInput::Accepted { peer } => self.on_accepted(now, (peer, transport)),
+            StreamInput::Data { peer, bytes } => {
+                self.on_stream_data(now, (peer, transport), bytes);
+            }
             StreamInput::Closed { peer } => {
-                if let Some(&ma) = self.ma_index.get(&peer) {
+                if let Some(&ma) = self.ma_index.get(&(peer, transport)) {
                     self.close_ma(ma, false);
                 }
             }
@@ -30,7 +43,7 @@ impl GistEngine {
     fn new_ma(
         &mut self,
         now: Instant,
-        peer: IpAddr,
+        (peer, transport): (IpAddr, MaTransport),
         port: u16,
         state: MaState,
         initiator: bool,
@@ -39,6 +52,7 @@ impl GistEngine {
         let id = self.mas.insert(Ma {
             peer,
             port,
+            transport,
             state,
             initiator,
             rx_buf: Vec::new(),
@@ -52,13 +66,13 @@ impl GistEngine {
             timer: None,
             wake: Instant::MAX,
         }) as u32;
-        self.ma_index.insert(peer, id);
+        self.ma_index.insert((peer, transport), id);
         self.counters.mas_opened += 1;
         self.schedule_ma(id);
         id
     }
 
-    fn on_accepted(&mut self, now: Instant, peer: IpAddr) {
+    fn on_accepted(&mut self, now: Instant, peer: (IpAddr, MaTransport)) {
         match self.ma_index.get(&peer).copied() {
             // Both ends opened at once: the stream the peer opened serves (the driver keeps
             // one per peer); whatever waited for ours goes out now.
@@ -69,7 +83,7 @@ impl GistEngine {
         }
     }
 
-    fn on_connected(&mut self, now: Instant, peer: IpAddr) {
+    fn on_connected(&mut self, now: Instant, peer: (IpAddr, MaTransport)) {
         let Some(&ma) = self.ma_index.get(&peer) else {
             return;
         };
@@ -92,8 +106,9 @@ impl GistEngine {
         self.schedule_ma(ma);
     }
 
-    fn on_stream_data(&mut self, now: Instant, peer: IpAddr, bytes: &[u8]) {
-        let Some(&ma) = self.ma_index.get(&peer) else {
+    fn on_stream_data(&mut self, now: Instant, key: (IpAddr, MaTransport), bytes: &[u8]) {
+        let peer = key.0;
+        let Some(&ma) = self.ma_index.get(&key) else {
             self.drop_msg("stream_unknown_peer");
             return;
         };
@@ -133,12 +148,19 @@ impl GistEngine {
             .is_some_and(|m| m.state == MaState::Connected)
     }
 
-    /// The connected MA to `peer`, if any.
-    pub(super) fn connected_ma(&self, peer: IpAddr) -> Option<u32> {
+    /// The connected MA to `peer` over `transport`, if any.
+    pub(super) fn connected_ma(&self, peer: IpAddr, transport: MaTransport) -> Option<u32> {
         self.ma_index
-            .get(&peer)
+            .get(&(peer, transport))
             .copied()
             .filter(|&m| self.ma_connected(m))
+    }
+
+    /// The stack `ma` runs over (TCP when it is gone).
+    pub(super) fn ma_transport(&self, ma: u32) -> MaTransport {
+        self.mas
+            .get(ma as usize)
+            .map_or(MaTransport::Tcp, |m| m.transport)
     }
 
     /// Send `msg` over `ma` (C-mode messages carry no magic number, RFC 5971 §5.4.1).
@@ -161,6 +183,7 @@ impl GistEngine {
             peer: m.peer,
             port: m.port,
             op: StreamOp::Send(bytes),
+            transport: m.transport,
         });
     }
 
@@ -186,26 +209,30 @@ impl GistEngine {
         self.ma_unuse(now, ma);
     }
 
-    /// C-mode Confirm: over the MA to the peer, opening one if there is none (RFC 5971
-    /// §4.4.2: reuse an existing association).
+    /// C-mode Confirm: over the MA to the peer with the negotiated stack, opening one if there
+    /// is none (RFC 5971 §4.4.2: reuse an existing association).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn confirm_over_ma(
         &mut self,
         now: Instant,
         idx: u32,
         peer: IpAddr,
         port: u16,
+        transport: MaTransport,
         via: Option<u32>,
         confirm: Confirm,
     ) {
-        let ma = match via.or_else(|| self.ma_index.get(&peer).copied()) {
+        let via = via.filter(|&m| self.ma_transport(m) == transport);
+        let ma = match via.or_else(|| self.ma_index.get(&(peer, transport)).copied()) {
             Some(ma) => ma,
             None => {
                 self.streams.push_back(StreamTransmit {
                     peer,
                     port,
                     op: StreamOp::Open,
+                    transport,
                 });
-                self.new_ma(now, peer, port, MaState::Connecting, true)
+                self.new_ma(now, (peer, transport), port, MaState::Connecting, true)
             }
         };
         let prev = self.mrs[idx as usize]
@@ -232,7 +259,7 @@ impl GistEngine {
 
     /// The peer's MA-Hold-Time from its Stack-Configuration-Data: send MA-Hellos often enough
     /// for it.
-    pub(super) fn note_peer_hold(&mut self, peer: IpAddr, hold_ms: Option<u32>) {
+    pub(super) fn note_peer_hold(&mut self, peer: (IpAddr, MaTransport), hold_ms: Option<u32>) {
         let (Some(hold), Some(&ma)) = (hold_ms.filter(|&h| h > 0), self.ma_index.get(&peer)) else {
             return;
         };
@@ -309,7 +336,7 @@ impl GistEngine {
         let Some(m) = self.mas.try_remove(ma as usize) else {
             return;
         };
-        self.ma_index.remove(&m.peer);
+        self.ma_index.remove(&(m.peer, m.transport));
         if let Some(h) = m.timer {
             self.timers.cancel(h);
         }
@@ -318,6 +345,7 @@ impl GistEngine {
                 peer: m.peer,
                 port: m.port,
                 op: StreamOp::Close,
+                transport: m.transport,
             });
         }
         self.counters.mas_closed += 1;

@@ -110,6 +110,9 @@ pub struct Config {
     pub piggyback: bool,
     /// Port this node accepts messaging associations on (TCP); `None`: D-mode only.
     pub cmode_port: Option<u16>,
+    /// Port this node accepts TLS messaging associations on (RFC 5971 §5.7.3, TLS over TCP);
+    /// `None`: no TLS, and secure transfer fails with `DeliveryError::Unsupported`.
+    pub tls_port: Option<u16>,
     /// MA-Hold-Time this node advertises (A.3.5).
     pub ma_hold_time: Duration,
     /// Close a messaging association no routing state has used for this long.
@@ -142,6 +145,7 @@ impl Default for Config {
             gist_hops: 32,
             piggyback: true,
             cmode_port: Some(30000),
+            tls_port: None,
             ma_hold_time: Duration::from_secs(180),
             ma_idle_timeout: Duration::from_secs(30),
             queue_limit: 16,
@@ -181,6 +185,35 @@ pub enum StreamOp {
     Close,
 }
 
+/// The protocol stack of a messaging association (RFC 5971 §5.7): what the driver runs under
+/// the engine's byte stream. The engine keeps one association per peer and stack.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MaTransport {
+    /// Forwards-TCP (MA-Protocol-ID 1, §5.7.2).
+    #[default]
+    Tcp,
+    /// Forwards-TLS over Forwards-TCP (MA-Protocol-IDs 2 and 1, §5.7.3): channel security.
+    Tls,
+}
+
+impl MaTransport {
+    /// The Stack-Proposal profile of this stack, top layer first.
+    pub fn profile(self) -> &'static [u8] {
+        match self {
+            MaTransport::Tcp => &[crate::wire::ma_protocol::TCP],
+            MaTransport::Tls => &[crate::wire::ma_protocol::TLS, crate::wire::ma_protocol::TCP],
+        }
+    }
+
+    /// Lower-case name ("tcp", "tls").
+    pub fn name(self) -> &'static str {
+        match self {
+            MaTransport::Tcp => "tcp",
+            MaTransport::Tls => "tls",
+        }
+    }
+}
+
 /// A stream request for the driver: `op` on the stream to `peer`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamTransmit {
@@ -190,6 +223,8 @@ pub struct StreamTransmit {
     pub port: u16,
     /// What to do.
     pub op: StreamOp,
+    /// Which stack: the stream is the one to `peer` over this transport.
+    pub transport: MaTransport,
 }
 
 /// What the driver reports about a stream (one per peer address).
@@ -247,7 +282,7 @@ pub struct GistEngine {
     peers: Slab<Peer>,
     peer_index: KeyedMap<IpAddr, PeerId>,
     mas: Slab<Ma>,
-    ma_index: KeyedMap<IpAddr, u32>,
+    ma_index: KeyedMap<(IpAddr, MaTransport), u32>,
     fib: Fib<IfIndex>,
     local: KeyedSet<IpAddr>,
     served: KeyedSet<u16>,

@@ -99,6 +99,8 @@ pub(crate) struct QuerySide {
     pub peer_validity_ms: u32,
     /// The NSLP asked for reliable transfer: negotiate C-mode.
     pub cmode: bool,
+    /// The NSLP asked for secure transfer: negotiate TLS (RFC 5971 §5.7.3), never fall back.
+    pub secure: bool,
     /// The MA in use towards the peer.
     pub ma: Option<MaId>,
     /// NSLP data carried in the Query (re-sent with every retransmission).
@@ -227,6 +229,8 @@ pub enum MaState {
 pub(crate) struct Ma {
     pub peer: IpAddr,
     pub port: u16,
+    /// TCP or TLS over TCP.
+    pub transport: super::MaTransport,
     pub state: MaState,
     /// Whether this node opened it.
     pub initiator: bool,

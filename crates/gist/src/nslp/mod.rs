@@ -59,8 +59,9 @@ impl Direction {
 pub struct TransferAttributes {
     /// Reliable, in-order delivery: C-mode over a messaging association.
     pub reliable: bool,
-    /// Secure transfer (channel security). Accepted, but pathwise has no TLS yet: a secure
-    /// message fails with [`DeliveryError::Unsupported`].
+    /// Secure transfer (channel security): C-mode over TLS (RFC 5971 §5.7.3). A message fails
+    /// with [`DeliveryError::Unsupported`] when this node or its peer runs no TLS; it never
+    /// goes in the clear.
     pub secure: bool,
     /// Local processing hint: whether GIST should set up (or use) message routing state. With
     /// `false` and no state, the message goes Q-mode encapsulated to the next GIST node
@@ -187,7 +188,8 @@ pub enum DeliveryError {
     MessageTooLarge,
     /// The queue for state being set up is full.
     QueueFull,
-    /// A transfer attribute pathwise does not support (secure transfer).
+    /// A transfer attribute this node or its peer does not support (secure transfer without
+    /// TLS).
     Unsupported,
 }
 

@@ -46,7 +46,7 @@
 
 use super::{
     ApiError, DeliveryError, GistApi, MessageHandle, MessageStatus, Nslp, NslpEvent, RecvMessage,
-    RoutingDecision, SendMessage, SessionTable,
+    RoutingDecision, SendMessage, SessionTable, TransferAttributes,
 };
 use crate::wire::{Mri, PathCoupledMri, SessionId};
 use core::any::Any;
@@ -302,6 +302,24 @@ impl PingNslp {
         destination: IpAddr,
         reliable: bool,
     ) -> Result<u32, ApiError> {
+        let transfer = TransferAttributes {
+            reliable,
+            ..TransferAttributes::default()
+        };
+        self.ping_session_transfer(gist, now, session_id, source, destination, transfer)
+    }
+
+    /// [`PingNslp::ping_session`] with these transfer attributes: `secure` asks for C-mode over
+    /// TLS (RFC 5971 §5.7.3) on every hop, the reply included.
+    pub fn ping_session_transfer(
+        &mut self,
+        gist: &mut dyn GistApi,
+        now: Instant,
+        session_id: SessionId,
+        source: IpAddr,
+        destination: IpAddr,
+        transfer: TransferAttributes,
+    ) -> Result<u32, ApiError> {
         self.outstanding.expire(now);
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
@@ -313,7 +331,8 @@ impl PingNslp {
         };
         let mri = Mri::PathCoupled(PathCoupledMri::flow(source, destination));
         let mut send = SendMessage::new(self.cfg.nslpid, session_id, mri, msg.emit());
-        send.transfer.reliable = reliable;
+        send.transfer.reliable = transfer.reliable;
+        send.transfer.secure = transfer.secure;
         let h = gist.send_message(now, send)?;
         self.handles.insert(h, (session_id, seq));
         if self.handles.len() > 4096 {
@@ -343,6 +362,7 @@ impl PingNslp {
         let mut s = SendMessage::new(self.cfg.nslpid, m.session_id, mri, data);
         s.gist_hops = Some(m.gist_hops.saturating_sub(1).max(1));
         s.transfer.reliable = self.cfg.reliable || m.transfer.reliable;
+        s.transfer.secure = m.transfer.secure;
         if let Err(e) = gist.send_message(now, s) {
             tracing::debug!(error = %e, "ping not forwarded");
         }

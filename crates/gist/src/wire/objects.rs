@@ -209,6 +209,13 @@ impl StackProposal {
     pub fn offers(&self, protocol: u8) -> bool {
         self.profiles.iter().any(|p| p.as_slice() == [protocol])
     }
+
+    /// The number (1-based, as MA-protocol-options name it) of the first profile that is
+    /// exactly `stack` (e.g. `[TLS, TCP]`, RFC 5971 §5.7.3).
+    pub fn profile_number(&self, stack: &[u8]) -> Option<u8> {
+        let i = self.profiles().position(|p| p == stack)?;
+        u8::try_from(i + 1).ok()
+    }
 }
 
 /// One MA-protocol-options entry of a Stack-Configuration-Data (A.3.5).
@@ -239,6 +246,16 @@ impl MaProtocolOptions {
             profile,
             d_flag: false,
             data: port.to_be_bytes().to_vec(),
+        }
+    }
+
+    /// Forwards-TLS options (RFC 5971 §5.7.3: none; the port is in the profile's TCP options).
+    pub fn tls(profile: u8) -> Self {
+        MaProtocolOptions {
+            protocol: ma_protocol::TLS,
+            profile,
+            d_flag: false,
+            data: Vec::new(),
         }
     }
 
@@ -330,6 +347,13 @@ impl StackConfigData {
     /// The options for `protocol`, if offered.
     pub fn find(&self, protocol: u8) -> Option<&MaProtocolOptions> {
         self.options.iter().find(|o| o.protocol == protocol)
+    }
+
+    /// The options for `protocol` within profile number `profile`.
+    pub fn find_in(&self, protocol: u8, profile: u8) -> Option<&MaProtocolOptions> {
+        self.options
+            .iter()
+            .find(|o| o.protocol == protocol && o.profile == profile)
     }
 }
 

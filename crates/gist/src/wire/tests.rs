@@ -465,3 +465,42 @@ fn write_fuzz_seeds() {
     }
     std::fs::write(dir.join("query_cmode.bin"), q.to_datagram()).unwrap();
 }
+
+#[test]
+fn tls_profile_and_its_tcp_port() {
+    // RFC 5971 §5.7.3: TLS over TCP is the profile [TLS, TCP]; TLS has no options of its own
+    // and the port is in the profile's TCP options.
+    let sp = StackProposal {
+        profiles: vec![
+            vec![ma_protocol::TCP],
+            vec![ma_protocol::TLS, ma_protocol::TCP],
+        ],
+    };
+    assert_eq!(
+        sp.profile_number(&[ma_protocol::TLS, ma_protocol::TCP]),
+        Some(2)
+    );
+    assert_eq!(sp.profile_number(&[ma_protocol::TCP]), Some(1));
+    assert_eq!(sp.profile_number(&[ma_protocol::SCTP]), None);
+    let sc = StackConfigData {
+        ma_hold_time_ms: 30_000,
+        options: vec![
+            MaProtocolOptions::tcp_port(1, 30000),
+            MaProtocolOptions::tls(2),
+            MaProtocolOptions::tcp_port(2, 30001),
+        ],
+    };
+    assert_eq!(
+        sc.find_in(ma_protocol::TCP, 2)
+            .and_then(MaProtocolOptions::port),
+        Some(30001)
+    );
+    assert_eq!(
+        sc.find_in(ma_protocol::TLS, 2).map(|o| o.data.len()),
+        Some(0)
+    );
+    let mut buf = Vec::new();
+    sc.emit(&mut Writer::new(&mut buf));
+    let back = StackConfigData::parse(&buf).unwrap();
+    assert_eq!(back, sc);
+}

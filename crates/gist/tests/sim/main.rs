@@ -6,3 +6,4 @@ mod common;
 mod dos;
 mod resilience;
 mod testbed;
+mod tls;

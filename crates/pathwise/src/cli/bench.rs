@@ -44,6 +44,22 @@ pub enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// GIST daemons on the five-node network-namespace chain (root): the load client over UDP,
+    /// TCP and TLS — session setup time (per hop), RTTs, daemons' CPU time per session.
+    GistChain {
+        /// Sessions per run.
+        #[arg(long, default_value_t = 500)]
+        sessions: u32,
+        /// Sessions opened per second (and pings per second after).
+        #[arg(long, default_value_t = 100.0)]
+        rate: f64,
+        /// Rounds (each transport once per round, alternating); medians are reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// RSVP setup time with RFC 2747 integrity required on every link of the five-node
     /// network-namespace chain (root), against integrity off, for batches of sessions (seed
     /// 004 Figs. 2–6).
@@ -136,6 +152,19 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
         } => {
             let report = crate::bench::rsvp_chain::run(sessions, hold)?;
             print_report(json, &report, crate::bench::rsvp_chain::render)?
+        }
+        Bench::GistChain {
+            sessions,
+            rate,
+            runs,
+            json,
+        } => {
+            let report = crate::bench::gist_chain::run(sessions, rate, runs)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", crate::bench::gist_chain::render(&report));
+            }
         }
         Bench::RsvpIntegrity {
             sessions,

@@ -40,6 +40,19 @@ enum Cmd {
         /// How long to wait for each reply (at most 9s).
         #[arg(long, default_value = "3s", value_parser = duration)]
         timeout: Duration,
+        /// Load client (seed 000 §4.1.5): open this many sessions, then ping across them;
+        /// reports session setup times and the RTT distribution.
+        #[arg(long)]
+        sessions: Option<u32>,
+        /// Load client: sessions opened per second.
+        #[arg(long, default_value_t = 100.0, requires = "sessions")]
+        initial_rate: f64,
+        /// Load client: pings per second across the sessions once all are open.
+        #[arg(long, default_value_t = 100.0, requires = "sessions")]
+        steady_rate: f64,
+        /// Load client: length of the steady phase.
+        #[arg(long, default_value = "10s", value_parser = duration, requires = "sessions")]
+        duration: Duration,
     },
     /// Show state.
     Show {
@@ -55,6 +68,8 @@ enum Transport {
     Udp,
     /// C-mode: over a TCP messaging association per peer, shared by every session.
     Tcp,
+    /// C-mode over TLS (RFC 5971 §5.7.3): secure transfer, a TLS association per peer.
+    Tls,
 }
 
 impl Transport {
@@ -62,6 +77,7 @@ impl Transport {
         match self {
             Transport::Udp => "udp",
             Transport::Tcp => "tcp",
+            Transport::Tls => "tls",
         }
     }
 }
@@ -100,9 +116,30 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         Cmd::Ping {
             dest,
             transport,
+            sessions: Some(sessions),
+            initial_rate,
+            steady_rate,
+            duration,
+            ..
+        } => load(
+            &a.socket,
+            a.json,
+            json!({
+                "dest": dest,
+                "sessions": sessions,
+                "initial_rate": initial_rate,
+                "steady_rate": steady_rate,
+                "duration_ms": duration.as_millis() as u64,
+                "transport": transport.name(),
+            }),
+        ),
+        Cmd::Ping {
+            dest,
+            transport,
             count,
             interval,
             timeout,
+            ..
         } => ping(&a.socket, a.json, dest, transport, count, interval, timeout),
     }
 }
@@ -193,6 +230,61 @@ fn ping(
     Ok(())
 }
 
+/// The load client: start the run in the daemon, poll for its result.
+fn load(socket: &std::path::Path, json_out: bool, args: Value) -> anyhow::Result<()> {
+    let started = crate::mgmt::request(socket, "pathwise daemon", "gist.load.start", args.clone())?;
+    if !json_out {
+        println!(
+            "GIST load to {} over {}: {} sessions at {}/s, then {}/s for {} ms (run {})",
+            args["dest"].as_str().unwrap_or("?"),
+            args["transport"].as_str().unwrap_or("?"),
+            args["sessions"],
+            args["initial_rate"],
+            args["steady_rate"],
+            args["duration_ms"],
+            started["id"]
+        );
+    }
+    let r = loop {
+        std::thread::sleep(Duration::from_millis(250));
+        let r = crate::mgmt::request(socket, "pathwise daemon", "gist.load.result", json!({}))?;
+        if r["done"].as_bool() == Some(true) {
+            break r;
+        }
+    };
+    if json_out {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    println!(
+        "{} sent, {} setup replies, {} steady replies, {} lost, {} failed, {:.1} s",
+        r["sent"],
+        r["setup_replies"],
+        r["steady_replies"],
+        r["lost"],
+        r["failed"],
+        r["elapsed_s"].as_f64().unwrap_or(0.0)
+    );
+    for (name, key) in [("session setup", "setup_ms"), ("rtt", "rtt_ms")] {
+        let d = &r[key];
+        if d["count"] == 0 {
+            println!("{name:<14} no replies");
+            continue;
+        }
+        let f = |k: &str| d[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "{name:<14} ms: min {:.3}  median {:.3}  p90 {:.3}  p99 {:.3}  max {:.3}  ({} replies)",
+            f("min"),
+            f("median"),
+            f("p90"),
+            f("p99"),
+            f("max"),
+            d["count"]
+        );
+    }
+    Ok(())
+}
+
 fn render_show(what: ShowWhat, v: &Value) -> String {
     let mut out = String::new();
     match what {
@@ -234,8 +326,9 @@ fn render_show(what: ShowWhat, v: &Value) -> String {
             out += &format!("{} messaging associations\n", v["count"]);
             for m in v["associations"].as_array().into_iter().flatten() {
                 out += &format!(
-                    "  {:<40} {:<12} {} users\n",
+                    "  {:<40} {:<4} {:<12} {} users\n",
                     m["peer"].as_str().unwrap_or(""),
+                    m["transport"].as_str().unwrap_or("tcp"),
                     m["state"].as_str().unwrap_or(""),
                     m["users"]
                 );

@@ -67,6 +67,11 @@ pub struct GistService {
     sockets: Vec<RaUdpSocket>,
     /// C-mode streams (TCP), when enabled.
     streams: Option<MaStreams>,
+    /// C-mode streams over TLS (RFC 5971 §5.7.3), when enabled.
+    tls_streams: Option<MaStreams>,
+    /// The load client's run, running or finished (`gist.load.*`).
+    load: Option<super::gist_load::LoadRun>,
+    load_runs: u64,
     fib: FibMirror,
     epoch: std::time::Instant,
     interfaces: Vec<(IfIndex, String)>,
@@ -133,6 +138,7 @@ impl GistService {
             secret_rotation: cfg.secret_rotation.get_ref().0,
             confirm_wait: cfg.confirm_wait.get_ref().0,
             cmode_port: cfg.tcp_port(),
+            tls_port: cfg.tls_port(),
             ..Config::default()
         };
         let mut engine = GistEngine::new(engine_cfg, Instant::ZERO);
@@ -162,11 +168,23 @@ impl GistService {
                 })?),
                 None => None,
             };
+        let tls_streams = match (cfg.tls_port(), &cfg.tls) {
+            (Some(port), Some(t)) => {
+                let ctx = super::gist_tls::TlsContext::load(node, t.get_ref())?;
+                Some(MaStreams::listen_tls(port, ctx).with_context(|| {
+                    format!("listening for TLS messaging associations on TCP {port}")
+                })?)
+            }
+            _ => None,
+        };
         let fib = FibMirror::open().context("opening rtnetlink")?;
         let mut s = GistService {
             engine,
             sockets,
             streams,
+            tls_streams,
+            load: None,
+            load_runs: 0,
             fib,
             epoch: std::time::Instant::now(),
             interfaces,
@@ -190,6 +208,9 @@ impl GistService {
         if let Some(st) = &self.streams {
             v.extend(st.fds());
         }
+        if let Some(st) = &self.tls_streams {
+            v.extend(st.fds());
+        }
         v
     }
 
@@ -200,6 +221,14 @@ impl GistService {
             .poll_timeout()
             .map(|t| self.epoch + std::time::Duration::from_nanos(t.as_nanos()));
         let ping = self.pings.iter().map(|p| p.deadline).min();
+        let load = self
+            .load
+            .as_ref()
+            .and_then(super::gist_load::LoadRun::deadline);
+        let ping = match (ping, load) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         match (engine, ping) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -254,6 +283,9 @@ impl GistService {
         if let Some(st) = &mut self.streams {
             st.poll(&mut self.engine, now);
         }
+        if let Some(st) = &mut self.tls_streams {
+            st.poll(&mut self.engine, now);
+        }
         self.flush();
     }
 
@@ -264,6 +296,7 @@ impl GistService {
             self.engine.handle_timeout(now);
         }
         let wall = std::time::Instant::now();
+        self.load_tick(wall);
         let (late, waiting): (Vec<_>, Vec<_>) =
             self.pings.drain(..).partition(|p| p.deadline <= wall);
         self.pings = waiting;
@@ -303,11 +336,17 @@ impl GistService {
             // Stream events can make the engine send more (a Confirm once connected).
             while let Some(st) = self.engine.poll_stream() {
                 any = true;
-                match &mut self.streams {
+                let layer = match st.transport {
+                    pathwise_gist::MaTransport::Tcp => &mut self.streams,
+                    pathwise_gist::MaTransport::Tls => &mut self.tls_streams,
+                };
+                match layer {
                     Some(s) => s.apply(&mut self.engine, now, st),
-                    None => self
-                        .engine
-                        .handle_stream(now, pathwise_gist::StreamInput::Closed { peer: st.peer }),
+                    None => self.engine.handle_stream_on(
+                        now,
+                        st.transport,
+                        pathwise_gist::StreamInput::Closed { peer: st.peer },
+                    ),
                 }
             }
             if !any {
@@ -328,6 +367,9 @@ impl GistService {
                         .iter()
                         .position(|p| p.session == session_id && p.seq == seq)
                     else {
+                        if let Some(l) = &mut self.load {
+                            l.reply(session_id, seq, rtt);
+                        }
                         continue;
                     };
                     let p = self.pings.swap_remove(i);
@@ -351,6 +393,8 @@ impl GistService {
                     {
                         let p = self.pings.swap_remove(i);
                         let _ = p.reply.send(Err(format!("ping not delivered: {error:?}")));
+                    } else if let Some(l) = &mut self.load {
+                        l.failure(session_id, seq);
                     }
                 }
                 other => tracing::debug!(event = ?other, "gist upcall"),
@@ -374,6 +418,11 @@ impl GistService {
                 }
                 Err(e) => Err(e),
             },
+            "gist.load.start" => self.load_start(args),
+            "gist.load.result" => match &self.load {
+                Some(l) => Ok(l.report()),
+                None => Err("no load run".into()),
+            },
             "gist.show.mrs" => Ok(self.mrs_json()),
             "gist.show.ma" => Ok(self.ma_json()),
             "gist.show.counters" => Ok(self.counters_json()),
@@ -386,18 +435,7 @@ impl GistService {
     fn ping(&mut self, args: &Value) -> Result<(SessionId, u32, std::time::Duration), String> {
         let a: PingArgs = serde_json::from_value(args.clone())
             .map_err(|e| format!("bad arguments for gist.ping: {e}"))?;
-        let reliable = match a.transport.as_str() {
-            "udp" => false,
-            "tcp" if self.streams.is_some() => true,
-            "tcp" => {
-                return Err(
-                    "transport \"tcp\": C-mode is off on this node (add \"tcp\" to \
-                            [gist] transports)"
-                        .into(),
-                );
-            }
-            t => return Err(format!("transport {t:?}: \"udp\" or \"tcp\"")),
-        };
+        let transfer = self.transfer_for(&a.transport)?;
         let src = source_towards(a.dest).map_err(|e| format!("no route to {}: {e}", a.dest))?;
         let now = self.now();
         let session = match &a.session {
@@ -408,13 +446,101 @@ impl GistService {
             .engine
             .with_nslp::<PingNslp, _>(now, |p, g| {
                 let sid = session.unwrap_or_else(|| g.new_session_id());
-                p.ping_session_with(g, now, sid, src, a.dest, reliable)
+                p.ping_session_transfer(g, now, sid, src, a.dest, transfer)
                     .map(|seq| (sid, seq))
             })
             .ok_or("no Ping NSLP")?
             .map_err(|e| format!("ping not sent: {e}"))?;
         let timeout = std::time::Duration::from_millis(a.timeout_ms.clamp(10, 9000));
         Ok((session, seq, timeout))
+    }
+
+    /// Transfer attributes for a transport name, if this node runs that transport.
+    fn transfer_for(
+        &self,
+        transport: &str,
+    ) -> Result<pathwise_gist::nslp::TransferAttributes, String> {
+        let mut transfer = pathwise_gist::nslp::TransferAttributes::default();
+        match transport {
+            "udp" => {}
+            "tcp" if self.streams.is_some() => transfer.reliable = true,
+            "tcp" => {
+                return Err(
+                    "transport \"tcp\": C-mode is off on this node (add \"tcp\" to \
+                            [gist] transports)"
+                        .into(),
+                );
+            }
+            "tls" if self.tls_streams.is_some() => {
+                transfer.reliable = true;
+                transfer.secure = true;
+            }
+            "tls" => {
+                return Err(
+                    "transport \"tls\": TLS is off on this node (add \"tls\" to [gist] \
+                     transports and a [gist.tls] section)"
+                        .into(),
+                );
+            }
+            t => return Err(format!("transport {t:?}: \"udp\", \"tcp\" or \"tls\"")),
+        }
+        Ok(transfer)
+    }
+
+    /// `gist.load.start`: begin a load run (seed 000 §4.1.5); answers at once with its id.
+    fn load_start(&mut self, args: &Value) -> Result<Value, String> {
+        if self.load.as_ref().is_some_and(|l| !l.done()) {
+            return Err("a load run is in progress (gist.load.result)".into());
+        }
+        let a: super::gist_load::LoadArgs = serde_json::from_value(args.clone())
+            .map_err(|e| format!("bad arguments for gist.load.start: {e}"))?;
+        let transfer = self.transfer_for(&a.transport)?;
+        source_towards(a.dest).map_err(|e| format!("no route to {}: {e}", a.dest))?;
+        self.load_runs += 1;
+        let run = super::gist_load::LoadRun::new(
+            self.load_runs,
+            &a,
+            transfer,
+            std::time::Instant::now(),
+        )?;
+        self.load = Some(run);
+        self.load_tick(std::time::Instant::now());
+        Ok(json!({ "id": self.load_runs }))
+    }
+
+    /// Send the load run's pings that are due.
+    fn load_tick(&mut self, wall: std::time::Instant) {
+        use super::gist_load::Next;
+        let Some(l) = &mut self.load else { return };
+        let due = l.due(wall);
+        if due.is_empty() {
+            return;
+        }
+        let (dest, transfer) = (l.dest, l.transfer);
+        let Ok(src) = source_towards(dest) else {
+            for _ in &due {
+                l.send_failed();
+            }
+            return;
+        };
+        let now = self.now();
+        for n in due {
+            let (open, sid) = match n {
+                Next::Open => (true, None),
+                Next::Again(s) => (false, Some(s)),
+            };
+            let r = self.engine.with_nslp::<PingNslp, _>(now, |p, g| {
+                let sid = sid.unwrap_or_else(|| g.new_session_id());
+                p.ping_session_transfer(g, now, sid, src, dest, transfer)
+                    .map(|seq| (sid, seq))
+            });
+            let Some(l) = &mut self.load else { return };
+            match r {
+                Some(Ok((sid, seq))) => l.sent(sid, seq, open),
+                _ => l.send_failed(),
+            }
+        }
+        self.flush();
     }
 
     fn name(&self, i: IfIndex) -> String {
@@ -464,12 +590,17 @@ impl GistService {
     fn ma_json(&self) -> Value {
         let mas: Vec<Value> = self
             .engine
-            .messaging_associations()
-            .map(|(peer, state, users)| {
-                json!({ "peer": peer.to_string(), "state": format!("{state:?}"), "users": users })
+            .messaging_associations_by_transport()
+            .map(|(peer, transport, state, users)| {
+                json!({
+                    "peer": peer.to_string(),
+                    "transport": transport.name(),
+                    "state": format!("{state:?}"),
+                    "users": users,
+                })
             })
             .collect();
-        let streams = self.streams.as_ref().map(|s| {
+        let layer = |s: &MaStreams| {
             let st = s.stats();
             json!({
                 "open": s.len(),
@@ -480,8 +611,21 @@ impl GistService {
                 "bytes_in": st.bytes_in,
                 "bytes_out": st.bytes_out,
             })
+        };
+        let tls = self.tls_streams.as_ref().map(|s| {
+            let mut v = layer(s);
+            let st = s.stats();
+            v["handshakes"] = json!(st.tls_handshakes);
+            v["handshake_failures"] = json!(st.tls_handshake_failures);
+            v["last_error"] = json!(s.last_tls_error());
+            v
         });
-        json!({ "count": mas.len(), "associations": mas, "tcp": streams })
+        json!({
+            "count": mas.len(),
+            "associations": mas,
+            "tcp": self.streams.as_ref().map(layer),
+            "tls": tls,
+        })
     }
 
     /// Drops by reason: the engine's, the sockets' (IP header, UDP header and checksum,
@@ -544,6 +688,8 @@ impl GistService {
             "peer_changes": c.peer_changes,
             "mas_opened": c.mas_opened,
             "mas_closed": c.mas_closed,
+            "tls_refused_by_peer": c.tls_refused_by_peer,
+            "tls_handshake_failures": self.tls_streams.as_ref().map_or(0, |s| s.stats().tls_handshake_failures),
             "send_errors": self.send_errors,
             "kernel_drops": self.sockets.iter().map(|s| s.raw().stats().kernel_drops).sum::<u64>(),
             "routing_states": st.routing_states,

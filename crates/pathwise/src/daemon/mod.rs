@@ -11,7 +11,9 @@
 
 pub mod config;
 pub mod gist;
+pub mod gist_load;
 pub mod gist_ma;
+pub mod gist_tls;
 pub mod rsvp;
 pub mod te;
 pub mod verbs;

@@ -9,9 +9,22 @@
 //! confirm_wait = "2s"                # random cookies: how long a Query's state waits
 //! ipv6_router_alert = 65503          # RFC 2711 value of IPv6 Queries (see below)
 //! record_address = "10.0.0.1"        # the address pings record here (default: the flow's)
-//! transports = ["udp", "tcp"]        # D-mode always; "tcp": C-mode messaging associations
+//! transports = ["udp", "tcp"]        # D-mode always; "tcp": C-mode messaging associations;
+//!                                    # "tls": C-mode over TLS (needs [gist.tls])
 //! tcp_port = 30000                   # where this node accepts messaging associations
+//!
+//! [gist.tls]                         # RFC 5971 §5.7.3: TLS over TCP, its own MA profile
+//! certificate = "/etc/pathwise/node.pem"   # PEM chain this node presents (server and client)
+//! key = "/etc/pathwise/node.key"           # its PEM private key (PKCS#8, PKCS#1 or SEC1)
+//! ca = "/etc/pathwise/ca.pem"              # PEM CA(s) peers' certificates must chain to
+//! verify_peer = true                 # default; false: encrypt, accept any certificate
+//! port = 30001                       # where this node accepts TLS associations
 //! ```
+//!
+//! With `verify_peer` both ends must present a certificate chaining to `ca`; names in it are
+//! not checked (GIST peers are addresses). A peer that fails is refused and counted
+//! (`gist show ma`: `tls.handshake_failures`). Secure transfer never falls back to TCP or
+//! D-mode.
 //!
 //! D-mode runs over UDP port 270 for IPv4 and IPv6; Queries carry the IP Router Alert option
 //! and GIST-aware forwarders take them off the forwarding path.
@@ -61,6 +74,33 @@ pub struct GistSection {
     /// TCP port of messaging associations.
     #[serde(default = "default_tcp_port")]
     pub tcp_port: u16,
+    /// `[gist.tls]`: certificates for C-mode over TLS.
+    pub tls: Option<Spanned<TlsSection>>,
+}
+
+/// `[gist.tls]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSection {
+    /// PEM certificate chain of this node.
+    pub certificate: Spanned<String>,
+    /// PEM private key of this node.
+    pub key: Spanned<String>,
+    /// PEM CA certificates peers must chain to.
+    pub ca: Option<Spanned<String>>,
+    /// Check peers' certificates against `ca` (default true).
+    #[serde(default = "yes")]
+    pub verify_peer: bool,
+    /// Port TLS associations are accepted on.
+    #[serde(default = "default_tls_port")]
+    pub port: u16,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_tls_port() -> u16 {
+    30001
 }
 
 fn default_transports() -> Spanned<Vec<String>> {
@@ -118,6 +158,12 @@ impl GistSection {
             .then_some(self.tcp_port)
     }
 
+    /// The port TLS messaging associations are accepted on, if TLS is on.
+    pub fn tls_port(&self) -> Option<u16> {
+        let on = self.transports.get_ref().iter().any(|t| t == "tls");
+        self.tls.as_ref().filter(|_| on).map(|t| t.get_ref().port)
+    }
+
     /// Check what can be checked without the running system.
     pub(crate) fn check(&self, cx: &Source<'_>) -> Result<(), ConfigError> {
         let names = self.interfaces.get_ref();
@@ -161,11 +207,35 @@ impl GistSection {
         }
         let transports = self.transports.get_ref();
         for t in transports {
-            if !matches!(t.as_str(), "udp" | "tcp") {
+            if !matches!(t.as_str(), "udp" | "tcp" | "tls") {
                 return Err(cx.at(
                     self.transports.span(),
                     "gist.transports",
-                    format!("{t:?}: \"udp\" or \"tcp\""),
+                    format!("{t:?}: \"udp\", \"tcp\" or \"tls\""),
+                ));
+            }
+        }
+        if transports.iter().any(|t| t == "tls") && self.tls.is_none() {
+            return Err(cx.at(
+                self.transports.span(),
+                "gist.transports",
+                "\"tls\" needs a [gist.tls] section (certificate, key, ca)".into(),
+            ));
+        }
+        if let Some(t) = &self.tls {
+            let tls = t.get_ref();
+            if tls.verify_peer && tls.ca.is_none() {
+                return Err(cx.at(
+                    t.span(),
+                    "gist.tls.ca",
+                    "verify_peer needs a CA to check peers against (or verify_peer = false)".into(),
+                ));
+            }
+            if tls.port == 0 || tls.port == GIST_UDP_PORT || Some(tls.port) == self.tcp_port() {
+                return Err(cx.at(
+                    t.span(),
+                    "gist.tls.port",
+                    format!("{} cannot be the TLS association port", tls.port),
                 ));
             }
         }
@@ -265,6 +335,24 @@ cookie_mode = "random"
                 "transports = [\"udp\", \"sctp\"]",
                 8,
                 "gist.transports",
+            ),
+            (
+                "cookie_mode = \"random\"",
+                "transports = [\"udp\", \"tls\"]",
+                8,
+                "gist.transports",
+            ),
+            (
+                "cookie_mode = \"random\"",
+                "[gist.tls]\ncertificate = \"a.pem\"\nkey = \"a.key\"",
+                8,
+                "gist.tls.ca",
+            ),
+            (
+                "cookie_mode = \"random\"",
+                "[gist.tls]\ncertificate = \"a.pem\"\nkey = \"a.key\"\nverify = false",
+                11,
+                "-",
             ),
         ] {
             let e = NodeConfig::parse("node.toml", &GOOD.replace(from, to)).unwrap_err();
