@@ -15,6 +15,7 @@ use anyhow::Context as _;
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IfIndex, Received, Transmit};
 use pathwise_core::time::Instant;
+use pathwise_gist::ipc::IpcServer;
 use pathwise_gist::nslp::NslpEvent;
 use pathwise_gist::nslp::ping::{PingConfig, PingEvent, PingNslp};
 use pathwise_gist::wire::{MsgType, SessionId};
@@ -67,6 +68,8 @@ pub struct GistService {
     sockets: Vec<RaUdpSocket>,
     /// C-mode streams (TCP), when enabled.
     streams: Option<MaStreams>,
+    /// NSLPs in other processes (`ipc_socket`), when enabled.
+    ipc: Option<IpcServer>,
     fib: FibMirror,
     epoch: std::time::Instant,
     interfaces: Vec<(IfIndex, String)>,
@@ -162,11 +165,19 @@ impl GistService {
                 })?),
                 None => None,
             };
+        let ipc = match &cfg.ipc_socket {
+            Some(p) => Some(
+                IpcServer::bind(p)
+                    .with_context(|| format!("gist.ipc_socket: listening on {}", p.display()))?,
+            ),
+            None => None,
+        };
         let fib = FibMirror::open().context("opening rtnetlink")?;
         let mut s = GistService {
             engine,
             sockets,
             streams,
+            ipc,
             fib,
             epoch: std::time::Instant::now(),
             interfaces,
@@ -189,6 +200,9 @@ impl GistService {
         v.push((self.fib.as_fd(), false));
         if let Some(st) = &self.streams {
             v.extend(st.fds());
+        }
+        if let Some(ipc) = &self.ipc {
+            v.extend(ipc.fds());
         }
         v
     }
@@ -294,6 +308,10 @@ impl GistService {
 
     fn flush(&mut self) {
         let now = self.now();
+        if let Some(ipc) = &mut self.ipc {
+            // Accept and serve NSLP clients; their API calls are engine inputs too.
+            ipc.poll(&mut self.engine, now);
+        }
         loop {
             let mut any = false;
             while let Some(t) = self.engine.poll_transmit() {
@@ -313,6 +331,9 @@ impl GistService {
             if !any {
                 break;
             }
+        }
+        if let Some(ipc) = &mut self.ipc {
+            ipc.flush(); // upcalls the inputs above produced
         }
         while let Some(e) = self.engine.poll_event() {
             match e {
@@ -559,6 +580,7 @@ impl GistService {
                 "malformed": ping.malformed,
             },
             "interfaces": self.interfaces.iter().map(|(i, _)| self.name(*i)).collect::<Vec<_>>(),
+            "ipc": self.ipc.as_ref().map(ipc_json),
         })
     }
 
@@ -603,6 +625,30 @@ impl GistService {
             );
         }
     }
+}
+
+/// The IPC server's clients and counters.
+fn ipc_json(ipc: &IpcServer) -> Value {
+    let s = ipc.stats();
+    json!({
+        "socket": ipc.path().map(|p| p.display().to_string()),
+        "clients": ipc.clients(),
+        "registered": ipc.registered(),
+        "accepted": s.accepted,
+        "registrations": s.registrations,
+        "refused": s.refused,
+        "disconnects": s.disconnects,
+        "malformed": s.malformed,
+        "overflows": s.overflows,
+        "frames_in": s.frames_in,
+        "frames_out": s.frames_out,
+        "upcalls": s.upcalls,
+        "api_calls": s.api_calls,
+        "decisions": s.decisions,
+        "decision_timeouts": s.decision_timeouts,
+        "stale_decisions": s.stale_decisions,
+        "lost_upcalls": s.lost_upcalls,
+    })
 }
 
 /// Whether `d` was intercepted on its way to another node (rather than addressed to this one).

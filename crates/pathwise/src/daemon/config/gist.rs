@@ -11,7 +11,13 @@
 //! record_address = "10.0.0.1"        # the address pings record here (default: the flow's)
 //! transports = ["udp", "tcp"]        # D-mode always; "tcp": C-mode messaging associations
 //! tcp_port = 30000                   # where this node accepts messaging associations
+//! ipc_socket = "/run/pathwise/gist.sock"  # NSLPs in their own processes (IPC NSLP API)
 //! ```
+//!
+//! `ipc_socket`: a unix socket on which NSLP programs register an NSLPID and use the NSLP API
+//! out of process (seed 000 §3.7; `pathwise_gist::ipc`, `pathwise gist nslp-ping`). A client
+//! registering an NSLPID served in process (the Ping NSLP) takes its place until it goes.
+//! Anyone who can open the socket can signal as this node: keep its directory private.
 //!
 //! D-mode runs over UDP port 270 for IPv4 and IPv6; Queries carry the IP Router Alert option
 //! and GIST-aware forwarders take them off the forwarding path.
@@ -61,6 +67,8 @@ pub struct GistSection {
     /// TCP port of messaging associations.
     #[serde(default = "default_tcp_port")]
     pub tcp_port: u16,
+    /// Unix socket of the IPC NSLP API; absent: NSLPs only in process.
+    pub ipc_socket: Option<std::path::PathBuf>,
 }
 
 fn default_transports() -> Spanned<Vec<String>> {
