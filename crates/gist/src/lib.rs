@@ -29,10 +29,12 @@
 //! - [`wire`]: messages and objects (RFC 5971 §5, Appendix A).
 //! - [`engine`]: routing state, handshake, refresh, cookies, messaging associations, errors.
 //! - [`nslp`]: the NSLP API, the per-NSLP session table, and [`nslp::ping`].
+//! - [`ipc`]: the same NSLP API over a unix socket, for NSLPs running as their own process.
 //! - [`sim_stream`]: reliable streams over datagrams, for running C-mode in the simulator.
 #![warn(missing_docs)]
 
 pub mod engine;
+pub mod ipc;
 pub mod nslp;
 pub mod sim_stream;
 pub mod wire;

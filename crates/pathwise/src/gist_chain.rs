@@ -24,7 +24,8 @@ pub struct Options<'a> {
     pub refresh: &'a str,
     /// `cookie_mode`: "hash" or "random".
     pub cookie_mode: &'a str,
-    /// Lines appended to every node's `[gist]` section.
+    /// Lines appended to every node's `[gist]` section; `{node}` is replaced by the node's
+    /// name and `{lab}` by the lab's scratch directory (with a trailing `/`).
     pub extra: String,
     /// Run C-mode over TLS too: certificates from a test CA made with the `openssl` command,
     /// `[gist.tls]` with `verify_peer = true` on every node.
@@ -158,6 +159,8 @@ pub fn build(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
             o.refresh,
             o.cookie_mode,
             o.extra
+                .replace("{node}", node)
+                .replace("{lab}", &lab.path("").to_string_lossy())
         );
         if o.tls {
             let dir = lab.path("tls");

@@ -365,6 +365,38 @@ impl GistEngine {
         }
     }
 
+    /// Take out the plug-in registered under `nslpid`. The NSLPID stays served (its messages
+    /// surface as [`GistEvent`]s) only if [`Config::nslpids`] lists it.
+    pub fn unregister(&mut self, nslpid: u16) -> Option<Box<dyn Nslp>> {
+        let i = self.nslp_slot(nslpid)?;
+        let (_, app) = self.nslps.remove(i);
+        if !self.cfg.nslpids.contains(&nslpid) {
+            self.served.remove(&nslpid);
+        }
+        app
+    }
+
+    /// NSLPIDs with a registered plug-in.
+    pub fn registered(&self) -> impl Iterator<Item = u16> + '_ {
+        self.nslps.iter().map(|(n, _)| *n)
+    }
+
+    /// Call `f` with the plug-in registered under `nslpid` and the engine as its [`GistApi`]
+    /// (like [`GistEngine::with_nslp`], by NSLPID: several plug-ins may share a type).
+    pub fn with_nslpid<R>(
+        &mut self,
+        now: Instant,
+        nslpid: u16,
+        f: impl FnOnce(&mut dyn Nslp, &mut dyn GistApi) -> R,
+    ) -> Option<R> {
+        let i = self.nslp_slot(nslpid)?;
+        let mut app = self.nslps[i].1.take()?;
+        let r = f(app.as_mut(), self);
+        self.nslps[i].1 = Some(app);
+        self.dispatch_upcalls(now);
+        Some(r)
+    }
+
     /// Call `f` with the registered NSLP of type `T` and the engine as its [`GistApi`]; `None`
     /// if no such NSLP is registered. Outputs are drained by the driver as after any input.
     pub fn with_nslp<T: Nslp + 'static, R>(

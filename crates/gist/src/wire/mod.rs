@@ -34,7 +34,7 @@ mod message;
 mod mri;
 mod objects;
 #[cfg(test)]
-mod proptests;
+pub(crate) mod proptests;
 #[cfg(test)]
 mod tests;
 

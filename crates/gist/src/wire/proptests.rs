@@ -10,7 +10,7 @@ use proptest::option;
 use proptest::prelude::*;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-fn addr(v6: bool) -> BoxedStrategy<IpAddr> {
+pub(crate) fn addr(v6: bool) -> BoxedStrategy<IpAddr> {
     if v6 {
         any::<[u8; 16]>()
             .prop_map(|o| IpAddr::V6(Ipv6Addr::from(o)))
@@ -69,7 +69,7 @@ fn path_coupled() -> BoxedStrategy<PathCoupledMri> {
         .boxed()
 }
 
-fn mri() -> BoxedStrategy<Mri> {
+pub(crate) fn mri() -> BoxedStrategy<Mri> {
     prop_oneof![
         4 => path_coupled().prop_map(Mri::PathCoupled),
         1 => (any::<bool>(), any::<bool>(), any::<bool>()).prop_flat_map(|(v6, nat, up)| {

@@ -54,6 +54,25 @@ enum Cmd {
         #[arg(long, default_value = "10s", value_parser = duration, requires = "sessions")]
         duration: Duration,
     },
+    /// Run the Ping NSLP as its own process over the daemon's IPC NSLP API (`[gist]
+    /// ipc_socket`; seed 000 §3.7): it registers the NSLPID and forwards and answers pings
+    /// until the daemon goes. While it runs, the daemon's in-process Ping NSLP stands aside.
+    NslpPing {
+        /// The daemon's IPC socket.
+        #[arg(long, default_value = "/run/pathwise/gist.sock")]
+        ipc_socket: PathBuf,
+        /// NSLPID to register.
+        #[arg(long, default_value_t = pathwise_gist::nslp::ping::NSLPID)]
+        nslpid: u16,
+        /// The address recorded in pings (default: the daemon's of the flow's family).
+        #[arg(long)]
+        record_address: Option<IpAddr>,
+    },
+    /// Flood a GIST node with Queries, or Queries answered by Confirms (the thesis's attacker,
+    /// seed 000 §4.5.1). FOR TEST NETWORKS ONLY: it is a denial-of-service tool; never point it
+    /// at a network you do not own. Each Query names a fresh session, flow source and Peer
+    /// Identity.
+    Attack(crate::cli::gist_attack::AttackArgs),
     /// Show state.
     Show {
         /// What to show.
@@ -141,7 +160,37 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             timeout,
             ..
         } => ping(&a.socket, a.json, dest, transport, count, interval, timeout),
+        Cmd::Attack(args) => crate::cli::gist_attack::run(&args, a.json),
+        Cmd::NslpPing {
+            ipc_socket,
+            nslpid,
+            record_address,
+        } => nslp_ping(&ipc_socket, nslpid, record_address),
     }
+}
+
+fn nslp_ping(socket: &std::path::Path, nslpid: u16, record: Option<IpAddr>) -> anyhow::Result<()> {
+    use pathwise_gist::nslp::ping::{PingConfig, PingNslp};
+    let mut gist = pathwise_gist::ipc::IpcGist::connect(socket, nslpid)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", socket.display()))?;
+    println!(
+        "Ping NSLP {nslpid} registered on {} (node {:?})",
+        socket.display(),
+        gist.local_addresses()
+    );
+    let mut ping = PingNslp::new(PingConfig {
+        nslpid,
+        record_addr: record,
+        seed: pathwise_core::rand::random(),
+        ..PingConfig::default()
+    });
+    let e = gist.serve(&mut ping);
+    let st = ping.stats();
+    println!(
+        "connection ended ({e}): forwarded {} answered {} replies forwarded {} malformed {}",
+        st.forwarded, st.answered, st.replies_forwarded, st.malformed
+    );
+    Ok(())
 }
 
 fn ping(

@@ -6,6 +6,7 @@ pub mod booster;
 pub mod daemon;
 pub mod demo;
 pub mod gist;
+pub mod gist_attack;
 pub mod oracle;
 pub mod rsvp;
 

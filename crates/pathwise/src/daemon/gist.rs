@@ -15,6 +15,7 @@ use anyhow::Context as _;
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IfIndex, Received, Transmit};
 use pathwise_core::time::Instant;
+use pathwise_gist::ipc::IpcServer;
 use pathwise_gist::nslp::NslpEvent;
 use pathwise_gist::nslp::ping::{PingConfig, PingEvent, PingNslp};
 use pathwise_gist::wire::{MsgType, SessionId};
@@ -72,6 +73,8 @@ pub struct GistService {
     /// The load client's run, running or finished (`gist.load.*`).
     load: Option<super::gist_load::LoadRun>,
     load_runs: u64,
+    /// NSLPs in other processes (`ipc_socket`), when enabled.
+    ipc: Option<IpcServer>,
     fib: FibMirror,
     epoch: std::time::Instant,
     interfaces: Vec<(IfIndex, String)>,
@@ -177,6 +180,13 @@ impl GistService {
             }
             _ => None,
         };
+        let ipc = match &cfg.ipc_socket {
+            Some(p) => Some(
+                IpcServer::bind(p)
+                    .with_context(|| format!("gist.ipc_socket: listening on {}", p.display()))?,
+            ),
+            None => None,
+        };
         let fib = FibMirror::open().context("opening rtnetlink")?;
         let mut s = GistService {
             engine,
@@ -185,6 +195,7 @@ impl GistService {
             tls_streams,
             load: None,
             load_runs: 0,
+            ipc,
             fib,
             epoch: std::time::Instant::now(),
             interfaces,
@@ -210,6 +221,9 @@ impl GistService {
         }
         if let Some(st) = &self.tls_streams {
             v.extend(st.fds());
+        }
+        if let Some(ipc) = &self.ipc {
+            v.extend(ipc.fds());
         }
         v
     }
@@ -327,6 +341,10 @@ impl GistService {
 
     fn flush(&mut self) {
         let now = self.now();
+        if let Some(ipc) = &mut self.ipc {
+            // Accept and serve NSLP clients; their API calls are engine inputs too.
+            ipc.poll(&mut self.engine, now);
+        }
         loop {
             let mut any = false;
             while let Some(t) = self.engine.poll_transmit() {
@@ -352,6 +370,9 @@ impl GistService {
             if !any {
                 break;
             }
+        }
+        if let Some(ipc) = &mut self.ipc {
+            ipc.flush(); // upcalls the inputs above produced
         }
         while let Some(e) = self.engine.poll_event() {
             match e {
@@ -705,6 +726,7 @@ impl GistService {
                 "malformed": ping.malformed,
             },
             "interfaces": self.interfaces.iter().map(|(i, _)| self.name(*i)).collect::<Vec<_>>(),
+            "ipc": self.ipc.as_ref().map(ipc_json),
         })
     }
 
@@ -749,6 +771,30 @@ impl GistService {
             );
         }
     }
+}
+
+/// The IPC server's clients and counters.
+fn ipc_json(ipc: &IpcServer) -> Value {
+    let s = ipc.stats();
+    json!({
+        "socket": ipc.path().map(|p| p.display().to_string()),
+        "clients": ipc.clients(),
+        "registered": ipc.registered(),
+        "accepted": s.accepted,
+        "registrations": s.registrations,
+        "refused": s.refused,
+        "disconnects": s.disconnects,
+        "malformed": s.malformed,
+        "overflows": s.overflows,
+        "frames_in": s.frames_in,
+        "frames_out": s.frames_out,
+        "upcalls": s.upcalls,
+        "api_calls": s.api_calls,
+        "decisions": s.decisions,
+        "decision_timeouts": s.decision_timeouts,
+        "stale_decisions": s.stale_decisions,
+        "lost_upcalls": s.lost_upcalls,
+    })
 }
 
 /// Whether `d` was intercepted on its way to another node (rather than addressed to this one).

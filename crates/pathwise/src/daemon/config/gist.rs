@@ -12,6 +12,7 @@
 //! transports = ["udp", "tcp"]        # D-mode always; "tcp": C-mode messaging associations;
 //!                                    # "tls": C-mode over TLS (needs [gist.tls])
 //! tcp_port = 30000                   # where this node accepts messaging associations
+//! ipc_socket = "/run/pathwise/gist.sock"  # NSLPs in their own processes (IPC NSLP API)
 //!
 //! [gist.tls]                         # RFC 5971 §5.7.3: TLS over TCP, its own MA profile
 //! certificate = "/etc/pathwise/node.pem"   # PEM chain this node presents (server and client)
@@ -25,6 +26,11 @@
 //! not checked (GIST peers are addresses). A peer that fails is refused and counted
 //! (`gist show ma`: `tls.handshake_failures`). Secure transfer never falls back to TCP or
 //! D-mode.
+//!
+//! `ipc_socket`: a unix socket on which NSLP programs register an NSLPID and use the NSLP API
+//! out of process (seed 000 §3.7; `pathwise_gist::ipc`, `pathwise gist nslp-ping`). A client
+//! registering an NSLPID served in process (the Ping NSLP) takes its place until it goes.
+//! Anyone who can open the socket can signal as this node: keep its directory private.
 //!
 //! D-mode runs over UDP port 270 for IPv4 and IPv6; Queries carry the IP Router Alert option
 //! and GIST-aware forwarders take them off the forwarding path.
@@ -74,6 +80,8 @@ pub struct GistSection {
     /// TCP port of messaging associations.
     #[serde(default = "default_tcp_port")]
     pub tcp_port: u16,
+    /// Unix socket of the IPC NSLP API; absent: NSLPs only in process.
+    pub ipc_socket: Option<std::path::PathBuf>,
     /// `[gist.tls]`: certificates for C-mode over TLS.
     pub tls: Option<Spanned<TlsSection>>,
 }

@@ -1,0 +1,371 @@
+//! The NSLP side of the IPC API: [`IpcGist`] connects to a daemon's socket, registers an
+//! NSLPID and is the NSLP's [`GistApi`]; [`IpcGist::serve`] hands each upcall to an [`Nslp`]
+//! exactly as the engine does in-process, so a plug-in (the Ping NSLP, say) runs unchanged as
+//! its own process.
+//!
+//! Blocking, one thread: `send_message` waits for GIST's answer (frames that arrive meanwhile
+//! are kept for later), as the in-process call returns its handle at once.
+
+use super::wire::{Frame, FrameBuffer, IpcError, Refusal};
+use crate::nslp::{
+    ApiError, Direction, GistApi, MessageHandle, MessageStatus, NetworkNotification, Nslp,
+    NslpEvent, RecvMessage, RoutingDecision, SendMessage,
+};
+use crate::wire::{Mri, SessionId};
+use pathwise_core::rand::Rng as _;
+use pathwise_core::rng::SeededRng;
+use pathwise_core::time::{Duration, Instant};
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::IpAddr;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+
+/// What can go wrong on the client side.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The socket failed.
+    #[error("IPC socket: {0}")]
+    Io(#[from] std::io::Error),
+    /// The daemon sent bytes that are not a frame.
+    #[error("IPC protocol: {0}")]
+    Protocol(#[from] IpcError),
+    /// The daemon refused.
+    #[error("refused by GIST: {0:?}")]
+    Refused(Refusal),
+    /// The daemon closed the connection.
+    #[error("GIST closed the connection")]
+    Closed,
+    /// A frame the client did not expect at this point.
+    #[error("unexpected frame {0:?}")]
+    Unexpected(Box<Frame>),
+}
+
+/// An upcall from GIST (RFC 5971 B.2–B.4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Upcall {
+    /// RecvMessage; `upcall` ≠ 0 asks for a Routing-State-Check answer ([`IpcGist::decide`]).
+    Recv {
+        /// Upcall number.
+        upcall: u32,
+        /// GIST's time.
+        now: Instant,
+        /// The message.
+        msg: RecvMessage,
+    },
+    /// MessageStatus.
+    Status {
+        /// GIST's time.
+        now: Instant,
+        /// The status.
+        status: MessageStatus,
+    },
+    /// NetworkNotification.
+    Notify {
+        /// GIST's time.
+        now: Instant,
+        /// The notification.
+        notification: NetworkNotification,
+    },
+}
+
+/// A connection to GIST over its IPC socket, registered for one NSLPID.
+#[derive(Debug)]
+pub struct IpcGist {
+    stream: UnixStream,
+    rx: FrameBuffer,
+    tx: Vec<u8>,
+    nslpid: u16,
+    local: Vec<IpAddr>,
+    upcalls: VecDeque<Upcall>,
+    reports: VecDeque<NslpEvent>,
+    next_req: u32,
+    rng: SeededRng,
+    /// The first failure; every later call fails at once.
+    broken: bool,
+}
+
+impl IpcGist {
+    /// Connect to the socket at `path` and register `nslpid`.
+    pub fn connect(path: &Path, nslpid: u16) -> Result<Self, ClientError> {
+        Self::register(UnixStream::connect(path)?, nslpid)
+    }
+
+    /// Register `nslpid` over an already connected stream.
+    pub fn register(stream: UnixStream, nslpid: u16) -> Result<Self, ClientError> {
+        let mut c = IpcGist {
+            stream,
+            rx: FrameBuffer::default(),
+            tx: Vec::new(),
+            nslpid,
+            local: Vec::new(),
+            upcalls: VecDeque::new(),
+            reports: VecDeque::new(),
+            next_req: 1,
+            rng: pathwise_core::rng::seeded(pathwise_core::rand::random()),
+            broken: false,
+        };
+        c.write(&Frame::Register { nslpid })?;
+        match c.read_frame(Some(std::time::Duration::from_secs(10)))? {
+            Some(Frame::Registered { nslpid: n, local }) if n == nslpid => {
+                c.local = local;
+                Ok(c)
+            }
+            Some(Frame::Refused { reason }) => Err(ClientError::Refused(reason)),
+            Some(f) => Err(ClientError::Unexpected(Box::new(f))),
+            None => Err(ClientError::Closed),
+        }
+    }
+
+    /// The NSLPID registered.
+    pub fn nslpid(&self) -> u16 {
+        self.nslpid
+    }
+
+    /// The daemon's addresses, as it told them at registration.
+    pub fn local_addresses(&self) -> &[IpAddr] {
+        &self.local
+    }
+
+    /// Reports the NSLP made through [`GistApi::report`].
+    pub fn take_reports(&mut self) -> impl Iterator<Item = NslpEvent> + '_ {
+        self.reports.drain(..)
+    }
+
+    /// The next upcall, waiting up to `timeout` (`None`: for ever); `Ok(None)` on timeout.
+    pub fn next_upcall(
+        &mut self,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Option<Upcall>, ClientError> {
+        if let Some(u) = self.upcalls.pop_front() {
+            return Ok(Some(u));
+        }
+        loop {
+            match self.read_frame(timeout)? {
+                None => return Ok(None),
+                Some(f) => {
+                    if let Some(u) = as_upcall(f)? {
+                        return Ok(Some(u));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Answer a Routing-State-Check.
+    pub fn decide(&mut self, upcall: u32, decision: RoutingDecision) -> Result<(), ClientError> {
+        self.write(&Frame::Decision { upcall, decision })
+    }
+
+    /// Wait up to `timeout` for one upcall and hand it to `nslp` (with this connection as its
+    /// [`GistApi`]), answering a Routing-State-Check with its return value. `Ok(false)` on
+    /// timeout.
+    pub fn serve_one(
+        &mut self,
+        nslp: &mut dyn Nslp,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<bool, ClientError> {
+        let Some(u) = self.next_upcall(timeout)? else {
+            return Ok(false);
+        };
+        match u {
+            Upcall::Recv { upcall, now, msg } => {
+                let d = nslp.recv_message(now, self, msg);
+                if upcall != 0 {
+                    self.decide(upcall, d)?;
+                }
+            }
+            Upcall::Status { now, status } => nslp.message_status(now, self, status),
+            Upcall::Notify { now, notification } => {
+                nslp.network_notification(now, self, notification)
+            }
+        }
+        if self.broken {
+            return Err(ClientError::Closed);
+        }
+        Ok(true)
+    }
+
+    /// Serve `nslp` until the connection ends (the daemon stops, or an error).
+    pub fn serve(&mut self, nslp: &mut dyn Nslp) -> ClientError {
+        loop {
+            if let Err(e) = self.serve_one(nslp, None) {
+                return e;
+            }
+        }
+    }
+
+    fn write(&mut self, f: &Frame) -> Result<(), ClientError> {
+        if self.broken {
+            return Err(ClientError::Closed);
+        }
+        self.tx.clear();
+        f.encode(&mut self.tx);
+        let r = self.stream.write_all(&self.tx);
+        if r.is_err() {
+            self.broken = true;
+        }
+        Ok(r?)
+    }
+
+    fn read_frame(
+        &mut self,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Option<Frame>, ClientError> {
+        let r = self.read_frame_inner(timeout);
+        if r.is_err() {
+            self.broken = true;
+        }
+        r
+    }
+
+    fn read_frame_inner(
+        &mut self,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Option<Frame>, ClientError> {
+        if self.broken {
+            return Err(ClientError::Closed);
+        }
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            if let Some(f) = self.rx.next_frame()? {
+                if let Frame::Refused { reason } = f {
+                    return Err(ClientError::Refused(reason));
+                }
+                return Ok(Some(f));
+            }
+            let wait = match deadline {
+                None => None,
+                Some(d) => {
+                    let left = d.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        return Ok(None);
+                    }
+                    Some(left)
+                }
+            };
+            self.stream.set_read_timeout(wait)?;
+            match self.stream.read(&mut buf) {
+                Ok(0) => return Err(ClientError::Closed),
+                Ok(n) => self.rx.extend(&buf[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Ok(None);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Send `frame` and wait for the answer to request `req`, keeping upcalls for later.
+    fn call(
+        &mut self,
+        frame: &Frame,
+        req: u32,
+    ) -> Result<Result<MessageHandle, ApiError>, ClientError> {
+        self.write(frame)?;
+        loop {
+            match self.read_frame(None)? {
+                None => continue,
+                Some(Frame::SendResult { req: r, result }) if r == req => return Ok(result),
+                Some(f) => {
+                    if let Some(u) = as_upcall(f)? {
+                        self.upcalls.push_back(u);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn as_upcall(f: Frame) -> Result<Option<Upcall>, ClientError> {
+    Ok(Some(match f {
+        Frame::Recv { upcall, now, msg } => Upcall::Recv { upcall, now, msg },
+        Frame::Status { now, status } => Upcall::Status { now, status },
+        Frame::Notify { now, notification } => Upcall::Notify { now, notification },
+        Frame::SendResult { .. } => return Ok(None), // a late answer to a call that failed
+        f => return Err(ClientError::Unexpected(Box::new(f))),
+    }))
+}
+
+impl GistApi for IpcGist {
+    /// SendMessage over the socket. A broken connection answers
+    /// [`ApiError::UnknownNslpid`]: GIST no longer serves the NSLPID for this client.
+    fn send_message(&mut self, _now: Instant, msg: SendMessage) -> Result<MessageHandle, ApiError> {
+        let req = self.next_req;
+        self.next_req = self.next_req.wrapping_add(1).max(1);
+        match self.call(&Frame::Send { req, msg }, req) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!(error = %e, "IPC SendMessage failed");
+                Err(ApiError::UnknownNslpid(self.nslpid))
+            }
+        }
+    }
+
+    fn set_state_lifetime(
+        &mut self,
+        _now: Instant,
+        nslpid: u16,
+        session_id: SessionId,
+        mri: &Mri,
+        direction: Direction,
+        lifetime: Duration,
+    ) {
+        let _ = self.write(&Frame::SetStateLifetime {
+            nslpid,
+            session_id,
+            mri: mri.clone(),
+            direction,
+            lifetime,
+        });
+    }
+
+    fn invalidate_routing_state(
+        &mut self,
+        _now: Instant,
+        nslpid: u16,
+        session_id: SessionId,
+        mri: &Mri,
+        direction: Direction,
+        urgent: bool,
+    ) {
+        let _ = self.write(&Frame::InvalidateRoutingState {
+            nslpid,
+            session_id,
+            mri: mri.clone(),
+            direction,
+            urgent,
+        });
+    }
+
+    fn local_address(&self, like: IpAddr) -> Option<IpAddr> {
+        self.local
+            .iter()
+            .find(|a| a.is_ipv4() == like.is_ipv4())
+            .copied()
+    }
+
+    fn is_local(&self, addr: IpAddr) -> bool {
+        self.local.contains(&addr)
+    }
+
+    fn new_session_id(&mut self) -> SessionId {
+        let mut s = [0u8; 16];
+        self.rng.fill(&mut s);
+        SessionId(s)
+    }
+
+    fn report(&mut self, event: NslpEvent) {
+        self.reports.push_back(event);
+        if self.reports.len() > 4096 {
+            self.reports.pop_front(); // nobody is collecting: bound the memory
+        }
+    }
+}

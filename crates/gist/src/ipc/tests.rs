@@ -1,0 +1,522 @@
+//! IPC frames: round trips, no panics on any bytes, streams cut anywhere; and the Ping NSLP
+//! served out of process over a socket pair, end to end between two engines.
+
+use super::*;
+use crate::nslp::ping::{NSLPID, PingConfig, PingEvent, PingNslp};
+use crate::nslp::*;
+use crate::wire::proptests::{addr, mri};
+use crate::wire::{Mri, PathCoupledMri, SessionId};
+use crate::{Config, GistEngine, GistEvent, InterfaceConfig};
+use pathwise_core::engine::Engine;
+use pathwise_core::io::{IfIndex, Received, Transmit};
+use pathwise_core::route::{Route, RouteChange};
+use pathwise_core::time::{Duration, Instant};
+use proptest::collection::vec;
+use proptest::option;
+use proptest::prelude::*;
+use std::net::IpAddr;
+
+fn any_addr() -> BoxedStrategy<IpAddr> {
+    any::<bool>().prop_flat_map(addr).boxed()
+}
+
+fn transfer() -> impl Strategy<Value = TransferAttributes> {
+    (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(reliable, secure, setup_state)| {
+        TransferAttributes {
+            reliable,
+            secure,
+            setup_state,
+        }
+    })
+}
+
+fn direction() -> impl Strategy<Value = Direction> {
+    prop_oneof![Just(Direction::Downstream), Just(Direction::Upstream)]
+}
+
+fn sid() -> impl Strategy<Value = SessionId> {
+    any::<[u8; 16]>().prop_map(SessionId)
+}
+
+fn data() -> impl Strategy<Value = Vec<u8>> {
+    vec(any::<u8>(), 0..64)
+}
+
+fn api_error() -> impl Strategy<Value = ApiError> {
+    prop_oneof![
+        any::<u16>().prop_map(ApiError::UnknownNslpid),
+        Just(ApiError::UnsupportedMri),
+        Just(ApiError::MessageTooLarge),
+        Just(ApiError::NoRoutingState),
+        Just(ApiError::NoLocalAddress),
+        Just(ApiError::Unsupported),
+    ]
+}
+
+fn delivery_error() -> impl Strategy<Value = DeliveryError> {
+    prop_oneof![
+        Just(DeliveryError::NoRoutingState),
+        Just(DeliveryError::NoPeer),
+        (any::<u8>(), any::<u16>())
+            .prop_map(|(class, code)| DeliveryError::PeerError { class, code }),
+        Just(DeliveryError::MessageTooLarge),
+        Just(DeliveryError::QueueFull),
+        Just(DeliveryError::Unsupported),
+    ]
+}
+
+fn frame() -> BoxedStrategy<Frame> {
+    let send = (
+        any::<u32>(),
+        any::<u16>(),
+        sid(),
+        mri(),
+        option::of(any_addr()),
+        transfer(),
+        option::of(any::<u64>()),
+        option::of(any::<u8>()),
+        option::of(any::<u8>()),
+        data(),
+    )
+        .prop_map(
+            |(req, nslpid, session_id, mri, sii, transfer, timeout, ip_ttl, gist_hops, d)| {
+                Frame::Send {
+                    req,
+                    msg: SendMessage {
+                        nslp_data: d,
+                        nslpid,
+                        session_id,
+                        mri,
+                        sii_handle: sii.map(SiiHandle),
+                        transfer,
+                        timeout: timeout.map(Duration::from_nanos),
+                        ip_ttl,
+                        gist_hops,
+                    },
+                }
+            },
+        );
+    let recv = (
+        any::<u32>(),
+        any::<u64>(),
+        any::<u16>(),
+        sid(),
+        mri(),
+        any::<bool>(),
+        option::of(any_addr()),
+        transfer(),
+        (
+            any::<u8>(),
+            option::of(any::<u8>()),
+            any::<u8>(),
+            any::<u32>(),
+        ),
+        data(),
+    )
+        .prop_map(
+            |(
+                upcall,
+                now,
+                nslpid,
+                session_id,
+                mri,
+                rsc,
+                sii,
+                transfer,
+                (ttl, dist, hops, ifx),
+                d,
+            )| {
+                Frame::Recv {
+                    upcall,
+                    now: Instant::from_nanos(now),
+                    msg: RecvMessage {
+                        nslp_data: d,
+                        nslpid,
+                        session_id,
+                        mri,
+                        routing_state_check: rsc,
+                        sii_handle: sii.map(SiiHandle),
+                        transfer,
+                        ip_ttl: ttl,
+                        ip_distance: dist,
+                        gist_hops: hops,
+                        inbound_interface: IfIndex(ifx),
+                    },
+                }
+            },
+        );
+    let notification_kind = prop_oneof![
+        Just(NotificationKind::LastNode),
+        (direction(), any_addr(), any::<bool>()).prop_map(|(direction, p, changed)| {
+            NotificationKind::RoutingStatusChange {
+                direction,
+                peer: SiiHandle(p),
+                changed,
+            }
+        }),
+        direction().prop_map(|direction| NotificationKind::RoutingStateLost { direction }),
+    ];
+    prop_oneof![
+        any::<u16>().prop_map(|nslpid| Frame::Register { nslpid }),
+        send,
+        (any::<u16>(), sid(), mri(), direction(), any::<u64>()).prop_map(
+            |(nslpid, session_id, mri, direction, l)| Frame::SetStateLifetime {
+                nslpid,
+                session_id,
+                mri,
+                direction,
+                lifetime: Duration::from_nanos(l),
+            }
+        ),
+        (any::<u16>(), sid(), mri(), direction(), any::<bool>()).prop_map(
+            |(nslpid, session_id, mri, direction, urgent)| Frame::InvalidateRoutingState {
+                nslpid,
+                session_id,
+                mri,
+                direction,
+                urgent,
+            }
+        ),
+        (any::<u32>(), option::of(option::of(data()))).prop_map(|(upcall, d)| Frame::Decision {
+            upcall,
+            decision: match d {
+                None => RoutingDecision::Decline,
+                Some(response_data) => RoutingDecision::Accept { response_data },
+            },
+        }),
+        (any::<u16>(), vec(any_addr(), 0..4))
+            .prop_map(|(nslpid, local)| Frame::Registered { nslpid, local }),
+        (
+            any::<u32>(),
+            prop_oneof![
+                any::<u64>().prop_map(|h| Ok(MessageHandle(h))),
+                api_error().prop_map(Err)
+            ]
+        )
+            .prop_map(|(req, result)| Frame::SendResult { req, result }),
+        recv,
+        (
+            any::<u64>(),
+            any::<u64>(),
+            any::<u16>(),
+            sid(),
+            option::of(delivery_error())
+        )
+            .prop_map(|(now, h, nslpid, session_id, error)| Frame::Status {
+                now: Instant::from_nanos(now),
+                status: MessageStatus {
+                    handle: MessageHandle(h),
+                    nslpid,
+                    session_id,
+                    error,
+                },
+            }),
+        (any::<u64>(), any::<u16>(), sid(), mri(), notification_kind).prop_map(
+            |(now, nslpid, session_id, mri, kind)| Frame::Notify {
+                now: Instant::from_nanos(now),
+                notification: NetworkNotification {
+                    nslpid,
+                    session_id,
+                    mri,
+                    kind,
+                },
+            }
+        ),
+        any::<u8>().prop_map(|c| Frame::Refused {
+            reason: wire_refusal(c)
+        }),
+    ]
+    .boxed()
+}
+
+/// A refusal as the decoder makes it from a code.
+fn wire_refusal(c: u8) -> Refusal {
+    let b = [0, 0, 0, 3, VERSION, 0x86, c];
+    match Frame::decode(&b) {
+        Ok(Some((Frame::Refused { reason }, 7))) => reason,
+        other => panic!("refusal {c} does not decode: {other:?}"),
+    }
+}
+
+proptest! {
+    #[test]
+    fn frames_round_trip(f in frame()) {
+        let b = f.to_bytes();
+        let (g, n) = Frame::decode(&b).unwrap().unwrap();
+        prop_assert_eq!(n, b.len());
+        prop_assert_eq!(&g, &f);
+        prop_assert_eq!(&g.to_bytes(), &b);
+        // A prefix is "need more", never an error or a frame.
+        for cut in [0, 1, 3, 4, b.len() / 2, b.len() - 1] {
+            prop_assert_eq!(Frame::decode(&b[..cut]), Ok(None));
+        }
+    }
+
+    #[test]
+    fn streams_cut_anywhere(fs in vec(frame(), 1..6), cuts in vec(any::<prop::sample::Index>(), 0..8)) {
+        let mut bytes = Vec::new();
+        for f in &fs {
+            f.encode(&mut bytes);
+        }
+        let mut at: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+        at.push(bytes.len());
+        at.sort_unstable();
+        let mut fb = FrameBuffer::default();
+        let mut got = Vec::new();
+        let mut from = 0;
+        for to in at {
+            fb.extend(&bytes[from..to]);
+            from = to;
+            while let Some(f) = fb.next_frame().unwrap() {
+                got.push(f);
+            }
+        }
+        prop_assert_eq!(got, fs);
+        prop_assert_eq!(fb.pending(), 0);
+    }
+
+    #[test]
+    fn decoder_never_panics_on_arbitrary_bytes(b in vec(any::<u8>(), 0..200)) {
+        if let Ok(Some((f, n))) = Frame::decode(&b) {
+            prop_assert!(n <= b.len());
+            // What decodes re-encodes to the same bytes: one encoding per value.
+            prop_assert_eq!(f.to_bytes(), &b[..n]);
+        }
+    }
+
+    #[test]
+    fn decoder_never_panics_on_damaged_frames(
+        f in frame(),
+        flips in vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+        trunc in any::<prop::sample::Index>(),
+    ) {
+        let mut b = f.to_bytes();
+        for (i, x) in &flips {
+            let i = i.index(b.len());
+            b[i] ^= x;
+        }
+        let cut = trunc.index(b.len() + 1);
+        for bytes in [&b[..], &b[..cut]] {
+            if let Ok(Some((g, n))) = Frame::decode(bytes) {
+                prop_assert_eq!(g.to_bytes(), &bytes[..n]);
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_frames_are_typed_errors() {
+    assert_eq!(Frame::decode(&[0, 0, 0, 1, 1]), Err(IpcError::BadLength(1)));
+    assert_eq!(
+        Frame::decode(&[0xff, 0xff, 0xff, 0xff]),
+        Err(IpcError::BadLength(u32::MAX))
+    );
+    assert_eq!(
+        Frame::decode(&[0, 0, 0, 2, 9, 1]),
+        Err(IpcError::BadVersion(9))
+    );
+    assert_eq!(
+        Frame::decode(&[0, 0, 0, 2, 1, 0x7f]),
+        Err(IpcError::UnknownKind(0x7f))
+    );
+    assert_eq!(
+        Frame::decode(&[0, 0, 0, 3, 1, 1, 0]),
+        Err(IpcError::Truncated)
+    );
+    assert_eq!(
+        Frame::decode(&[0, 0, 0, 5, 1, 1, 0, 1, 0]),
+        Err(IpcError::Trailing(1))
+    );
+    assert_eq!(
+        Frame::decode(b"GET / HTTP/1.1\r\n"),
+        Err(IpcError::BadLength(0x4745_5420))
+    );
+}
+
+const A: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1));
+const B: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2));
+
+fn engine(addr: IpAddr, seed: u64) -> GistEngine {
+    let mut e = GistEngine::new(
+        Config {
+            seed,
+            interfaces: vec![InterfaceConfig {
+                ifindex: IfIndex(1),
+                addrs: vec![addr],
+            }],
+            ..Config::default()
+        },
+        Instant::ZERO,
+    );
+    e.handle_route_change(
+        Instant::ZERO,
+        RouteChange::Add(Route {
+            prefix: "0.0.0.0/0".parse().unwrap(),
+            next_hop: None,
+            ifindex: IfIndex(1),
+            metric: 1,
+        }),
+    );
+    e
+}
+
+fn deliver(e: &mut GistEngine, now: Instant, t: &Transmit) {
+    e.handle_datagram(
+        now,
+        Received {
+            src: t.src.unwrap_or(A),
+            dst: t.dst,
+            ifindex: IfIndex(1),
+            transport: t.transport,
+            router_alert: t.router_alert,
+            ttl: t.ttl,
+            payload: &t.payload,
+        },
+    );
+}
+
+/// A pings B; B's Ping NSLP runs on another thread over a socket pair, through the IPC API.
+/// Two pings in one session: the first rides the Query (a Routing-State-Check answered by the
+/// client with the reply as Response data), the second is a Data message the client answers
+/// with a SendMessage.
+#[test]
+fn ping_nslp_out_of_process() {
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let client = std::thread::spawn(move || {
+        let mut gist = IpcGist::register(theirs, NSLPID).unwrap();
+        assert!(gist.local_addresses().contains(&B));
+        let mut ping = PingNslp::new(PingConfig::default());
+        let e = gist.serve(&mut ping);
+        (ping.stats(), e.to_string())
+    });
+    let mut a = engine(A, 1);
+    a.register(Box::new(PingNslp::new(PingConfig::default())));
+    let mut b = engine(B, 2);
+    b.register(Box::new(PingNslp::new(PingConfig::default()))); // displaced by the client
+    let mut server = IpcServer::unbound();
+    server.adopt(ours).unwrap();
+    let t0 = std::time::Instant::now();
+    while server.registered() != [NSLPID] {
+        server.poll(&mut b, Instant::ZERO);
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "no registration"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let mut sid = None;
+    let mut replies = 0;
+    let mut now = Instant::from_millis(1);
+    for round in 0..2 {
+        let seq = a
+            .with_nslp::<PingNslp, _>(now, |p, g| match sid {
+                None => {
+                    let s = g.new_session_id();
+                    sid = Some(s);
+                    p.ping_session(g, now, s, A, B)
+                }
+                Some(s) => p.ping_session(g, now, s, A, B),
+            })
+            .unwrap()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        'wait: loop {
+            now += Duration::from_micros(100);
+            server.poll(&mut b, now);
+            while let Some(t) = a.poll_transmit() {
+                deliver(&mut b, now, &t);
+            }
+            server.poll(&mut b, now);
+            while let Some(t) = b.poll_transmit() {
+                deliver(&mut a, now, &t);
+            }
+            while let Some(ev) = a.poll_event() {
+                if let GistEvent::Nslp(NslpEvent::Ping(PingEvent::Reply { seq: s, path, .. })) = ev
+                {
+                    assert_eq!(s, seq);
+                    assert_eq!(path.last().map(|h| h.addr), Some(B), "round {round}");
+                    replies += 1;
+                    break 'wait;
+                }
+            }
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(5),
+                "no reply in round {round}: {:?}",
+                server.stats()
+            );
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+    assert_eq!(replies, 2);
+    let st = server.stats();
+    assert_eq!(st.decisions, 1, "{st:?}");
+    assert!(st.api_calls >= 1, "{st:?}");
+    assert_eq!(st.malformed, 0);
+    // GIST goes: the client sees the connection end.
+    drop(server);
+    let (stats, _) = client.join().unwrap();
+    assert_eq!(stats.answered, 2);
+}
+
+#[test]
+fn disconnect_unregisters_and_restores() {
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut b = engine(B, 2);
+    b.register(Box::new(PingNslp::new(PingConfig::default())));
+    let mut server = IpcServer::unbound();
+    server.adopt(ours).unwrap();
+    let c = std::thread::spawn(move || IpcGist::register(theirs, NSLPID).map(drop));
+    let t0 = std::time::Instant::now();
+    while server.registered().is_empty() {
+        server.poll(&mut b, Instant::ZERO);
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+    }
+    c.join().unwrap().unwrap(); // registered, then dropped: the connection closes
+    let t0 = std::time::Instant::now();
+    while server.clients() > 0 {
+        server.poll(&mut b, Instant::ZERO);
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+    }
+    assert!(server.registered().is_empty());
+    assert!(
+        b.with_nslp::<PingNslp, _>(Instant::ZERO, |_, _| ())
+            .is_some()
+    );
+    assert_eq!(server.stats().disconnects, 1);
+}
+
+#[test]
+fn garbage_is_counted_and_dropped() {
+    use std::io::{Read, Write};
+    let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut b = engine(B, 2);
+    let mut server = IpcServer::unbound();
+    server.adopt(ours).unwrap();
+    theirs.write_all(b"\x00\x00\x00\x04\x01\x99zz").unwrap();
+    server.poll(&mut b, Instant::ZERO);
+    assert_eq!(server.clients(), 0);
+    assert_eq!(server.stats().malformed, 1);
+    let mut back = Vec::new();
+    theirs.read_to_end(&mut back).unwrap();
+    assert_eq!(
+        Frame::decode(&back),
+        Ok(Some((
+            Frame::Refused {
+                reason: Refusal::Malformed
+            },
+            back.len()
+        )))
+    );
+    // API calls before registering are refused, the connection kept.
+    let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    server.adopt(ours).unwrap();
+    let mri = Mri::PathCoupled(PathCoupledMri::flow(A, B));
+    let f = Frame::Send {
+        req: 1,
+        msg: SendMessage::new(NSLPID, SessionId([1; 16]), mri, vec![]),
+    };
+    theirs.write_all(&f.to_bytes()).unwrap();
+    server.poll(&mut b, Instant::ZERO);
+    assert_eq!(server.clients(), 1);
+    assert_eq!(server.stats().refused, 1);
+}

@@ -1,0 +1,260 @@
+//! GIST's IPC NSLP API and the attacker tool on a real Linux network (seed 000 §3.7, §4.5.1):
+//! the five-namespace chain of `gist_netns.rs` (H1 – R1 – R2 – R3 – H2). Needs root and `ip`;
+//! each test prints why and passes when something is missing. Every namespace is deleted when
+//! its test ends.
+
+use pathwise::gist_chain::{self, H1, H2, H2_V4, NODES, Options, R1};
+use pathwise::netns::{Lab, unavailable, wait_for};
+use pathwise_gist::ipc::{ClientError, Frame, IpcGist, Refusal};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_pathwise")
+}
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn skip(test: &str) -> bool {
+    match unavailable(&["sysctl"]) {
+        Some(why) => {
+            println!("skipping {test}: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
+fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
+    let sock = gist_chain::socket(lab, i);
+    let mut argv = vec![
+        bin(),
+        "gist",
+        "--json",
+        "--socket",
+        sock.to_str().unwrap_or_default(),
+    ];
+    argv.extend_from_slice(args);
+    let out = lab.exec_ok(i, &argv)?;
+    Ok(serde_json::from_str(&out)?)
+}
+
+fn logs(lab: &Lab) -> String {
+    NODES
+        .iter()
+        .chain(&["nslp", "attack"])
+        .map(|n| {
+            let l = lab.log(n);
+            let v: Vec<&str> = l.lines().collect();
+            format!("--- {n}\n{}\n", v[v.len().saturating_sub(30)..].join("\n"))
+        })
+        .collect()
+}
+
+/// Ping H2 from H1 `count` times in one session; the replies (all must come back).
+fn ping(lab: &Lab, count: u32) -> Vec<Value> {
+    let n = count.to_string();
+    let v = cli(
+        lab,
+        H1,
+        &["ping", H2_V4, "--count", &n, "--interval", "100ms"],
+    )
+    .unwrap_or_else(|e| panic!("ping: {e}\nlogs:\n{}", logs(lab)));
+    assert_eq!(v["summary"]["received"], count, "{v:#}\n{}", logs(lab));
+    v["replies"].as_array().cloned().unwrap_or_default()
+}
+
+fn counters(lab: &Lab, i: usize) -> Value {
+    cli(lab, i, &["show", "counters"]).expect("gist show counters")
+}
+
+fn last_hop(reply: &Value) -> Option<usize> {
+    let path = reply["path"].as_array()?;
+    let a: IpAddr = path.last()?.as_str()?.parse().ok()?;
+    gist_chain::owner(a)
+}
+
+fn ipc_socket(lab: &Lab, node: usize) -> PathBuf {
+    lab.path(&format!("{}-ipc.sock", NODES[node]))
+}
+
+#[test]
+fn ping_nslp_out_of_process_over_ipc() {
+    let _g = serial();
+    if skip("ping_nslp_out_of_process_over_ipc") {
+        return;
+    }
+    let mut lab = gist_chain::build(
+        Path::new(bin()),
+        &Options {
+            extra: "ipc_socket = \"{lab}{node}-ipc.sock\"\n".into(),
+            ..Options::default()
+        },
+    )
+    .expect("build the GIST chain");
+    let sock = ipc_socket(&lab, H2);
+    let sock_s = sock.to_string_lossy().into_owned();
+    lab.spawn(
+        "nslp",
+        H2,
+        &[bin(), "gist", "nslp-ping", "--ipc-socket", &sock_s],
+    )
+    .unwrap();
+    wait_for(Duration::from_secs(10), "the NSLP to register", || {
+        lab.log("nslp").contains("registered").then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+
+    // H2's Ping NSLP is the out-of-process one: the first ping rides the Query (the client
+    // answers the Routing-State-Check with the reply), the others are Data it answers with
+    // SendMessage.
+    let replies = ping(&lab, 3);
+    for r in &replies {
+        assert_eq!(last_hop(r), Some(H2), "{r:#}");
+    }
+    let c = counters(&lab, H2);
+    let ipc = &c["ipc"];
+    assert_eq!(ipc["clients"], 1, "{c:#}");
+    assert_eq!(ipc["registered"], serde_json::json!([32704]), "{c:#}");
+    assert!(ipc["decisions"].as_u64() >= Some(1), "{c:#}");
+    assert!(ipc["upcalls"].as_u64() >= Some(3), "{c:#}");
+    assert!(ipc["api_calls"].as_u64() >= Some(2), "{c:#}");
+    assert_eq!(
+        c["ping"]["answered"], 0,
+        "the in-process NSLP stood aside: {c:#}"
+    );
+
+    // A second client for the same NSLPID is refused; the first keeps it.
+    match IpcGist::connect(&sock, 32704) {
+        Err(ClientError::Refused(Refusal::NslpidTaken)) => {}
+        other => panic!("second registration: {other:?}"),
+    }
+
+    // Garbage on the socket: counted, answered, dropped; the daemon carries on.
+    let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"\x00\x00\x00\x06\x01\x42garbage!").unwrap();
+    let mut back = Vec::new();
+    s.read_to_end(&mut back)
+        .expect("the daemon closes the connection");
+    assert_eq!(
+        Frame::decode(&back).ok().flatten().map(|(f, _)| f),
+        Some(Frame::Refused {
+            reason: Refusal::Malformed
+        })
+    );
+    // Not a frame at all (an absurd length).
+    let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let _ = s.read_to_end(&mut Vec::new());
+    let c = counters(&lab, H2);
+    assert_eq!(c["ipc"]["malformed"], 2, "{c:#}");
+    assert_eq!(ping(&lab, 1).len(), 1);
+
+    // The NSLP process goes: unregistered, and the in-process Ping NSLP answers again.
+    lab.kill("nslp");
+    let c = wait_for(
+        Duration::from_secs(5),
+        "the client to be unregistered",
+        || {
+            let c = counters(&lab, H2);
+            (c["ipc"]["clients"] == 0).then_some(c)
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+    assert_eq!(c["ipc"]["registered"], serde_json::json!([]), "{c:#}");
+    assert!(c["ipc"]["disconnects"].as_u64() >= Some(4), "{c:#}");
+    let replies = ping(&lab, 2);
+    assert_eq!(last_hop(&replies[1]), Some(H2));
+    let c = counters(&lab, H2);
+    assert!(c["ping"]["answered"].as_u64() >= Some(1), "{c:#}");
+}
+
+/// Run the attacker in R1 (which runs no daemon) and wait for its summary.
+fn attack(lab: &mut Lab, mode: &str, rate: u32, secs: u32) -> Value {
+    let (rate, dur) = (rate.to_string(), format!("{secs}s"));
+    lab.spawn(
+        "attack",
+        R1,
+        &[
+            bin(),
+            "gist",
+            "--json",
+            "attack",
+            H2_V4,
+            "--mode",
+            mode,
+            "--rate",
+            &rate,
+            "--duration",
+            &dur,
+        ],
+    )
+    .unwrap();
+    // Legitimate pings go on while the attack runs.
+    std::thread::sleep(Duration::from_millis(300));
+    let replies = ping(lab, 3);
+    assert_eq!(replies.len(), 3);
+    let v = wait_for(
+        Duration::from_secs(u64::from(secs) + 10),
+        "the attacker's summary",
+        || serde_json::from_str::<Value>(&lab.log("attack")).ok(),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(lab)));
+    lab.kill("attack");
+    v
+}
+
+#[test]
+fn query_flood_leaves_no_state_with_hash_cookies_and_pings_go_on() {
+    let _g = serial();
+    if skip("query_flood_leaves_no_state_with_hash_cookies_and_pings_go_on") {
+        return;
+    }
+    let mut lab = gist_chain::build(
+        Path::new(bin()),
+        &Options {
+            gist: [true, false, false, false, true],
+            cookie_mode: "hash",
+            ..Options::default()
+        },
+    )
+    .expect("build the GIST chain");
+    let before = counters(&lab, H2);
+    let a = attack(&mut lab, "query", 2000, 3);
+    assert!(a["queries"].as_u64() >= Some(3000), "{a:#}");
+    assert!(a["responses"].as_u64() >= Some(3000), "{a:#}");
+    let c = counters(&lab, H2);
+    let q_in = c["messages_in"]["Query"].as_u64().unwrap_or(0)
+        - before["messages_in"]["Query"].as_u64().unwrap_or(0);
+    assert!(
+        q_in >= a["queries"].as_u64().unwrap() * 9 / 10,
+        "{c:#}\n{a:#}"
+    );
+    assert!(c["cookies_minted"].as_u64() >= Some(q_in), "{c:#}");
+    // Only the legitimate ping session holds state: no per-Query state with hash cookies.
+    assert!(c["routing_states"].as_u64() <= Some(1), "{c:#}");
+
+    // Queries answered by Confirms: every completed handshake installs state (Table 4.2 (4)).
+    let a = attack(&mut lab, "query-confirm", 1000, 2);
+    assert!(a["confirms"].as_u64() >= Some(500), "{a:#}");
+    let c = counters(&lab, H2);
+    assert!(
+        c["routing_states"].as_u64() >= Some(a["confirms"].as_u64().unwrap() * 9 / 10),
+        "{c:#}\n{a:#}"
+    );
+    assert!(
+        c["messages_in"]["Confirm"].as_u64() >= a["confirms"].as_u64(),
+        "{c:#}"
+    );
+}
