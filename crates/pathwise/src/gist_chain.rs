@@ -4,11 +4,10 @@
 //! families. A `pathwise daemon` with a `[gist]` section runs on every node that
 //! [`Options::gist`] selects; a router without one forwards GIST's Queries like any packet.
 
-use crate::netns::{Lab, wait_for};
-pub use crate::rsvp_chain::{H1, H2, NODES, R1, R2, R3};
+pub use crate::chain::{H1, H2, NODES, R1, R2, R3, socket};
+use crate::netns::Lab;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 /// H2's IPv4 address.
 pub const H2_V4: &str = "10.91.4.2";
@@ -74,75 +73,8 @@ pub fn owner(addr: IpAddr) -> Option<usize> {
 
 /// Build the chain and start the daemons (the `pathwise` binary at `bin`).
 pub fn build(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
-    let mut lab = Lab::new(&NODES)?;
-    for l in 0..4 {
-        let n = l + 1;
-        lab.link(
-            (l, "e0", &format!("10.91.{n}.1/24")),
-            (l + 1, "w0", &format!("10.91.{n}.2/24")),
-        )?;
-        for (i, dev, host) in [(l, "e0", 1), (l + 1, "w0", 2)] {
-            lab.exec_ok(
-                i,
-                &[
-                    "ip",
-                    "addr",
-                    "add",
-                    &format!("fd00:91:{n}::{host}/64"),
-                    "dev",
-                    dev,
-                    "nodad",
-                ],
-            )?;
-        }
-    }
-    for (node, v4, v6) in [
-        (H1, "10.91.1.2", "fd00:91:1::2"),
-        (H2, "10.91.4.1", "fd00:91:4::1"),
-    ] {
-        lab.exec_ok(node, &["ip", "route", "add", "default", "via", v4])?;
-        lab.exec_ok(node, &["ip", "-6", "route", "add", "default", "via", v6])?;
-    }
-    for r in [R1, R2, R3] {
-        lab.forward(r)?;
-        lab.exec_ok(r, &["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"])?;
-        for net in 1..=4 {
-            // Router r sits between link r (west) and link r + 1 (east).
-            let (v4, v6) = if net < r {
-                (format!("10.91.{r}.1"), format!("fd00:91:{r}::1"))
-            } else if net > r + 1 {
-                (
-                    format!("10.91.{}.2", r + 1),
-                    format!("fd00:91:{}::2", r + 1),
-                )
-            } else {
-                continue;
-            };
-            lab.exec_ok(
-                r,
-                &[
-                    "ip",
-                    "route",
-                    "add",
-                    &format!("10.91.{net}.0/24"),
-                    "via",
-                    &v4,
-                ],
-            )?;
-            lab.exec_ok(
-                r,
-                &[
-                    "ip",
-                    "-6",
-                    "route",
-                    "add",
-                    &format!("fd00:91:{net}::/64"),
-                    "via",
-                    &v6,
-                ],
-            )?;
-        }
-    }
+    let mut lab = crate::chain::topology(true)?;
+    let mut configs: [Option<String>; 5] = Default::default();
     for (i, node) in NODES.iter().enumerate() {
         if !o.gist[i] {
             continue;
@@ -175,29 +107,9 @@ pub fn build(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
                 dir.join("ca.pem"),
             );
         }
-        let path = lab.path(&format!("{node}.toml"));
-        std::fs::write(&path, cfg)?;
-        lab.spawn(
-            node,
-            i,
-            &[
-                &bin.to_string_lossy(),
-                "daemon",
-                "--config",
-                &path.to_string_lossy(),
-            ],
-        )?;
+        configs[i] = Some(cfg);
     }
-    for (i, node) in NODES.iter().enumerate() {
-        if !o.gist[i] {
-            continue;
-        }
-        let sock = socket(&lab, i);
-        wait_for(Duration::from_secs(10), &format!("{node}'s daemon"), || {
-            sock.exists().then_some(())
-        })
-        .map_err(|e| anyhow::anyhow!("{e}; log: {}", lab.log(node)))?;
-    }
+    crate::chain::start_daemons(&mut lab, bin, &configs)?;
     Ok(lab)
 }
 
@@ -274,11 +186,6 @@ pub fn make_certs(dir: &Path, untrusted: &[bool; 5]) -> anyhow::Result<()> {
         ])?;
     }
     Ok(())
-}
-
-/// The management socket of node `i`'s daemon.
-pub fn socket(lab: &Lab, i: usize) -> PathBuf {
-    lab.path(&format!("{}.sock", NODES[i]))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod booster;
+pub mod chain;
 pub mod cli;
 pub mod daemon;
 pub mod demo;

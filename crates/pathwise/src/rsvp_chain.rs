@@ -4,22 +4,10 @@
 //! is .1 on `e0`, the node east of it .2 on `w0`. R2 → R3 is a 10 Mbit/s link, the others
 //! 1 Gbit/s; 80% of each is reservable.
 
-use crate::netns::{Lab, wait_for};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use crate::netns::Lab;
+use std::path::Path;
 
-/// Sender host.
-pub const H1: usize = 0;
-/// First router.
-pub const R1: usize = 1;
-/// Middle router.
-pub const R2: usize = 2;
-/// Last router.
-pub const R3: usize = 3;
-/// Receiver host.
-pub const H2: usize = 4;
-/// Node names, by index.
-pub const NODES: [&str; 5] = ["h1", "r1", "r2", "r3", "h2"];
+pub use crate::chain::{H1, H2, NODES, R1, R2, R3, socket};
 /// H1's address.
 pub const SENDER: &str = "10.91.1.1";
 /// H2's address.
@@ -82,39 +70,7 @@ const CHAIN_SECRET: &str = "7061746877697365206e65746e7320636861696e206b6579";
 /// [`build`] with every option.
 pub fn build_with(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
     let (tc, refresh) = (o.tc, o.refresh);
-    let mut lab = Lab::new(&NODES)?;
-    for l in 0..4 {
-        lab.link(
-            (l, "e0", &format!("10.91.{}.1/24", l + 1)),
-            (l + 1, "w0", &format!("10.91.{}.2/24", l + 1)),
-        )?;
-    }
-    lab.exec_ok(H1, &["ip", "route", "add", "default", "via", "10.91.1.2"])?;
-    lab.exec_ok(H2, &["ip", "route", "add", "default", "via", "10.91.4.1"])?;
-    for r in [R1, R2, R3] {
-        lab.forward(r)?;
-        for net in 1..=4 {
-            // Router r sits between link r (west) and link r + 1 (east).
-            let via = if net < r {
-                format!("10.91.{r}.1")
-            } else if net > r + 1 {
-                format!("10.91.{}.2", r + 1)
-            } else {
-                continue;
-            };
-            lab.exec_ok(
-                r,
-                &[
-                    "ip",
-                    "route",
-                    "add",
-                    &format!("10.91.{net}.0/24"),
-                    "via",
-                    &via,
-                ],
-            )?;
-        }
-    }
+    let mut lab = crate::chain::topology(false)?;
     let hello = o
         .hello
         .map(|i| format!("hello = {{ interval = {i:?} }}\n"))
@@ -129,7 +85,8 @@ pub fn build_with(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
             format!("\n[rsvp.interface.integrity]\nmode = \"require\"\nkey_file = {keys:?}\n")
         }
     };
-    for (i, node) in NODES.iter().enumerate() {
+    let mut configs: [Option<String>; 5] = Default::default();
+    for (i, config) in configs.iter_mut().enumerate() {
         let ifaces: &[&str] = match i {
             H1 => &["e0"],
             H2 => &["w0"],
@@ -159,30 +116,8 @@ pub fn build_with(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
             cfg += &hello;
             cfg += &integrity_section;
         }
-        let path = lab.path(&format!("{node}.toml"));
-        std::fs::write(&path, cfg)?;
-        lab.spawn(
-            node,
-            i,
-            &[
-                &bin.to_string_lossy(),
-                "daemon",
-                "--config",
-                &path.to_string_lossy(),
-            ],
-        )?;
+        *config = Some(cfg);
     }
-    for (i, node) in NODES.iter().enumerate() {
-        let sock = socket(&lab, i);
-        wait_for(Duration::from_secs(10), &format!("{node}'s daemon"), || {
-            sock.exists().then_some(())
-        })
-        .map_err(|e| anyhow::anyhow!("{e}; log: {}", lab.log(node)))?;
-    }
+    crate::chain::start_daemons(&mut lab, bin, &configs)?;
     Ok(lab)
-}
-
-/// The management socket of node `i`'s daemon (reachable from any namespace: it is a file).
-pub fn socket(lab: &Lab, i: usize) -> PathBuf {
-    lab.path(&format!("{}.sock", NODES[i]))
 }

@@ -991,7 +991,12 @@ fn lsp_from_the_configuration_with_explicit_null_at_the_egress() -> anyhow::Resu
         lsp(&lab, H2, "cfg").filter(|l| l["status"] == "up")
     })?;
     assert_eq!(egress["in_label"], 0, "IPv4 explicit null: {egress}");
-    let r3 = labels(&lab, R3);
+    // The daemons start together: a Path H1 sent before R3's daemon ran crossed R3 as a plain
+    // packet, so R3 joins the LSP at the next refresh (R = 1 s).
+    let r3 = wait_for(Duration::from_secs(5), "R3's binding", || {
+        let t = labels(&lab, R3);
+        (!t["entries"][0].is_null()).then_some(t)
+    })?;
     let e = &r3["entries"][0];
     assert_eq!(
         (&e["op"], &e["out_label"]),
