@@ -598,3 +598,44 @@ fn a_neighbour_without_refresh_reduction_gets_plain_rsvp() {
     assert_eq!(c.total_drops(), 0, "{:?}", c.drops);
     assert_eq!(c.path_timeouts + c.resv_timeouts, 0);
 }
+
+#[test]
+fn a_router_without_rsvp_on_the_way_is_reported_and_nothing_is_bound() {
+    // R0 – R1 – R2 where R1 forwards but runs no RSVP: R2 sees the Path's TTL drop by more than
+    // its Send_TTL says and answers PathErr 24/8; no label is bound anywhere, and the head end
+    // keeps trying (the error is not fatal).
+    let mut b = Topology::builder();
+    let [r0, r1, r2] = ["R0", "R1", "R2"].map(|n| b.router(n));
+    b.node_mut(r1).engine = false;
+    b.link(r0, r1, LinkParams::default());
+    b.link(r1, r2, LinkParams::default());
+    let mut sc = te_sim(b.build().unwrap(), |_, _| {});
+    let to = v4(&sc, r2);
+    open(
+        &mut sc,
+        Instant::from_millis(1),
+        r0,
+        spec("bypass", to, None, 1),
+    );
+    sc.run_until(Instant::from_secs(100));
+    let v = head(&sc, r0, "bypass");
+    assert_eq!(v.status, LspStatus::Signalling, "{v:?}");
+    let errors: Vec<_> = sc
+        .log
+        .iter()
+        .filter(|r| r.node == r0)
+        .filter_map(|r| match &r.event {
+            pathwise_rsvp::Event::PathError { error, .. } => Some((error.code, error.value)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        errors.contains(&(
+            error_code::ROUTING_PROBLEM,
+            error_code::routing::NON_RSVP_CAPABLE_ROUTER
+        )),
+        "{errors:?}"
+    );
+    assert!(engine(&sc, r0).lfib().is_empty() && engine(&sc, r2).lfib().is_empty());
+    assert_eq!(engine(&sc, r2).lsps().pop().map(|v| v.in_label), Some(None));
+}

@@ -239,6 +239,15 @@ impl<T: TrafficControl> RsvpEngine<T> {
         // A Send_TTL different from the IP TTL means non-RSVP routers forwarded the message
         // (RFC 2205 §3.8): the ADSPEC's break bit says the path is not fully IntServ-capable.
         let non_rsvp = hdr.send_ttl != rx.ttl;
+        if non_rsvp && te.is_some() {
+            // RFC 3209 §4.5: labels cannot be bound across a router that does not speak RSVP
+            // (the label's next hop would not be adjacent). The path state is kept, unbound,
+            // so the LSP comes up once every hop on the way takes part.
+            let value = error_code::routing::NON_RSVP_CAPABLE_ROUTER;
+            let sender = Some(p.sender.clone());
+            let code = error_code::ROUTING_PROBLEM;
+            self.send_path_err_raw(p.session, p.hop.addr, rx.ifindex, code, value, sender);
+        }
         let mut adspec = p.sender.adspec;
         if non_rsvp && let Some(a) = adspec.as_mut() {
             a.set_break_bit();

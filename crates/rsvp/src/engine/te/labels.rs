@@ -174,6 +174,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let Some(te) = self.psbs[p].te() else {
                 continue;
             };
+            if self.psbs[p].non_rsvp {
+                // A router without RSVP stands between us and the previous hop: nothing to bind
+                // (it was told, PathErr 24/8).
+                self.drop_in_label(p);
+                continue;
+            }
             if self.psbs[p].oifs.contains(&None) {
                 let l = self.egress_label(te);
                 if te.in_label != Some(l) {

@@ -284,9 +284,15 @@ impl<T: TrafficControl> RsvpEngine<T> {
             sender: Some(sender),
             error,
         });
-        use crate::wire::error::error_code::{ROUTING_PROBLEM, SERVICE_PREEMPTED};
-        if self.psbs[p].te().is_none() || !matches!(error.code, ROUTING_PROBLEM | SERVICE_PREEMPTED)
-        {
+        use crate::wire::error::error_code::{ROUTING_PROBLEM, SERVICE_PREEMPTED, routing};
+        // A non-RSVP router on the way is waited out: the LSP binds once the Path crosses
+        // RSVP nodes only (every refresh tries).
+        let fatal = match error.code {
+            ROUTING_PROBLEM => error.value != routing::NON_RSVP_CAPABLE_ROUTER,
+            SERVICE_PREEMPTED => true,
+            _ => false,
+        };
+        if self.psbs[p].te().is_none() || !fatal {
             return;
         }
         if let Some(h) = self
