@@ -13,7 +13,8 @@
 # its `e0`, the node east of it .2 / ::2 on its `w0`. H1 = 10.91.1.1, H2 = 10.91.4.2 and
 # fd00:91:4::2. Daemons log to /tmp/pw-gist/NODE.log and listen on /tmp/pw-gist/NODE.sock.
 set -euo pipefail
-nodes=(h1 r1 r2 r3 h2)
+. "$(dirname "$0")/chain-lib.sh"
+nodes=("${chain_nodes[@]}")
 dir=/tmp/pw-gist
 cmd=${1:-}
 shift || true
@@ -25,45 +26,14 @@ fi
 bin=${1:-$(cd "$(dirname "$0")/.." && pwd)/target/release/pathwise}
 
 down() {
-    for n in "${nodes[@]}"; do
-        if [[ -f $dir/$n.pid ]]; then kill "$(cat "$dir/$n.pid")" 2>/dev/null || true; fi
-        ip netns del "pwg-$n" 2>/dev/null || true
-    done
-    rm -rf "$dir"
+    chain_down pwg "$dir"
 }
 
 up() {
     [[ -x $bin ]] || { echo "no pathwise binary at $bin (cargo build --release)" >&2; exit 1; }
     down
     mkdir -p "$dir"
-    for n in "${nodes[@]}"; do ip netns add "pwg-$n"; ip -n "pwg-$n" link set lo up; done
-    for l in 1 2 3 4; do
-        a=${nodes[$((l - 1))]}; b=${nodes[$l]}
-        ip link add e0 netns "pwg-$a" type veth peer name w0 netns "pwg-$b"
-        ip -n "pwg-$a" addr add "10.91.$l.1/24" dev e0
-        ip -n "pwg-$a" addr add "fd00:91:$l::1/64" dev e0 nodad
-        ip -n "pwg-$a" link set e0 up
-        ip -n "pwg-$b" addr add "10.91.$l.2/24" dev w0
-        ip -n "pwg-$b" addr add "fd00:91:$l::2/64" dev w0 nodad
-        ip -n "pwg-$b" link set w0 up
-    done
-    ip -n pwg-h1 route add default via 10.91.1.2
-    ip -n pwg-h1 -6 route add default via fd00:91:1::2
-    ip -n pwg-h2 route add default via 10.91.4.1
-    ip -n pwg-h2 -6 route add default via fd00:91:4::1
-    for r in 1 2 3; do
-        ip netns exec "pwg-r$r" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
-        for net in 1 2 3 4; do
-            if (( net < r )); then
-                ip -n "pwg-r$r" route add "10.91.$net.0/24" via "10.91.$r.1"
-                ip -n "pwg-r$r" -6 route add "fd00:91:$net::/64" via "fd00:91:$r::1"
-            fi
-            if (( net > r + 1 )); then
-                ip -n "pwg-r$r" route add "10.91.$net.0/24" via "10.91.$((r + 1)).2"
-                ip -n "pwg-r$r" -6 route add "fd00:91:$net::/64" via "fd00:91:$((r + 1))::2"
-            fi
-        done
-    done
+    chain_up pwg 1
     for n in "${nodes[@]}"; do
         [[ $n == "$without" ]] && continue
         case $n in h1) ifs='["e0"]' ;; h2) ifs='["w0"]' ;; *) ifs='["w0", "e0"]' ;; esac

@@ -15,7 +15,8 @@
 # own — H1 1000–1999, R1 2000–2999, R2 3000–3999, R3 4000–4999, H2 5000–5999 — so a label in
 # `show labels` names the node that gave it.
 set -euo pipefail
-nodes=(h1 r1 r2 r3 h2)
+. "$(dirname "$0")/chain-lib.sh"
+nodes=("${chain_nodes[@]}")
 dir=/tmp/pw-chain
 cmd=${1:-}
 shift || true
@@ -27,33 +28,14 @@ fi
 bin=${1:-$(cd "$(dirname "$0")/.." && pwd)/target/release/pathwise}
 
 down() {
-    for n in "${nodes[@]}"; do
-        if [[ -f $dir/$n.pid ]]; then kill "$(cat "$dir/$n.pid")" 2>/dev/null || true; fi
-        ip netns del "pwc-$n" 2>/dev/null || true
-    done
-    rm -rf "$dir"
+    chain_down pwc "$dir"
 }
 
 up() {
     [[ -x $bin ]] || { echo "no pathwise binary at $bin (cargo build --release)" >&2; exit 1; }
     down
     mkdir -p "$dir"
-    for n in "${nodes[@]}"; do ip netns add "pwc-$n"; ip -n "pwc-$n" link set lo up; done
-    for l in 1 2 3 4; do
-        a=${nodes[$((l - 1))]}; b=${nodes[$l]}
-        ip link add e0 netns "pwc-$a" type veth peer name w0 netns "pwc-$b"
-        ip -n "pwc-$a" addr add "10.91.$l.1/24" dev e0; ip -n "pwc-$a" link set e0 up
-        ip -n "pwc-$b" addr add "10.91.$l.2/24" dev w0; ip -n "pwc-$b" link set w0 up
-    done
-    ip -n pwc-h1 route add default via 10.91.1.2
-    ip -n pwc-h2 route add default via 10.91.4.1
-    for r in 1 2 3; do
-        ip netns exec "pwc-r$r" sysctl -qw net.ipv4.ip_forward=1
-        for net in 1 2 3 4; do
-            if (( net < r )); then ip -n "pwc-r$r" route add "10.91.$net.0/24" via "10.91.$r.1"; fi
-            if (( net > r + 1 )); then ip -n "pwc-r$r" route add "10.91.$net.0/24" via "10.91.$((r + 1)).2"; fi
-        done
-    done
+    chain_up pwc 0
     section=""
     if [[ -n $integrity ]]; then
         (umask 077; printf '1 %s %s\n' "$integrity" "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" > "$dir/chain.keys")
