@@ -3,36 +3,17 @@
 //! each test prints why and passes when something is missing. Every namespace is deleted when
 //! its test ends.
 
+mod common;
+
+use common::netns::{bin, serial, skip};
 use pathwise::gist_chain::{self, H1, H2, H2_V4, NODES, Options, R1};
-use pathwise::netns::{Lab, unavailable, wait_for};
+use pathwise::netns::{Lab, wait_for};
 use pathwise_gist::ipc::{ClientError, Frame, IpcGist, Refusal};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_pathwise")
-}
-
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn skip(test: &str) -> bool {
-    match unavailable(&["sysctl"]) {
-        Some(why) => {
-            println!("skipping {test}: {why}");
-            true
-        }
-        None => false,
-    }
-}
 
 fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
     let sock = gist_chain::socket(lab, i);
@@ -90,7 +71,7 @@ fn ipc_socket(lab: &Lab, node: usize) -> PathBuf {
 #[test]
 fn ping_nslp_out_of_process_over_ipc() {
     let _g = serial();
-    if skip("ping_nslp_out_of_process_over_ipc") {
+    if skip("ping_nslp_out_of_process_over_ipc", &["sysctl"]) {
         return;
     }
     let mut lab = gist_chain::build(
@@ -218,7 +199,10 @@ fn attack(lab: &mut Lab, mode: &str, rate: u32, secs: u32) -> Value {
 #[test]
 fn query_flood_leaves_no_state_with_hash_cookies_and_pings_go_on() {
     let _g = serial();
-    if skip("query_flood_leaves_no_state_with_hash_cookies_and_pings_go_on") {
+    if skip(
+        "query_flood_leaves_no_state_with_hash_cookies_and_pings_go_on",
+        &["sysctl"],
+    ) {
         return;
     }
     let mut lab = gist_chain::build(

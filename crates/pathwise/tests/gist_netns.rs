@@ -4,35 +4,15 @@
 //! (and `tshark` for the dissector check, skipped with a message without it); each test prints
 //! why and passes when something is missing. Every namespace is deleted when its test ends.
 
+mod common;
+
+use common::netns::{bin, serial, skip};
 use pathwise::gist_chain::{self, H1, H2, H2_V4, H2_V6, NODES, Options, R1, R2, R3};
 use pathwise::netns::{Lab, unavailable, wait_for};
 use serde_json::Value;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_pathwise")
-}
-
-/// One five-namespace network at a time: they would compete for the CPU.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn skip(test: &str) -> bool {
-    match unavailable(&["sysctl"]) {
-        Some(why) => {
-            println!("skipping {test}: {why}");
-            true
-        }
-        None => false,
-    }
-}
 
 fn chain(o: &Options<'_>) -> Lab {
     gist_chain::build(Path::new(bin()), o).expect("build the GIST chain")
@@ -206,7 +186,7 @@ fn check_capture(lab: &mut Lab, pcap: &Path) -> usize {
 #[test]
 fn ping_over_udp_records_every_aware_node_ipv4_and_ipv6() {
     let test = "ping_over_udp_records_every_aware_node_ipv4_and_ipv6";
-    if skip(test) {
+    if skip(test, &["sysctl"]) {
         return;
     }
     let _g = serial();
@@ -254,7 +234,7 @@ fn ping_over_udp_records_every_aware_node_ipv4_and_ipv6() {
 #[test]
 fn a_router_without_gist_forwards_queries_transparently() {
     let test = "a_router_without_gist_forwards_queries_transparently";
-    if skip(test) {
+    if skip(test, &["sysctl"]) {
         return;
     }
     let _g = serial();
@@ -298,7 +278,7 @@ fn send_udp(lab: &Lab, dest: &str, payloads: &[Vec<u8>]) {
 #[test]
 fn garbage_truncated_and_oversize_datagrams_are_counted_and_pings_continue() {
     let test = "garbage_truncated_and_oversize_datagrams_are_counted_and_pings_continue";
-    if skip(test) {
+    if skip(test, &["sysctl"]) {
         return;
     }
     let _g = serial();
@@ -356,7 +336,7 @@ fn associations(lab: &Lab, i: usize) -> Vec<(&'static str, u64)> {
 #[test]
 fn ping_over_tcp_many_sessions_share_one_association_per_peer() {
     let test = "ping_over_tcp_many_sessions_share_one_association_per_peer";
-    if skip(test) {
+    if skip(test, &["sysctl"]) {
         return;
     }
     let _g = serial();
@@ -417,7 +397,7 @@ fn associations_over(lab: &Lab, i: usize, transport: &str) -> Vec<(&'static str,
 }
 
 fn tls_chain_or_skip(test: &str, untrusted: [bool; 5]) -> Option<Lab> {
-    if skip(test) {
+    if skip(test, &["sysctl"]) {
         return None;
     }
     if let Some(why) = unavailable(&["openssl"]) {
@@ -609,7 +589,7 @@ fn peers(lab: &Lab, i: usize) -> Vec<&'static str> {
 #[test]
 fn killing_a_node_expires_its_peers_state() {
     let test = "killing_a_node_expires_its_peers_state";
-    if skip(test) {
+    if skip(test, &["sysctl"]) {
         return;
     }
     let _g = serial();

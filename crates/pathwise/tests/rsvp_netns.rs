@@ -3,36 +3,15 @@
 //! (and `tshark`, `iperf3`, `python3` for the tests that use them); each test prints why and
 //! passes when something is missing. Every namespace is deleted when its test ends.
 
+mod common;
+
+use common::netns::{bin, serial, skip};
 use pathwise::netns::{Lab, unavailable, wait_for};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
 use pathwise::rsvp_chain::{H1, H2, NODES, R1, R2, R3, RECEIVER, SENDER};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_pathwise")
-}
-
-/// The tests here build a five-namespace network each and measure timing and throughput: one at
-/// a time, so they do not compete for the CPU.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn skip(test: &str, tools: &[&str]) -> bool {
-    match unavailable(tools) {
-        Some(why) => {
-            println!("skipping {test}: {why}");
-            true
-        }
-        None => false,
-    }
-}
 
 fn chain(tc: &str) -> anyhow::Result<Lab> {
     pathwise::rsvp_chain::build(Path::new(bin()), tc, "1s")

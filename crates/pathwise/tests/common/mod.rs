@@ -2,4 +2,5 @@
 
 #![allow(dead_code, unreachable_pub)] // each test binary uses a different subset
 
+pub mod netns;
 pub mod rsvp;
