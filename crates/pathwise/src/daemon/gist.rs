@@ -23,7 +23,6 @@ use pathwise_gist::{Config, GistEngine, GistEvent, InterfaceConfig};
 use pathwise_net::{DropReason, Family, FibMirror, NetEvent, RaUdpSocket, RawOptions};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::os::fd::{AsFd, BorrowedFd};
 
@@ -735,41 +734,32 @@ impl GistService {
     pub fn metrics(&self, out: &mut String) {
         let c = self.engine.counters();
         let st = self.engine.state_stats();
-        let _ = writeln!(out, "# TYPE pathwise_gist_messages_total counter");
-        for t in MsgType::ALL {
-            for (dir, n) in [("in", c.received(t)), ("out", c.sent(t))] {
-                let _ = writeln!(
-                    out,
-                    "pathwise_gist_messages_total{{direction=\"{dir}\",type=\"{t:?}\"}} {n}"
-                );
-            }
-        }
-        let _ = writeln!(out, "# TYPE pathwise_gist_drops_total counter");
-        for (reason, n) in self.drops() {
-            let _ = writeln!(out, "pathwise_gist_drops_total{{reason=\"{reason}\"}} {n}");
-        }
-        for (name, v) in [
+        let mut m = super::metrics::Metrics::new(out, "gist");
+        m.labelled(
+            "messages",
+            MsgType::ALL.into_iter().flat_map(|t| {
+                [("in", c.received(t)), ("out", c.sent(t))]
+                    .map(|(dir, n)| (format!("direction=\"{dir}\",type=\"{t:?}\""), n))
+            }),
+        );
+        m.labelled(
+            "drops",
+            self.drops()
+                .into_iter()
+                .map(|(r, n)| (format!("reason=\"{r}\""), n)),
+        );
+        m.gauges([
             ("routing_states", st.routing_states),
             ("peers", st.peers),
             ("messaging_associations", st.mas),
             ("state_bytes", st.bytes),
-        ] {
-            let _ = writeln!(
-                out,
-                "# TYPE pathwise_gist_{name} gauge\npathwise_gist_{name} {v}"
-            );
-        }
-        for (name, v) in [
+        ]);
+        m.counters([
             ("query_retransmits", c.query_retransmits),
             ("handshake_failures", c.handshake_failures),
             ("cookies_rejected", c.cookies_rejected),
             ("send_errors", self.send_errors),
-        ] {
-            let _ = writeln!(
-                out,
-                "# TYPE pathwise_gist_{name}_total counter\npathwise_gist_{name}_total {v}"
-            );
-        }
+        ]);
     }
 }
 

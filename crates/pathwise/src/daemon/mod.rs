@@ -14,6 +14,7 @@ pub mod gist;
 pub mod gist_load;
 pub mod gist_ma;
 pub mod gist_tls;
+pub mod metrics;
 pub mod rsvp;
 pub mod te;
 pub mod verbs;

@@ -22,7 +22,6 @@ use pathwise_rsvp::wire::HopCharacteristics;
 use pathwise_rsvp::{Config, Event, InterfaceConfig, RsvpEngine};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 use std::os::fd::{AsFd, BorrowedFd};
 
 /// Where admitted reservations go.
@@ -513,74 +512,71 @@ impl RsvpService {
     pub fn metrics(&self, out: &mut String) {
         let c = self.engine.counters();
         let st = self.engine.state_stats();
-        let _ = writeln!(out, "# TYPE pathwise_rsvp_messages_total counter");
-        for &t in &MSG_TYPES {
-            let _ = writeln!(
-                out,
-                "pathwise_rsvp_messages_total{{direction=\"in\",type=\"{t:?}\"}} {}",
-                c.received(t)
-            );
-            let _ = writeln!(
-                out,
-                "pathwise_rsvp_messages_total{{direction=\"out\",type=\"{t:?}\"}} {}",
-                c.sent(t)
-            );
-        }
-        let _ = writeln!(out, "# TYPE pathwise_rsvp_drops_total counter");
-        for (reason, n) in &c.drops {
-            let _ = writeln!(out, "pathwise_rsvp_drops_total{{reason=\"{reason}\"}} {n}");
-        }
+        let mut m = super::metrics::Metrics::new(out, "rsvp");
+        m.labelled(
+            "messages",
+            MSG_TYPES.iter().flat_map(|&t| {
+                [("in", c.received(t)), ("out", c.sent(t))]
+                    .map(|(dir, n)| (format!("direction=\"{dir}\",type=\"{t:?}\""), n))
+            }),
+        );
         // Integrity failures are listed even at zero, so alerts can watch them from the start.
-        for r in pathwise_auth::Reject::ALL {
-            if !c.drops.contains_key(r.reason()) {
-                let _ = writeln!(
-                    out,
-                    "pathwise_rsvp_drops_total{{reason=\"{}\"}} 0",
-                    r.reason()
-                );
-            }
-        }
-        let _ = writeln!(out, "# TYPE pathwise_rsvp_hello_total counter");
-        for (what, n) in [
-            ("sent", c.hello.sent),
-            ("received", c.hello.received),
-            ("neighbor_failures", c.hello.neighbor_failures),
-            ("neighbor_restarts", c.hello.neighbor_restarts),
-        ] {
-            let _ = writeln!(out, "pathwise_rsvp_hello_total{{event=\"{what}\"}} {n}");
-        }
-        let i = &c.integrity;
+        let unseen = pathwise_auth::Reject::ALL
+            .iter()
+            .map(|r| r.reason())
+            .filter(|r| !c.drops.contains_key(r))
+            .map(|r| (r, 0));
+        m.labelled(
+            "drops",
+            c.drops
+                .iter()
+                .map(|(r, n)| (*r, *n))
+                .chain(unseen)
+                .map(|(r, n)| (format!("reason=\"{r}\""), n)),
+        );
+        let event = |(what, n): (&str, u64)| (format!("event=\"{what}\""), n);
+        let h = &c.hello;
+        m.labelled(
+            "hello",
+            [
+                ("sent", h.sent),
+                ("received", h.received),
+                ("neighbor_failures", h.neighbor_failures),
+                ("neighbor_restarts", h.neighbor_restarts),
+            ]
+            .map(event),
+        );
         let r = &c.refresh;
-        let _ = writeln!(out, "# TYPE pathwise_rsvp_refresh_reduction_total counter");
-        for (what, n) in [
-            ("identified", r.identified),
-            ("summarized", r.summarized),
-            ("retransmitted", r.retransmitted),
-            ("acks_sent", r.acks_sent),
-            ("acks_received", r.acks_received),
-            ("nacks_sent", r.nacks_sent),
-            ("nacks_received", r.nacks_received),
-            ("bundles_sent", r.bundles_sent),
-            ("bundles_received", r.bundles_received),
-        ] {
-            let _ = writeln!(
-                out,
-                "pathwise_rsvp_refresh_reduction_total{{event=\"{what}\"}} {n}"
-            );
-        }
-        let _ = writeln!(out, "# TYPE pathwise_rsvp_integrity_total counter");
-        for (what, n) in [
-            ("signed", i.signed),
-            ("unsigned_no_key", i.unsigned_no_key),
-            ("verified", i.verified),
-            ("challenges_sent", i.challenges_sent),
-            ("responses_sent", i.responses_sent),
-            ("resent", i.resent),
-            ("handshakes", i.handshakes),
-        ] {
-            let _ = writeln!(out, "pathwise_rsvp_integrity_total{{event=\"{what}\"}} {n}");
-        }
-        for (name, v) in [
+        m.labelled(
+            "refresh_reduction",
+            [
+                ("identified", r.identified),
+                ("summarized", r.summarized),
+                ("retransmitted", r.retransmitted),
+                ("acks_sent", r.acks_sent),
+                ("acks_received", r.acks_received),
+                ("nacks_sent", r.nacks_sent),
+                ("nacks_received", r.nacks_received),
+                ("bundles_sent", r.bundles_sent),
+                ("bundles_received", r.bundles_received),
+            ]
+            .map(event),
+        );
+        let i = &c.integrity;
+        m.labelled(
+            "integrity",
+            [
+                ("signed", i.signed),
+                ("unsigned_no_key", i.unsigned_no_key),
+                ("verified", i.verified),
+                ("challenges_sent", i.challenges_sent),
+                ("responses_sent", i.responses_sent),
+                ("resent", i.resent),
+                ("handshakes", i.handshakes),
+            ]
+            .map(event),
+        );
+        m.gauges([
             ("sessions", st.sessions),
             ("path_states", st.psbs),
             ("resv_states", st.rsbs),
@@ -588,13 +584,8 @@ impl RsvpService {
             ("state_bytes", self.engine.state_bytes()),
             ("lsps", self.engine.lsps().len()),
             ("labels_in_use", self.engine.labels_in_use()),
-        ] {
-            let _ = writeln!(
-                out,
-                "# TYPE pathwise_rsvp_{name} gauge\npathwise_rsvp_{name} {v}"
-            );
-        }
-        for (name, v) in [
+        ]);
+        m.counters([
             ("path_timeouts", c.path_timeouts),
             ("resv_timeouts", c.resv_timeouts),
             ("admission_failures", c.admission_failures),
@@ -606,12 +597,7 @@ impl RsvpService {
                 "kernel_drops",
                 self.sockets.iter().map(|s| s.stats().kernel_drops).sum(),
             ),
-        ] {
-            let _ = writeln!(
-                out,
-                "# TYPE pathwise_rsvp_{name}_total counter\npathwise_rsvp_{name}_total {v}"
-            );
-        }
+        ]);
     }
 }
 
