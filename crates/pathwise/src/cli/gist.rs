@@ -10,12 +10,8 @@ use std::time::Duration;
 /// Arguments of `pathwise gist`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The daemon's management socket.
-    #[arg(long, global = true, default_value_os_t = crate::daemon::config::default_socket())]
-    socket: PathBuf,
-    /// Print JSON.
-    #[arg(long, global = true)]
-    json: bool,
+    #[command(flatten)]
+    daemon: crate::cli::DaemonArgs,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -124,8 +120,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                 ShowWhat::Ma => "gist.show.ma",
                 ShowWhat::Counters => "gist.show.counters",
             };
-            let v = crate::mgmt::request(&a.socket, "pathwise daemon", verb, json!({}))?;
-            if a.json {
+            let v = crate::mgmt::request(&a.daemon.socket, "pathwise daemon", verb, json!({}))?;
+            if a.daemon.json {
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 print!("{}", render_show(what, &v));
@@ -141,8 +137,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             duration,
             ..
         } => load(
-            &a.socket,
-            a.json,
+            &a.daemon.socket,
+            a.daemon.json,
             json!({
                 "dest": dest,
                 "sessions": sessions,
@@ -159,8 +155,16 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             interval,
             timeout,
             ..
-        } => ping(&a.socket, a.json, dest, transport, count, interval, timeout),
-        Cmd::Attack(args) => crate::cli::gist_attack::run(&args, a.json),
+        } => ping(
+            &a.daemon.socket,
+            a.daemon.json,
+            dest,
+            transport,
+            count,
+            interval,
+            timeout,
+        ),
+        Cmd::Attack(args) => crate::cli::gist_attack::run(&args, a.daemon.json),
         Cmd::NslpPing {
             ipc_socket,
             nslpid,

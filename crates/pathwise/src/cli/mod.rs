@@ -69,3 +69,14 @@ impl Cli {
         }
     }
 }
+
+/// How a client command reaches a running daemon.
+#[derive(Debug, clap::Args)]
+pub struct DaemonArgs {
+    /// The daemon's management socket.
+    #[arg(long, global = true, default_value_os_t = crate::daemon::config::default_socket())]
+    pub socket: std::path::PathBuf,
+    /// Print JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+}

@@ -8,17 +8,12 @@ use clap::Subcommand;
 use pathwise_core::units::Bandwidth;
 use serde_json::{Value, json};
 use std::net::IpAddr;
-use std::path::PathBuf;
 
 /// Arguments of `pathwise rsvp`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The daemon's management socket.
-    #[arg(long, global = true, default_value_os_t = crate::daemon::config::default_socket())]
-    socket: PathBuf,
-    /// Print JSON.
-    #[arg(long, global = true)]
-    json: bool,
+    #[command(flatten)]
+    daemon: crate::cli::DaemonArgs,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -337,12 +332,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             ShowWhat::Labels => ("rsvp.show.labels", json!({})),
         },
     };
-    let answer = crate::mgmt::request(&a.socket, "pathwise daemon", verb, args)?;
+    let answer = crate::mgmt::request(&a.daemon.socket, "pathwise daemon", verb, args)?;
     let answer = match keep {
         Some(keep) => project(answer, keep),
         None => answer,
     };
-    if a.json {
+    if a.daemon.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
         print!("{}", text(&answer));
