@@ -7,7 +7,9 @@
 #   sudo scripts/gist-chain.sh down
 #
 # Build with `cargo build --release` first. `--without r2` leaves GIST off on that node: it
-# forwards GIST's Queries like any packet and is absent from the pinged path.
+# forwards GIST's Queries like any packet and is absent from the pinged path. When the `openssl`
+# command is there, every node also runs C-mode over TLS with a certificate from a test CA made
+# in /tmp/pw-gist/tls (peers verified), so `ping --transport tls` works.
 #
 # Addresses: link n (1..4) is 10.91.n.0/24 and fd00:91:n::/64; the node west of it is .1 / ::1 on
 # its `e0`, the node east of it .2 / ::2 on its `w0`. H1 = 10.91.1.1, H2 = 10.91.4.2 and
@@ -29,16 +31,38 @@ down() {
     chain_down pwg "$dir"
 }
 
+# A test CA and a certificate per node (EC P-256, 30 days, server and client use), in $dir/tls.
+certs() {
+    local t=$dir/tls n ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+    mkdir -p "$t"
+    openssl req -x509 "${ec[@]}" -keyout "$t/ca.key" -out "$t/ca.pem" -days 30 \
+        -subj "/CN=pathwise test ca" 2>/dev/null
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=DNS:gist-node\n' > "$t/node.ext"
+    for n in "${nodes[@]}"; do
+        openssl req "${ec[@]}" -keyout "$t/$n.key" -out "$t/$n.csr" -subj "/CN=$n" 2>/dev/null
+        openssl x509 -req -in "$t/$n.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" -CAcreateserial \
+            -out "$t/$n.pem" -days 30 -extfile "$t/node.ext" 2>/dev/null
+    done
+}
+
 up() {
     [[ -x $bin ]] || { echo "no pathwise binary at $bin (cargo build --release)" >&2; exit 1; }
     down
     mkdir -p "$dir"
     chain_up pwg 1
+    tls=0
+    if command -v openssl > /dev/null; then certs; tls=1; fi
     for n in "${nodes[@]}"; do
         [[ $n == "$without" ]] && continue
         case $n in h1) ifs='["e0"]' ;; h2) ifs='["w0"]' ;; *) ifs='["w0", "e0"]' ;; esac
-        printf '[daemon]\nsocket = "%s/%s.sock"\n\n[gist]\ninterfaces = %s\nrefresh_period = "30s"\n' \
-            "$dir" "$n" "$ifs" > "$dir/$n.toml"
+        {
+            printf '[daemon]\nsocket = "%s/%s.sock"\n\n[gist]\ninterfaces = %s\nrefresh_period = "30s"\n' \
+                "$dir" "$n" "$ifs"
+            if (( tls )); then
+                printf 'transports = ["udp", "tcp", "tls"]\n\n[gist.tls]\ncertificate = "%s/tls/%s.pem"\nkey = "%s/tls/%s.key"\nca = "%s/tls/ca.pem"\n' \
+                    "$dir" "$n" "$dir" "$n" "$dir"
+            fi
+        } > "$dir/$n.toml"
         ip netns exec "pwg-$n" "$bin" daemon --config "$dir/$n.toml" > "$dir/$n.log" 2>&1 &
         echo $! > "$dir/$n.pid"
     done
@@ -48,6 +72,7 @@ Chain is up. Try:
   $bin gist --socket $dir/h1.sock ping 10.91.4.2 --count 3        # RTT and the path of GIST nodes
   $bin gist --socket $dir/h1.sock ping fd00:91:4::2 --count 3
   $bin gist --socket $dir/h1.sock ping 10.91.4.2 --transport tcp  # C-mode: TCP associations
+  $bin gist --socket $dir/h1.sock ping 10.91.4.2 --transport tls  # C-mode over TLS (with openssl)
   $bin gist --socket $dir/r2.sock show ma                          # one per neighbour
   $bin gist --socket $dir/r2.sock show mrs                         # routing state per session
   $bin gist --socket $dir/r2.sock show counters                    # messages, drops by reason
