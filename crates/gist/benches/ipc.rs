@@ -6,12 +6,14 @@
 //! `pathwise gist nslp-ping` runs it in another process. A ping session from A is set up first;
 //! each iteration then hands B the same D-mode Data message (a ping request for that session)
 //! and runs until B has sent the reply: one RecvMessage upcall and one SendMessage per message.
-//! Over IPC that is a Recv frame out, a Send frame in and a SendResult frame out, and the
-//! benchmark thread polls the server the way the daemon's loop does.
+//! Over IPC that is a Recv frame out and a (pipelined, unanswered) Send frame in, and the
+//! benchmark thread polls the server the way the daemon's loop does. The `_batch32` variants
+//! hand B 32 such messages at once and run until all 32 replies are out: under load, upcalls
+//! and SendMessages share wake-ups, reads and writes.
 //!
 //! `cargo bench -p pathwise-gist --bench ipc`. Besides criterion's wall time per message it
-//! prints the CPU time per message of the whole process (both threads: `/proc/self/stat` utime
-//! + stime over 20,000 messages), the thesis's measure.
+//! prints the CPU time per message of the whole process (both threads: on-CPU nanoseconds from
+//! `/proc/self/task/*/schedstat` over 100,000 messages), the thesis's measure.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -104,15 +106,26 @@ impl NodeB {
 
     /// Hand B `t` and run until it transmits; the transmit.
     fn input(&mut self, now: Instant, t: &Transmit) -> Transmit {
-        deliver(&mut self.b, now, t);
+        self.input_batch(now, t, 1)
+    }
+
+    /// Hand B `t` `n` times and run until it has transmitted `n` times; the last transmit.
+    fn input_batch(&mut self, now: Instant, t: &Transmit, n: usize) -> Transmit {
+        for _ in 0..n {
+            deliver(&mut self.b, now, t);
+        }
+        let mut left = n;
         loop {
             if let Some(ipc) = &mut self.ipc {
                 ipc.flush();
                 ipc.poll(&mut self.b, now);
             }
-            if let Some(out) = self.b.poll_transmit() {
-                while self.b.poll_event().is_some() {}
-                return out;
+            while let Some(out) = self.b.poll_transmit() {
+                left -= 1;
+                if left == 0 {
+                    while self.b.poll_event().is_some() {}
+                    return out;
+                }
             }
             let Some(ipc) = &self.ipc else {
                 panic!("no answer in process");
@@ -163,34 +176,39 @@ fn setup(node: &mut NodeB) -> Transmit {
     data
 }
 
+/// On-CPU nanoseconds of the whole process (every thread), from each thread's schedstat.
 fn cpu_ns() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    // Fields 14 and 15 (utime, stime) are at 11 and 12 after the command name; clock ticks.
-    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) * 10_000_000
+    std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("nslp_api");
-    for (name, over_ipc) in [("inprocess", false), ("ipc", true)] {
+    for (name, over_ipc, batch) in [
+        ("inprocess", false, 1),
+        ("ipc", true, 1),
+        ("inprocess_batch32", false, 32),
+        ("ipc_batch32", true, 32),
+    ] {
         let mut node = NodeB::new(over_ipc);
         let data = setup(&mut node);
         let mut now = Instant::from_millis(2);
+        g.throughput(criterion::Throughput::Elements(batch as u64));
         g.bench_function(name, |bch| {
             bch.iter(|| {
                 now += Duration::from_micros(1);
-                node.input(now, &data)
+                node.input_batch(now, &data, batch)
             })
         });
-        const N: u64 = 20_000;
+        const N: u64 = 100_000;
         let (t0, c0) = (std::time::Instant::now(), cpu_ns());
-        for _ in 0..N {
+        for _ in 0..N / batch as u64 {
             now += Duration::from_micros(1);
-            node.input(now, &data);
+            node.input_batch(now, &data, batch);
         }
         let (wall, cpu) = (t0.elapsed().as_nanos() as u64 / N, (cpu_ns() - c0) / N);
         println!("{name}: {wall} ns wall, {cpu} ns CPU (both threads) per message");

@@ -12,7 +12,17 @@ use std::net::IpAddr;
 impl GistApi for GistEngine {
     fn send_message(&mut self, now: Instant, msg: SendMessage) -> Result<MessageHandle, ApiError> {
         self.now = self.now.max(now);
-        self.api_send(now, msg)
+        self.api_send(now, msg, None)
+    }
+
+    fn send_message_with_handle(
+        &mut self,
+        now: Instant,
+        handle: MessageHandle,
+        msg: SendMessage,
+    ) -> Result<(), ApiError> {
+        self.now = self.now.max(now);
+        self.api_send(now, msg, Some(handle)).map(drop)
     }
 
     fn set_state_lifetime(

@@ -32,11 +32,12 @@ pub(crate) fn object_value_info(t: u16, mri: &Mri) -> AdditionalInfo {
 }
 
 impl GistEngine {
-    /// SendMessage (B.1).
+    /// SendMessage (B.1), under the NSLP's own `handle` if it chose one.
     pub(super) fn api_send(
         &mut self,
         now: Instant,
         msg: SendMessage,
+        handle: Option<MessageHandle>,
     ) -> Result<MessageHandle, ApiError> {
         if !self.served.contains(&msg.nslpid) {
             return Err(ApiError::UnknownNslpid(msg.nslpid));
@@ -53,7 +54,7 @@ impl GistEngine {
         let key = MrsKey::new(&msg.mri, msg.nslpid, msg.session_id);
         if msg.mri.is_upstream() {
             let idx = self.lookup(&key).ok_or(ApiError::NoRoutingState)?;
-            let handle = self.alloc_handle();
+            let handle = handle.unwrap_or_else(|| self.alloc_handle());
             let p = Pending {
                 handle,
                 data: msg.nslp_data,
@@ -89,7 +90,7 @@ impl GistEngine {
         if self.source_for(dst).is_none() {
             return Err(ApiError::NoLocalAddress);
         }
-        let handle = self.alloc_handle();
+        let handle = handle.unwrap_or_else(|| self.alloc_handle());
         let p = Pending {
             handle,
             data: msg.nslp_data,

@@ -3,8 +3,14 @@
 //! exactly as the engine does in-process, so a plug-in (the Ping NSLP, say) runs unchanged as
 //! its own process.
 //!
-//! Blocking, one thread: `send_message` waits for GIST's answer (frames that arrive meanwhile
-//! are kept for later), as the in-process call returns its handle at once.
+//! Blocking, one thread. `send_message` does not wait for GIST: the client picks the handle
+//! and a refusal comes back later as a MessageStatus ([`DeliveryError::Refused`]), so a message
+//! costs one frame one way. [`IpcGist::serve_one`] takes every upcall one read brought and
+//! sends everything the NSLP said in answer with one write; outside it, each call is written at
+//! once. The socket's read timeout is set only when the wanted timeout changes (never while
+//! serving for ever).
+//!
+//! [`DeliveryError::Refused`]: crate::nslp::DeliveryError::Refused
 
 use super::wire::{Frame, FrameBuffer, IpcError, Refusal};
 use crate::nslp::{
@@ -74,16 +80,25 @@ pub enum Upcall {
 pub struct IpcGist {
     stream: UnixStream,
     rx: FrameBuffer,
+    /// Read buffer, [`READ_CHUNK`] bytes.
+    chunk: Box<[u8]>,
     tx: Vec<u8>,
     nslpid: u16,
     local: Vec<IpAddr>,
     upcalls: VecDeque<Upcall>,
     reports: VecDeque<NslpEvent>,
-    next_req: u32,
+    next_handle: u64,
     rng: SeededRng,
+    /// The read timeout the socket has now (`None`: not set by us yet).
+    read_timeout: Option<Option<std::time::Duration>>,
+    /// Frames are queued in `tx` until the batch of upcalls is served.
+    batching: bool,
     /// The first failure; every later call fails at once.
     broken: bool,
 }
+
+/// Bytes asked of the socket per read: a wake-up's worth of upcalls.
+const READ_CHUNK: usize = 64 * 1024;
 
 impl IpcGist {
     /// Connect to the socket at `path` and register `nslpid`.
@@ -96,13 +111,16 @@ impl IpcGist {
         let mut c = IpcGist {
             stream,
             rx: FrameBuffer::default(),
+            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             tx: Vec::new(),
             nslpid,
             local: Vec::new(),
             upcalls: VecDeque::new(),
             reports: VecDeque::new(),
-            next_req: 1,
+            next_handle: 1,
             rng: pathwise_core::rng::seeded(pathwise_core::rand::random()),
+            read_timeout: None,
+            batching: false,
             broken: false,
         };
         c.write(&Frame::Register { nslpid })?;
@@ -165,14 +183,38 @@ impl IpcGist {
         nslp: &mut dyn Nslp,
         timeout: Option<std::time::Duration>,
     ) -> Result<bool, ClientError> {
-        let Some(u) = self.next_upcall(timeout)? else {
+        let Some(first) = self.next_upcall(timeout)? else {
             return Ok(false);
         };
+        // Serve what this read brought, then answer with one write.
+        self.batching = true;
+        let mut next = Some(first);
+        let mut r = Ok(());
+        while let Some(u) = next {
+            self.serve_upcall(nslp, u);
+            next = match self.buffered_upcall() {
+                Ok(u) => u,
+                Err(e) => {
+                    r = Err(e);
+                    None
+                }
+            };
+        }
+        self.batching = false;
+        r?;
+        self.flush()?;
+        if self.broken {
+            return Err(ClientError::Closed);
+        }
+        Ok(true)
+    }
+
+    fn serve_upcall(&mut self, nslp: &mut dyn Nslp, u: Upcall) {
         match u {
             Upcall::Recv { upcall, now, msg } => {
                 let d = nslp.recv_message(now, self, msg);
                 if upcall != 0 {
-                    self.decide(upcall, d)?;
+                    let _ = self.decide(upcall, d);
                 }
             }
             Upcall::Status { now, status } => nslp.message_status(now, self, status),
@@ -180,10 +222,39 @@ impl IpcGist {
                 nslp.network_notification(now, self, notification)
             }
         }
+    }
+
+    /// The next upcall already received, without reading.
+    fn buffered_upcall(&mut self) -> Result<Option<Upcall>, ClientError> {
+        if let Some(u) = self.upcalls.pop_front() {
+            return Ok(Some(u));
+        }
+        while let Some(f) = self.rx.next_frame().inspect_err(|_| self.broken = true)? {
+            if let Frame::Refused { reason } = f {
+                self.broken = true;
+                return Err(ClientError::Refused(reason));
+            }
+            if let Some(u) = as_upcall(f)? {
+                return Ok(Some(u));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Write the frames queued so far.
+    pub fn flush(&mut self) -> Result<(), ClientError> {
+        if self.tx.is_empty() {
+            return Ok(());
+        }
         if self.broken {
             return Err(ClientError::Closed);
         }
-        Ok(true)
+        let r = self.stream.write_all(&self.tx);
+        self.tx.clear();
+        if r.is_err() {
+            self.broken = true;
+        }
+        Ok(r?)
     }
 
     /// Serve `nslp` until the connection ends (the daemon stops, or an error).
@@ -199,13 +270,11 @@ impl IpcGist {
         if self.broken {
             return Err(ClientError::Closed);
         }
-        self.tx.clear();
         f.encode(&mut self.tx);
-        let r = self.stream.write_all(&self.tx);
-        if r.is_err() {
-            self.broken = true;
+        if self.batching {
+            return Ok(());
         }
-        Ok(r?)
+        self.flush()
     }
 
     fn read_frame(
@@ -226,8 +295,9 @@ impl IpcGist {
         if self.broken {
             return Err(ClientError::Closed);
         }
+        // Whatever we said must be out before we wait for an answer.
+        self.flush()?;
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
-        let mut buf = [0u8; 16 * 1024];
         loop {
             if let Some(f) = self.rx.next_frame()? {
                 if let Frame::Refused { reason } = f {
@@ -245,10 +315,13 @@ impl IpcGist {
                     Some(left)
                 }
             };
-            self.stream.set_read_timeout(wait)?;
-            match self.stream.read(&mut buf) {
+            if self.read_timeout != Some(wait) {
+                self.stream.set_read_timeout(wait)?;
+                self.read_timeout = Some(wait);
+            }
+            match self.stream.read(&mut self.chunk) {
                 Ok(0) => return Err(ClientError::Closed),
-                Ok(n) => self.rx.extend(&buf[..n]),
+                Ok(n) => self.rx.extend(&self.chunk[..n]),
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -262,26 +335,6 @@ impl IpcGist {
             }
         }
     }
-
-    /// Send `frame` and wait for the answer to request `req`, keeping upcalls for later.
-    fn call(
-        &mut self,
-        frame: &Frame,
-        req: u32,
-    ) -> Result<Result<MessageHandle, ApiError>, ClientError> {
-        self.write(frame)?;
-        loop {
-            match self.read_frame(None)? {
-                None => continue,
-                Some(Frame::SendResult { req: r, result }) if r == req => return Ok(result),
-                Some(f) => {
-                    if let Some(u) = as_upcall(f)? {
-                        self.upcalls.push_back(u);
-                    }
-                }
-            }
-        }
-    }
 }
 
 fn as_upcall(f: Frame) -> Result<Option<Upcall>, ClientError> {
@@ -289,24 +342,33 @@ fn as_upcall(f: Frame) -> Result<Option<Upcall>, ClientError> {
         Frame::Recv { upcall, now, msg } => Upcall::Recv { upcall, now, msg },
         Frame::Status { now, status } => Upcall::Status { now, status },
         Frame::Notify { now, notification } => Upcall::Notify { now, notification },
-        Frame::SendResult { .. } => return Ok(None), // a late answer to a call that failed
         f => return Err(ClientError::Unexpected(Box::new(f))),
     }))
 }
 
 impl GistApi for IpcGist {
-    /// SendMessage over the socket. A broken connection answers
-    /// [`ApiError::UnknownNslpid`]: GIST no longer serves the NSLPID for this client.
-    fn send_message(&mut self, _now: Instant, msg: SendMessage) -> Result<MessageHandle, ApiError> {
-        let req = self.next_req;
-        self.next_req = self.next_req.wrapping_add(1).max(1);
-        match self.call(&Frame::Send { req, msg }, req) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::debug!(error = %e, "IPC SendMessage failed");
-                Err(ApiError::UnknownNslpid(self.nslpid))
-            }
-        }
+    /// SendMessage over the socket, under the next handle of this connection; GIST's refusal
+    /// comes later as a MessageStatus. A broken connection answers
+    /// [`ApiError::UnknownNslpid`] at once: GIST no longer serves the NSLPID for this client.
+    fn send_message(&mut self, now: Instant, msg: SendMessage) -> Result<MessageHandle, ApiError> {
+        let handle = MessageHandle(self.next_handle);
+        self.next_handle = self.next_handle.wrapping_add(1);
+        self.send_message_with_handle(now, handle, msg)?;
+        Ok(handle)
+    }
+
+    /// As [`GistApi::send_message`], under the caller's handle (which should not collide with
+    /// the ones this connection hands out: 1, 2, 3, …).
+    fn send_message_with_handle(
+        &mut self,
+        _now: Instant,
+        handle: MessageHandle,
+        msg: SendMessage,
+    ) -> Result<(), ApiError> {
+        self.write(&Frame::Send { handle, msg }).map_err(|e| {
+            tracing::debug!(error = %e, "IPC SendMessage failed");
+            ApiError::UnknownNslpid(self.nslpid)
+        })
     }
 
     fn set_state_lifetime(

@@ -17,7 +17,7 @@
 use super::wire::{Frame, FrameBuffer, Refusal};
 use crate::GistEngine;
 use crate::nslp::{
-    GistApi, MessageStatus, NetworkNotification, Nslp, RecvMessage, RoutingDecision,
+    DeliveryError, GistApi, MessageStatus, NetworkNotification, Nslp, RecvMessage, RoutingDecision,
 };
 use core::any::Any;
 use pathwise_core::time::Instant;
@@ -33,6 +33,8 @@ use std::time::Duration;
 const MAX_BACKLOG: usize = 8 << 20;
 /// Most simultaneous connections.
 const MAX_CLIENTS: usize = 256;
+/// Bytes asked of a client's socket per read (reads repeat while they fill it).
+const READ_CHUNK: usize = 16 * 1024;
 
 /// Counters of the IPC server.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,6 +76,8 @@ struct Conn {
     /// Frames read during a Routing-State-Check wait after its answer, for the next poll.
     backlog: std::collections::VecDeque<Frame>,
     rx: FrameBuffer,
+    /// Read buffer, [`READ_CHUNK`] bytes.
+    chunk: Box<[u8]>,
     tx: Vec<u8>,
     nslpid: Option<u16>,
     next_upcall: u32,
@@ -116,7 +120,7 @@ impl Conn {
         if self.dead.is_some() {
             return out;
         }
-        let mut buf = [0u8; 16 * 1024];
+        let buf = &mut self.chunk;
         if let Some(w) = wait {
             // A Routing-State-Check: block for the answer, briefly.
             let _ = self.stream.set_nonblocking(false);
@@ -125,7 +129,7 @@ impl Conn {
                 .set_read_timeout(Some(w.max(Duration::from_micros(1))));
         }
         loop {
-            match (&*self.stream).read(&mut buf) {
+            match (&*self.stream).read(buf) {
                 Ok(0) => {
                     self.dead = Some("closed");
                     break;
@@ -193,12 +197,21 @@ fn serve_api(
     let nslpid = conn.borrow().nslpid;
     let reply = match (f, nslpid) {
         (f @ (Frame::Decision { .. } | Frame::Register { .. }), _) => return Some(f),
-        (Frame::Send { req, mut msg }, Some(n)) => {
+        (Frame::Send { handle, mut msg }, Some(n)) => {
             msg.nslpid = n; // a client speaks for its own NSLPID only
-            Some(Frame::SendResult {
-                req,
-                result: gist.send_message(now, msg),
-            })
+            let session_id = msg.session_id;
+            // Pipelined: only a refusal is answered, as the MessageStatus it would have been.
+            gist.send_message_with_handle(now, handle, msg)
+                .err()
+                .map(|e| Frame::Status {
+                    now,
+                    status: MessageStatus {
+                        handle,
+                        nslpid: n,
+                        session_id,
+                        error: Some(DeliveryError::Refused(e)),
+                    },
+                })
         }
         (
             Frame::SetStateLifetime {
@@ -248,6 +261,9 @@ fn serve_api(
     let mut st = stats.borrow_mut();
     st.api_calls += 1;
     if let Some(r) = reply {
+        if matches!(r, Frame::Status { .. }) {
+            st.upcalls += 1;
+        }
         conn.borrow_mut().queue(&r, &mut st);
     }
     None
@@ -454,6 +470,7 @@ impl IpcServer {
                 stream,
                 backlog: Default::default(),
                 rx: FrameBuffer::default(),
+                chunk: vec![0; READ_CHUNK].into_boxed_slice(),
                 tx: Vec::new(),
                 nslpid: None,
                 next_upcall: 0,
@@ -536,8 +553,8 @@ impl IpcServer {
                 let mut st = self.stats.borrow_mut();
                 frames.extend(conn.borrow_mut().read(None, &mut st));
             }
-            for f in frames {
-                self.serve(engine, now, &conn, f);
+            if !frames.is_empty() {
+                self.serve(engine, now, &conn, frames);
             }
             conn.borrow_mut().flush();
         }
@@ -551,27 +568,58 @@ impl IpcServer {
         }
     }
 
-    fn serve(&mut self, engine: &mut GistEngine, now: Instant, conn: &Shared<Conn>, f: Frame) {
-        if conn.borrow().dead.is_some() {
-            return;
-        }
-        let nslpid = conn.borrow().nslpid;
-        let f = match nslpid {
-            // The client's own plug-in slot gives the engine as its API, and dispatches what
-            // the call causes.
-            Some(n) => {
-                let (c, st) = (Rc::clone(conn), Rc::clone(&self.stats));
-                match engine.with_nslpid(now, n, move |_, api| serve_api(&c, &st, api, now, f)) {
-                    Some(r) => r,
-                    None => return,
+    /// Serve the frames one wake-up brought from a client.
+    fn serve(
+        &mut self,
+        engine: &mut GistEngine,
+        now: Instant,
+        conn: &Shared<Conn>,
+        frames: Vec<Frame>,
+    ) {
+        let Some(n) = conn.borrow().nslpid else {
+            // Before registering: one by one, so that frames after a Register are served as
+            // the registered client's.
+            let mut frames = frames.into_iter();
+            while let Some(f) = frames.next() {
+                if conn.borrow().dead.is_some() {
+                    return;
+                }
+                match serve_api(conn, &self.stats, engine, now, f) {
+                    Some(Frame::Register { nslpid }) => {
+                        self.register(engine, conn, nslpid);
+                        if conn.borrow().nslpid.is_some() {
+                            let rest: Vec<Frame> = frames.collect();
+                            if !rest.is_empty() {
+                                self.serve(engine, now, conn, rest);
+                            }
+                            return;
+                        }
+                    }
+                    Some(Frame::Decision { .. }) => self.stats.borrow_mut().stale_decisions += 1,
+                    _ => {}
                 }
             }
-            None => serve_api(conn, &self.stats, engine, now, f),
+            return;
         };
-        match f {
-            Some(Frame::Register { nslpid }) => self.register(engine, conn, nslpid),
-            Some(Frame::Decision { .. }) => self.stats.borrow_mut().stale_decisions += 1,
-            _ => {}
+        // The client's own plug-in slot gives the engine as its API, and dispatches what the
+        // calls cause, once for the batch.
+        let (c, st) = (Rc::clone(conn), Rc::clone(&self.stats));
+        let rest = engine.with_nslpid(now, n, move |_, api| {
+            let mut rest = Vec::new();
+            for f in frames {
+                if c.borrow().dead.is_some() {
+                    break;
+                }
+                rest.extend(serve_api(&c, &st, api, now, f));
+            }
+            rest
+        });
+        for f in rest.into_iter().flatten() {
+            match f {
+                Frame::Register { nslpid } => self.register(engine, conn, nslpid),
+                Frame::Decision { .. } => self.stats.borrow_mut().stale_decisions += 1,
+                _ => {}
+            }
         }
     }
 

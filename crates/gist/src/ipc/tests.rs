@@ -62,12 +62,13 @@ fn delivery_error() -> impl Strategy<Value = DeliveryError> {
         Just(DeliveryError::MessageTooLarge),
         Just(DeliveryError::QueueFull),
         Just(DeliveryError::Unsupported),
+        api_error().prop_map(DeliveryError::Refused),
     ]
 }
 
 fn frame() -> BoxedStrategy<Frame> {
     let send = (
-        any::<u32>(),
+        any::<u64>(),
         any::<u16>(),
         sid(),
         mri(),
@@ -79,9 +80,9 @@ fn frame() -> BoxedStrategy<Frame> {
         data(),
     )
         .prop_map(
-            |(req, nslpid, session_id, mri, sii, transfer, timeout, ip_ttl, gist_hops, d)| {
+            |(handle, nslpid, session_id, mri, sii, transfer, timeout, ip_ttl, gist_hops, d)| {
                 Frame::Send {
-                    req,
+                    handle: MessageHandle(handle),
                     msg: SendMessage {
                         nslp_data: d,
                         nslpid,
@@ -186,14 +187,6 @@ fn frame() -> BoxedStrategy<Frame> {
         }),
         (any::<u16>(), vec(any_addr(), 0..4))
             .prop_map(|(nslpid, local)| Frame::Registered { nslpid, local }),
-        (
-            any::<u32>(),
-            prop_oneof![
-                any::<u64>().prop_map(|h| Ok(MessageHandle(h))),
-                api_error().prop_map(Err)
-            ]
-        )
-            .prop_map(|(req, result)| Frame::SendResult { req, result }),
         recv,
         (
             any::<u64>(),
@@ -315,17 +308,47 @@ fn bad_frames_are_typed_errors() {
         Frame::decode(&[0, 0, 0, 2, 9, 1]),
         Err(IpcError::BadVersion(9))
     );
+    // Version 1 (SendMessage answered by SendResult) is not spoken any more.
     assert_eq!(
-        Frame::decode(&[0, 0, 0, 2, 1, 0x7f]),
-        Err(IpcError::UnknownKind(0x7f))
+        Frame::decode(&[0, 0, 0, 4, 1, 1, 0, 1]),
+        Err(IpcError::BadVersion(1))
     );
     assert_eq!(
-        Frame::decode(&[0, 0, 0, 3, 1, 1, 0]),
+        Frame::decode(&[0, 0, 0, 2, VERSION, 0x7f]),
+        Err(IpcError::UnknownKind(0x7f))
+    );
+    // Version 1's SendResult kind is retired.
+    assert_eq!(
+        Frame::decode(&[0, 0, 0, 2, VERSION, 0x82]),
+        Err(IpcError::UnknownKind(0x82))
+    );
+    assert_eq!(
+        Frame::decode(&[0, 0, 0, 3, VERSION, 1, 0]),
         Err(IpcError::Truncated)
     );
     assert_eq!(
-        Frame::decode(&[0, 0, 0, 5, 1, 1, 0, 1, 0]),
+        Frame::decode(&[0, 0, 0, 5, VERSION, 1, 0, 1, 0]),
         Err(IpcError::Trailing(1))
+    );
+    // A refusal with no API error behind it.
+    let mut st = Frame::Status {
+        now: Instant::ZERO,
+        status: MessageStatus {
+            handle: MessageHandle(1),
+            nslpid: 1,
+            session_id: SessionId([0; 16]),
+            error: Some(DeliveryError::Refused(ApiError::UnsupportedMri)),
+        },
+    }
+    .to_bytes();
+    let n = st.len();
+    st[n - 3] = 0; // the ApiError code
+    assert_eq!(
+        Frame::decode(&st),
+        Err(IpcError::BadValue {
+            field: "api error",
+            value: 0
+        })
     );
     assert_eq!(
         Frame::decode(b"GET / HTTP/1.1\r\n"),
@@ -512,11 +535,179 @@ fn garbage_is_counted_and_dropped() {
     server.adopt(ours).unwrap();
     let mri = Mri::PathCoupled(PathCoupledMri::flow(A, B));
     let f = Frame::Send {
-        req: 1,
+        handle: MessageHandle(1),
         msg: SendMessage::new(NSLPID, SessionId([1; 16]), mri, vec![]),
     };
     theirs.write_all(&f.to_bytes()).unwrap();
     server.poll(&mut b, Instant::ZERO);
     assert_eq!(server.clients(), 1);
     assert_eq!(server.stats().refused, 1);
+}
+
+/// SendMessage is pipelined: the client does not wait, GIST answers only a refusal, as a
+/// MessageStatus under the client's handle.
+#[test]
+fn send_message_is_pipelined_and_refusals_come_back_as_status() {
+    const N: usize = 50;
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let client = std::thread::spawn(move || {
+        let mut gist = IpcGist::register(theirs, NSLPID).unwrap();
+        let now = Instant::ZERO;
+        let mri = Mri::PathCoupled(PathCoupledMri::flow(B, A));
+        let mut secure = SendMessage::new(NSLPID, SessionId([9; 16]), mri.clone(), vec![1]);
+        secure.transfer.secure = true; // no TLS on this node: refused
+        let refused = gist.send_message(now, secure).unwrap();
+        let mut handles = vec![refused];
+        for i in 0..N {
+            let sid = SessionId([i as u8 + 10; 16]);
+            let msg = SendMessage::new(NSLPID, sid, mri.clone(), vec![2]);
+            handles.push(gist.send_message(now, msg).unwrap());
+        }
+        let u = gist
+            .next_upcall(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        (handles, u)
+    });
+    let mut b = engine(B, 2);
+    let mut server = IpcServer::unbound();
+    server.adopt(ours).unwrap();
+    let t0 = std::time::Instant::now();
+    let mut sent = 0;
+    while server.stats().api_calls < N as u64 + 1 {
+        server.poll(&mut b, Instant::ZERO);
+        while b.poll_transmit().is_some() {
+            sent += 1;
+        }
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            server.stats()
+        );
+    }
+    while b.poll_transmit().is_some() {
+        sent += 1;
+    }
+    server.flush();
+    let (handles, u) = client.join().unwrap();
+    assert_eq!(sent, N, "one Query per session");
+    let distinct: std::collections::HashSet<_> = handles.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        N + 1,
+        "handles are the client's, one per message"
+    );
+    match u {
+        Some(Upcall::Status { status, .. }) => {
+            assert_eq!(status.handle, handles[0]);
+            assert_eq!(
+                status.error,
+                Some(DeliveryError::Refused(ApiError::Unsupported))
+            );
+        }
+        other => panic!("expected the refusal, got {other:?}"),
+    }
+    assert_eq!(server.stats().upcalls, 1);
+}
+
+/// One frame of every kind, as seeds for the `gist_ipc_frame` fuzz target:
+/// `PATHWISE_FUZZ_SEEDS=$PWD/fuzz/seeds/gist_ipc_frame cargo test -p pathwise-gist --lib
+/// ipc::tests::write_fuzz_seeds -- --ignored --exact`.
+#[test]
+#[ignore = "writes files; run by hand"]
+fn write_fuzz_seeds() {
+    let dir = std::env::var("PATHWISE_FUZZ_SEEDS").expect("PATHWISE_FUZZ_SEEDS=directory");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sid = SessionId([7; 16]);
+    let mri = Mri::PathCoupled(PathCoupledMri::flow(A, B));
+    let mut secure = SendMessage::new(NSLPID, sid, mri.clone(), vec![1, 2, 3]);
+    secure.transfer.secure = true;
+    secure.timeout = Some(Duration::from_millis(500));
+    let status = |error| Frame::Status {
+        now: Instant::from_millis(3),
+        status: MessageStatus {
+            handle: MessageHandle(9),
+            nslpid: NSLPID,
+            session_id: sid,
+            error,
+        },
+    };
+    let frames = [
+        ("register", Frame::Register { nslpid: NSLPID }),
+        (
+            "send",
+            Frame::Send {
+                handle: MessageHandle(1),
+                msg: secure,
+            },
+        ),
+        (
+            "decision",
+            Frame::Decision {
+                upcall: 1,
+                decision: RoutingDecision::Accept {
+                    response_data: Some(vec![4]),
+                },
+            },
+        ),
+        (
+            "registered",
+            Frame::Registered {
+                nslpid: NSLPID,
+                local: vec![A, "fd00::1".parse().unwrap()],
+            },
+        ),
+        (
+            "recv_check",
+            Frame::Recv {
+                upcall: 1,
+                now: Instant::from_millis(2),
+                msg: RecvMessage {
+                    nslp_data: vec![5, 6],
+                    nslpid: NSLPID,
+                    session_id: sid,
+                    mri: mri.clone(),
+                    routing_state_check: true,
+                    sii_handle: Some(SiiHandle(A)),
+                    transfer: SendMessage::new(NSLPID, sid, mri.clone(), vec![]).transfer,
+                    ip_ttl: 63,
+                    ip_distance: Some(1),
+                    gist_hops: 2,
+                    inbound_interface: IfIndex(1),
+                },
+            },
+        ),
+        ("status_ok", status(None)),
+        (
+            "status_refused",
+            status(Some(DeliveryError::Refused(ApiError::UnknownNslpid(
+                NSLPID,
+            )))),
+        ),
+        (
+            "notify",
+            Frame::Notify {
+                now: Instant::from_millis(4),
+                notification: NetworkNotification {
+                    nslpid: NSLPID,
+                    session_id: sid,
+                    mri: mri.clone(),
+                    kind: NotificationKind::RoutingStateLost {
+                        direction: Direction::Upstream,
+                    },
+                },
+            },
+        ),
+        (
+            "refused",
+            Frame::Refused {
+                reason: Refusal::NslpidTaken,
+            },
+        ),
+    ];
+    let mut stream = Vec::new();
+    for (name, f) in &frames {
+        std::fs::write(format!("{dir}/{name}.bin"), f.to_bytes()).unwrap();
+        f.encode(&mut stream);
+    }
+    std::fs::write(format!("{dir}/stream.bin"), stream).unwrap();
 }

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  0: length (32): bytes after this field, 2 ..= MAX_FRAME
-//!  4: version (8) = 1 | kind (8)
+//!  4: version (8) = 2 | kind (8)
 //!  6: body (per kind)
 //! ```
 //!
@@ -13,6 +13,10 @@
 //! No-panic contract: [`Frame::decode`] reads only through [`Reader`], whose every accessor checks
 //! the length first; any byte string yields a frame, "need more bytes", or an [`IpcError`].
 //! [`Frame::encode`] writes into a growing `Vec`, so it cannot fail.
+//!
+//! Version 2 pipelines SendMessage: the client names each message with its own handle and
+//! GIST does not answer; a refusal comes back as a MessageStatus with
+//! [`DeliveryError::Refused`]. Version 1's SendResult frame (kind 0x82) is gone.
 
 use crate::nslp::{
     ApiError, DeliveryError, Direction, MessageHandle, MessageStatus, NetworkNotification,
@@ -25,7 +29,7 @@ use pathwise_core::wire::{Reader, Truncated, Writer};
 use std::net::IpAddr;
 
 /// Protocol version of this codec.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Largest frame (after the length field): NSLP data is bounded by GIST's own message size
 /// (64 KiB objects), so 1 MiB leaves ample room and bounds what a client makes us buffer.
 pub const MAX_FRAME: usize = 1 << 20;
@@ -37,7 +41,7 @@ mod kind {
     pub const INVALIDATE: u8 = 0x04;
     pub const DECISION: u8 = 0x05;
     pub const REGISTERED: u8 = 0x81;
-    pub const SEND_RESULT: u8 = 0x82;
+    // 0x82: version 1's SendResult, not to be reused.
     pub const RECV: u8 = 0x83;
     pub const STATUS: u8 = 0x84;
     pub const NOTIFY: u8 = 0x85;
@@ -51,7 +55,7 @@ pub enum IpcError {
     #[error("frame length {0} out of range")]
     BadLength(u32),
     /// Another protocol version.
-    #[error("protocol version {0} (this side speaks 1)")]
+    #[error("protocol version {0} (this side speaks {VERSION})", VERSION = VERSION)]
     BadVersion(u8),
     /// Unknown frame kind.
     #[error("unknown frame kind {0:#04x}")]
@@ -128,10 +132,11 @@ pub enum Frame {
         /// NSLPID.
         nslpid: u16,
     },
-    /// SendMessage (B.1); answered by [`Frame::SendResult`] with the same `req`.
+    /// SendMessage (B.1) under the client's own handle; not answered unless GIST refuses it
+    /// ([`Frame::Status`] with [`DeliveryError::Refused`]) or delivery fails later.
     Send {
-        /// Request number, echoed.
-        req: u32,
+        /// The client's handle for the message.
+        handle: MessageHandle,
         /// The message.
         msg: SendMessage,
     },
@@ -176,13 +181,6 @@ pub enum Frame {
         /// Local addresses.
         local: Vec<IpAddr>,
     },
-    /// The answer to [`Frame::Send`].
-    SendResult {
-        /// Its request number.
-        req: u32,
-        /// The handle, or why GIST refused at once.
-        result: Result<MessageHandle, ApiError>,
-    },
     /// RecvMessage (B.2). `upcall` ≠ 0: a Routing-State-Check GIST waits on; answer with
     /// [`Frame::Decision`].
     Recv {
@@ -226,9 +224,9 @@ impl Frame {
                 w.u8(kind::REGISTER);
                 w.u16(*nslpid);
             }
-            Frame::Send { req, msg } => {
+            Frame::Send { handle, msg } => {
                 w.u8(kind::SEND);
-                w.u32(*req);
+                w.u64(handle.0);
                 w.u16(msg.nslpid);
                 w.bytes(&msg.session_id.0);
                 put_mri(w, &msg.mri);
@@ -295,21 +293,6 @@ impl Frame {
                 w.u16(n as u16);
                 for a in &local[..n] {
                     put_addr(w, Some(*a));
-                }
-            }
-            Frame::SendResult { req, result } => {
-                w.u8(kind::SEND_RESULT);
-                w.u32(*req);
-                match result {
-                    Ok(h) => {
-                        w.u8(0);
-                        w.u64(h.0);
-                    }
-                    Err(e) => {
-                        let (code, arg) = api_error_code(*e);
-                        w.u8(code);
-                        w.u16(arg);
-                    }
                 }
             }
             Frame::Recv { upcall, now, msg } => {
@@ -407,7 +390,7 @@ impl Frame {
         let f = match k {
             kind::REGISTER => Frame::Register { nslpid: r.u16()? },
             kind::SEND => {
-                let req = r.u32()?;
+                let handle = MessageHandle(r.u64()?);
                 let nslpid = r.u16()?;
                 let session_id = SessionId(r.array()?);
                 let mri = get_mri(r)?;
@@ -418,7 +401,7 @@ impl Frame {
                 let gist_hops = get_opt_u8(r, "gist_hops")?;
                 let nslp_data = get_data(r)?;
                 Frame::Send {
-                    req,
+                    handle,
                     msg: SendMessage {
                         nslp_data,
                         nslpid,
@@ -469,17 +452,6 @@ impl Frame {
                     local.push(get_addr(r)?.ok_or(bad("local address", 0))?);
                 }
                 Frame::Registered { nslpid, local }
-            }
-            kind::SEND_RESULT => {
-                let req = r.u32()?;
-                let result = match r.u8()? {
-                    0 => Ok(MessageHandle(r.u64()?)),
-                    code => {
-                        let arg = r.u16()?;
-                        Err(api_error_from(code, arg)?)
-                    }
-                };
-                Frame::SendResult { req, result }
             }
             kind::RECV => {
                 let upcall = r.u32()?;
@@ -737,6 +709,12 @@ fn put_delivery_error(w: &mut Writer<'_>, e: DeliveryError) {
         DeliveryError::MessageTooLarge => w.u8(4),
         DeliveryError::QueueFull => w.u8(5),
         DeliveryError::Unsupported => w.u8(6),
+        DeliveryError::Refused(e) => {
+            let (code, arg) = api_error_code(e);
+            w.u8(7);
+            w.u8(code);
+            w.u16(arg);
+        }
     }
 }
 
@@ -752,6 +730,10 @@ fn get_delivery_error(r: &mut Reader<'_>) -> Result<Option<DeliveryError>, IpcEr
         4 => DeliveryError::MessageTooLarge,
         5 => DeliveryError::QueueFull,
         6 => DeliveryError::Unsupported,
+        7 => {
+            let code = r.u8()?;
+            DeliveryError::Refused(api_error_from(code, r.u16()?)?)
+        }
         v => return Err(bad("delivery error", v)),
     }))
 }

@@ -191,6 +191,9 @@ pub enum DeliveryError {
     /// A transfer attribute this node or its peer does not support (secure transfer without
     /// TLS).
     Unsupported,
+    /// GIST refused the SendMessage at once; reported this way to an NSLP that did not wait
+    /// for the call's result (over IPC, [`crate::ipc`]).
+    Refused(ApiError),
 }
 
 /// MessageStatus (B.3).
@@ -242,7 +245,7 @@ pub struct NetworkNotification {
 }
 
 /// An API call GIST refused at once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum ApiError {
     /// The NSLPID is not served by this node.
     #[error("NSLPID {0} not served here")]
@@ -283,6 +286,16 @@ pub trait GistApi {
     /// SendMessage (B.1): deliver `msg` to the next peer along its MRI, setting up routing
     /// state first if needed. The outcome may also arrive later as a [`MessageStatus`].
     fn send_message(&mut self, now: Instant, msg: SendMessage) -> Result<MessageHandle, ApiError>;
+
+    /// SendMessage under a handle the NSLP chose (unique among its own messages; GIST only
+    /// echoes it in [`MessageStatus`]): for an NSLP that does not wait for GIST's answer, as
+    /// one over IPC ([`crate::ipc`]) does not.
+    fn send_message_with_handle(
+        &mut self,
+        now: Instant,
+        handle: MessageHandle,
+        msg: SendMessage,
+    ) -> Result<(), ApiError>;
 
     /// SetStateLifetime (B.5): keep (downstream) routing state for this session for
     /// `lifetime` from now, refreshing it as needed; zero lets it lapse at once.

@@ -47,11 +47,12 @@ pub enum Bench {
     /// GIST daemons on the five-node network-namespace chain (root): the load client over UDP,
     /// TCP and TLS — session setup time (per hop), RTTs, daemons' CPU time per session.
     GistChain {
-        /// Sessions per run.
-        #[arg(long, default_value_t = 500)]
+        /// Sessions per run (thousands, so that R2's CPU per session is well above the
+        /// clock's resolution and the daemon's idle cost).
+        #[arg(long, default_value_t = 5000)]
         sessions: u32,
         /// Sessions opened per second (and pings per second after).
-        #[arg(long, default_value_t = 100.0)]
+        #[arg(long, default_value_t = 500.0)]
         rate: f64,
         /// Rounds (each transport once per round, alternating); medians are reported.
         #[arg(long, default_value_t = 3)]
