@@ -83,6 +83,10 @@ pub struct GistService {
     /// (another NSLP's Queries), sent on.
     transit_forwarded: u64,
     send_errors: u64,
+    /// Returns from the daemon loop's poll(2), and those that timed out before the deadline
+    /// they waited for (work for nothing; 0 unless the loop's timeout arithmetic is wrong).
+    wakeups: u64,
+    early_wakeups: u64,
 }
 
 /// Addresses GIST may use and name in its NLI: not loopback, not IPv6 link-local (an NLI
@@ -202,6 +206,8 @@ impl GistService {
             pings: Vec::new(),
             transit_forwarded: 0,
             send_errors: 0,
+            wakeups: 0,
+            early_wakeups: 0,
         };
         s.on_readable();
         Ok(s)
@@ -247,6 +253,12 @@ impl GistService {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// The daemon loop woke up; `early`: its poll timed out before the deadline it waited for.
+    pub fn note_wakeup(&mut self, early: bool) {
+        self.wakeups += 1;
+        self.early_wakeups += u64::from(early);
     }
 
     /// Drain every socket and the routing feed, then let the engine act.
@@ -712,6 +724,8 @@ impl GistService {
             "tls_refused_by_peer": c.tls_refused_by_peer,
             "tls_handshake_failures": self.tls_streams.as_ref().map_or(0, |s| s.stats().tls_handshake_failures),
             "send_errors": self.send_errors,
+            "wakeups": self.wakeups,
+            "early_wakeups": self.early_wakeups,
             "kernel_drops": self.sockets.iter().map(|s| s.raw().stats().kernel_drops).sum::<u64>(),
             "routing_states": st.routing_states,
             "peers": st.peers,
@@ -764,6 +778,8 @@ impl GistService {
             ("handshake_failures", c.handshake_failures),
             ("cookies_rejected", c.cookies_rejected),
             ("send_errors", self.send_errors),
+            ("wakeups", self.wakeups),
+            ("early_wakeups", self.early_wakeups),
         ] {
             let _ = writeln!(
                 out,

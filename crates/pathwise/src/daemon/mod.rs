@@ -101,11 +101,7 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
         .into_iter()
         .flatten()
         .min();
-        let wait = deadline
-            .map_or(Duration::from_secs(1), |d| {
-                d.saturating_duration_since(Instant::now())
-            })
-            .min(Duration::from_secs(1));
+        let (timeout, timed) = poll_timeout(deadline, Instant::now(), Duration::from_secs(1));
         {
             let mut pfds: Vec<PollFd<'_>> = rsvp
                 .iter()
@@ -123,13 +119,14 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
                 }));
             }
             pfds.push(PollFd::new(wake_rx.as_fd(), PollFlags::POLLIN));
-            let ms = i32::try_from(wait.as_millis()).unwrap_or(1000);
-            match poll(
-                &mut pfds,
-                PollTimeout::try_from(ms).unwrap_or(PollTimeout::NONE),
-            ) {
-                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            let early = match poll(&mut pfds, timeout) {
+                // Timed out waiting for an engine deadline that has not come: a wasted wake-up.
+                Ok(0) => timed.is_some_and(|d| Instant::now() < d),
+                Ok(_) | Err(nix::errno::Errno::EINTR) => false,
                 Err(e) => return Err(e).context("poll"),
+            };
+            if let Some(g) = &mut gist {
+                g.note_wakeup(early);
             }
         }
         let mut sink = [0u8; 64];
@@ -187,6 +184,29 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How long `poll(2)` sleeps to wake at `deadline` (at most `cap`), and the deadline it waits
+/// for (`None` when the cap or nothing is). poll takes whole milliseconds: the wait rounds up,
+/// so a timer fires up to 1 ms late. Rounding down made a deadline less than 1 ms away a 0 ms
+/// poll that returns at once, and the loop spun until the deadline came — under a random-cookie
+/// Query flood, with a Confirm-wait expiry every 2 ms, that was a quarter of a core.
+fn poll_timeout(
+    deadline: Option<Instant>,
+    now: Instant,
+    cap: Duration,
+) -> (PollTimeout, Option<Instant>) {
+    let wait = deadline.map_or(cap, |d| d.saturating_duration_since(now));
+    if wait > cap {
+        let ms = i32::try_from(cap.as_millis()).unwrap_or(i32::MAX);
+        return (PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX), None);
+    }
+    let ms = wait.as_nanos().div_ceil(1_000_000);
+    let ms = i32::try_from(ms).unwrap_or(i32::MAX);
+    (
+        PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+        deadline,
+    )
+}
+
 /// Serve the metrics snapshot as Prometheus text on `addr` (any path).
 fn serve_metrics(addr: &str, snapshot: Arc<Mutex<String>>) -> anyhow::Result<()> {
     let listener = TcpListener::bind(addr).with_context(|| format!("metrics: binding {addr}"))?;
@@ -205,4 +225,41 @@ fn serve_metrics(addr: &str, snapshot: Arc<Mutex<String>>) -> anyhow::Result<()>
         }
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(t: PollTimeout) -> i32 {
+        t.into()
+    }
+
+    #[test]
+    fn poll_timeout_rounds_up_so_the_loop_never_spins_before_a_deadline() {
+        let now = Instant::now();
+        let cap = Duration::from_secs(1);
+        let at = |us: u64| Some(now + Duration::from_micros(us));
+        // Less than a millisecond away: sleep 1 ms, not 0 (0 returns at once: a busy loop).
+        for us in [1, 300, 999, 1000] {
+            assert_eq!(
+                poll_timeout(at(us), now, cap),
+                (PollTimeout::from(1u8), at(us))
+            );
+        }
+        assert_eq!(ms(poll_timeout(at(1001), now, cap).0), 2);
+        assert_eq!(ms(poll_timeout(at(999_001), now, cap).0), 1000);
+        // Due or past: poll without sleeping.
+        assert_eq!(ms(poll_timeout(Some(now), now, cap).0), 0);
+        assert_eq!(ms(poll_timeout(Some(now), now + cap, cap).0), 0);
+        // Far away or none: the cap, and no deadline to wait for.
+        assert_eq!(
+            poll_timeout(at(1_000_001), now, cap),
+            (PollTimeout::from(1000u16), None)
+        );
+        assert_eq!(
+            poll_timeout(None, now, cap),
+            (PollTimeout::from(1000u16), None)
+        );
+    }
 }
