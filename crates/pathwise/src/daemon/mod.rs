@@ -24,7 +24,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,12 +102,14 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
         .flatten()
         .min();
         let (timeout, timed) = poll_timeout(deadline, Instant::now(), Duration::from_secs(1));
+        let (gist_ready, wake_ready): (Vec<std::os::fd::RawFd>, bool);
         {
             let mut pfds: Vec<PollFd<'_>> = rsvp
                 .iter()
                 .flat_map(|r| r.fds())
                 .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
                 .collect();
+            let rsvp_fds = pfds.len();
             if let Some(g) = &gist {
                 pfds.extend(g.fds().into_iter().map(|(fd, write)| {
                     let flags = if write {
@@ -119,18 +121,27 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
                 }));
             }
             pfds.push(PollFd::new(wake_rx.as_fd(), PollFlags::POLLIN));
-            let early = match poll(&mut pfds, timeout) {
+            let (early, interrupted) = match poll(&mut pfds, timeout) {
                 // Timed out waiting for an engine deadline that has not come: a wasted wake-up.
-                Ok(0) => timed.is_some_and(|d| Instant::now() < d),
-                Ok(_) | Err(nix::errno::Errno::EINTR) => false,
+                Ok(0) => (timed.is_some_and(|d| Instant::now() < d), false),
+                Ok(_) => (false, false),
+                Err(nix::errno::Errno::EINTR) => (false, true),
                 Err(e) => return Err(e).context("poll"),
             };
+            // Which descriptors to read: those poll found ready (all of them after a signal).
+            let ready = |p: &PollFd<'_>| interrupted || p.any().unwrap_or(true);
+            gist_ready = pfds[rsvp_fds..pfds.len() - 1]
+                .iter()
+                .filter(|p| ready(p))
+                .map(|p| p.as_fd().as_raw_fd())
+                .collect();
+            wake_ready = pfds.last().is_some_and(ready);
             if let Some(g) = &mut gist {
                 g.note_wakeup(early);
             }
         }
         let mut sink = [0u8; 64];
-        while let Ok(n) = (&wake_rx).read(&mut sink) {
+        while wake_ready && let Ok(n) = (&wake_rx).read(&mut sink) {
             if n == 0 {
                 break;
             }
@@ -161,7 +172,7 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
             }
         }
         if let Some(g) = &mut gist {
-            g.on_readable();
+            g.on_ready(Some(&gist_ready));
             if g.deadline().is_some_and(|d| d <= Instant::now()) {
                 g.on_timeout();
             }
