@@ -839,8 +839,22 @@ fn lsp_across_the_chain_with_integrity_labels_hop_by_hop() -> anyhow::Result<()>
     let err = cli_err(&lab, H1, &["lsp", "del", "bad2"])?;
     assert!(err.contains("no LSP named \"bad2\""), "{err}");
 
-    // Several refresh periods of signed refreshes; the LSP stays up with the same labels.
-    std::thread::sleep(Duration::from_secs(2));
+    // Refreshes go on, signed, until every node has refreshed by summary (RFC 2961: capability
+    // comes with the first messages, identifiers with the next refresh, summaries once they are
+    // acknowledged — a few refresh periods); the LSP stays up with the same labels.
+    wait_for(
+        Duration::from_secs(15),
+        "summary refreshes from every node",
+        || {
+            [H1, R1, R2, R3]
+                .iter()
+                .all(|&n| {
+                    cli(&lab, n, &["show", "counters"])
+                        .is_ok_and(|c| c["refresh_reduction"]["summarized"].as_u64() > Some(0))
+                })
+                .then_some(())
+        },
+    )?;
     assert_eq!(
         lsp(&lab, R2, "t1").map(|l| l["in_label"].clone()),
         Some(views[R2]["in_label"].clone())

@@ -24,7 +24,7 @@ use pathwise_net::{DropReason, Family, FibMirror, NetEvent, RaUdpSocket, RawOpti
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::net::IpAddr;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
 /// GIST's UDP port (RFC 5971 §5.3.2).
 pub const GIST_PORT: u16 = pathwise_gist::wire::GIST_PORT;
@@ -82,6 +82,12 @@ pub struct GistService {
     /// (another NSLP's Queries), sent on.
     transit_forwarded: u64,
     send_errors: u64,
+    /// Returns from the daemon loop's poll(2), and those that timed out before the deadline
+    /// they waited for (work for nothing; 0 unless the loop's timeout arithmetic is wrong).
+    wakeups: u64,
+    early_wakeups: u64,
+    /// The last routing-feed read failed.
+    fib_retry: bool,
 }
 
 /// Addresses GIST may use and name in its NLI: not loopback, not IPv6 link-local (an NLI
@@ -201,6 +207,9 @@ impl GistService {
             pings: Vec::new(),
             transit_forwarded: 0,
             send_errors: 0,
+            wakeups: 0,
+            early_wakeups: 0,
+            fib_retry: false,
         };
         s.on_readable();
         Ok(s)
@@ -248,10 +257,32 @@ impl GistService {
         }
     }
 
+    /// The daemon loop woke up; `early`: its poll timed out before the deadline it waited for.
+    pub fn note_wakeup(&mut self, early: bool) {
+        self.wakeups += 1;
+        self.early_wakeups += u64::from(early);
+    }
+
     /// Drain every socket and the routing feed, then let the engine act.
     pub fn on_readable(&mut self) {
+        self.on_ready(None);
+    }
+
+    /// Read what poll(2) found ready (`Some`: those descriptors; `None`: all), then let the
+    /// engine act. An idle socket, routing feed or listener costs no system call, and a ready
+    /// socket is read once — poll is level-triggered, so whatever is left wakes the loop again
+    /// at once. (Messaging associations are polled each time.)
+    pub fn on_ready(&mut self, ready: Option<&[RawFd]>) {
+        let ready = |fd: BorrowedFd<'_>| ready.is_none_or(|r| r.contains(&fd.as_raw_fd()));
         let now = self.now();
-        match self.fib.drain() {
+        // After a failed read the mirror holds events back: read again without waiting.
+        let fib = if ready(self.fib.as_fd()) || self.fib_retry {
+            self.fib.drain()
+        } else {
+            Ok(Vec::new())
+        };
+        self.fib_retry = fib.is_err();
+        match fib {
             Ok(events) => {
                 for e in events {
                     match e {
@@ -269,24 +300,20 @@ impl GistService {
         }
         let mut pass_on = Vec::new();
         for i in 0..self.sockets.len() {
-            loop {
-                let mut got = 0;
-                match self.sockets[i].recv_batch() {
-                    Ok(batch) => {
-                        for d in batch {
-                            got += 1;
-                            if in_transit(&self.engine, &d) && !self.engine.wants_router_alert(&d) {
-                                pass_on.push(forward(&d));
-                                continue;
-                            }
-                            self.engine.handle_datagram(now, d);
+            if !ready(self.sockets[i].as_fd()) {
+                continue;
+            }
+            match self.sockets[i].recv_batch() {
+                Ok(batch) => {
+                    for d in batch {
+                        if in_transit(&self.engine, &d) && !self.engine.wants_router_alert(&d) {
+                            pass_on.push(forward(&d));
+                            continue;
                         }
+                        self.engine.handle_datagram(now, d);
                     }
-                    Err(e) => tracing::warn!(error = %e, "GIST socket receive failed"),
                 }
-                if got == 0 {
-                    break;
-                }
+                Err(e) => tracing::warn!(error = %e, "GIST socket receive failed"),
             }
         }
         for t in pass_on.into_iter().flatten() {
@@ -294,10 +321,12 @@ impl GistService {
             self.send(&t);
         }
         if let Some(st) = &mut self.streams {
-            st.poll(&mut self.engine, now);
+            let accept = ready(st.listener_fd());
+            st.poll(&mut self.engine, now, accept);
         }
         if let Some(st) = &mut self.tls_streams {
-            st.poll(&mut self.engine, now);
+            let accept = ready(st.listener_fd());
+            st.poll(&mut self.engine, now, accept);
         }
         self.flush();
     }
@@ -711,6 +740,8 @@ impl GistService {
             "tls_refused_by_peer": c.tls_refused_by_peer,
             "tls_handshake_failures": self.tls_streams.as_ref().map_or(0, |s| s.stats().tls_handshake_failures),
             "send_errors": self.send_errors,
+            "wakeups": self.wakeups,
+            "early_wakeups": self.early_wakeups,
             "kernel_drops": self.sockets.iter().map(|s| s.raw().stats().kernel_drops).sum::<u64>(),
             "routing_states": st.routing_states,
             "peers": st.peers,
@@ -759,6 +790,8 @@ impl GistService {
             ("handshake_failures", c.handshake_failures),
             ("cookies_rejected", c.cookies_rejected),
             ("send_errors", self.send_errors),
+            ("wakeups", self.wakeups),
+            ("early_wakeups", self.early_wakeups),
         ]);
     }
 }

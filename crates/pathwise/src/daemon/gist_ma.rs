@@ -158,6 +158,11 @@ impl MaStreams {
         self.conns.is_empty()
     }
 
+    /// The listening socket (first of [`MaStreams::fds`]).
+    pub fn listener_fd(&self) -> BorrowedFd<'_> {
+        self.listener.as_fd()
+    }
+
     /// Descriptors to wait on and whether each waits for writability too.
     pub fn fds(&self) -> Vec<(BorrowedFd<'_>, bool)> {
         let mut v = vec![(self.listener.as_fd(), false)];
@@ -216,15 +221,20 @@ impl MaStreams {
         }
     }
 
-    /// Accept, finish connects, read and write whatever is ready.
-    pub fn poll(&mut self, engine: &mut GistEngine, now: Instant) {
-        loop {
-            match self.listener.accept() {
-                Ok((stream, from)) => self.accepted(engine, now, stream, canonical(from.ip())),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => {
-                    tracing::warn!(error = %e, "MA accept failed");
-                    break;
+    /// Accept (when `accept`: the listener is readable), finish connects, read and write
+    /// whatever is ready.
+    pub fn poll(&mut self, engine: &mut GistEngine, now: Instant, accept: bool) {
+        if accept {
+            loop {
+                match self.listener.accept() {
+                    Ok((stream, from)) => {
+                        self.accepted(engine, now, stream, canonical(from.ip()));
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "MA accept failed");
+                        break;
+                    }
                 }
             }
         }

@@ -25,7 +25,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,17 +102,15 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
         .into_iter()
         .flatten()
         .min();
-        let wait = deadline
-            .map_or(Duration::from_secs(1), |d| {
-                d.saturating_duration_since(Instant::now())
-            })
-            .min(Duration::from_secs(1));
+        let (timeout, timed) = poll_timeout(deadline, Instant::now(), Duration::from_secs(1));
+        let (gist_ready, wake_ready): (Vec<std::os::fd::RawFd>, bool);
         {
             let mut pfds: Vec<PollFd<'_>> = rsvp
                 .iter()
                 .flat_map(|r| r.fds())
                 .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
                 .collect();
+            let rsvp_fds = pfds.len();
             if let Some(g) = &gist {
                 pfds.extend(g.fds().into_iter().map(|(fd, write)| {
                     let flags = if write {
@@ -124,17 +122,27 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
                 }));
             }
             pfds.push(PollFd::new(wake_rx.as_fd(), PollFlags::POLLIN));
-            let ms = i32::try_from(wait.as_millis()).unwrap_or(1000);
-            match poll(
-                &mut pfds,
-                PollTimeout::try_from(ms).unwrap_or(PollTimeout::NONE),
-            ) {
-                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            let (early, interrupted) = match poll(&mut pfds, timeout) {
+                // Timed out waiting for an engine deadline that has not come: a wasted wake-up.
+                Ok(0) => (timed.is_some_and(|d| Instant::now() < d), false),
+                Ok(_) => (false, false),
+                Err(nix::errno::Errno::EINTR) => (false, true),
                 Err(e) => return Err(e).context("poll"),
+            };
+            // Which descriptors to read: those poll found ready (all of them after a signal).
+            let ready = |p: &PollFd<'_>| interrupted || p.any().unwrap_or(true);
+            gist_ready = pfds[rsvp_fds..pfds.len() - 1]
+                .iter()
+                .filter(|p| ready(p))
+                .map(|p| p.as_fd().as_raw_fd())
+                .collect();
+            wake_ready = pfds.last().is_some_and(ready);
+            if let Some(g) = &mut gist {
+                g.note_wakeup(early);
             }
         }
         let mut sink = [0u8; 64];
-        while let Ok(n) = (&wake_rx).read(&mut sink) {
+        while wake_ready && let Ok(n) = (&wake_rx).read(&mut sink) {
             if n == 0 {
                 break;
             }
@@ -165,7 +173,7 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
             }
         }
         if let Some(g) = &mut gist {
-            g.on_readable();
+            g.on_ready(Some(&gist_ready));
             if g.deadline().is_some_and(|d| d <= Instant::now()) {
                 g.on_timeout();
             }
@@ -188,6 +196,29 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How long `poll(2)` sleeps to wake at `deadline` (at most `cap`), and the deadline it waits
+/// for (`None` when the cap or nothing is). poll takes whole milliseconds: the wait rounds up,
+/// so a timer fires up to 1 ms late. Rounding down made a deadline less than 1 ms away a 0 ms
+/// poll that returns at once, and the loop spun until the deadline came — under a random-cookie
+/// Query flood, with a Confirm-wait expiry every 2 ms, that was a quarter of a core.
+fn poll_timeout(
+    deadline: Option<Instant>,
+    now: Instant,
+    cap: Duration,
+) -> (PollTimeout, Option<Instant>) {
+    let wait = deadline.map_or(cap, |d| d.saturating_duration_since(now));
+    if wait > cap {
+        let ms = i32::try_from(cap.as_millis()).unwrap_or(i32::MAX);
+        return (PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX), None);
+    }
+    let ms = wait.as_nanos().div_ceil(1_000_000);
+    let ms = i32::try_from(ms).unwrap_or(i32::MAX);
+    (
+        PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+        deadline,
+    )
+}
+
 /// Serve the metrics snapshot as Prometheus text on `addr` (any path).
 fn serve_metrics(addr: &str, snapshot: Arc<Mutex<String>>) -> anyhow::Result<()> {
     let listener = TcpListener::bind(addr).with_context(|| format!("metrics: binding {addr}"))?;
@@ -206,4 +237,41 @@ fn serve_metrics(addr: &str, snapshot: Arc<Mutex<String>>) -> anyhow::Result<()>
         }
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(t: PollTimeout) -> i32 {
+        t.into()
+    }
+
+    #[test]
+    fn poll_timeout_rounds_up_so_the_loop_never_spins_before_a_deadline() {
+        let now = Instant::now();
+        let cap = Duration::from_secs(1);
+        let at = |us: u64| Some(now + Duration::from_micros(us));
+        // Less than a millisecond away: sleep 1 ms, not 0 (0 returns at once: a busy loop).
+        for us in [1, 300, 999, 1000] {
+            assert_eq!(
+                poll_timeout(at(us), now, cap),
+                (PollTimeout::from(1u8), at(us))
+            );
+        }
+        assert_eq!(ms(poll_timeout(at(1001), now, cap).0), 2);
+        assert_eq!(ms(poll_timeout(at(999_001), now, cap).0), 1000);
+        // Due or past: poll without sleeping.
+        assert_eq!(ms(poll_timeout(Some(now), now, cap).0), 0);
+        assert_eq!(ms(poll_timeout(Some(now), now + cap, cap).0), 0);
+        // Far away or none: the cap, and no deadline to wait for.
+        assert_eq!(
+            poll_timeout(at(1_000_001), now, cap),
+            (PollTimeout::from(1000u16), None)
+        );
+        assert_eq!(
+            poll_timeout(None, now, cap),
+            (PollTimeout::from(1000u16), None)
+        );
+    }
 }
