@@ -6,6 +6,7 @@
 //! at a transit LSR.
 
 pub mod alloc;
+pub mod gist_api;
 pub mod gist_chain;
 pub mod rsvp_chain;
 pub mod rsvp_integrity;

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 
 /// CPU ticks (user + system) of a process.
-fn ticks(pid: u32) -> anyhow::Result<u64> {
+pub(crate) fn ticks(pid: u32) -> anyhow::Result<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<u64> = rest
@@ -23,13 +23,13 @@ fn ticks(pid: u32) -> anyhow::Result<u64> {
     Ok(f.get(10).copied().unwrap_or(0) + f.get(11).copied().unwrap_or(0))
 }
 
-fn ms_per_tick() -> f64 {
+pub(crate) fn ms_per_tick() -> f64 {
     // /proc reports in USER_HZ, 100 on every Linux architecture pathwise runs on.
     10.0
 }
 
 /// On-CPU nanoseconds of a process, summed over its threads (schedstat's first field).
-fn cpu_ns(pid: u32) -> anyhow::Result<u64> {
+pub(crate) fn cpu_ns(pid: u32) -> anyhow::Result<u64> {
     let mut total = 0;
     for t in std::fs::read_dir(format!("/proc/{pid}/task"))? {
         let s = std::fs::read_to_string(t?.path().join("schedstat"))?;
@@ -42,13 +42,13 @@ fn cpu_ns(pid: u32) -> anyhow::Result<u64> {
     Ok(total)
 }
 
-/// Both CPU measures of every daemon.
-fn sample(pids: &[u32]) -> anyhow::Result<Vec<(u64, u64)>> {
+/// Both CPU measures (schedstat ns, ticks) of every process.
+pub(crate) fn sample(pids: &[u32]) -> anyhow::Result<Vec<(u64, u64)>> {
     pids.iter().map(|&p| Ok((cpu_ns(p)?, ticks(p)?))).collect()
 }
 
 /// How long to watch the daemons idle before the load.
-const IDLE: std::time::Duration = std::time::Duration::from_secs(2);
+pub(crate) const IDLE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// One load run on a fresh chain over `transport`.
 fn one(
@@ -206,7 +206,7 @@ pub fn run(sessions: u32, rate: f64, runs: usize) -> anyhow::Result<Value> {
 }
 
 /// The median of sorted figures (the lower middle one for an even count).
-fn median_of(xs: &[f64]) -> Option<f64> {
+pub(crate) fn median_of(xs: &[f64]) -> Option<f64> {
     xs.get(xs.len().saturating_sub(1) / 2).copied()
 }
 

@@ -61,6 +61,32 @@ pub enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// The NSLP API, plug-in against IPC, at the responder (seed 000 §4.3.2, Fig. 4.4): H2's
+    /// CPU (daemon, plus the NSLP process over IPC) while the load client keeps N flows alive
+    /// on the five-node network-namespace chain (root); UDP, GIST refresh 180 s.
+    GistApi {
+        /// Load levels: concurrent flows (sessions).
+        #[arg(long, value_delimiter = ',', default_value = "1000,2500,5000")]
+        sessions: Vec<u32>,
+        /// Sessions opened per second before the measured steady phase.
+        #[arg(long, default_value_t = 500.0)]
+        setup_rate: f64,
+        /// Seconds between two pings of one flow (the NSLP refresh; the thesis's 30 s).
+        #[arg(long, default_value_t = 30.0)]
+        nslp_refresh: f64,
+        /// Seconds of the steady phase over which CPU is measured.
+        #[arg(long, default_value_t = 30.0)]
+        window: f64,
+        /// Rounds (every load level with each API per round, alternating); medians reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Which NSLP API.
+        #[arg(long, value_enum, default_value_t = crate::bench::gist_api::ApiChoice::Both)]
+        api: crate::bench::gist_api::ApiChoice,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// RSVP setup time with RFC 2747 integrity required on every link of the five-node
     /// network-namespace chain (root), against integrity off, for batches of sessions (seed
     /// 004 Figs. 2–6).
@@ -166,6 +192,25 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             } else {
                 print!("{}", crate::bench::gist_chain::render(&report));
             }
+        }
+        Bench::GistApi {
+            sessions,
+            setup_rate,
+            nslp_refresh,
+            window,
+            runs,
+            api,
+            json,
+        } => {
+            let report = crate::bench::gist_api::run(&crate::bench::gist_api::Params {
+                sessions,
+                setup_rate,
+                nslp_refresh_s: nslp_refresh,
+                window_s: window,
+                runs,
+                api,
+            })?;
+            print_report(json, &report, crate::bench::gist_api::render)?
         }
         Bench::RsvpIntegrity {
             sessions,
