@@ -60,6 +60,23 @@ pub struct Transmit {
     pub payload: Vec<u8>,
 }
 
+impl Transmit {
+    /// The datagram as a neighbour on `ifindex` receives it (for drivers that connect engines
+    /// back to back: tests, benchmarks, simulations); `src` when the transmit left it to the
+    /// driver.
+    pub fn received_on(&self, ifindex: IfIndex, src: IpAddr) -> Received<'_> {
+        Received {
+            src: self.src.unwrap_or(src),
+            dst: self.dst,
+            ifindex,
+            transport: self.transport,
+            router_alert: self.router_alert,
+            ttl: self.ttl,
+            payload: &self.payload,
+        }
+    }
+}
+
 impl fmt::Debug for Transmit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Transmit")

@@ -24,56 +24,28 @@ use std::time::Duration as StdDuration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pathwise_core::engine::Engine;
-use pathwise_core::io::{IfIndex, Received, Transmit, Transport};
-use pathwise_core::route::{Route, RouteChange};
+use pathwise_core::io::{IfIndex, Transmit, Transport};
 use pathwise_core::time::{Duration, Instant};
 use pathwise_gist::nslp::{Direction, GistApi, SendMessage};
 use pathwise_gist::wire::{Body, Data, GIST_PORT, Message, Mri, PathCoupledMri, SessionId};
-use pathwise_gist::{Config, GistEngine, InterfaceConfig};
+use pathwise_gist::{Config, GistEngine};
 
 const SESSIONS: usize = 100_000;
 const A: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 const B: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
 
 fn engine(addr: IpAddr, seed: u64) -> GistEngine {
-    let mut e = GistEngine::new(
-        Config {
-            seed,
-            interfaces: vec![InterfaceConfig {
-                ifindex: IfIndex(1),
-                addrs: vec![addr],
-            }],
-            nslpids: vec![42],
-            expected_sessions: SESSIONS,
-            ..Config::default()
-        },
-        Instant::ZERO,
-    );
-    e.handle_route_change(
-        Instant::ZERO,
-        RouteChange::Add(Route {
-            prefix: "0.0.0.0/0".parse().unwrap(),
-            next_hop: None,
-            ifindex: IfIndex(1),
-            metric: 1,
-        }),
-    );
-    e
+    let cfg = Config {
+        seed,
+        nslpids: vec![42],
+        expected_sessions: SESSIONS,
+        ..Config::default()
+    };
+    GistEngine::on_one_link(cfg, addr)
 }
 
 fn deliver(e: &mut GistEngine, now: Instant, t: &Transmit) {
-    e.handle_datagram(
-        now,
-        Received {
-            src: t.src.unwrap_or(A),
-            dst: t.dst,
-            ifindex: IfIndex(1),
-            transport: t.transport,
-            router_alert: t.router_alert,
-            ttl: t.ttl,
-            payload: &t.payload,
-        },
-    );
+    e.handle_datagram(now, t.received_on(IfIndex(1), A));
 }
 
 fn drain(e: &mut GistEngine) -> Option<Transmit> {

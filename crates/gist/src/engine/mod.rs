@@ -308,6 +308,35 @@ impl core::fmt::Debug for GistEngine {
 }
 
 impl GistEngine {
+    /// A node with one interface (index 1) holding `addr` and a default route out of it, the
+    /// rest from `cfg`: two of them connected back to back make the smallest GIST network
+    /// (tests, benchmarks, examples).
+    pub fn on_one_link(cfg: Config, addr: std::net::IpAddr) -> Self {
+        use pathwise_core::route::{Route, RouteChange};
+        let ifindex = pathwise_core::io::IfIndex(1);
+        let mut e = GistEngine::new(
+            Config {
+                interfaces: vec![InterfaceConfig {
+                    ifindex,
+                    addrs: vec![addr],
+                }],
+                ..cfg
+            },
+            Instant::ZERO,
+        );
+        let prefix = if addr.is_ipv4() { "0.0.0.0/0" } else { "::/0" };
+        e.handle_route_change(
+            Instant::ZERO,
+            RouteChange::Add(Route {
+                prefix: prefix.parse().expect("default prefix"),
+                next_hop: None,
+                ifindex,
+                metric: 1,
+            }),
+        );
+        e
+    }
+
     /// An engine whose time starts at `now`.
     pub fn new(cfg: Config, now: Instant) -> Self {
         let mut rng = pathwise_core::rng::seeded(cfg.seed);

@@ -6,10 +6,9 @@ use crate::nslp::ping::{NSLPID, PingConfig, PingEvent, PingNslp};
 use crate::nslp::*;
 use crate::wire::proptests::{addr, mri};
 use crate::wire::{Mri, PathCoupledMri, SessionId};
-use crate::{Config, GistEngine, GistEvent, InterfaceConfig};
+use crate::{Config, GistEngine, GistEvent};
 use pathwise_core::engine::Engine;
-use pathwise_core::io::{IfIndex, Received, Transmit};
-use pathwise_core::route::{Route, RouteChange};
+use pathwise_core::io::{IfIndex, Transmit};
 use pathwise_core::time::{Duration, Instant};
 use proptest::collection::vec;
 use proptest::option;
@@ -360,42 +359,15 @@ const A: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1));
 const B: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2));
 
 fn engine(addr: IpAddr, seed: u64) -> GistEngine {
-    let mut e = GistEngine::new(
-        Config {
-            seed,
-            interfaces: vec![InterfaceConfig {
-                ifindex: IfIndex(1),
-                addrs: vec![addr],
-            }],
-            ..Config::default()
-        },
-        Instant::ZERO,
-    );
-    e.handle_route_change(
-        Instant::ZERO,
-        RouteChange::Add(Route {
-            prefix: "0.0.0.0/0".parse().unwrap(),
-            next_hop: None,
-            ifindex: IfIndex(1),
-            metric: 1,
-        }),
-    );
-    e
+    let cfg = Config {
+        seed,
+        ..Config::default()
+    };
+    GistEngine::on_one_link(cfg, addr)
 }
 
 fn deliver(e: &mut GistEngine, now: Instant, t: &Transmit) {
-    e.handle_datagram(
-        now,
-        Received {
-            src: t.src.unwrap_or(A),
-            dst: t.dst,
-            ifindex: IfIndex(1),
-            transport: t.transport,
-            router_alert: t.router_alert,
-            ttl: t.ttl,
-            payload: &t.payload,
-        },
-    );
+    e.handle_datagram(now, t.received_on(IfIndex(1), A));
 }
 
 /// A pings B; B's Ping NSLP runs on another thread over a socket pair, through the IPC API.
