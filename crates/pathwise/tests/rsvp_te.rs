@@ -365,6 +365,8 @@ fn a_higher_priority_lsp_preempts_and_a_lower_one_does_not() {
     sc.run_until(Instant::from_secs(4));
     assert_eq!(head(&sc, r0, "high").status, LspStatus::Up);
     assert_ne!(head(&sc, r0, "late").status, LspStatus::Up);
+    // The counters' LSP count agrees with the views, failed head-end LSPs included.
+    assert_eq!(engine(&sc, r0).lsp_count(), engine(&sc, r0).lsps().len());
     let high = head(&sc, r0, "high");
     assert_eq!(follow(&sc, r0, &high), vec![r0, r1, r2]);
 }

@@ -25,7 +25,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -103,7 +103,7 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
         .flatten()
         .min();
         let (timeout, timed) = poll_timeout(deadline, Instant::now(), Duration::from_secs(1));
-        let (gist_ready, wake_ready): (Vec<std::os::fd::RawFd>, bool);
+        let (rsvp_ready, gist_ready, wake_ready): (Vec<RawFd>, Vec<RawFd>, bool);
         {
             let mut pfds: Vec<PollFd<'_>> = rsvp
                 .iter()
@@ -131,11 +131,15 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
             };
             // Which descriptors to read: those poll found ready (all of them after a signal).
             let ready = |p: &PollFd<'_>| interrupted || p.any().unwrap_or(true);
-            gist_ready = pfds[rsvp_fds..pfds.len() - 1]
-                .iter()
-                .filter(|p| ready(p))
-                .map(|p| p.as_fd().as_raw_fd())
-                .collect();
+            let ready_in = |range: std::ops::Range<usize>| -> Vec<RawFd> {
+                pfds[range]
+                    .iter()
+                    .filter(|p| ready(p))
+                    .map(|p| p.as_fd().as_raw_fd())
+                    .collect()
+            };
+            rsvp_ready = ready_in(0..rsvp_fds);
+            gist_ready = ready_in(rsvp_fds..pfds.len() - 1);
             wake_ready = pfds.last().is_some_and(ready);
             if let Some(g) = &mut gist {
                 g.note_wakeup(early);
@@ -167,7 +171,7 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
             }
         }
         if let Some(r) = &mut rsvp {
-            r.on_readable();
+            r.on_ready(Some(&rsvp_ready));
             if r.deadline().is_some_and(|d| d <= Instant::now()) {
                 r.on_timeout();
             }

@@ -22,7 +22,7 @@ use pathwise_rsvp::wire::HopCharacteristics;
 use pathwise_rsvp::{Config, Event, InterfaceConfig, RsvpEngine};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
 /// Where admitted reservations go.
 #[derive(Debug)]
@@ -81,6 +81,8 @@ pub struct RsvpService {
     mpls: Option<LinuxMpls>,
     /// Label changes the kernel refused.
     dataplane_errors: u64,
+    /// The routing feed's last read failed: read it again on the next wake-up.
+    fib_retry: bool,
 }
 
 impl RsvpService {
@@ -231,6 +233,7 @@ impl RsvpService {
             send_errors: 0,
             mpls,
             dataplane_errors: 0,
+            fib_retry: false,
         };
         s.on_readable();
         // LSPs of the configuration, once the routes are known.
@@ -270,8 +273,22 @@ impl RsvpService {
 
     /// Drain every socket and the routing feed, then let the engine act.
     pub fn on_readable(&mut self) {
+        self.on_ready(None);
+    }
+
+    /// Read what poll(2) found ready (`Some`: those descriptors; `None`: all), then let the
+    /// engine act: an idle socket or routing feed costs no system call (as in the GIST service).
+    pub fn on_ready(&mut self, ready: Option<&[RawFd]>) {
+        let ready = |fd: BorrowedFd<'_>| ready.is_none_or(|r| r.contains(&fd.as_raw_fd()));
         let now = self.now();
-        match self.fib.drain() {
+        // After a failed read the mirror holds events back: read again without waiting.
+        let fib = if ready(self.fib.as_fd()) || self.fib_retry {
+            self.fib.drain()
+        } else {
+            Ok(Vec::new())
+        };
+        self.fib_retry = fib.is_err();
+        match fib {
             Ok(events) => {
                 for e in events {
                     if let NetEvent::Route(change) = e {
@@ -282,6 +299,9 @@ impl RsvpService {
             Err(e) => tracing::warn!(error = %e, "rtnetlink read failed"),
         }
         for i in 0..self.sockets.len() {
+            if !ready(self.sockets[i].as_fd()) {
+                continue;
+            }
             loop {
                 let mut got = 0;
                 match self.sockets[i].recv_batch() {
@@ -470,7 +490,7 @@ impl RsvpService {
             "preemptions": c.preemptions,
             "label_allocation_failures": c.label_allocation_failures,
             "dataplane_errors": self.dataplane_errors,
-            "lsps": self.engine.lsps().len(),
+            "lsps": self.engine.lsp_count(),
             "labels_in_use": self.engine.labels_in_use(),
             "refresh_reduction": {
                 "identified": c.refresh.identified,
@@ -582,7 +602,7 @@ impl RsvpService {
             ("resv_states", st.rsbs),
             ("reservations", st.out_isbs),
             ("state_bytes", self.engine.state_bytes()),
-            ("lsps", self.engine.lsps().len()),
+            ("lsps", self.engine.lsp_count()),
             ("labels_in_use", self.engine.labels_in_use()),
         ]);
         m.counters([

@@ -467,6 +467,23 @@ impl<T: TrafficControl> RsvpEngine<T> {
         out
     }
 
+    /// How many LSPs [`RsvpEngine::lsps`] lists, without building their views (for counters).
+    pub fn lsp_count(&self) -> usize {
+        let heads_end_here = |session: &Session| {
+            self.find_session(session).is_some_and(|sid| {
+                self.psbs_of(sid)
+                    .any(|p| self.psbs[p].phop.is_none() && self.psbs[p].te().is_some())
+            })
+        };
+        let live = self.psbs.iter().filter(|(_, p)| p.te().is_some()).count();
+        let failed = self
+            .lsps
+            .iter()
+            .filter(|h| h.failed.is_some() && !heads_end_here(&h.session))
+            .count();
+        live + failed
+    }
+
     /// The label-forwarding table: incoming-label entries and ingress bindings.
     pub fn lfib(&self) -> &pathwise_core::mpls::MemoryLfib {
         &self.lfib
