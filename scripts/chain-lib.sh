@@ -1,5 +1,5 @@
 # The five-node namespace chain H1 – R1 – R2 – R3 – H2 shared by scripts/rsvp-chain.sh and
-# scripts/gist-chain.sh (the same layout as crates/pathwise/src/chain.rs): sourced, not run.
+# scripts/gist-chain.sh (the same layout as crates/pathwise/src/netns/chain.rs): sourced, not run.
 #
 # Link n (1..4) is 10.91.n.0/24 (and fd00:91:n::/64 with IPv6); the node west of it is .1 / ::1
 # on its `e0`, the node east of it .2 / ::2 on its `w0`; hosts route through their router,

@@ -6,7 +6,7 @@
 mod common;
 
 use common::netns::{bin, serial, skip};
-use pathwise::gist_chain::{self, H1, H2, H2_V4, NODES, Options, R1};
+use pathwise::gist::chain::{self as gist_chain, H1, H2, H2_V4, NODES, Options, R1};
 use pathwise::netns::{Lab, wait_for};
 use pathwise_gist::ipc::{ClientError, Frame, IpcGist, Refusal};
 use serde_json::Value;

@@ -7,7 +7,7 @@
 mod common;
 
 use common::netns::{bin, serial, skip};
-use pathwise::gist_chain::{self, H1, H2, H2_V4, H2_V6, NODES, Options, R1, R2, R3};
+use pathwise::gist::chain::{self as gist_chain, H1, H2, H2_V4, H2_V6, NODES, Options, R1, R2, R3};
 use pathwise::netns::{Lab, unavailable, wait_for};
 use serde_json::Value;
 use std::net::IpAddr;

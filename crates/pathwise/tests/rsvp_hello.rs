@@ -7,7 +7,7 @@
 mod common;
 
 use common::rsvp::*;
-use pathwise::rsvp_sim::{IntegrityFn, Receiver, Scenario, node_config, sim_engine_config};
+use pathwise::rsvp::sim::{IntegrityFn, Receiver, Scenario, node_config, sim_engine_config};
 use pathwise_auth::{Algorithm, Key, KeyChain, Mode, Policy};
 use pathwise_core::time::{Duration, Instant};
 use pathwise_rsvp::wire::{FlowDescriptor, MsgType, Session, StyleKind};

@@ -6,7 +6,7 @@
 mod common;
 
 use common::rsvp::*;
-use pathwise::rsvp_sim::{Scenario, rsvp_sim_with, sim_engine_config};
+use pathwise::rsvp::sim::{Scenario, rsvp_sim_with, sim_engine_config};
 use pathwise_auth::{Algorithm, Key, KeyChain, Lifetime, Mode, Policy};
 use pathwise_core::io::Transmit;
 use pathwise_core::time::{Duration, Instant};

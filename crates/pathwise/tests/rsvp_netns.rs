@@ -11,15 +11,15 @@ use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
-use pathwise::rsvp_chain::{H1, H2, NODES, R1, R2, R3, RECEIVER, SENDER};
+use pathwise::rsvp::chain::{H1, H2, NODES, R1, R2, R3, RECEIVER, SENDER};
 
 fn chain(tc: &str) -> anyhow::Result<Lab> {
-    pathwise::rsvp_chain::build(Path::new(bin()), tc, "1s")
+    pathwise::rsvp::chain::build(Path::new(bin()), tc, "1s")
 }
 
 /// Run `pathwise rsvp --json …` against node `i`'s daemon.
 fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
-    let sock = pathwise::rsvp_chain::socket(lab, i);
+    let sock = pathwise::rsvp::chain::socket(lab, i);
     let mut argv = vec![
         bin(),
         "rsvp",
@@ -320,12 +320,12 @@ fn integrity_required_on_every_link_hop_by_hop() -> anyhow::Result<()> {
         return Ok(());
     }
     let _serial = serial();
-    let options = pathwise::rsvp_chain::Options {
+    let options = pathwise::rsvp::chain::Options {
         refresh: "1s",
         integrity: Some(pathwise_auth::Algorithm::HmacSha256),
         ..Default::default()
     };
-    let mut lab = pathwise::rsvp_chain::build_with(Path::new(bin()), &options)?;
+    let mut lab = pathwise::rsvp::chain::build_with(Path::new(bin()), &options)?;
     let pcap = capture_at_r2(&mut lab, "r2-integrity.pcap")?;
     let pcap_s = pcap.to_str().unwrap_or_default().to_string();
     setup_reservation(&lab, 1000)?;
@@ -410,11 +410,11 @@ fn hello_detects_a_dead_link_long_before_state_times_out() -> anyhow::Result<()>
     }
     let _serial = serial();
     // R = 30 s: without Hello the reservation would outlive the link by L ≈ 157 s.
-    let options = pathwise::rsvp_chain::Options {
+    let options = pathwise::rsvp::chain::Options {
         hello: Some("100ms"),
         ..Default::default()
     };
-    let lab = pathwise::rsvp_chain::build_with(Path::new(bin()), &options)?;
+    let lab = pathwise::rsvp::chain::build_with(Path::new(bin()), &options)?;
     setup_reservation(&lab, 1000)?;
     assert_eq!(installed_kbps(&lab, R1), 1000.0);
     std::thread::sleep(Duration::from_secs(1));
@@ -590,7 +590,7 @@ fn a_restarted_daemon_cleans_up_what_it_owned() -> anyhow::Result<()> {
         tc_classes(&lab, R2, "e0").contains("rate 2Mbit"),
         "left behind by the crash"
     );
-    let sock = pathwise::rsvp_chain::socket(&lab, R2);
+    let sock = pathwise::rsvp::chain::socket(&lab, R2);
     let _ = std::fs::remove_file(&sock);
     let config = lab.path("r2.toml");
     lab.spawn(
@@ -643,7 +643,7 @@ fn owned_by(addr: &str, n: usize) -> bool {
 
 /// `pathwise rsvp …` at node `i` expected to fail: its error output.
 fn cli_err(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<String> {
-    let sock = pathwise::rsvp_chain::socket(lab, i);
+    let sock = pathwise::rsvp::chain::socket(lab, i);
     let mut argv = vec![bin(), "rsvp", "--socket", sock.to_str().unwrap_or_default()];
     argv.extend_from_slice(args);
     let out = lab.exec(i, &argv)?;
@@ -668,14 +668,14 @@ fn lsp_across_the_chain_with_integrity_labels_hop_by_hop() -> anyhow::Result<()>
     // Each node allocates labels from a range of its own (R1 2000…, R2 3000…), so a label
     // matching the next node's proves the binding rather than two counters that agree.
     // Refresh reduction on every node: after the first refresh, Srefresh and Bundles.
-    let options = pathwise::rsvp_chain::Options {
+    let options = pathwise::rsvp::chain::Options {
         refresh: "1s",
         integrity: Some(pathwise_auth::Algorithm::HmacSha256),
         label_block: Some(1000),
         refresh_reduction: true,
         ..Default::default()
     };
-    let mut lab = pathwise::rsvp_chain::build_with(Path::new(bin()), &options)?;
+    let mut lab = pathwise::rsvp::chain::build_with(Path::new(bin()), &options)?;
     let pcap = if tshark {
         Some(capture_at_r2(&mut lab, "r2-lsp.pcap")?)
     } else {
@@ -789,7 +789,7 @@ fn lsp_across_the_chain_with_integrity_labels_hop_by_hop() -> anyhow::Result<()>
         assert_eq!(t["labels_in_use"], 1, "{}: {t}", NODES[r]);
     }
     // The text forms print the same.
-    let sock = pathwise::rsvp_chain::socket(&lab, H1);
+    let sock = pathwise::rsvp::chain::socket(&lab, H1);
     let text = lab.exec_ok(
         H1,
         &[
@@ -965,12 +965,12 @@ fn lsp_from_the_configuration_with_explicit_null_at_the_egress() -> anyhow::Resu
         ),
         (H2, "explicit_null = true"),
     ];
-    let options = pathwise::rsvp_chain::Options {
+    let options = pathwise::rsvp::chain::Options {
         refresh: "1s",
         extra: &extra,
         ..Default::default()
     };
-    let lab = pathwise::rsvp_chain::build_with(Path::new(bin()), &options)?;
+    let lab = pathwise::rsvp::chain::build_with(Path::new(bin()), &options)?;
     let head = wait_for(Duration::from_secs(10), "LSP cfg up at H1", || {
         lsp(&lab, H1, "cfg").filter(|l| l["status"] == "up")
     })?;

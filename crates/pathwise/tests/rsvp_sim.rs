@@ -4,7 +4,7 @@
 mod common;
 
 use common::rsvp::*;
-use pathwise::rsvp_sim::{Receiver, Scenario, rsvp_sim, sim_engine_config};
+use pathwise::rsvp::sim::{Receiver, Scenario, rsvp_sim, sim_engine_config};
 use pathwise_core::time::{Duration, Instant};
 use pathwise_rsvp::wire::{FlowSpec, Session, StyleKind};
 use pathwise_rsvp::{Config, Event};

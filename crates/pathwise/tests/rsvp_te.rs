@@ -6,7 +6,7 @@
 mod common;
 
 use common::rsvp::*;
-use pathwise::rsvp_sim::{Scenario, node_config, sim_engine_config};
+use pathwise::rsvp::sim::{Scenario, node_config, sim_engine_config};
 use pathwise_core::mpls::LabelOp;
 use pathwise_core::time::{Duration, Instant};
 use pathwise_rsvp::engine::te::{LspRole, LspSpec, LspStatus, LspView};
@@ -436,7 +436,7 @@ fn hello_tears_down_the_lsps_of_a_failed_link_at_once() {
 
 #[test]
 fn summary_refresh_keeps_10000_lsps_alive_with_far_fewer_bytes() {
-    use pathwise::rsvp_te_sim::refresh_load;
+    use pathwise::rsvp::te_sim::refresh_load;
     let full = refresh_load(10_000, false, R, 5);
     let reduced = refresh_load(10_000, true, R, 5);
     println!("full refresh: {full:?}\nrefresh reduction: {reduced:?}");

@@ -5,9 +5,11 @@
 //! - [`config`]: the TOML file; [`tun`]: the device; [`gateway`]: threads, batching, snapshot
 //!   swaps; [`manage`]: the management verbs;
 //! - [`netns`]: the two-gateway test bed in network namespaces (tests and benchmarks);
+//! - [`cli`]: `pathwise booster …` and the arguments of `pathwise bench booster`;
 //! - [`bench`]: `pathwise bench booster`, the seed's experiments (Fig. 6, Table 1) and more.
 
 pub mod bench;
+pub mod cli;
 pub mod config;
 pub mod gateway;
 pub mod manage;

@@ -1,14 +1,6 @@
-//! The command line: one module per command group, each with its clap arguments and its `run`.
-//! `main.rs` only parses and dispatches.
-
-pub mod bench;
-pub mod booster;
-pub mod daemon;
-pub mod demo;
-pub mod gist;
-pub mod gist_attack;
-pub mod oracle;
-pub mod rsvp;
+//! The command line. Each service declares its own commands (`rsvp::cli`, `gist::cli`,
+//! `oracle::cli`, `booster::cli`, and its benchmarks in `…::bench`); this module only assembles
+//! them into one `pathwise` command. `main.rs` only parses and dispatches.
 
 use clap::{Parser, Subcommand};
 
@@ -26,46 +18,70 @@ pub struct Cli {
 pub enum Command {
     /// Simulated demos, no root or config needed: RSVP across the KOM testbed, a GIST ping across
     /// the thesis testbed, the oracle ranking a query on the seed network.
-    Demo(demo::Args),
+    Demo(crate::demo::cli::Args),
     /// Protocol boosters: run a gateway, and show, insert, remove boosters and read counters
     /// on a running one.
     Booster {
         /// What to do.
         #[command(subcommand)]
-        what: booster::Booster,
+        what: crate::booster::cli::Booster,
     },
     /// Locality oracle (Proxidor v0.2): serve, manage a running server (show, set, reload,
     /// dump, create, delete), query it (ping, multi, flood), generate a database.
     Oracle {
         /// What to do.
         #[command(subcommand)]
-        what: oracle::Oracle,
+        what: crate::oracle::cli::Oracle,
     },
     /// Run the services a node configuration enables (RSVP, GIST) until SIGINT/SIGTERM.
-    Daemon(daemon::Args),
+    Daemon(crate::daemon::cli::Args),
     /// RSVP on a running daemon: senders, reservations, state.
-    Rsvp(rsvp::Args),
+    Rsvp(crate::rsvp::cli::Args),
     /// GIST on a running daemon: ping along a path, routing state, associations, counters.
-    Gist(gist::Args),
+    Gist(crate::gist::cli::Args),
     /// Benchmarks that print a table (and JSON with --json).
     Bench {
         /// Which benchmark.
         #[command(subcommand)]
-        which: bench::Bench,
+        which: Bench,
     },
+}
+
+/// The macro-benchmarks, each declared by its service.
+#[derive(Debug, Subcommand)]
+pub enum Bench {
+    /// RSVP's benchmarks.
+    #[command(flatten)]
+    Rsvp(crate::rsvp::bench::Bench),
+    /// GIST's benchmarks.
+    #[command(flatten)]
+    Gist(crate::gist::bench::Bench),
+    /// Protocol boosters on two gateways in network namespaces (root): ping RTT vs size,
+    /// iperf3 throughput over a 10 Mbit/s link, FEC under loss, null vs plain TUN and encrypt vs
+    /// wireguard-go.
+    Booster(crate::booster::cli::BenchArgs),
+    /// Locality oracle server on loopback: replies/s and RTT against IPs per query and worker
+    /// threads (seed network), a plain UDP echo server in the same run (ratio oracle/echo),
+    /// and a 10 vs 10,000 router network.
+    Oracle(crate::oracle::cli::BenchArgs),
 }
 
 impl Cli {
     /// Run the parsed command.
     pub fn run(self) -> anyhow::Result<()> {
         match self.command {
-            Command::Demo(a) => demo::run(a),
-            Command::Daemon(a) => daemon::run(a),
-            Command::Rsvp(a) => rsvp::run(a),
-            Command::Gist(a) => gist::run(a),
-            Command::Bench { which } => bench::run(which),
-            Command::Oracle { what } => oracle::run(what),
-            Command::Booster { what } => booster::run(what),
+            Command::Demo(a) => crate::demo::cli::run(a),
+            Command::Daemon(a) => crate::daemon::cli::run(a),
+            Command::Rsvp(a) => crate::rsvp::cli::run(a),
+            Command::Gist(a) => crate::gist::cli::run(a),
+            Command::Oracle { what } => crate::oracle::cli::run(what),
+            Command::Booster { what } => crate::booster::cli::run(what),
+            Command::Bench { which } => match which {
+                Bench::Rsvp(b) => crate::rsvp::bench::run(b),
+                Bench::Gist(b) => crate::gist::bench::run(b),
+                Bench::Booster(a) => crate::booster::cli::run_bench(a),
+                Bench::Oracle(a) => crate::oracle::cli::run_bench(a),
+            },
         }
     }
 }
@@ -74,7 +90,7 @@ impl Cli {
 #[derive(Debug, clap::Args)]
 pub struct DaemonArgs {
     /// The daemon's management socket.
-    #[arg(long, global = true, default_value_os_t = crate::daemon::config::default_socket())]
+    #[arg(long, global = true, default_value_os_t = crate::config::default_socket())]
     pub socket: std::path::PathBuf,
     /// Print JSON.
     #[arg(long, global = true)]

@@ -1,7 +1,7 @@
 //! `pathwise daemon --config node.toml`: the long-running process on a Linux router or host.
 //!
-//! It runs the services the configuration enables: RSVP ([`rsvp`]) and GIST with the Ping NSLP
-//! ([`gist`]). One thread owns the protocol engines and runs a `poll(2)` loop over their sockets, the
+//! It runs the services the configuration enables: RSVP ([`crate::rsvp::service`]) and GIST with
+//! the Ping NSLP ([`crate::gist::service`]). One thread owns the protocol engines and runs a `poll(2)` loop over their sockets, the
 //! routing feed and a wake-up socket, sleeping until the engines' next deadline. The management
 //! socket ([`crate::mgmt`]) is served on its own thread, which hands each request to the loop
 //! and waits for the answer, so engines are never shared between threads. Prometheus metrics
@@ -9,18 +9,10 @@
 //! the loop; dropping the services removes what they installed (traffic-control classes) and
 //! the management socket.
 
-pub mod config;
-pub mod gist;
-pub mod gist_load;
-pub mod gist_ma;
-pub mod gist_tls;
-pub mod metrics;
-pub mod rsvp;
-pub mod te;
-pub mod verbs;
+pub mod cli;
 
+use crate::config::NodeConfig;
 use anyhow::Context as _;
-use config::NodeConfig;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use serde_json::Value;
 use std::io::{Read, Write};
@@ -55,11 +47,11 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
         );
     }
     let mut rsvp = match &cfg.rsvp {
-        Some(r) => Some(rsvp::RsvpService::start(&cfg, r)?),
+        Some(r) => Some(crate::rsvp::service::RsvpService::start(&cfg, r)?),
         None => None,
     };
     let mut gist = match &cfg.gist {
-        Some(g) => Some(gist::GistService::start(&cfg, g)?),
+        Some(g) => Some(crate::gist::service::GistService::start(&cfg, g)?),
         None => None,
     };
 

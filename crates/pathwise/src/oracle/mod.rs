@@ -13,9 +13,12 @@
 //! - [`bench`]: replies/s and RTT against IPs per query, workers and network size, with a plain
 //!   UDP echo server measured in the same run.
 //!
+//! - [`cli`]: `pathwise oracle …` and the arguments of `pathwise bench oracle`.
+//!
 //! [`OracleServer`] ties the server and the console together (`pathwise oracle serve`).
 
 pub mod bench;
+pub mod cli;
 pub mod clients;
 pub mod console;
 pub mod counters;

@@ -1,6 +1,6 @@
 //! RSVP simulation helpers: flowspecs, sessions, senders and what is installed.
 
-use pathwise::rsvp_sim::Scenario;
+use pathwise::rsvp::sim::Scenario;
 use pathwise_core::time::Instant;
 use pathwise_rsvp::wire::{FilterSpec, FlowSpec, SenderTspec, Session, TokenBucket};
 use pathwise_sim::NodeId;

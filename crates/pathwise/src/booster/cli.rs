@@ -1,0 +1,273 @@
+//! `pathwise booster …`: run a protocol booster gateway and manage a running one.
+
+use crate::booster::config::{DEFAULT_SOCKET, GatewayConfig};
+use clap::Subcommand;
+use pathwise_booster::StatsReport;
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// The booster commands.
+#[derive(Debug, Subcommand)]
+pub enum Booster {
+    /// Run a gateway: boost packets routed into the TUN device and send them to the peer
+    /// gateway over UDP; deboost what the peer sends and write it to the TUN device.
+    Gateway {
+        /// Configuration file (TOML; see docs/booster-wire.md and the README).
+        #[arg(long)]
+        config: PathBuf,
+        /// Forward packets with no encapsulation and no boosters (a plain TUN forwarder, the
+        /// baseline for measurements).
+        #[arg(long)]
+        plain: bool,
+    },
+    /// Show the running gateway's policies, meta-policy and adaptive policy.
+    Show(Mgmt),
+    /// Insert a booster into a policy's chain (the meta-policy picks the position unless
+    /// --position is given); creates the policy when --dst is given and it does not exist.
+    Insert {
+        /// Booster: null, lz4, zstd[:LEVEL], dumb, encrypt, fec[:K:M].
+        booster: String,
+        /// Policy name.
+        #[arg(long, default_value = "default")]
+        policy: String,
+        /// Position in the chain (0 = first).
+        #[arg(long)]
+        position: Option<usize>,
+        /// Destination prefix, to create the policy.
+        #[arg(long)]
+        dst: Option<String>,
+        /// Source prefix, with --dst.
+        #[arg(long, requires = "dst")]
+        src: Option<String>,
+        /// Socket and output format.
+        #[command(flatten)]
+        mgmt: Mgmt,
+    },
+    /// Remove a booster (by kind: `fec` removes `fec:8:2`) from a policy's chain.
+    Remove {
+        /// Booster kind.
+        booster: String,
+        /// Policy name.
+        #[arg(long, default_value = "default")]
+        policy: String,
+        /// Socket and output format.
+        #[command(flatten)]
+        mgmt: Mgmt,
+    },
+    /// Show counters: packets, bytes, per-booster work, drops by reason.
+    Stats(Mgmt),
+}
+
+/// Where the gateway listens for management requests, and the output format.
+#[derive(Debug, clap::Args)]
+pub struct Mgmt {
+    /// Management socket of the gateway.
+    #[arg(long, default_value = DEFAULT_SOCKET)]
+    socket: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl Mgmt {
+    fn request(&self, verb: &str, args: Value) -> anyhow::Result<Value> {
+        crate::mgmt::request(&self.socket, "booster gateway", verb, args)
+    }
+}
+
+/// Run a booster command.
+pub fn run(b: Booster) -> anyhow::Result<()> {
+    match b {
+        Booster::Gateway { config, plain } => {
+            let cfg = GatewayConfig::load(&config)?;
+            eprintln!(
+                "pathwise booster gateway: {} <-> {} via {}, management on {}{}",
+                cfg.listen,
+                cfg.peer,
+                cfg.tun,
+                cfg.socket.display(),
+                if plain { " (plain forwarding)" } else { "" }
+            );
+            crate::booster::gateway::Gateway::start(cfg, plain)?.join()
+        }
+        Booster::Show(m) => {
+            let v = m.request("show", Value::Null)?;
+            print(&v, m.json, render_show)
+        }
+        Booster::Insert {
+            booster,
+            policy,
+            position,
+            dst,
+            src,
+            mgmt,
+        } => {
+            let v = mgmt.request(
+                "insert",
+                json!({"booster": booster, "policy": policy, "position": position, "dst": dst, "src": src}),
+            )?;
+            print(&v, mgmt.json, render_change)
+        }
+        Booster::Remove {
+            booster,
+            policy,
+            mgmt,
+        } => {
+            let v = mgmt.request("remove", json!({"booster": booster, "policy": policy}))?;
+            print(&v, mgmt.json, render_change)
+        }
+        Booster::Stats(m) => {
+            let v = m.request("stats", Value::Null)?;
+            print(&v, m.json, render_stats)
+        }
+    }
+}
+
+fn print(v: &Value, json: bool, render: fn(&Value) -> String) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(v)?);
+    } else {
+        print!("{}", render(v));
+    }
+    Ok(())
+}
+
+fn render_change(v: &Value) -> String {
+    format!(
+        "policy {} chain [{}] (generation {}, built and swapped in {} ns)\n",
+        v["policy"].as_str().unwrap_or("?"),
+        v["chain"].as_str().unwrap_or(""),
+        v["generation"],
+        v["swap_ns"]
+    )
+}
+
+fn render_show(v: &Value) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "gateway {} <-> {} via {} ({} mode, sender id {}, mtu {}, batch {})",
+        v["listen"].as_str().unwrap_or("?"),
+        v["peer"].as_str().unwrap_or("?"),
+        v["tun"].as_str().unwrap_or("?"),
+        v["mode"].as_str().unwrap_or("?"),
+        v["sender_id"],
+        v["mtu"],
+        v["batch"]
+    );
+    let _ = writeln!(s, "policy generation {}", v["generation"]);
+    let _ = writeln!(
+        s,
+        "{:<16} {:<20} {:<20} chain",
+        "policy", "destination", "source"
+    );
+    for p in v["policies"].as_array().into_iter().flatten() {
+        let chain: Vec<&str> = p["chain"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let _ = writeln!(
+            s,
+            "{:<16} {:<20} {:<20} [{}]",
+            p["name"].as_str().unwrap_or("?"),
+            p["dst"].as_str().unwrap_or("?"),
+            p["src"].as_str().unwrap_or("any"),
+            chain.join(", ")
+        );
+    }
+    let rules: Vec<&str> = v["meta_policy"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let _ = writeln!(s, "meta-policy: {}", rules.join("; "));
+    let a = &v["adaptive"];
+    let _ = writeln!(
+        s,
+        "adaptive: {} (policy {}), ratio {}, loss {}, last error {}",
+        if a["config"]["enabled"].as_bool() == Some(true) {
+            "on"
+        } else {
+            "off"
+        },
+        a["config"]["policy"].as_str().unwrap_or("?"),
+        a["state"]["ratio"],
+        a["state"]["loss"],
+        a["state"]["last_error"]
+    );
+    s
+}
+
+fn render_stats(v: &Value) -> String {
+    let Ok(r) = serde_json::from_value::<StatsReport>(v.clone()) else {
+        return format!("{v}\n");
+    };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "tun in {} ({} B)  udp out {} ({} B)  udp in {}  tun out {}  control in {}  over mtu {}  snapshot switches {}",
+        r.tun_in,
+        r.tun_in_bytes,
+        r.udp_out,
+        r.udp_out_bytes,
+        r.udp_in,
+        r.tun_out,
+        r.control_in,
+        r.over_mtu,
+        r.snapshot_switches
+    );
+    let _ = writeln!(
+        s,
+        "{:<8} {:>10} {:>10} {:>12} {:>12} {:>8} {:>10} {:>10}",
+        "booster", "boosted", "passed", "bytes in", "bytes out", "extra", "deboosted", "recovered"
+    );
+    for (name, b) in &r.boosters {
+        let _ = writeln!(
+            s,
+            "{:<8} {:>10} {:>10} {:>12} {:>12} {:>8} {:>10} {:>10}",
+            name, b.boosted, b.passed, b.bytes_in, b.bytes_out, b.extra, b.deboosted, b.recovered
+        );
+    }
+    let _ = writeln!(s, "drops: {} total", r.total_drops());
+    for (reason, n) in r.drops.iter().filter(|(_, n)| **n > 0) {
+        let _ = writeln!(s, "  {reason:<24} {n}");
+    }
+    s
+}
+
+/// `pathwise bench booster` arguments.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Experiment: rtt (seed Fig. 6), throughput (seed Table 1), fec, compare (null vs plain
+    /// TUN forwarder, encrypt vs wireguard-go), or all.
+    #[arg(default_value = "all")]
+    experiment: String,
+    /// Repetitions; medians are reported.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Seconds per iperf3 transfer.
+    #[arg(long, default_value_t = 5)]
+    seconds: u32,
+    /// Pings per packet size and run.
+    #[arg(long, default_value_t = 20)]
+    pings: u32,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Run `pathwise bench booster` and print its report.
+pub fn run_bench(a: BenchArgs) -> anyhow::Result<()> {
+    let opt = crate::booster::bench::Options {
+        runs: a.runs.max(1),
+        seconds: a.seconds.max(1),
+        pings: a.pings.max(1),
+        binary: std::env::current_exe()?,
+    };
+    let exps = crate::booster::bench::run(&a.experiment, &opt)?;
+    crate::bench::print_report(a.json, &exps, |e| crate::booster::bench::render(e))
+}

@@ -1,0 +1,297 @@
+//! `node.toml`: what `pathwise daemon` runs. Parsing is strict (unknown fields are errors) and
+//! every error names the file, the line and the field, so nothing starts half-configured.
+//!
+//! ```toml
+//! [daemon]
+//! socket = "/run/pathwise/pathwise.sock"   # management socket (CLI verbs)
+//! metrics = "127.0.0.1:9464"               # optional: Prometheus text on http://…/metrics
+//! log = "info"                              # error | warn | info | debug | trace
+//!
+//! [rsvp]                                    # present: RSVP runs
+//! [gist]                                    # present: GIST runs
+//! ```
+//!
+//! The `[rsvp]` section is described in [`crate::rsvp::config`] (its integrity keys in
+//! [`crate::rsvp::config::integrity`], the RSVP-TE keys and `[[rsvp.lsp]]` in
+//! [`crate::rsvp::config::te`]); the `[gist]` section in [`crate::gist::config`]. At least one
+//! of `[rsvp]` and `[gist]` must be present. This module loads the file, holds `[daemon]` and
+//! locates errors; each service checks its own section.
+
+use crate::gist::config::GistSection;
+use crate::rsvp::config::{IntegritySection, InterfaceSection, RsvpSection};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Process-wide settings.
+    #[serde(default)]
+    pub daemon: DaemonSection,
+    /// RSVP, if enabled.
+    pub rsvp: Option<RsvpSection>,
+    /// GIST, if enabled.
+    pub gist: Option<GistSection>,
+    /// The file and its text, to locate errors found after parsing.
+    #[serde(skip)]
+    source: (String, String),
+}
+
+/// `[daemon]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonSection {
+    /// Management socket path.
+    #[serde(default = "default_socket")]
+    pub socket: PathBuf,
+    /// Address to serve Prometheus metrics on (opt-in).
+    pub metrics: Option<Spanned<String>>,
+    /// Log level.
+    #[serde(default = "default_log")]
+    pub log: String,
+}
+
+impl Default for DaemonSection {
+    fn default() -> Self {
+        DaemonSection {
+            socket: default_socket(),
+            metrics: None,
+            log: default_log(),
+        }
+    }
+}
+
+/// The default management socket.
+pub fn default_socket() -> PathBuf {
+    PathBuf::from("/run/pathwise/pathwise.sock")
+}
+
+fn default_log() -> String {
+    "info".into()
+}
+
+/// A configuration error, located.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {field}: {message}")]
+pub struct ConfigError {
+    /// The file.
+    pub file: String,
+    /// 1-based line (0: the file as a whole).
+    pub line: usize,
+    /// The field, as a dotted path.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+impl NodeConfig {
+    /// Read and check `path`.
+    pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: file.clone(),
+            line: 0,
+            field: "-".into(),
+            message: e.to_string(),
+        })?;
+        let cfg = Self::parse(&file, &text)?;
+        let inline = cfg.rsvp.iter().flat_map(|r| &r.interfaces).any(|i| {
+            i.integrity
+                .as_ref()
+                .is_some_and(IntegritySection::has_inline_keys)
+        });
+        if inline {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(path).map_or(0, |m| m.permissions().mode() & 0o7777);
+            if mode & 0o077 != 0 {
+                return Err(ConfigError {
+                    file,
+                    line: 0,
+                    field: "rsvp.interface.integrity.keys".into(),
+                    message: format!(
+                        "the file holds keys but has mode {mode:04o}: it must not be \
+                         accessible by group or others (chmod 600), or move the keys to a \
+                         key_file"
+                    ),
+                });
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// Parse and check the text of `file`.
+    pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
+        let cx = Source { file, text };
+        let mut cfg: NodeConfig = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(0, |s| line_of(text, s.start));
+            cx.line(line, "-", e.message().to_string())
+        })?;
+        if let Some(r) = &cfg.rsvp {
+            r.check(&cx)?;
+        }
+        if let Some(g) = &cfg.gist {
+            g.check(&cx)?;
+        }
+        if let Some(m) = &cfg.daemon.metrics
+            && m.get_ref().parse::<std::net::SocketAddr>().is_err()
+        {
+            return Err(cx.at(
+                m.span(),
+                "daemon.metrics",
+                format!("{:?} is not an address:port", m.get_ref()),
+            ));
+        }
+        if !matches!(
+            cfg.daemon.log.as_str(),
+            "error" | "warn" | "info" | "debug" | "trace"
+        ) {
+            return Err(cx.line(
+                0,
+                "daemon.log",
+                format!("{:?}: error, warn, info, debug or trace", cfg.daemon.log),
+            ));
+        }
+        cfg.source = (file.to_string(), text.to_string());
+        Ok(cfg)
+    }
+
+    /// The integrity policy of the `n`th RSVP interface (off when it has no integrity
+    /// section); reads its key files.
+    pub fn integrity_policy(
+        &self,
+        n: usize,
+        iface: &InterfaceSection,
+    ) -> Result<pathwise_auth::Policy, ConfigError> {
+        let Some(section) = &iface.integrity else {
+            return Ok(pathwise_auth::Policy::default());
+        };
+        section.policy(&self.source(), &format!("rsvp.interface[{n}].integrity"))
+    }
+
+    /// An error about the value at `span`, found after parsing (e.g. against the running
+    /// system).
+    pub fn error_at(
+        &self,
+        span: std::ops::Range<usize>,
+        field: &str,
+        message: String,
+    ) -> ConfigError {
+        self.source().at(span, field, message)
+    }
+
+    fn source(&self) -> Source<'_> {
+        Source {
+            file: &self.source.0,
+            text: &self.source.1,
+        }
+    }
+}
+
+/// The file being checked, to locate errors in it.
+pub(crate) struct Source<'a> {
+    /// Its name.
+    pub file: &'a str,
+    /// Its text.
+    pub text: &'a str,
+}
+
+impl Source<'_> {
+    /// An error at 1-based `line` (0: the file as a whole).
+    pub fn line(&self, line: usize, field: &str, message: String) -> ConfigError {
+        ConfigError {
+            file: self.file.into(),
+            line,
+            field: field.into(),
+            message,
+        }
+    }
+
+    /// An error about the value at `span`.
+    pub fn at(&self, span: std::ops::Range<usize>, field: &str, message: String) -> ConfigError {
+        self.line(line_of(self.text, span.start), field, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rsvp::config::TrafficControlKind;
+
+    const GOOD: &str = r#"
+[daemon]
+socket = "/tmp/pw.sock"
+metrics = "127.0.0.1:9464"
+
+[rsvp]
+refresh = "5s"
+traffic_control = "memory"
+
+[[rsvp.interface]]
+name = "veth1"
+bandwidth = "10Mbit"
+reservable = "8Mbit"
+"#;
+
+    #[test]
+    fn parses_a_node_config() {
+        let c = NodeConfig::parse("node.toml", GOOD).unwrap();
+        let r = c.rsvp.unwrap();
+        assert_eq!(r.refresh.0, std::time::Duration::from_secs(5));
+        assert_eq!(r.keep_multiplier, 3);
+        assert_eq!(r.traffic_control, TrafficControlKind::Memory);
+        assert_eq!(
+            r.interfaces[0].reservable.as_ref().unwrap().get_ref().0,
+            8_000_000
+        );
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let bad = GOOD.replace("reservable = \"8Mbit\"", "reservable = \"80Mbit\"");
+        let e = NodeConfig::parse("node.toml", &bad).unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.line, e.field.as_str()),
+            ("node.toml", 13, "rsvp.interface[0].reservable")
+        );
+        let e = NodeConfig::parse("node.toml", &GOOD.replace("refresh", "refrsh")).unwrap_err();
+        assert_eq!(e.line, 7);
+        assert!(e.message.contains("refrsh"), "{e}");
+        let e =
+            NodeConfig::parse("node.toml", &GOOD.replace("\"10Mbit\"", "\"fast\"")).unwrap_err();
+        assert_eq!(e.line, 12);
+        assert!(e.to_string().starts_with("node.toml:12:"), "{e}");
+        let e = NodeConfig::parse("node.toml", &GOOD.replace("127.0.0.1:9464", "localhost"))
+            .unwrap_err();
+        assert_eq!(e.field, "daemon.metrics");
+    }
+
+    #[test]
+    fn hello_settings() {
+        let with = GOOD.replace(
+            "reservable = \"8Mbit\"",
+            "reservable = \"8Mbit\"\nhello = { interval = \"100ms\" }",
+        );
+        let c = NodeConfig::parse("node.toml", &with).unwrap();
+        let h = c.rsvp.unwrap().interfaces[0]
+            .hello
+            .as_ref()
+            .unwrap()
+            .config();
+        assert_eq!(h.interval, std::time::Duration::from_millis(100));
+        assert_eq!(h.failure_multiplier, 3.5);
+        for bad in ["interval = \"0s\"", "failure_multiplier = 0.5"] {
+            let text = GOOD.replace(
+                "reservable = \"8Mbit\"",
+                &format!("reservable = \"8Mbit\"\nhello = {{ {bad} }}"),
+            );
+            let e = NodeConfig::parse("node.toml", &text).unwrap_err();
+            assert_eq!(e.field, "rsvp.interface[0].hello", "{bad}");
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! GIST's benchmarks on the five-node namespace chain: setup, RTT and CPU per session over
+//! UDP, TCP and TLS ([`chain`]), and the NSLP API in process against IPC ([`api`]).
+
+pub mod api;
+pub mod chain;
+
+use crate::bench::print_report;
+
+/// GIST's `pathwise bench …` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Bench {
+    /// GIST daemons on the five-node network-namespace chain (root): the load client over UDP,
+    /// TCP and TLS — session setup time (per hop), RTTs, daemons' CPU time per session.
+    GistChain {
+        /// Sessions per run (thousands, so that R2's CPU per session is well above the
+        /// clock's resolution and the daemon's idle cost).
+        #[arg(long, default_value_t = 5000)]
+        sessions: u32,
+        /// Sessions opened per second (and pings per second after).
+        #[arg(long, default_value_t = 500.0)]
+        rate: f64,
+        /// Rounds (each transport once per round, alternating); medians are reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The NSLP API, plug-in against IPC, at the responder (seed 000 §4.3.2, Fig. 4.4): H2's
+    /// CPU (daemon, plus the NSLP process over IPC) while the load client keeps N flows alive
+    /// on the five-node network-namespace chain (root); UDP, GIST refresh 180 s.
+    GistApi {
+        /// Load levels: concurrent flows (sessions).
+        #[arg(long, value_delimiter = ',', default_value = "1000,2500,5000")]
+        sessions: Vec<u32>,
+        /// Sessions opened per second before the measured steady phase.
+        #[arg(long, default_value_t = 500.0)]
+        setup_rate: f64,
+        /// Seconds between two pings of one flow (the NSLP refresh; the thesis's 30 s).
+        #[arg(long, default_value_t = 30.0)]
+        nslp_refresh: f64,
+        /// Seconds of the steady phase over which CPU is measured.
+        #[arg(long, default_value_t = 30.0)]
+        window: f64,
+        /// Rounds (every load level with each API per round, alternating); medians reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Which NSLP API.
+        #[arg(long, value_enum, default_value_t = api::ApiChoice::Both)]
+        api: api::ApiChoice,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Run a benchmark and print its report.
+pub fn run(b: Bench) -> anyhow::Result<()> {
+    match b {
+        Bench::GistChain {
+            sessions,
+            rate,
+            runs,
+            json,
+        } => {
+            let report = chain::run(sessions, rate, runs)?;
+            print_report(json, &report, chain::render)
+        }
+        Bench::GistApi {
+            sessions,
+            setup_rate,
+            nslp_refresh,
+            window,
+            runs,
+            api,
+            json,
+        } => {
+            let report = api::run(&api::Params {
+                sessions,
+                setup_rate,
+                nslp_refresh_s: nslp_refresh,
+                window_s: window,
+                runs,
+                api,
+            })?;
+            print_report(json, &report, api::render)
+        }
+    }
+}

@@ -1,0 +1,909 @@
+//! The GIST service of `pathwise daemon`: one [`GistEngine`] with the Ping NSLP, driven by
+//! UDP port 270 with Router Alert ([`RaUdpSocket`], IPv4 and IPv6) and the kernel's routes
+//! (netlink), plus the management verbs (`gist.ping`, `gist.show.*`) and metrics.
+//!
+//! D-mode (RFC 5971 §5.3): Queries go out with the IP Router Alert option; on a forwarding node
+//! the socket takes every Router Alert UDP datagram off the forwarding path, and the engine
+//! says which it wants ([`Engine::wants_router_alert`]: Queries for an NSLP this node serves).
+//! The others are sent on unchanged but for the TTL, as the kernel would have forwarded them.
+//! Every other D-mode message is plain UDP to port 270.
+
+use super::config::GistSection;
+use super::ma::MaStreams;
+use crate::daemon::Reply;
+use anyhow::Context as _;
+use pathwise_core::engine::Engine;
+use pathwise_core::io::{IfIndex, Received, Transmit};
+use pathwise_core::time::Instant;
+use pathwise_gist::ipc::IpcServer;
+use pathwise_gist::nslp::NslpEvent;
+use pathwise_gist::nslp::ping::{PingConfig, PingEvent, PingNslp};
+use pathwise_gist::wire::{MsgType, SessionId};
+use pathwise_gist::{Config, GistEngine, GistEvent, InterfaceConfig};
+use pathwise_net::{DropReason, Family, FibMirror, NetEvent, RaUdpSocket, RawOptions};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::net::IpAddr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+
+/// GIST's UDP port (RFC 5971 §5.3.2).
+pub const GIST_PORT: u16 = pathwise_gist::wire::GIST_PORT;
+
+/// A ping waiting for its reply.
+#[derive(Debug)]
+struct PendingPing {
+    session: SessionId,
+    seq: u32,
+    deadline: std::time::Instant,
+    reply: Reply,
+}
+
+/// Arguments of `gist.ping`.
+#[derive(Debug, Deserialize)]
+struct PingArgs {
+    /// Destination of the flow pinged along.
+    dest: IpAddr,
+    /// Session (hex) of an earlier ping to reuse its routing state; absent: a new session.
+    session: Option<String>,
+    /// Transfer: "udp" (D-mode).
+    #[serde(default = "udp")]
+    transport: String,
+    /// How long to wait for the reply, ms.
+    #[serde(default = "default_timeout_ms")]
+    timeout_ms: u64,
+}
+
+fn udp() -> String {
+    "udp".into()
+}
+fn default_timeout_ms() -> u64 {
+    3000
+}
+
+/// The running GIST service.
+#[derive(Debug)]
+pub struct GistService {
+    engine: GistEngine,
+    sockets: Vec<RaUdpSocket>,
+    /// C-mode streams (TCP), when enabled.
+    streams: Option<MaStreams>,
+    /// C-mode streams over TLS (RFC 5971 §5.7.3), when enabled.
+    tls_streams: Option<MaStreams>,
+    /// The load client's run, running or finished (`gist.load.*`).
+    load: Option<super::load::LoadRun>,
+    load_runs: u64,
+    /// NSLPs in other processes (`ipc_socket`), when enabled.
+    ipc: Option<IpcServer>,
+    fib: FibMirror,
+    epoch: std::time::Instant,
+    interfaces: Vec<(IfIndex, String)>,
+    pings: Vec<PendingPing>,
+    /// Router Alert datagrams for port 270 intercepted in transit that the engine did not want
+    /// (another NSLP's Queries), sent on.
+    transit_forwarded: u64,
+    send_errors: u64,
+    /// Returns from the daemon loop's poll(2), and those that timed out before the deadline
+    /// they waited for (work for nothing; 0 unless the loop's timeout arithmetic is wrong).
+    wakeups: u64,
+    early_wakeups: u64,
+    /// The last routing-feed read failed.
+    fib_retry: bool,
+}
+
+/// Addresses GIST may use and name in its NLI: not loopback, not IPv6 link-local (an NLI
+/// address must be reachable from the next GIST hop, which may be several IP hops away).
+fn usable(a: IpAddr) -> bool {
+    match a {
+        IpAddr::V4(v) => !v.is_loopback() && !v.is_unspecified(),
+        IpAddr::V6(v) => {
+            !v.is_loopback() && !v.is_unspecified() && (v.segments()[0] & 0xffc0) != 0xfe80
+        }
+    }
+}
+
+impl GistService {
+    /// Open the sockets, learn interfaces and routes.
+    pub fn start(node: &crate::config::NodeConfig, cfg: &GistSection) -> anyhow::Result<Self> {
+        let kernel = pathwise_net::interfaces().context("listing interfaces")?;
+        let mut interfaces = Vec::new();
+        let mut engine_ifaces = Vec::new();
+        for name in cfg.interfaces.get_ref() {
+            let Some(k) = kernel.iter().find(|k| &k.name == name) else {
+                return Err(node
+                    .error_at(
+                        cfg.interfaces.span(),
+                        "gist.interfaces",
+                        format!("no interface {name:?} on this system"),
+                    )
+                    .into());
+            };
+            interfaces.push((k.ifindex, k.name.clone()));
+            engine_ifaces.push(InterfaceConfig {
+                ifindex: k.ifindex,
+                addrs: k
+                    .addrs
+                    .iter()
+                    .map(|n| n.addr())
+                    .filter(|a| usable(*a))
+                    .collect(),
+            });
+        }
+        let configured: Vec<IfIndex> = interfaces.iter().map(|(i, _)| *i).collect();
+        let refresh = cfg.refresh_period.get_ref().0;
+        let engine_cfg = Config {
+            seed: pathwise_core::rand::random(),
+            interfaces: engine_ifaces,
+            local_addrs: kernel
+                .iter()
+                .filter(|k| !configured.contains(&k.ifindex))
+                .flat_map(|k| k.addrs.iter().map(|n| n.addr()))
+                .filter(|a| usable(*a))
+                .collect(),
+            refresh_period: refresh,
+            rs_validity: refresh * 3,
+            state_lifetime: refresh.max(std::time::Duration::from_secs(30)) * 3,
+            cookie_mode: cfg.cookie_mode.into(),
+            secret_rotation: cfg.secret_rotation.get_ref().0,
+            confirm_wait: cfg.confirm_wait.get_ref().0,
+            cmode_port: cfg.tcp_port(),
+            tls_port: cfg.tls_port(),
+            ..Config::default()
+        };
+        let mut engine = GistEngine::new(engine_cfg, Instant::ZERO);
+        engine.register(Box::new(PingNslp::new(PingConfig {
+            record_addr: cfg.record_address,
+            seed: pathwise_core::rand::random(),
+            ..PingConfig::default()
+        })));
+        let options = RawOptions {
+            ipv6_router_alert_value: cfg.ipv6_router_alert,
+            ..RawOptions::default()
+        };
+        let mut sockets = vec![
+            RaUdpSocket::open(Family::V4, GIST_PORT, options.clone()).context(
+                "opening UDP port 270 with Router Alert for IPv4 (needs root, or CAP_NET_RAW and \
+                 CAP_NET_BIND_SERVICE)",
+            )?,
+        ];
+        match RaUdpSocket::open(Family::V6, GIST_PORT, options) {
+            Ok(s) => sockets.push(s),
+            Err(e) => tracing::warn!(error = %e, "no IPv6 GIST socket; IPv4 only"),
+        }
+        let streams =
+            match cfg.tcp_port() {
+                Some(port) => Some(MaStreams::listen(port).with_context(|| {
+                    format!("listening for messaging associations on TCP {port}")
+                })?),
+                None => None,
+            };
+        let tls_streams = match (cfg.tls_port(), &cfg.tls) {
+            (Some(port), Some(t)) => {
+                let ctx = super::tls::TlsContext::load(node, t.get_ref())?;
+                Some(MaStreams::listen_tls(port, ctx).with_context(|| {
+                    format!("listening for TLS messaging associations on TCP {port}")
+                })?)
+            }
+            _ => None,
+        };
+        let ipc = match &cfg.ipc_socket {
+            Some(p) => Some(
+                IpcServer::bind(p)
+                    .with_context(|| format!("gist.ipc_socket: listening on {}", p.display()))?,
+            ),
+            None => None,
+        };
+        let fib = FibMirror::open().context("opening rtnetlink")?;
+        let mut s = GistService {
+            engine,
+            sockets,
+            streams,
+            tls_streams,
+            load: None,
+            load_runs: 0,
+            ipc,
+            fib,
+            epoch: std::time::Instant::now(),
+            interfaces,
+            pings: Vec::new(),
+            transit_forwarded: 0,
+            send_errors: 0,
+            wakeups: 0,
+            early_wakeups: 0,
+            fib_retry: false,
+        };
+        s.on_readable();
+        Ok(s)
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// File descriptors to wait on, and whether each waits for writability too.
+    pub fn fds(&self) -> Vec<(BorrowedFd<'_>, bool)> {
+        let mut v: Vec<(BorrowedFd<'_>, bool)> =
+            self.sockets.iter().map(|s| (s.as_fd(), false)).collect();
+        v.push((self.fib.as_fd(), false));
+        if let Some(st) = &self.streams {
+            v.extend(st.fds());
+        }
+        if let Some(st) = &self.tls_streams {
+            v.extend(st.fds());
+        }
+        if let Some(ipc) = &self.ipc {
+            v.extend(ipc.fds());
+        }
+        v
+    }
+
+    /// When the service next needs time to pass: the engine's deadline or a ping's.
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        let engine = self
+            .engine
+            .poll_timeout()
+            .map(|t| self.epoch + std::time::Duration::from_nanos(t.as_nanos()));
+        let ping = self.pings.iter().map(|p| p.deadline).min();
+        let load = self.load.as_ref().and_then(super::load::LoadRun::deadline);
+        let ping = match (ping, load) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match (engine, ping) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The daemon loop woke up; `early`: its poll timed out before the deadline it waited for.
+    pub fn note_wakeup(&mut self, early: bool) {
+        self.wakeups += 1;
+        self.early_wakeups += u64::from(early);
+    }
+
+    /// Drain every socket and the routing feed, then let the engine act.
+    pub fn on_readable(&mut self) {
+        self.on_ready(None);
+    }
+
+    /// Read what poll(2) found ready (`Some`: those descriptors; `None`: all), then let the
+    /// engine act. An idle socket, routing feed or listener costs no system call, and a ready
+    /// socket is read once — poll is level-triggered, so whatever is left wakes the loop again
+    /// at once. (Messaging associations are polled each time.)
+    pub fn on_ready(&mut self, ready: Option<&[RawFd]>) {
+        let ready = |fd: BorrowedFd<'_>| ready.is_none_or(|r| r.contains(&fd.as_raw_fd()));
+        let now = self.now();
+        // After a failed read the mirror holds events back: read again without waiting.
+        let fib = if ready(self.fib.as_fd()) || self.fib_retry {
+            self.fib.drain()
+        } else {
+            Ok(Vec::new())
+        };
+        self.fib_retry = fib.is_err();
+        match fib {
+            Ok(events) => {
+                for e in events {
+                    match e {
+                        NetEvent::Route(change) => self.engine.handle_route_change(now, change),
+                        NetEvent::Address { .. } => {
+                            for s in &mut self.sockets {
+                                let _ = s.refresh_local_addrs();
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "rtnetlink read failed"),
+        }
+        let mut pass_on = Vec::new();
+        for i in 0..self.sockets.len() {
+            if !ready(self.sockets[i].as_fd()) {
+                continue;
+            }
+            match self.sockets[i].recv_batch() {
+                Ok(batch) => {
+                    for d in batch {
+                        if in_transit(&self.engine, &d) && !self.engine.wants_router_alert(&d) {
+                            pass_on.push(forward(&d));
+                            continue;
+                        }
+                        self.engine.handle_datagram(now, d);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "GIST socket receive failed"),
+            }
+        }
+        for t in pass_on.into_iter().flatten() {
+            self.transit_forwarded += 1;
+            self.send(&t);
+        }
+        if let Some(st) = &mut self.streams {
+            let accept = ready(st.listener_fd());
+            st.poll(&mut self.engine, now, accept);
+        }
+        if let Some(st) = &mut self.tls_streams {
+            let accept = ready(st.listener_fd());
+            st.poll(&mut self.engine, now, accept);
+        }
+        self.flush();
+    }
+
+    /// Time passed.
+    pub fn on_timeout(&mut self) {
+        let now = self.now();
+        if self.engine.poll_timeout().is_some_and(|t| t <= now) {
+            self.engine.handle_timeout(now);
+        }
+        let wall = std::time::Instant::now();
+        self.load_tick(wall);
+        let (late, waiting): (Vec<_>, Vec<_>) =
+            self.pings.drain(..).partition(|p| p.deadline <= wall);
+        self.pings = waiting;
+        for p in late {
+            let _ = p.reply.send(Err(format!(
+                "no reply for seq {} of session {}",
+                p.seq,
+                hex(&p.session)
+            )));
+        }
+        self.flush();
+    }
+
+    fn send(&mut self, t: &Transmit) {
+        let Some(sock) = self
+            .sockets
+            .iter()
+            .find(|s| s.raw().is_ipv4() == t.dst.is_ipv4())
+        else {
+            self.send_errors += 1;
+            return;
+        };
+        if let Err(e) = sock.send(t) {
+            self.send_errors += 1;
+            tracing::warn!(error = %e, dst = %t.dst, "GIST send failed");
+        }
+    }
+
+    fn flush(&mut self) {
+        let now = self.now();
+        if let Some(ipc) = &mut self.ipc {
+            // Accept and serve NSLP clients; their API calls are engine inputs too.
+            ipc.poll(&mut self.engine, now);
+        }
+        loop {
+            let mut any = false;
+            while let Some(t) = self.engine.poll_transmit() {
+                any = true;
+                self.send(&t);
+            }
+            // Stream events can make the engine send more (a Confirm once connected).
+            while let Some(st) = self.engine.poll_stream() {
+                any = true;
+                let layer = match st.transport {
+                    pathwise_gist::MaTransport::Tcp => &mut self.streams,
+                    pathwise_gist::MaTransport::Tls => &mut self.tls_streams,
+                };
+                match layer {
+                    Some(s) => s.apply(&mut self.engine, now, st),
+                    None => self.engine.handle_stream_on(
+                        now,
+                        st.transport,
+                        pathwise_gist::StreamInput::Closed { peer: st.peer },
+                    ),
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+        if let Some(ipc) = &mut self.ipc {
+            ipc.flush(); // upcalls the inputs above produced
+        }
+        while let Some(e) = self.engine.poll_event() {
+            match e {
+                GistEvent::Nslp(NslpEvent::Ping(PingEvent::Reply {
+                    session_id,
+                    seq,
+                    destination,
+                    path,
+                    rtt,
+                })) => {
+                    let Some(i) = self
+                        .pings
+                        .iter()
+                        .position(|p| p.session == session_id && p.seq == seq)
+                    else {
+                        if let Some(l) = &mut self.load {
+                            l.reply(session_id, seq, rtt);
+                        }
+                        continue;
+                    };
+                    let p = self.pings.swap_remove(i);
+                    let _ = p.reply.send(Ok(json!({
+                        "session": hex(&session_id),
+                        "seq": seq,
+                        "destination": destination,
+                        "rtt_ms": rtt.as_secs_f64() * 1e3,
+                        "path": path.iter().map(|h| h.addr.to_string()).collect::<Vec<_>>(),
+                    })));
+                }
+                GistEvent::Nslp(NslpEvent::Ping(PingEvent::Failed {
+                    session_id,
+                    seq,
+                    error,
+                })) => {
+                    if let Some(i) = self
+                        .pings
+                        .iter()
+                        .position(|p| p.session == session_id && p.seq == seq)
+                    {
+                        let p = self.pings.swap_remove(i);
+                        let _ = p.reply.send(Err(format!("ping not delivered: {error:?}")));
+                    } else if let Some(l) = &mut self.load {
+                        l.failure(session_id, seq);
+                    }
+                }
+                other => tracing::debug!(event = ?other, "gist upcall"),
+            }
+        }
+    }
+
+    /// Answer a management verb on `reply` (a ping answers when its reply comes back).
+    pub fn handle(&mut self, verb: &str, args: &Value, reply: Reply) {
+        let result = match verb {
+            "gist.ping" => match self.ping(args) {
+                Ok((session, seq, timeout)) => {
+                    self.pings.push(PendingPing {
+                        session,
+                        seq,
+                        deadline: std::time::Instant::now() + timeout,
+                        reply,
+                    });
+                    self.flush();
+                    return;
+                }
+                Err(e) => Err(e),
+            },
+            "gist.load.start" => self.load_start(args),
+            "gist.load.result" => match &self.load {
+                Some(l) => Ok(l.report()),
+                None => Err("no load run".into()),
+            },
+            "gist.show.mrs" => Ok(self.mrs_json()),
+            "gist.show.ma" => Ok(self.ma_json()),
+            "gist.show.counters" => Ok(self.counters_json()),
+            _ => Err(format!("unknown verb {verb:?}")),
+        };
+        let _ = reply.send(result);
+        self.flush();
+    }
+
+    fn ping(&mut self, args: &Value) -> Result<(SessionId, u32, std::time::Duration), String> {
+        let a: PingArgs = serde_json::from_value(args.clone())
+            .map_err(|e| format!("bad arguments for gist.ping: {e}"))?;
+        let transfer = self.transfer_for(&a.transport)?;
+        let src = source_towards(a.dest).map_err(|e| format!("no route to {}: {e}", a.dest))?;
+        let now = self.now();
+        let session = match &a.session {
+            Some(h) => Some(parse_hex(h).ok_or_else(|| format!("bad session {h:?}"))?),
+            None => None,
+        };
+        let (session, seq) = self
+            .engine
+            .with_nslp::<PingNslp, _>(now, |p, g| {
+                let sid = session.unwrap_or_else(|| g.new_session_id());
+                p.ping_session_transfer(g, now, sid, src, a.dest, transfer)
+                    .map(|seq| (sid, seq))
+            })
+            .ok_or("no Ping NSLP")?
+            .map_err(|e| format!("ping not sent: {e}"))?;
+        let timeout = std::time::Duration::from_millis(a.timeout_ms.clamp(10, 9000));
+        Ok((session, seq, timeout))
+    }
+
+    /// Transfer attributes for a transport name, if this node runs that transport.
+    fn transfer_for(
+        &self,
+        transport: &str,
+    ) -> Result<pathwise_gist::nslp::TransferAttributes, String> {
+        let mut transfer = pathwise_gist::nslp::TransferAttributes::default();
+        match transport {
+            "udp" => {}
+            "tcp" if self.streams.is_some() => transfer.reliable = true,
+            "tcp" => {
+                return Err(
+                    "transport \"tcp\": C-mode is off on this node (add \"tcp\" to \
+                            [gist] transports)"
+                        .into(),
+                );
+            }
+            "tls" if self.tls_streams.is_some() => {
+                transfer.reliable = true;
+                transfer.secure = true;
+            }
+            "tls" => {
+                return Err(
+                    "transport \"tls\": TLS is off on this node (add \"tls\" to [gist] \
+                     transports and a [gist.tls] section)"
+                        .into(),
+                );
+            }
+            t => return Err(format!("transport {t:?}: \"udp\", \"tcp\" or \"tls\"")),
+        }
+        Ok(transfer)
+    }
+
+    /// `gist.load.start`: begin a load run (seed 000 §4.1.5); answers at once with its id.
+    fn load_start(&mut self, args: &Value) -> Result<Value, String> {
+        if self.load.as_ref().is_some_and(|l| !l.done()) {
+            return Err("a load run is in progress (gist.load.result)".into());
+        }
+        let a: super::load::LoadArgs = serde_json::from_value(args.clone())
+            .map_err(|e| format!("bad arguments for gist.load.start: {e}"))?;
+        let transfer = self.transfer_for(&a.transport)?;
+        source_towards(a.dest).map_err(|e| format!("no route to {}: {e}", a.dest))?;
+        self.load_runs += 1;
+        let run =
+            super::load::LoadRun::new(self.load_runs, &a, transfer, std::time::Instant::now())?;
+        self.load = Some(run);
+        self.load_tick(std::time::Instant::now());
+        Ok(json!({ "id": self.load_runs }))
+    }
+
+    /// Send the load run's pings that are due.
+    fn load_tick(&mut self, wall: std::time::Instant) {
+        use super::load::Next;
+        let Some(l) = &mut self.load else { return };
+        let due = l.due(wall);
+        if due.is_empty() {
+            return;
+        }
+        let (dest, transfer) = (l.dest, l.transfer);
+        let Ok(src) = source_towards(dest) else {
+            for _ in &due {
+                l.send_failed();
+            }
+            return;
+        };
+        let now = self.now();
+        for n in due {
+            let (open, sid) = match n {
+                Next::Open => (true, None),
+                Next::Again(s) => (false, Some(s)),
+            };
+            let r = self.engine.with_nslp::<PingNslp, _>(now, |p, g| {
+                let sid = sid.unwrap_or_else(|| g.new_session_id());
+                p.ping_session_transfer(g, now, sid, src, dest, transfer)
+                    .map(|seq| (sid, seq))
+            });
+            let Some(l) = &mut self.load else { return };
+            match r {
+                Some(Ok((sid, seq))) => l.sent(sid, seq, open),
+                _ => l.send_failed(),
+            }
+        }
+        self.flush();
+    }
+
+    fn name(&self, i: IfIndex) -> String {
+        self.interfaces
+            .iter()
+            .find(|(x, _)| *x == i)
+            .map_or_else(|| i.to_string(), |(_, n)| n.clone())
+    }
+
+    fn mrs_json(&self) -> Value {
+        let mut v: Vec<Value> = self
+            .engine
+            .routing_keys()
+            .filter_map(|k| {
+                let s = self.engine.routing_state(k)?;
+                let half = |st: Option<String>, peer: Option<IpAddr>, ma: Option<IpAddr>| {
+                    st.map(|st| {
+                        json!({
+                            "state": st,
+                            "peer": peer.map(|p| p.to_string()),
+                            "ma": ma.map(|p| p.to_string()),
+                        })
+                    })
+                };
+                Some(json!({
+                    "session": hex(&k.session_id),
+                    "nslpid": k.nslpid,
+                    "source": k.mri.source().map(|a| a.to_string()),
+                    "destination": k.mri.destination().map(|a| a.to_string()),
+                    "downstream": half(
+                        s.downstream.map(|d| format!("{:?}", d.0)),
+                        s.downstream.and_then(|d| d.1),
+                        s.downstream_ma,
+                    ),
+                    "upstream": half(
+                        s.upstream.map(|u| format!("{:?}", u.0)),
+                        s.upstream.and_then(|u| u.1),
+                        s.upstream_ma,
+                    ),
+                }))
+            })
+            .collect();
+        v.sort_by_key(|x| x["session"].as_str().map(str::to_string));
+        Value::Array(v)
+    }
+
+    fn ma_json(&self) -> Value {
+        let mas: Vec<Value> = self
+            .engine
+            .messaging_associations_by_transport()
+            .map(|(peer, transport, state, users)| {
+                json!({
+                    "peer": peer.to_string(),
+                    "transport": transport.name(),
+                    "state": format!("{state:?}"),
+                    "users": users,
+                })
+            })
+            .collect();
+        let layer = |s: &MaStreams| {
+            let st = s.stats();
+            json!({
+                "open": s.len(),
+                "opened": st.opened,
+                "accepted": st.accepted,
+                "connect_failures": st.connect_failures,
+                "closed_by_peer": st.closed_by_peer,
+                "bytes_in": st.bytes_in,
+                "bytes_out": st.bytes_out,
+            })
+        };
+        let tls = self.tls_streams.as_ref().map(|s| {
+            let mut v = layer(s);
+            let st = s.stats();
+            v["handshakes"] = json!(st.tls_handshakes);
+            v["handshake_failures"] = json!(st.tls_handshake_failures);
+            v["last_error"] = json!(s.last_tls_error());
+            v
+        });
+        json!({
+            "count": mas.len(),
+            "associations": mas,
+            "tcp": self.streams.as_ref().map(layer),
+            "tls": tls,
+        })
+    }
+
+    /// Drops by reason: the engine's, the sockets' (IP header, UDP header and checksum,
+    /// oversize datagrams).
+    fn drops(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut d: std::collections::BTreeMap<String, u64> = self
+            .engine
+            .counters()
+            .drops
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        for s in &self.sockets {
+            for r in DropReason::ALL {
+                let n = s.raw().stats().dropped(r);
+                if n > 0 {
+                    let key = match r {
+                        DropReason::Truncated => "oversize".to_string(),
+                        r => format!("ip_{}", snake(&format!("{r:?}"))),
+                    };
+                    *d.entry(key).or_insert(0) += n;
+                }
+            }
+            if s.bad_udp() > 0 {
+                *d.entry("bad_udp".into()).or_insert(0) += s.bad_udp();
+            }
+        }
+        d
+    }
+
+    fn counters_json(&mut self) -> Value {
+        let by_type = |f: &dyn Fn(MsgType) -> u64| {
+            MsgType::ALL
+                .iter()
+                .map(|&t| (format!("{t:?}"), json!(f(t))))
+                .collect::<serde_json::Map<_, _>>()
+        };
+        let now = self.now();
+        let ping = self
+            .engine
+            .with_nslp::<PingNslp, _>(now, |p, _| p.stats())
+            .unwrap_or_default();
+        let c = self.engine.counters();
+        let st = self.engine.state_stats();
+        json!({
+            "messages_in": by_type(&|t| c.received(t)),
+            "messages_out": by_type(&|t| c.sent(t)),
+            "drops": self.drops(),
+            "errors_sent": c.errors_sent.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "errors_received": c.errors_received.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "query_retransmits": c.query_retransmits,
+            "refreshes": c.refreshes,
+            "queries_forwarded": c.queries_forwarded,
+            "transit_forwarded": self.transit_forwarded + self.sockets.iter().map(RaUdpSocket::forwarded).sum::<u64>(),
+            "cookies_minted": c.cookies_minted,
+            "cookies_rejected": c.cookies_rejected,
+            "handshake_failures": c.handshake_failures,
+            "upstream_expiries": c.upstream_expiries,
+            "downstream_lapses": c.downstream_lapses,
+            "peer_changes": c.peer_changes,
+            "mas_opened": c.mas_opened,
+            "mas_closed": c.mas_closed,
+            "tls_refused_by_peer": c.tls_refused_by_peer,
+            "tls_handshake_failures": self.tls_streams.as_ref().map_or(0, |s| s.stats().tls_handshake_failures),
+            "send_errors": self.send_errors,
+            "wakeups": self.wakeups,
+            "early_wakeups": self.early_wakeups,
+            "kernel_drops": self.sockets.iter().map(|s| s.raw().stats().kernel_drops).sum::<u64>(),
+            "routing_states": st.routing_states,
+            "peers": st.peers,
+            "mas": st.mas,
+            "state_bytes": st.bytes,
+            "ping": {
+                "sent": ping.sent,
+                "forwarded": ping.forwarded,
+                "answered": ping.answered,
+                "replies_forwarded": ping.replies_forwarded,
+                "replies": ping.replies,
+                "malformed": ping.malformed,
+            },
+            "interfaces": self.interfaces.iter().map(|(i, _)| self.name(*i)).collect::<Vec<_>>(),
+            "ipc": self.ipc.as_ref().map(ipc_json),
+        })
+    }
+
+    /// Prometheus text exposition of the counters (names as the RSVP service's, `gist` for
+    /// `rsvp`).
+    pub fn metrics(&self, out: &mut String) {
+        let c = self.engine.counters();
+        let st = self.engine.state_stats();
+        let mut m = crate::metrics::Metrics::new(out, "gist");
+        m.labelled(
+            "messages",
+            MsgType::ALL.into_iter().flat_map(|t| {
+                [("in", c.received(t)), ("out", c.sent(t))]
+                    .map(|(dir, n)| (format!("direction=\"{dir}\",type=\"{t:?}\""), n))
+            }),
+        );
+        m.labelled(
+            "drops",
+            self.drops()
+                .into_iter()
+                .map(|(r, n)| (format!("reason=\"{r}\""), n)),
+        );
+        m.gauges([
+            ("routing_states", st.routing_states),
+            ("peers", st.peers),
+            ("messaging_associations", st.mas),
+            ("state_bytes", st.bytes),
+        ]);
+        m.counters([
+            ("query_retransmits", c.query_retransmits),
+            ("handshake_failures", c.handshake_failures),
+            ("cookies_rejected", c.cookies_rejected),
+            ("send_errors", self.send_errors),
+            ("wakeups", self.wakeups),
+            ("early_wakeups", self.early_wakeups),
+        ]);
+    }
+}
+
+/// The IPC server's clients and counters.
+fn ipc_json(ipc: &IpcServer) -> Value {
+    let s = ipc.stats();
+    json!({
+        "socket": ipc.path().map(|p| p.display().to_string()),
+        "clients": ipc.clients(),
+        "registered": ipc.registered(),
+        "accepted": s.accepted,
+        "registrations": s.registrations,
+        "refused": s.refused,
+        "disconnects": s.disconnects,
+        "malformed": s.malformed,
+        "overflows": s.overflows,
+        "frames_in": s.frames_in,
+        "frames_out": s.frames_out,
+        "upcalls": s.upcalls,
+        "api_calls": s.api_calls,
+        "decisions": s.decisions,
+        "decision_timeouts": s.decision_timeouts,
+        "stale_decisions": s.stale_decisions,
+        "lost_upcalls": s.lost_upcalls,
+    })
+}
+
+/// Whether `d` was intercepted on its way to another node (rather than addressed to this one).
+fn in_transit(engine: &GistEngine, d: &Received<'_>) -> bool {
+    use pathwise_gist::nslp::GistApi as _;
+    d.router_alert && !engine.is_local(d.dst) && !d.dst.is_multicast()
+}
+
+/// `d` sent on towards its destination as the kernel would have: same addresses, ports and
+/// Router Alert, TTL one less (`None` when the TTL has run out).
+fn forward(d: &Received<'_>) -> Option<Transmit> {
+    (d.ttl > 1).then(|| Transmit {
+        src: Some(d.src),
+        dst: d.dst,
+        ifindex: None,
+        transport: d.transport,
+        router_alert: true,
+        ttl: d.ttl - 1,
+        payload: d.payload.to_vec(),
+    })
+}
+
+/// The source address the kernel would use towards `dest`.
+fn source_towards(dest: IpAddr) -> std::io::Result<IpAddr> {
+    let any: IpAddr = if dest.is_ipv4() {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    };
+    let s = std::net::UdpSocket::bind((any, 0))?;
+    s.connect((dest, GIST_PORT))?;
+    Ok(s.local_addr()?.ip())
+}
+
+/// A Session ID as hex.
+pub fn hex(s: &SessionId) -> String {
+    s.0.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A Session ID from 32 hex digits.
+pub fn parse_hex(s: &str) -> Option<SessionId> {
+    let s = s.as_bytes();
+    if s.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, o) in out.iter_mut().enumerate() {
+        let d = std::str::from_utf8(&s[2 * i..2 * i + 2]).ok()?;
+        *o = u8::from_str_radix(d, 16).ok()?;
+    }
+    Some(SessionId(out))
+}
+
+/// `BadTotalLength` → `bad_total_length`.
+fn snake(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_round_trip_as_hex() {
+        let s = SessionId([0xab; 16]);
+        assert_eq!(parse_hex(&hex(&s)), Some(s));
+        assert_eq!(parse_hex("zz"), None);
+        assert_eq!(parse_hex(&"g".repeat(32)), None);
+        assert_eq!(parse_hex("é".repeat(16).as_str()), None);
+    }
+
+    #[test]
+    fn usable_addresses() {
+        for (a, ok) in [
+            ("10.0.0.1", true),
+            ("127.0.0.1", false),
+            ("fd00::1", true),
+            ("fe80::1", false),
+            ("::1", false),
+        ] {
+            assert_eq!(usable(a.parse().unwrap()), ok, "{a}");
+        }
+        assert_eq!(snake("BadTotalLength"), "bad_total_length");
+    }
+}

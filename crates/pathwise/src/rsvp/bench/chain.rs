@@ -1,0 +1,292 @@
+//! `pathwise bench rsvp-chain`: RSVP over the five-node namespace chain (root needed).
+//!
+//! Setup latency: for each new session the benchmark registers the sender at H1, waits until
+//! H2 has the Path, asks H2 to reserve, and waits until the reservation has reached H1 — through
+//! the daemons' management sockets, polling every 200 µs (so figures include up to that much
+//! reaction time per leg). The Path and the Resv each cross four hops. Then, on a fresh chain, it
+//! installs `hold` reservations and reads R2's daemon: resident memory, and CPU over one minute
+//! of steady refreshes (R = 30 s).
+
+use crate::mgmt::Client;
+use crate::rsvp::chain::{self as rsvp_chain, H1, H2, R2, RECEIVER, SENDER};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Latency statistics, milliseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stats {
+    /// Median.
+    pub median: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+pub(crate) fn stats(mut v: Vec<f64>) -> Stats {
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        v.get(((v.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    Stats {
+        median: at(0.5),
+        p99: at(0.99),
+        min: at(0.0),
+        max: at(1.0),
+    }
+}
+
+/// Result of `pathwise bench rsvp-chain`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChainReport {
+    /// Traffic control used for the latency runs ("htb" installs classes with `tc`).
+    pub traffic_control: String,
+    /// Sessions set up one after the other.
+    pub sessions: usize,
+    /// Sender registration at H1 until the reservation reached H1.
+    pub end_to_end_ms: Stats,
+    /// Path leg (H1 → H2, four hops).
+    pub path_ms: Stats,
+    /// Resv leg (H2 → H1, four hops).
+    pub resv_ms: Stats,
+    /// Median per-hop share of the end-to-end time (eight hops).
+    pub per_hop_ms: f64,
+    /// End to end again with admission only (no `tc` commands): the signaling alone.
+    pub end_to_end_signaling_only_ms: Stats,
+    /// Reservations held for the resource figures.
+    pub held: usize,
+    /// R2's daemon resident memory before, KiB.
+    pub r2_rss_idle_kib: u64,
+    /// R2's daemon resident memory with the reservations held, KiB.
+    pub r2_rss_held_kib: u64,
+    /// R2's daemon CPU while holding them (one minute of refreshes), percent of one core.
+    pub r2_cpu_percent: f64,
+}
+
+pub(crate) fn request(c: &mut Client, verb: &str, args: Value) -> anyhow::Result<Value> {
+    c.request(verb, args)
+}
+
+pub(crate) fn session(port: u16) -> Value {
+    json!({ "dest": RECEIVER, "port": port, "protocol": 17 })
+}
+
+fn sessions_with_path(h2: &mut Client) -> anyhow::Result<Vec<String>> {
+    let v = request(h2, "rsvp.show.sessions", json!({}))?;
+    Ok(v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|s| s["paths"].as_array().is_some_and(|p| !p.is_empty()))
+                .filter_map(|s| s["session"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+pub(crate) fn poll(
+    limit: Duration,
+    every: Duration,
+    what: &str,
+    mut f: impl FnMut() -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + limit;
+    while !f()? {
+        if Instant::now() > deadline {
+            anyhow::bail!("timed out waiting for {what}");
+        }
+        std::thread::sleep(every);
+    }
+    Ok(())
+}
+
+pub(crate) fn clients(lab: &crate::netns::Lab) -> anyhow::Result<(Client, Client)> {
+    let c = |i| Client::connect(&rsvp_chain::socket(lab, i), "pathwise daemon");
+    Ok((c(H1)?, c(H2)?))
+}
+
+fn latency(bin: &Path, tc: &str, n: usize) -> anyhow::Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+    let lab = rsvp_chain::build(bin, tc, "30s")?;
+    let (mut h1, mut h2) = clients(&lab)?;
+    let (mut e2e, mut path, mut resv) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n {
+        let port = 10_000 + i as u16;
+        let name = format!("{RECEIVER}:{port} proto 17");
+        // 32 kbit/s each: 200 sessions fit in R2's 8 Mbit/s of reservable bandwidth.
+        let traffic = json!({ "rate_bps": 32_000 });
+        let t0 = Instant::now();
+        request(
+            &mut h1,
+            "rsvp.sender.add",
+            json!({ "session": session(port), "sender": { "src": SENDER }, "traffic": traffic }),
+        )?;
+        poll(
+            Duration::from_secs(5),
+            Duration::from_micros(200),
+            "the Path at H2",
+            || Ok(sessions_with_path(&mut h2)?.contains(&name)),
+        )?;
+        let t1 = Instant::now();
+        request(
+            &mut h2,
+            "rsvp.reserve",
+            json!({ "session": session(port), "style": "ff", "traffic": traffic, "senders": [{ "src": SENDER }] }),
+        )?;
+        let want = format!("{RECEIVER}:{port}");
+        poll(
+            Duration::from_secs(5),
+            Duration::from_micros(200),
+            "the Resv at H1",
+            || {
+                let ev = request(&mut h1, "rsvp.show.events", json!({}))?;
+                Ok(ev.as_array().is_some_and(|a| {
+                    a.iter()
+                        .any(|e| e["event"]["resv"]["session"].as_str() == Some(&want))
+                }))
+            },
+        )?;
+        let t2 = Instant::now();
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        e2e.push(ms(t2 - t0));
+        path.push(ms(t1 - t0));
+        resv.push(ms(t2 - t1));
+    }
+    Ok((e2e, path, resv))
+}
+
+/// RSS (KiB) and CPU ticks (user + system) of a process.
+fn proc_usage(pid: u32) -> anyhow::Result<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // utime and stime are fields 14 and 15 overall: 12th and 13th after the state field.
+    let ticks = f.get(10).copied().unwrap_or(0) + f.get(11).copied().unwrap_or(0);
+    Ok((rss, ticks))
+}
+
+fn hold(bin: &Path, n: usize) -> anyhow::Result<(u64, u64, f64)> {
+    let lab = rsvp_chain::build(bin, "memory", "30s")?;
+    let pid = lab
+        .pid("r2")
+        .ok_or_else(|| anyhow::anyhow!("no R2 daemon"))?;
+    let (idle, _) = proc_usage(pid)?;
+    let (mut h1, mut h2) = clients(&lab)?;
+    // 10 Mbit/s R2 → R3, 80% reservable: a small rate each, so every one is admitted.
+    let traffic = json!({ "rate_bps": 500 });
+    for i in 0..n {
+        let port = 20_000 + i as u16;
+        request(
+            &mut h1,
+            "rsvp.sender.add",
+            json!({ "session": session(port), "sender": { "src": SENDER }, "traffic": traffic }),
+        )?;
+    }
+    poll(
+        Duration::from_secs(120),
+        Duration::from_millis(200),
+        "every Path at H2",
+        || Ok(sessions_with_path(&mut h2)?.len() >= n),
+    )?;
+    for i in 0..n {
+        let port = 20_000 + i as u16;
+        request(
+            &mut h2,
+            "rsvp.reserve",
+            json!({ "session": session(port), "style": "ff", "traffic": traffic, "senders": [{ "src": SENDER }] }),
+        )?;
+    }
+    let mut r2 = Client::connect(&rsvp_chain::socket(&lab, R2), "pathwise daemon")?;
+    poll(
+        Duration::from_secs(120),
+        Duration::from_millis(200),
+        "every reservation at R2",
+        || {
+            Ok(
+                request(&mut r2, "rsvp.show.counters", json!({}))?["reservations"].as_u64()
+                    >= Some(n as u64),
+            )
+        },
+    )?;
+    let (_, t0) = proc_usage(pid)?;
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs(60));
+    let (held, t1) = proc_usage(pid)?;
+    let hz = 100.0; // USER_HZ on Linux
+    let cpu = (t1 - t0) as f64 / hz / start.elapsed().as_secs_f64() * 100.0;
+    Ok((idle, held, cpu))
+}
+
+/// Run the benchmark.
+pub fn run(sessions: usize, held: usize) -> anyhow::Result<ChainReport> {
+    if let Some(why) = crate::netns::unavailable(&["tc"]) {
+        anyhow::bail!("rsvp-chain needs network namespaces: {why}");
+    }
+    let bin = std::env::current_exe()?;
+    let (e2e, path, resv) = latency(&bin, "htb", sessions)?;
+    let e2e = stats(e2e);
+    let per_hop_ms = e2e.median / 8.0;
+    let (signaling_only, _, _) = latency(&bin, "memory", sessions)?;
+    let (r2_rss_idle_kib, r2_rss_held_kib, r2_cpu_percent) = hold(&bin, held)?;
+    Ok(ChainReport {
+        traffic_control: "htb".into(),
+        sessions,
+        end_to_end_ms: e2e,
+        path_ms: stats(path),
+        resv_ms: stats(resv),
+        per_hop_ms,
+        end_to_end_signaling_only_ms: stats(signaling_only),
+        held,
+        r2_rss_idle_kib,
+        r2_rss_held_kib,
+        r2_cpu_percent,
+    })
+}
+
+/// The report as text.
+pub fn render(r: &ChainReport) -> String {
+    let s = |x: &Stats| {
+        format!(
+            "median {:.2}  p99 {:.2}  min {:.2}  max {:.2}",
+            x.median, x.p99, x.min, x.max
+        )
+    };
+    let mut out = format!(
+        "RSVP over the netns chain H1–R1–R2–R3–H2, {} sessions one after another, ms:\n",
+        r.sessions
+    );
+    out += &format!(
+        "  end to end ({}) {}\n",
+        r.traffic_control,
+        s(&r.end_to_end_ms)
+    );
+    out += &format!(
+        "    Path leg     {}\n    Resv leg     {}\n",
+        s(&r.path_ms),
+        s(&r.resv_ms)
+    );
+    out += &format!("    per hop (median / 8)  {:.2}\n", r.per_hop_ms);
+    out += &format!(
+        "  end to end, admission only (no tc)  {}\n",
+        s(&r.end_to_end_signaling_only_ms)
+    );
+    out += &format!(
+        "R2 holding {} reservations: RSS {} KiB (idle {} KiB), CPU {:.2}% of a core over 60 s of refreshes (R = 30 s)\n",
+        r.held, r.r2_rss_held_kib, r.r2_rss_idle_kib, r.r2_cpu_percent
+    );
+    out
+}

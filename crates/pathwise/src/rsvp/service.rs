@@ -1,0 +1,681 @@
+//! The RSVP service of `pathwise daemon`: one [`RsvpEngine`] driven by raw IP sockets (Router
+//! Alert interception on forwarding nodes), the kernel's routes (netlink), traffic control
+//! (HTB classes) and, for RSVP-TE, the label bindings (the in-memory LFIB, or the kernel's MPLS
+//! forwarding), plus the management verbs and metrics.
+
+use super::config::{MplsKind, RsvpSection, TrafficControlKind};
+use super::te::{self as te_verbs, LspName, LspReq};
+use super::verbs::{self, ReserveReq, SenderReq, SessionArg};
+use anyhow::Context as _;
+use pathwise_core::engine::Engine;
+use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Transmit};
+use pathwise_core::mpls::{LabelDataplane, LfibChange};
+use pathwise_core::time::Instant;
+use pathwise_core::timer::WheelConfig;
+use pathwise_net::tc::{Command, HtbInterface, HtbTrafficControl};
+use pathwise_net::{Family, FibMirror, LinuxMpls, NetEvent, RawConfig, RawSocket};
+use pathwise_rsvp::engine::counters::MSG_TYPES;
+use pathwise_rsvp::engine::{
+    AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
+};
+use pathwise_rsvp::wire::HopCharacteristics;
+use pathwise_rsvp::{Config, Event, InterfaceConfig, RsvpEngine};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+
+/// Where admitted reservations go.
+#[derive(Debug)]
+pub enum DataPlane {
+    /// Linux HTB classes.
+    Htb(HtbTrafficControl<Command>),
+    /// Accounting only.
+    Memory(MemoryTrafficControl),
+}
+
+impl TrafficControl for DataPlane {
+    fn reserve(
+        &mut self,
+        ifindex: IfIndex,
+        req: TcRequest<'_>,
+    ) -> Result<TcHandle, AdmissionError> {
+        match self {
+            DataPlane::Htb(t) => t.reserve(ifindex, req),
+            DataPlane::Memory(t) => t.reserve(ifindex, req),
+        }
+    }
+    fn modify(&mut self, handle: TcHandle, req: TcRequest<'_>) -> Result<(), AdmissionError> {
+        match self {
+            DataPlane::Htb(t) => t.modify(handle, req),
+            DataPlane::Memory(t) => t.modify(handle, req),
+        }
+    }
+    fn release(&mut self, handle: TcHandle) {
+        match self {
+            DataPlane::Htb(t) => t.release(handle),
+            DataPlane::Memory(t) => t.release(handle),
+        }
+    }
+    fn hop_characteristics(&self, ifindex: IfIndex) -> HopCharacteristics {
+        match self {
+            DataPlane::Htb(t) => t.hop_characteristics(ifindex),
+            DataPlane::Memory(t) => t.hop_characteristics(ifindex),
+        }
+    }
+}
+
+/// Events kept for `show events`.
+const EVENT_LOG: usize = 256;
+
+/// The running RSVP service.
+#[derive(Debug)]
+pub struct RsvpService {
+    engine: RsvpEngine<DataPlane>,
+    sockets: Vec<RawSocket>,
+    fib: FibMirror,
+    epoch: std::time::Instant,
+    interfaces: Vec<(IfIndex, String)>,
+    events: VecDeque<Value>,
+    send_errors: u64,
+    /// The kernel's MPLS forwarding, with `mpls = "kernel"`.
+    mpls: Option<LinuxMpls>,
+    /// Label changes the kernel refused.
+    dataplane_errors: u64,
+    /// The routing feed's last read failed: read it again on the next wake-up.
+    fib_retry: bool,
+}
+
+impl RsvpService {
+    /// Open sockets, learn interfaces and routes, take over traffic control.
+    pub fn start(
+        node: &crate::config::NodeConfig,
+        cfg: &RsvpSection,
+    ) -> anyhow::Result<RsvpService> {
+        let kernel = pathwise_net::interfaces().context("listing interfaces")?;
+        let mut ifaces = Vec::new();
+        for (n, i) in cfg.interfaces.iter().enumerate() {
+            let name = i.name.get_ref();
+            let Some(k) = kernel.iter().find(|k| &k.name == name) else {
+                let field = format!("rsvp.interface[{n}].name");
+                return Err(node
+                    .error_at(
+                        i.name.span(),
+                        &field,
+                        format!("no interface {name:?} on this system"),
+                    )
+                    .into());
+            };
+            let reservable = i
+                .reservable
+                .as_ref()
+                .map_or(i.bandwidth.0, |r| r.get_ref().0);
+            let integrity = node.integrity_policy(n, i)?;
+            let hello = i.hello.as_ref().map(|h| h.config());
+            ifaces.push((k, i.bandwidth.0, reservable, (integrity, hello)));
+        }
+        let engine_cfg = Config {
+            seed: pathwise_core::rand::random(),
+            refresh: cfg.refresh.0,
+            keep_multiplier: cfg.keep_multiplier,
+            local_repair_delay: cfg.local_repair_delay.0,
+            wheel: WheelConfig {
+                slot_width: cfg.timer_wheel.slot_width.0,
+                slots: cfg.timer_wheel.slots,
+                levels: cfg.timer_wheel.levels,
+                fuzzy: cfg.timer_wheel.fuzzy,
+            },
+            interfaces: ifaces
+                .iter()
+                .map(|(k, bw, res, (integrity, hello))| InterfaceConfig {
+                    ifindex: k.ifindex,
+                    addrs: k.addrs.iter().map(|n| n.addr()).collect(),
+                    bandwidth_bps: *bw,
+                    reservable_bps: *res,
+                    mtu: k.mtu,
+                    latency: std::time::Duration::ZERO,
+                    integrity: integrity.clone(),
+                    hello: *hello,
+                })
+                .collect(),
+            local_addrs: kernel
+                .iter()
+                .flat_map(|k| k.addrs.iter().map(|n| n.addr()))
+                .collect(),
+            // The engine's clock starts at zero now; integrity needs wall-clock time.
+            wall_clock_at_zero: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            label_range: cfg.label_range(),
+            explicit_null: cfg.explicit_null,
+            refresh_reduction: cfg.refresh_reduction,
+            ..Config::default()
+        };
+        let mpls = match (cfg.mpls_kind(), &cfg.mpls) {
+            (MplsKind::Kernel, Some(m)) => {
+                let k = LinuxMpls::open()
+                    .map_err(|e| node.error_at(m.span(), "rsvp.mpls", e.to_string()))?;
+                for (n, i) in cfg.interfaces.iter().enumerate() {
+                    k.enable_input(i.name.get_ref()).map_err(|e| {
+                        node.error_at(
+                            i.name.span(),
+                            &format!("rsvp.interface[{n}].name"),
+                            format!("cannot enable MPLS input: {e}"),
+                        )
+                    })?;
+                }
+                Some(k)
+            }
+            _ => None,
+        };
+        let tc = match cfg.traffic_control {
+            TrafficControlKind::Htb => DataPlane::Htb(HtbTrafficControl::new(
+                Command,
+                ifaces.iter().map(|(k, bw, res, _)| {
+                    (
+                        k.ifindex,
+                        HtbInterface {
+                            name: k.name.clone(),
+                            bandwidth_bps: *bw,
+                            reservable_bps: *res,
+                            mtu: k.mtu,
+                            latency_us: 0,
+                        },
+                    )
+                }),
+            )),
+            TrafficControlKind::Memory => {
+                let mut m = MemoryTrafficControl::new();
+                for (k, bw, res, _) in &ifaces {
+                    m.add_interface(
+                        k.ifindex,
+                        TcInterface {
+                            reservable: *res as f64 / 8.0,
+                            bandwidth: *bw as f64 / 8.0,
+                            latency_us: 0,
+                            mtu: k.mtu,
+                        },
+                    );
+                }
+                DataPlane::Memory(m)
+            }
+        };
+        let engine = RsvpEngine::new(engine_cfg, tc, Instant::ZERO);
+        let mut sockets = vec![
+            RawSocket::open(RawConfig {
+                protocol: IPPROTO_RSVP,
+                family: Family::V4,
+                intercept_router_alert: true,
+                recv_batch: 32,
+            })
+            .context("opening the raw IPv4 RSVP socket (needs root or CAP_NET_RAW)")?,
+        ];
+        match RawSocket::open(RawConfig {
+            protocol: IPPROTO_RSVP,
+            family: Family::V6,
+            intercept_router_alert: true,
+            recv_batch: 32,
+        }) {
+            Ok(s) => sockets.push(s),
+            Err(e) => tracing::warn!(error = %e, "no IPv6 RSVP socket; IPv4 only"),
+        }
+        let fib = FibMirror::open().context("opening rtnetlink")?;
+        let interfaces = ifaces
+            .iter()
+            .map(|(k, ..)| (k.ifindex, k.name.clone()))
+            .collect();
+        let mut s = RsvpService {
+            engine,
+            sockets,
+            fib,
+            epoch: std::time::Instant::now(),
+            interfaces,
+            events: VecDeque::new(),
+            send_errors: 0,
+            mpls,
+            dataplane_errors: 0,
+            fib_retry: false,
+        };
+        s.on_readable();
+        // LSPs of the configuration, once the routes are known.
+        for (n, lsp) in cfg.lsps.iter().enumerate() {
+            let field = format!("rsvp.lsp[{n}]");
+            let req = lsp.request();
+            let spec = req
+                .spec()
+                .map_err(|e| node.error_at(lsp.name.span(), &field, e))?;
+            let now = s.now();
+            s.engine.open_lsp(now, spec).map_err(|e| {
+                node.error_at(lsp.name.span(), &field, te_verbs::api_error(&req.name, &e))
+            })?;
+            tracing::info!(lsp = %req.name, to = %req.to, "LSP opened");
+        }
+        s.flush();
+        Ok(s)
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// File descriptors to wait on.
+    pub fn fds(&self) -> Vec<BorrowedFd<'_>> {
+        let mut v: Vec<BorrowedFd<'_>> = self.sockets.iter().map(|s| s.as_fd()).collect();
+        v.push(self.fib.as_fd());
+        v
+    }
+
+    /// When the engine next needs time to pass.
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.engine
+            .poll_timeout()
+            .map(|t| self.epoch + std::time::Duration::from_nanos(t.as_nanos()))
+    }
+
+    /// Drain every socket and the routing feed, then let the engine act.
+    pub fn on_readable(&mut self) {
+        self.on_ready(None);
+    }
+
+    /// Read what poll(2) found ready (`Some`: those descriptors; `None`: all), then let the
+    /// engine act: an idle socket or routing feed costs no system call (as in the GIST service).
+    pub fn on_ready(&mut self, ready: Option<&[RawFd]>) {
+        let ready = |fd: BorrowedFd<'_>| ready.is_none_or(|r| r.contains(&fd.as_raw_fd()));
+        let now = self.now();
+        // After a failed read the mirror holds events back: read again without waiting.
+        let fib = if ready(self.fib.as_fd()) || self.fib_retry {
+            self.fib.drain()
+        } else {
+            Ok(Vec::new())
+        };
+        self.fib_retry = fib.is_err();
+        match fib {
+            Ok(events) => {
+                for e in events {
+                    if let NetEvent::Route(change) = e {
+                        self.engine.handle_route_change(now, change);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "rtnetlink read failed"),
+        }
+        for i in 0..self.sockets.len() {
+            if !ready(self.sockets[i].as_fd()) {
+                continue;
+            }
+            loop {
+                let mut got = 0;
+                match self.sockets[i].recv_batch() {
+                    Ok(batch) => {
+                        for d in batch {
+                            got += 1;
+                            self.engine.handle_datagram(now, d);
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "raw socket receive failed"),
+                }
+                if got == 0 {
+                    break;
+                }
+            }
+        }
+        self.flush();
+    }
+
+    /// Time passed.
+    pub fn on_timeout(&mut self) {
+        let now = self.now();
+        self.engine.handle_timeout(now);
+        self.flush();
+    }
+
+    fn flush(&mut self) {
+        let out: Vec<Transmit> = std::iter::from_fn(|| self.engine.poll_transmit()).collect();
+        if !out.is_empty() {
+            let (v4, v6): (Vec<Transmit>, Vec<Transmit>) =
+                out.into_iter().partition(|t| t.dst.is_ipv4());
+            for (batch, want_v4) in [(v4, true), (v6, false)] {
+                if batch.is_empty() {
+                    continue;
+                }
+                let Some(sock) = self.sockets.iter().find(|s| s.is_ipv4() == want_v4) else {
+                    self.send_errors += batch.len() as u64;
+                    continue;
+                };
+                // send_batch stops at the first datagram the kernel refuses: count it, skip it,
+                // and send the rest.
+                let mut from = 0;
+                while from < batch.len() {
+                    match sock.send_batch(&batch[from..]) {
+                        Ok(n) if n > 0 => from += n,
+                        Ok(_) => from = batch.len(),
+                        Err(e) => {
+                            self.send_errors += 1;
+                            tracing::warn!(error = %e, dst = %batch[from].dst, "raw socket send failed");
+                            from += 1;
+                        }
+                    }
+                }
+            }
+        }
+        let t = self.epoch.elapsed().as_secs_f64();
+        while let Some(e) = self.engine.poll_event() {
+            if let Event::Lfib(change) = &e {
+                self.apply_label_change(change);
+            }
+            tracing::info!(event = ?e, "rsvp upcall");
+            if self.events.len() == EVENT_LOG {
+                self.events.pop_front();
+            }
+            self.events
+                .push_back(json!({ "t": t, "event": event_json(&e) }));
+        }
+    }
+
+    /// Hand a label binding to the kernel (with `mpls = "kernel"`): a refusal is counted and
+    /// logged, and the engine's LFIB keeps the binding.
+    fn apply_label_change(&mut self, change: &LfibChange) {
+        let Some(k) = &mut self.mpls else { return };
+        if let Err(e) = k.apply(change) {
+            self.dataplane_errors += 1;
+            tracing::warn!(error = %e, change = ?change, "kernel MPLS refused a label change");
+        }
+    }
+
+    /// An interface's name (its index when it is not an RSVP interface).
+    fn ifname(&self, i: IfIndex) -> String {
+        self.interfaces
+            .iter()
+            .find(|(x, _)| *x == i)
+            .map_or_else(|| i.0.to_string(), |(_, n)| n.clone())
+    }
+
+    /// Open (or re-route) an LSP. The engine keeps nothing of one it refuses, so the same
+    /// command can be retried once the network allows it.
+    fn open_lsp(&mut self, now: Instant, req: &LspReq) -> Result<Value, String> {
+        let spec = req.spec()?;
+        self.engine
+            .open_lsp(now, spec)
+            .map(|()| json!(format!("LSP {:?} signalling", req.name)))
+            .map_err(|e| te_verbs::api_error(&req.name, &e))
+    }
+
+    /// Answer a management verb.
+    pub fn handle(&mut self, verb: &str, args: &Value) -> Result<Value, String> {
+        let now = self.now();
+        fn parse<T: serde::de::DeserializeOwned>(verb: &str, args: &Value) -> Result<T, String> {
+            serde_json::from_value(args.clone())
+                .map_err(|e| format!("bad arguments for {verb}: {e}"))
+        }
+        let result = match verb {
+            "rsvp.sender.add" => {
+                let r: SenderReq = parse(verb, args)?;
+                let t = r.traffic.ok_or("rsvp.sender.add needs traffic")?;
+                self.engine.register_sender(now, r.session.into(), r.sender.into(), verbs::tspec(&t)).map(|_| json!("sender registered")).map_err(|e| e.to_string())
+            }
+            "rsvp.sender.del" => {
+                let r: SenderReq = parse(verb, args)?;
+                self.engine.unregister_sender(now, r.session.into(), r.sender.into()).map(|_| json!("sender withdrawn")).map_err(|e| e.to_string())
+            }
+            "rsvp.reserve" => {
+                let r: ReserveReq = parse(verb, args)?;
+                let (style, flows) = r.descriptors()?;
+                self.engine.reserve(now, r.session.into(), style, flows, r.confirm).map(|_| json!("reservation requested")).map_err(|e| e.to_string())
+            }
+            "rsvp.release" => {
+                let s: SessionArg = parse(verb, args)?;
+                self.engine.release(now, s.into()).map(|_| json!("reservation released")).map_err(|e| e.to_string())
+            }
+            "rsvp.show.sessions" => Ok(Value::Array(self.engine.sessions().iter().map(verbs::session_json).collect())),
+            "rsvp.show.interfaces" => Ok(Value::Array(
+                self.interfaces.iter().map(|(i, name)| json!({ "ifindex": i.0, "name": name, "reserved_bps": self.reserved_bps(*i) })).collect(),
+            )),
+            "rsvp.show.counters" => Ok(self.counters_json()),
+            "rsvp.show.events" => Ok(Value::Array(self.events.iter().cloned().collect())),
+            "rsvp.show.neighbors" => Ok(self.neighbors_json(now)),
+            "rsvp.lsp.add" => {
+                let r: LspReq = parse(verb, args)?;
+                self.open_lsp(now, &r)
+            }
+            "rsvp.lsp.del" => {
+                let r: LspName = parse(verb, args)?;
+                self.engine.close_lsp(now, &r.name).map(|_| json!(format!("LSP {:?} torn down", r.name))).map_err(|e| te_verbs::api_error(&r.name, &e))
+            }
+            "rsvp.show.lsp" => Ok(Value::Array(self.engine.lsps().iter().map(|v| te_verbs::lsp_json(v, &|i| self.ifname(i))).collect())),
+            "rsvp.show.labels" => Ok(te_verbs::labels_json(self.engine.lfib(), self.engine.labels_in_use(), &|i| self.ifname(i))),
+            _ => Err(format!("unknown verb {verb:?}")),
+        };
+        self.flush();
+        result
+    }
+
+    fn reserved_bps(&self, i: IfIndex) -> u64 {
+        match self.engine.traffic_control() {
+            DataPlane::Htb(t) => t.reserved_bps(i),
+            DataPlane::Memory(t) => (t.reserved(i) * 8.0) as u64,
+        }
+    }
+
+    /// The Hello neighbours (RFC 3209 §5) and our instance.
+    fn neighbors_json(&self, now: Instant) -> Value {
+        let name = |i: IfIndex| self.ifname(i);
+        let neighbors: Vec<Value> = self
+            .engine
+            .hello_neighbors()
+            .map(|n| {
+                json!({
+                    "interface": name(n.ifindex),
+                    "address": n.addr.to_string(),
+                    "instance": n.instance,
+                    "heard_ms_ago": n.heard.map(|h| now.saturating_duration_since(h).as_millis() as u64),
+                    "state_blocks": n.state_blocks,
+                })
+            })
+            .collect();
+        json!({ "instance": self.engine.hello_instance(), "neighbors": neighbors })
+    }
+
+    fn counters_json(&self) -> Value {
+        let c = self.engine.counters();
+        let st = self.engine.state_stats();
+        let name = |t| format!("{t:?}");
+        json!({
+            "messages_in": MSG_TYPES.iter().map(|&t| (name(t), json!(c.received(t)))).collect::<serde_json::Map<_, _>>(),
+            "messages_out": MSG_TYPES.iter().map(|&t| (name(t), json!(c.sent(t)))).collect::<serde_json::Map<_, _>>(),
+            "drops": c.drops,
+            "send_errors": self.send_errors,
+            "path_timeouts": c.path_timeouts,
+            "resv_timeouts": c.resv_timeouts,
+            "admission_failures": c.admission_failures,
+            "local_repairs": c.local_repairs,
+            "preemptions": c.preemptions,
+            "label_allocation_failures": c.label_allocation_failures,
+            "dataplane_errors": self.dataplane_errors,
+            "lsps": self.engine.lsp_count(),
+            "labels_in_use": self.engine.labels_in_use(),
+            "refresh_reduction": {
+                "identified": c.refresh.identified,
+                "summarized": c.refresh.summarized,
+                "retransmitted": c.refresh.retransmitted,
+                "acks_sent": c.refresh.acks_sent,
+                "acks_received": c.refresh.acks_received,
+                "nacks_sent": c.refresh.nacks_sent,
+                "nacks_received": c.refresh.nacks_received,
+                "bundles_sent": c.refresh.bundles_sent,
+                "bundles_received": c.refresh.bundles_received,
+            },
+            "hello": {
+                "sent": c.hello.sent,
+                "received": c.hello.received,
+                "neighbor_failures": c.hello.neighbor_failures,
+                "neighbor_restarts": c.hello.neighbor_restarts,
+            },
+            "integrity": {
+                "signed": c.integrity.signed,
+                "unsigned_no_key": c.integrity.unsigned_no_key,
+                "verified": c.integrity.verified,
+                "challenges_sent": c.integrity.challenges_sent,
+                "responses_sent": c.integrity.responses_sent,
+                "resent": c.integrity.resent,
+                "handshakes": c.integrity.handshakes,
+            },
+            "sessions": st.sessions,
+            "path_states": st.psbs,
+            "resv_states": st.rsbs,
+            "reservations": st.out_isbs,
+            "state_bytes": self.engine.state_bytes(),
+            "socket_drops": self.sockets.iter().map(|s| s.stats().total_drops()).sum::<u64>(),
+            "kernel_drops": self.sockets.iter().map(|s| s.stats().kernel_drops).sum::<u64>(),
+        })
+    }
+
+    /// Prometheus text exposition of the counters.
+    pub fn metrics(&self, out: &mut String) {
+        let c = self.engine.counters();
+        let st = self.engine.state_stats();
+        let mut m = crate::metrics::Metrics::new(out, "rsvp");
+        m.labelled(
+            "messages",
+            MSG_TYPES.iter().flat_map(|&t| {
+                [("in", c.received(t)), ("out", c.sent(t))]
+                    .map(|(dir, n)| (format!("direction=\"{dir}\",type=\"{t:?}\""), n))
+            }),
+        );
+        // Integrity failures are listed even at zero, so alerts can watch them from the start.
+        let unseen = pathwise_auth::Reject::ALL
+            .iter()
+            .map(|r| r.reason())
+            .filter(|r| !c.drops.contains_key(r))
+            .map(|r| (r, 0));
+        m.labelled(
+            "drops",
+            c.drops
+                .iter()
+                .map(|(r, n)| (*r, *n))
+                .chain(unseen)
+                .map(|(r, n)| (format!("reason=\"{r}\""), n)),
+        );
+        let event = |(what, n): (&str, u64)| (format!("event=\"{what}\""), n);
+        let h = &c.hello;
+        m.labelled(
+            "hello",
+            [
+                ("sent", h.sent),
+                ("received", h.received),
+                ("neighbor_failures", h.neighbor_failures),
+                ("neighbor_restarts", h.neighbor_restarts),
+            ]
+            .map(event),
+        );
+        let r = &c.refresh;
+        m.labelled(
+            "refresh_reduction",
+            [
+                ("identified", r.identified),
+                ("summarized", r.summarized),
+                ("retransmitted", r.retransmitted),
+                ("acks_sent", r.acks_sent),
+                ("acks_received", r.acks_received),
+                ("nacks_sent", r.nacks_sent),
+                ("nacks_received", r.nacks_received),
+                ("bundles_sent", r.bundles_sent),
+                ("bundles_received", r.bundles_received),
+            ]
+            .map(event),
+        );
+        let i = &c.integrity;
+        m.labelled(
+            "integrity",
+            [
+                ("signed", i.signed),
+                ("unsigned_no_key", i.unsigned_no_key),
+                ("verified", i.verified),
+                ("challenges_sent", i.challenges_sent),
+                ("responses_sent", i.responses_sent),
+                ("resent", i.resent),
+                ("handshakes", i.handshakes),
+            ]
+            .map(event),
+        );
+        m.gauges([
+            ("sessions", st.sessions),
+            ("path_states", st.psbs),
+            ("resv_states", st.rsbs),
+            ("reservations", st.out_isbs),
+            ("state_bytes", self.engine.state_bytes()),
+            ("lsps", self.engine.lsp_count()),
+            ("labels_in_use", self.engine.labels_in_use()),
+        ]);
+        m.counters([
+            ("path_timeouts", c.path_timeouts),
+            ("resv_timeouts", c.resv_timeouts),
+            ("admission_failures", c.admission_failures),
+            ("send_errors", self.send_errors),
+            ("preemptions", c.preemptions),
+            ("label_allocation_failures", c.label_allocation_failures),
+            ("dataplane_errors", self.dataplane_errors),
+            (
+                "kernel_drops",
+                self.sockets.iter().map(|s| s.stats().kernel_drops).sum(),
+            ),
+        ]);
+    }
+}
+
+impl Drop for RsvpService {
+    /// Take back from the kernel the label bindings this daemon installed.
+    fn drop(&mut self) {
+        let Some(k) = &mut self.mpls else { return };
+        let lfib = self.engine.lfib();
+        let changes: Vec<LfibChange> = lfib
+            .entries()
+            .map(|e| LfibChange::Remove(e.in_label))
+            .chain(lfib.ftns().map(|f| LfibChange::RemoveFtn {
+                dest: f.dest,
+                tunnel_id: f.tunnel_id,
+            }))
+            .collect();
+        for c in &changes {
+            if let Err(e) = k.apply(c) {
+                tracing::warn!(error = %e, change = ?c, "could not remove a label binding");
+            }
+        }
+    }
+}
+
+fn event_json(e: &Event) -> Value {
+    match e {
+        Event::PathState {
+            session,
+            sender,
+            tspec,
+            ..
+        } => {
+            json!({"path": {"session": format!("{}:{}", session.dest, session.dst_port), "sender": sender.src(), "kbps": f64::from(tspec.0.rate) * 8.0 / 1000.0}})
+        }
+        Event::PathGone { session, sender } => {
+            json!({"path_gone": {"session": format!("{}:{}", session.dest, session.dst_port), "sender": sender.src()}})
+        }
+        Event::ResvState {
+            session,
+            sender,
+            flowspec,
+        } => {
+            json!({"resv": {"session": format!("{}:{}", session.dest, session.dst_port), "sender": sender.src(), "kbps": flowspec.map(|f| f64::from(f.reserved_rate()) * 8.0 / 1000.0)}})
+        }
+        Event::PathError { session, error, .. } => {
+            json!({"path_error": {"session": format!("{}:{}", session.dest, session.dst_port), "code": error.code, "value": error.value, "node": error.node}})
+        }
+        Event::ResvError {
+            session,
+            error,
+            released,
+            ..
+        } => {
+            json!({"resv_error": {"session": format!("{}:{}", session.dest, session.dst_port), "code": error.code, "value": error.value, "node": error.node, "released": released}})
+        }
+        Event::Confirmed { session, from, .. } => {
+            json!({"confirmed": {"session": format!("{}:{}", session.dest, session.dst_port), "from": from}})
+        }
+        Event::Lfib(change) => json!({"lfib": format!("{change:?}")}),
+    }
+}
