@@ -52,8 +52,10 @@ pub struct Transmit {
     pub ifindex: Option<IfIndex>,
     /// The transport above IP.
     pub transport: Transport,
-    /// Set the IP Router Alert option (RFC 2113 / RFC 2711).
-    pub router_alert: bool,
+    /// Send with the IP Router Alert option carrying this value (RFC 2113 §2.1 for IPv4, RFC
+    /// 2711 §2.1 for IPv6; the values' registries are RFC 5350's): 0 for RSVP over IPv4, 1 over
+    /// IPv6; GIST uses the value of the NSLP signalled for (RFC 5971 §5.3.2).
+    pub router_alert: Option<u16>,
     /// IP TTL / hop limit.
     pub ttl: u8,
     /// The transport payload (the RSVP message, the UDP payload).
@@ -102,8 +104,8 @@ pub struct Received<'a> {
     pub ifindex: IfIndex,
     /// The transport above IP.
     pub transport: Transport,
-    /// Whether the IP Router Alert option was present.
-    pub router_alert: bool,
+    /// The value of the IP Router Alert option, if the datagram carried one.
+    pub router_alert: Option<u16>,
     /// The IP TTL / hop limit as received.
     pub ttl: u8,
     /// The transport payload.

@@ -236,7 +236,7 @@ fn bench(c: &mut Criterion) {
                     src_port: GIST_PORT,
                     dst_port: GIST_PORT,
                 },
-                router_alert: false,
+                router_alert: None,
                 ttl: 64,
                 payload: m.to_datagram(),
             }

@@ -41,6 +41,6 @@ pub mod wire;
 
 pub use engine::{
     Config, CookieMode, Counters, GistEngine, GistEvent, InterfaceConfig, MaState, MaTransport,
-    MrsKey, QueryingState, RespondingState, RoutingStateView, StateStats, StreamInput, StreamOp,
-    StreamTransmit,
+    MrsKey, QueryingState, RespondingState, RouterAlertValues, RoutingStateView, StateStats,
+    StreamInput, StreamOp, StreamTransmit,
 };

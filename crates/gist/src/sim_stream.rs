@@ -146,7 +146,7 @@ impl StreamAdapter {
                 src_port: SEGMENT_PORT,
                 dst_port: SEGMENT_PORT,
             },
-            router_alert: false,
+            router_alert: None,
             ttl: 64,
             payload: v,
         });

@@ -75,7 +75,7 @@ fn feed(e: &mut GistEngine, payload: &[u8], dst: IpAddr) -> Vec<Transmit> {
                 src_port: GIST_PORT,
                 dst_port: GIST_PORT,
             },
-            router_alert: dst != ME,
+            router_alert: (dst != ME).then_some(0),
             ttl: 64,
             payload,
         },

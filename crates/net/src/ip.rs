@@ -100,8 +100,8 @@ pub struct Ipv4HeaderSpec {
     pub ttl: u8,
     /// Type of service / DSCP+ECN byte.
     pub tos: u8,
-    /// Append the Router Alert option (RFC 2113, value 0).
-    pub router_alert: bool,
+    /// Append the Router Alert option (RFC 2113 §2.1) with this value.
+    pub router_alert: Option<u16>,
     /// Length of the payload that follows the header.
     pub payload_len: usize,
 }
@@ -112,7 +112,7 @@ pub struct Ipv4HeaderSpec {
 /// Identification is left 0 so the kernel fills it in; DF is clear so routers may fragment. The
 /// checksum is computed (the kernel recomputes it for `IP_HDRINCL` sockets anyway).
 pub fn build_ipv4_header(spec: &Ipv4HeaderSpec, out: &mut [u8; 24]) -> Option<usize> {
-    let hlen = ipv4_header_len(spec.router_alert);
+    let hlen = ipv4_header_len(spec.router_alert.is_some());
     let total = u16::try_from(hlen + spec.payload_len).ok()?;
     out.fill(0);
     out[0] = 0x40 | (hlen / 4) as u8;
@@ -123,8 +123,9 @@ pub fn build_ipv4_header(spec: &Ipv4HeaderSpec, out: &mut [u8; 24]) -> Option<us
     out[9] = spec.protocol;
     out[12..16].copy_from_slice(&spec.src.octets());
     out[16..20].copy_from_slice(&spec.dst.octets());
-    if spec.router_alert {
-        out[20..24].copy_from_slice(&[IPOPT_RA, 4, 0, 0]);
+    if let Some(value) = spec.router_alert {
+        let v = value.to_be_bytes();
+        out[20..24].copy_from_slice(&[IPOPT_RA, 4, v[0], v[1]]);
     }
     let sum = ipv4_checksum(&out[..hlen]);
     out[10..12].copy_from_slice(&sum.to_be_bytes());
@@ -145,8 +146,8 @@ pub struct Ipv4Packet {
     pub ttl: u8,
     /// Protocol number.
     pub protocol: u8,
-    /// Whether a Router Alert option is present.
-    pub router_alert: bool,
+    /// The value of the Router Alert option, if one is present.
+    pub router_alert: Option<u16>,
     /// Offset of the payload (the header length).
     pub payload_start: usize,
     /// End of the payload (the IP total length).
@@ -169,7 +170,7 @@ pub fn parse_ipv4(pkt: &[u8]) -> Result<Ipv4Packet, DropReason> {
     if total < hlen || total > pkt.len() {
         return Err(DropReason::BadTotalLength);
     }
-    let router_alert = ipv4_options_have_ra(&pkt[20..hlen])?;
+    let router_alert = ipv4_router_alert(&pkt[20..hlen])?;
     Ok(Ipv4Packet {
         src: Ipv4Addr::new(pkt[12], pkt[13], pkt[14], pkt[15]),
         dst: Ipv4Addr::new(pkt[16], pkt[17], pkt[18], pkt[19]),
@@ -181,9 +182,10 @@ pub fn parse_ipv4(pkt: &[u8]) -> Result<Ipv4Packet, DropReason> {
     })
 }
 
-/// Walks IPv4 options; `Ok(true)` if a Router Alert option (type 148, length 4) is present.
-pub fn ipv4_options_have_ra(mut opts: &[u8]) -> Result<bool, DropReason> {
-    let mut ra = false;
+/// Walks IPv4 options; the value of the Router Alert option (type 148, length 4; RFC 2113
+/// §2.1), if one is present.
+pub fn ipv4_router_alert(mut opts: &[u8]) -> Result<Option<u16>, DropReason> {
+    let mut ra = None;
     while let Some(&kind) = opts.first() {
         match kind {
             0 => break,             // end of option list
@@ -197,7 +199,7 @@ pub fn ipv4_options_have_ra(mut opts: &[u8]) -> Result<bool, DropReason> {
                     if len != 4 {
                         return Err(DropReason::BadOptions);
                     }
-                    ra = true;
+                    ra = Some(u16::from_be_bytes([opts[2], opts[3]]));
                 }
                 opts = &opts[len..];
             }
@@ -333,7 +335,7 @@ pub fn parse_ipv6(pkt: &[u8]) -> Result<Ipv6Packet, DropReason> {
 mod tests {
     use super::*;
 
-    fn spec(router_alert: bool, payload_len: usize) -> Ipv4HeaderSpec {
+    fn spec(router_alert: Option<u16>, payload_len: usize) -> Ipv4HeaderSpec {
         Ipv4HeaderSpec {
             src: Ipv4Addr::new(10, 0, 0, 1),
             dst: Ipv4Addr::new(10, 0, 1, 2),
@@ -348,18 +350,18 @@ mod tests {
     #[test]
     fn ipv4_header_with_router_alert_round_trips() {
         let mut h = [0u8; 24];
-        let n = build_ipv4_header(&spec(true, 8), &mut h).unwrap();
+        let n = build_ipv4_header(&spec(Some(0x0102), 8), &mut h).unwrap();
         assert_eq!(n, 24);
         assert_eq!(h[0], 0x46);
         assert_eq!(&h[2..4], &32u16.to_be_bytes());
-        assert_eq!(&h[20..24], &[0x94, 0x04, 0x00, 0x00]);
+        assert_eq!(&h[20..24], &[0x94, 0x04, 0x01, 0x02]);
         assert_eq!(ipv4_checksum(&h[..24]), 0, "checksum verifies");
         let mut pkt = h.to_vec();
         pkt.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
         let p = parse_ipv4(&pkt).unwrap();
         assert_eq!(p.src, Ipv4Addr::new(10, 0, 0, 1));
         assert_eq!(p.dst, Ipv4Addr::new(10, 0, 1, 2));
-        assert_eq!((p.ttl, p.protocol, p.router_alert), (63, 46, true));
+        assert_eq!((p.ttl, p.protocol, p.router_alert), (63, 46, Some(0x0102)));
         assert_eq!(
             &pkt[p.payload_start..p.payload_end],
             &[1, 2, 3, 4, 5, 6, 7, 8]
@@ -369,22 +371,22 @@ mod tests {
     #[test]
     fn ipv4_header_without_router_alert() {
         let mut h = [0u8; 24];
-        let n = build_ipv4_header(&spec(false, 0), &mut h).unwrap();
+        let n = build_ipv4_header(&spec(None, 0), &mut h).unwrap();
         assert_eq!(n, 20);
         assert_eq!(h[0], 0x45);
         assert_eq!(h[1], 0xc0);
         assert_eq!(ipv4_checksum(&h[..20]), 0);
         let p = parse_ipv4(&h[..20]).unwrap();
-        assert!(!p.router_alert);
+        assert_eq!(p.router_alert, None);
         assert_eq!((p.payload_start, p.payload_end), (20, 20));
     }
 
     #[test]
     fn ipv4_payload_too_large_is_refused() {
         let mut h = [0u8; 24];
-        assert!(build_ipv4_header(&spec(true, ipv4_max_payload(true)), &mut h).is_some());
-        assert!(build_ipv4_header(&spec(true, ipv4_max_payload(true) + 1), &mut h).is_none());
-        assert!(build_ipv4_header(&spec(false, ipv4_max_payload(false) + 1), &mut h).is_none());
+        assert!(build_ipv4_header(&spec(Some(0), ipv4_max_payload(true)), &mut h).is_some());
+        assert!(build_ipv4_header(&spec(Some(0), ipv4_max_payload(true) + 1), &mut h).is_none());
+        assert!(build_ipv4_header(&spec(None, ipv4_max_payload(false) + 1), &mut h).is_none());
     }
 
     #[test]
@@ -401,7 +403,7 @@ mod tests {
     #[test]
     fn ipv4_parse_rejects_bad_input() {
         let mut h = [0u8; 24];
-        build_ipv4_header(&spec(true, 4), &mut h).unwrap();
+        build_ipv4_header(&spec(Some(0), 4), &mut h).unwrap();
         let mut pkt = h.to_vec();
         pkt.extend_from_slice(&[0; 4]);
         assert_eq!(parse_ipv4(&pkt[..19]), Err(DropReason::ShortHeader));
@@ -428,30 +430,31 @@ mod tests {
 
     #[test]
     fn ipv4_options_walk() {
-        assert_eq!(ipv4_options_have_ra(&[]), Ok(false));
-        assert_eq!(ipv4_options_have_ra(&[1, 1, 0x94, 4, 0, 0]), Ok(true));
+        assert_eq!(ipv4_router_alert(&[]), Ok(None));
+        assert_eq!(ipv4_router_alert(&[1, 1, 0x94, 4, 0, 0]), Ok(Some(0)));
+        assert_eq!(ipv4_router_alert(&[0x94, 4, 0, 42]), Ok(Some(42)));
         assert_eq!(
-            ipv4_options_have_ra(&[0, 0x94, 4, 0, 0]),
-            Ok(false),
+            ipv4_router_alert(&[0, 0x94, 4, 0, 0]),
+            Ok(None),
             "after EOL"
         );
         // A timestamp-like option then RA.
         assert_eq!(
-            ipv4_options_have_ra(&[0x44, 4, 5, 0, 0x94, 4, 0, 0]),
-            Ok(true)
+            ipv4_router_alert(&[0x44, 4, 5, 0, 0x94, 4, 0, 0]),
+            Ok(Some(0))
         );
         // Truncated: type without length, length beyond the end, length < 2, RA of wrong size.
-        assert_eq!(ipv4_options_have_ra(&[0x94]), Err(DropReason::BadOptions));
+        assert_eq!(ipv4_router_alert(&[0x94]), Err(DropReason::BadOptions));
         assert_eq!(
-            ipv4_options_have_ra(&[0x94, 4, 0]),
+            ipv4_router_alert(&[0x94, 4, 0]),
             Err(DropReason::BadOptions)
         );
         assert_eq!(
-            ipv4_options_have_ra(&[0x44, 1, 0, 0]),
+            ipv4_router_alert(&[0x44, 1, 0, 0]),
             Err(DropReason::BadOptions)
         );
         assert_eq!(
-            ipv4_options_have_ra(&[0x94, 3, 0, 1]),
+            ipv4_router_alert(&[0x94, 3, 0, 1]),
             Err(DropReason::BadOptions)
         );
     }
@@ -568,7 +571,7 @@ mod tests {
                 let _ = parse_ipv4(&buf);
                 let _ = parse_ipv6(&buf);
                 let _ = parse_hop_by_hop(&buf);
-                let _ = ipv4_options_have_ra(&buf);
+                let _ = ipv4_router_alert(&buf);
             }
         }
     }

@@ -76,7 +76,7 @@
 //! |---|---|---|
 //! | send: source | any address, also non-local, written into our own header (`IP_HDRINCL`); `None` = kernel picks | `IPV6_PKTINFO`; non-local sources allowed by `IPV6_FREEBIND` set on open |
 //! | send: TTL / hop limit | header | `IPV6_HOPLIMIT` cmsg (unicast and multicast) |
-//! | send: Router Alert | option `94 04 00 00` in our header | hop-by-hop header `IPV6_HOPOPTS` cmsg, value [`RawOptions::ipv6_router_alert_value`] |
+//! | send: Router Alert | option `94 04` + the transmit's value in our header | hop-by-hop header `IPV6_HOPOPTS` cmsg with the transmit's value |
 //! | send: out of `ifindex` | `IP_PKTINFO` cmsg (`ipi_ifindex`), unicast and multicast | `IPV6_PKTINFO` (`ipi6_ifindex`), and scope id for link-local / link-scope multicast |
 //! | send: traffic class | header TOS ([`RawOptions::traffic_class`]) | `IPV6_TCLASS` |
 //! | receive | kernel hands the IP header: src, dst, TTL and options parsed here; ifindex from `IP_PKTINFO` | payload only: src from the address, dst and ifindex from `IPV6_PKTINFO`, hop limit from `IPV6_HOPLIMIT`, Router Alert from `IPV6_HOPOPTS` |
@@ -114,6 +114,7 @@ mod fib;
 pub mod ip;
 mod mirror;
 pub mod mpls;
+pub mod nfqueue;
 mod raw;
 mod sys;
 pub mod tc;
@@ -122,6 +123,7 @@ pub mod udp_ra;
 pub use fib::{FibMirror, InterfaceInfo, NetEvent, ifindex_by_name, interfaces};
 pub use ip::DropReason;
 pub use mpls::LinuxMpls;
+pub use nfqueue::{InterceptRules, NfQueue, Verdict};
 pub use raw::{Family, RawConfig, RawOptions, RawSocket, RawStats};
 pub use udp_ra::RaUdpSocket;
 

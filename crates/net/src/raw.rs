@@ -71,7 +71,7 @@ pub struct RawOptions {
     /// TOS / traffic class byte of sent packets. Default `0xc0` (DSCP CS6, "network control"),
     /// so signaling is not starved by the data it reserves for.
     pub traffic_class: u8,
-    /// RFC 2711 Router Alert value sent and intercepted on IPv6. Default 1 (RSVP).
+    /// RFC 2711 Router Alert value intercepted on IPv6 (`IPV6_ROUTER_ALERT`). Default 1 (RSVP).
     pub ipv6_router_alert_value: u16,
     /// Deliver our own multicast transmissions back to local sockets. Default off.
     pub multicast_loop: bool,
@@ -132,7 +132,7 @@ struct Parsed {
     dst: IpAddr,
     ifindex: u32,
     ttl: u8,
-    router_alert: bool,
+    router_alert: Option<u16>,
 }
 
 /// A raw IP socket for one protocol. See the crate documentation for how to drive it.
@@ -456,8 +456,8 @@ impl RawSocket {
                 }
                 let hops = libc::c_int::from(t.ttl).to_ne_bytes();
                 cmsg::push(buf, libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT, &hops);
-                if t.router_alert {
-                    let hbh = ip::hop_by_hop_router_alert(self.options.ipv6_router_alert_value);
+                if let Some(value) = t.router_alert {
+                    let hbh = ip::hop_by_hop_router_alert(value);
                     cmsg::push(buf, libc::IPPROTO_IPV6, libc::IPV6_HOPOPTS, &hbh);
                 }
                 if t.payload.len() > u16::MAX as usize {
@@ -552,7 +552,7 @@ fn parse_v6(slot: usize, msg: &RecvMsg<'_>) -> Result<Parsed, DropReason> {
         dst: dst.into(),
         ifindex,
         ttl,
-        router_alert: ra.is_some(),
+        router_alert: ra,
     })
 }
 
@@ -582,7 +582,7 @@ fn parse_v6_intercepted(
         dst: p.dst.into(),
         ifindex,
         ttl: p.hop_limit,
-        router_alert: p.router_alert.is_some(),
+        router_alert: p.router_alert,
     })
 }
 

@@ -57,7 +57,8 @@ pub struct RaUdpSocket {
 impl RaUdpSocket {
     /// Opens the socket for destination port `port` on `family` (needs `CAP_NET_RAW`; binding a
     /// port below 1024, like GIST's 270, needs `CAP_NET_BIND_SERVICE`). `options` tunes the raw
-    /// socket (for IPv6, its `ipv6_router_alert_value` is the value intercepted and sent).
+    /// socket (for IPv6, its `ipv6_router_alert_value` is the value intercepted; what is sent
+    /// carries the value each transmit names).
     pub fn open(family: Family, port: u16, options: RawOptions) -> io::Result<RaUdpSocket> {
         let config = RawConfig {
             intercept_router_alert: true,
@@ -152,14 +153,14 @@ impl RaUdpSocket {
                     ..r
                 }),
                 // Intercepted in transit for another port: on its way, as the kernel would.
-                _ if r.router_alert && !local.contains(&r.dst) => {
+                _ if r.router_alert.is_some() && !local.contains(&r.dst) => {
                     if r.ttl > 1 {
                         let t = Transmit {
                             src: Some(r.src),
                             dst: r.dst,
                             ifindex: None,
                             transport: Transport::Raw(IPPROTO_UDP),
-                            router_alert: true,
+                            router_alert: r.router_alert,
                             ttl: r.ttl - 1,
                             payload: r.payload.to_vec(),
                         };
@@ -259,7 +260,7 @@ fn udp_datagram(
 /// Source port, destination port and payload of the UDP datagram in `r`, if its header is
 /// consistent and its checksum verifies (a zero IPv4 checksum means none was sent; IPv6 must
 /// have one).
-fn parse_udp<'a>(r: &Received<'a>) -> Option<(u16, u16, &'a [u8])> {
+pub(crate) fn parse_udp<'a>(r: &Received<'a>) -> Option<(u16, u16, &'a [u8])> {
     let d = r.payload;
     let header = d.get(..UDP_HEADER)?;
     let src_port = u16::from_be_bytes([header[0], header[1]]);
@@ -290,7 +291,7 @@ mod tests {
             dst: dst.parse().unwrap(),
             ifindex: IfIndex(1),
             transport: Transport::Raw(IPPROTO_UDP),
-            router_alert: true,
+            router_alert: Some(0),
             ttl: 64,
             payload,
         }

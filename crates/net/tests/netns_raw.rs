@@ -22,7 +22,8 @@ fn tx(
         dst: addr(dst),
         ifindex,
         transport: Transport::Raw(46),
-        router_alert: ra,
+        // RSVP's values: 0 over IPv4 (RFC 2113), 1 over IPv6 (RFC 2711).
+        router_alert: ra.then_some(u16::from(addr(dst).is_ipv6())),
         ttl,
         payload: payload.to_vec(),
     }

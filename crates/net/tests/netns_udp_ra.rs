@@ -30,7 +30,7 @@ fn collect(sock: &mut RaUdpSocket, marker: &[u8], want: usize, timeout: Duration
                     r.dst.to_string(),
                     src_port,
                     dst_port,
-                    r.router_alert,
+                    r.router_alert.is_some(),
                     r.ttl,
                     r.payload.to_vec(),
                 ));
@@ -52,7 +52,8 @@ fn udp(src: &str, dst: &str, dst_port: u16, ra: bool, payload: &[u8]) -> Transmi
             src_port: 40_000,
             dst_port,
         },
-        router_alert: ra,
+        // The values the sockets intercept: 0 over IPv4, `RawOptions`' default (1) over IPv6.
+        router_alert: ra.then_some(u16::from(addr(dst).is_ipv6())),
         ttl: 64,
         payload: payload.to_vec(),
     }

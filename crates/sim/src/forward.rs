@@ -37,7 +37,12 @@ pub fn ip_len(dst: IpAddr, transport: Transport, router_alert: bool, payload: us
 }
 
 fn len_of(p: &Packet) -> usize {
-    ip_len(p.dst, p.transport, p.router_alert, p.payload.len())
+    ip_len(
+        p.dst,
+        p.transport,
+        p.router_alert.is_some(),
+        p.payload.len(),
+    )
 }
 
 /// Multicast scoped to one link (224.0.0.0/24, ff02::/16): delivered, never forwarded.
@@ -268,7 +273,7 @@ impl<E: Engine> Sim<E> {
             if !is_router {
                 return self.node_drop(v, DropReason::NotRouter, hop, &pkt);
             }
-            if pkt.router_alert && self.wants_router_alert(v, ifindex, &pkt) {
+            if pkt.router_alert.is_some() && self.wants_router_alert(v, ifindex, &pkt) {
                 self.record(hop, &pkt, Outcome::Intercepted);
                 return self.deliver(v, ifindex, pkt, true);
             }
@@ -292,7 +297,7 @@ impl<E: Engine> Sim<E> {
             self.record(hop, &pkt, Outcome::Delivered);
             return self.deliver(v, ifindex, pkt, false);
         }
-        if is_router && pkt.router_alert && self.wants_router_alert(v, ifindex, &pkt) {
+        if is_router && pkt.router_alert.is_some() && self.wants_router_alert(v, ifindex, &pkt) {
             self.record(hop, &pkt, Outcome::Intercepted);
             return self.deliver(v, ifindex, pkt, true);
         }

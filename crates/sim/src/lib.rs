@@ -63,7 +63,7 @@
 //!             dst,
 //!             ifindex: None,
 //!             transport: Transport::Udp { src_port: 7, dst_port: 7 },
-//!             router_alert: false,
+//!             router_alert: None,
 //!             ttl: 64,
 //!             payload: payload.to_vec(),
 //!         });

@@ -24,7 +24,7 @@ pub(crate) struct Packet {
     pub src: IpAddr,
     pub dst: IpAddr,
     pub transport: Transport,
-    pub router_alert: bool,
+    pub router_alert: Option<u16>,
     pub ttl: u8,
     pub payload: Vec<u8>,
 }

@@ -174,8 +174,8 @@ pub struct PacketRecord {
     pub src: IpAddr,
     /// IP destination.
     pub dst: IpAddr,
-    /// Router alert option present.
-    pub router_alert: bool,
+    /// The Router Alert option's value, if present.
+    pub router_alert: Option<u16>,
     /// TTL as sent over this hop.
     pub ttl: u8,
     /// IP length in bytes.

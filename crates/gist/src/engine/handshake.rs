@@ -24,6 +24,8 @@ pub(crate) struct Inbound {
     pub dst: IpAddr,
     pub src_port: u16,
     pub ttl: u8,
+    /// The Router Alert value it carried.
+    pub router_alert: Option<u16>,
     /// The MA it arrived over (C-mode), or `None` for D-mode.
     pub ma: Option<u32>,
 }
@@ -41,6 +43,7 @@ impl GistEngine {
             dst: rx.dst,
             src_port,
             ttl: rx.ttl,
+            router_alert: rx.router_alert,
             ma: None,
         };
         match Message::parse_datagram(rx.payload) {
@@ -399,7 +402,8 @@ impl GistEngine {
                 src_port: ctx.src_port,
                 dst_port: crate::wire::GIST_PORT,
             },
-            router_alert: true,
+            // Sent on as it came (RFC 5971 §5.3.2.4: option processing is independent of GIST).
+            router_alert: ctx.router_alert,
             ttl: ctx.ttl - 1,
             payload,
         });

@@ -123,6 +123,7 @@ impl GistEngine {
             dst: self.source_for(peer).unwrap_or(peer),
             src_port: port,
             ttl: 0,
+            router_alert: None,
             ma: Some(ma),
         };
         loop {

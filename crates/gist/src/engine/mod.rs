@@ -19,12 +19,14 @@ mod data;
 mod handshake;
 mod inspect;
 mod ma;
+pub mod router_alert;
 pub mod state;
 mod timers;
 
 pub use cookie::COOKIE_LEN;
 pub use counters::{Counters, StateStats};
 pub use inspect::RoutingStateView;
+pub use router_alert::RouterAlertValues;
 pub use state::{MaState, MrsKey, QueryingState, RespondingState};
 
 use crate::nslp::{
@@ -123,6 +125,8 @@ pub struct Config {
     pub wheel: WheelConfig,
     /// Sessions to make room for up front.
     pub expected_sessions: usize,
+    /// The Router Alert value of Q-mode messages per NSLPID (RFC 5971 §5.3.2).
+    pub router_alert: RouterAlertValues,
 }
 
 impl Default for Config {
@@ -156,6 +160,7 @@ impl Default for Config {
                 fuzzy: false,
             },
             expected_sessions: 0,
+            router_alert: RouterAlertValues::default(),
         }
     }
 }
@@ -536,7 +541,8 @@ impl GistEngine {
                 src_port: GIST_PORT,
                 dst_port,
             },
-            router_alert,
+            router_alert: router_alert
+                .then(|| self.cfg.router_alert.value(msg.nslpid, dst.is_ipv6())),
             ttl,
             payload: msg.to_datagram(),
         });

@@ -39,7 +39,7 @@
 //!     .unwrap();
 //! // The ping rides the Query that discovers the next GIST node of the Ping NSLP.
 //! let query = gist.poll_transmit().unwrap();
-//! assert!(query.router_alert);
+//! assert!(query.router_alert.is_some());
 //! # let _ = sid;
 //! // Replies arrive as GistEvent::Nslp(NslpEvent::Ping(PingEvent::Reply { path, rtt, .. })).
 //! ```

@@ -53,7 +53,7 @@ impl Attacker {
                 src_port: GIST_PORT,
                 dst_port: GIST_PORT,
             },
-            router_alert: ra,
+            router_alert: ra.then_some(0),
             ttl: 64,
             payload: msg.to_datagram(),
         });

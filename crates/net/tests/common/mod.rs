@@ -267,6 +267,7 @@ pub struct Got {
     pub src: IpAddr,
     pub dst: IpAddr,
     pub ifindex: IfIndex,
+    /// Whether the Router Alert option was present (its value is checked where it matters).
     pub router_alert: bool,
     pub ttl: u8,
     pub payload: Vec<u8>,
@@ -284,7 +285,7 @@ pub fn collect(sock: &mut RawSocket, marker: &[u8], want: usize, timeout: Durati
                     src: r.src,
                     dst: r.dst,
                     ifindex: r.ifindex,
-                    router_alert: r.router_alert,
+                    router_alert: r.router_alert.is_some(),
                     ttl: r.ttl,
                     payload: r.payload.to_vec(),
                 });

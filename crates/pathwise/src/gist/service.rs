@@ -816,7 +816,7 @@ fn ipc_json(ipc: &IpcServer) -> Value {
 /// Whether `d` was intercepted on its way to another node (rather than addressed to this one).
 fn in_transit(engine: &GistEngine, d: &Received<'_>) -> bool {
     use pathwise_gist::nslp::GistApi as _;
-    d.router_alert && !engine.is_local(d.dst) && !d.dst.is_multicast()
+    d.router_alert.is_some() && !engine.is_local(d.dst) && !d.dst.is_multicast()
 }
 
 /// `d` sent on towards its destination as the kernel would have: same addresses, ports and
@@ -827,7 +827,7 @@ fn forward(d: &Received<'_>) -> Option<Transmit> {
         dst: d.dst,
         ifindex: None,
         transport: d.transport,
-        router_alert: true,
+        router_alert: d.router_alert,
         ttl: d.ttl - 1,
         payload: d.payload.to_vec(),
     })

@@ -125,7 +125,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
         // The neighbour: the destination of a hop-by-hop message, the route's next hop (or the
         // destination itself on a connected prefix) for one that follows the data path.
-        let peer = if t.router_alert {
+        let peer = if t.router_alert.is_some() {
             self.fib
                 .lookup(t.dst)
                 .map(|(_, r)| r.next_hop.unwrap_or(t.dst))

@@ -548,7 +548,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             dst: nbr,
             ifindex: Some(ifx),
             transport: Transport::Raw(IPPROTO_RSVP),
-            router_alert: false,
+            router_alert: None,
             ttl: self.cfg.ttl,
             payload,
         };
@@ -567,7 +567,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let mut keep = std::collections::VecDeque::with_capacity(self.transmits.len());
         let mut groups: Vec<(Neighbor, Vec<Transmit>)> = Vec::new();
         for t in self.transmits.drain(..) {
-            let bundlable = !t.router_alert
+            let bundlable = t.router_alert.is_none()
                 && t.transport == Transport::Raw(IPPROTO_RSVP)
                 && self.rr.capable.contains_key(&t.dst)
                 && t.payload.get(1).is_some_and(|&ty| {

@@ -74,7 +74,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             dst,
             ifindex,
             transport: Transport::Raw(IPPROTO_RSVP),
-            router_alert,
+            router_alert: router_alert.then_some(router_alert_value(dst)),
             ttl,
             payload,
         };
@@ -105,7 +105,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             dst,
             ifindex: Some(ifindex),
             transport: Transport::Raw(IPPROTO_RSVP),
-            router_alert: false,
+            router_alert: None,
             ttl: self.cfg.ttl,
             payload,
         });
@@ -284,4 +284,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
         });
         self.transmit(&msg, Some(node), confirm.receiver, None, true, self.cfg.ttl);
     }
+}
+
+/// The Router Alert value of RSVP datagrams towards `dst`: 0 over IPv4 (RFC 2113 §2.1, "Router
+/// shall examine packet"), 1 over IPv6 (RFC 2711 §2.1, "Datagram contains RSVP message").
+pub fn router_alert_value(dst: IpAddr) -> u16 {
+    u16::from(dst.is_ipv6())
 }

@@ -157,7 +157,7 @@ fn feed(
             dst: IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)),
             ifindex,
             transport: Transport::Raw(IPPROTO_RSVP),
-            router_alert: true,
+            router_alert: Some(0),
             ttl,
             payload,
         },
@@ -194,7 +194,7 @@ fn path_is_forwarded_hop_by_hop_with_our_hop_and_composed_adspec() {
     let t = &out[0];
     assert_eq!(
         (t.ifindex, t.router_alert, t.ttl, t.dst),
-        (Some(DOWN), true, 62, session(1).dest)
+        (Some(DOWN), Some(0), 62, session(1).dest)
     );
     assert_eq!(
         t.src,

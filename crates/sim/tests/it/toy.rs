@@ -26,7 +26,7 @@ pub enum ToyEvent {
         dst: IpAddr,
         ifindex: IfIndex,
         ttl: u8,
-        router_alert: bool,
+        router_alert: Option<u16>,
         /// Not addressed to this node: intercepted in transit.
         transit: bool,
         payload: Vec<u8>,
@@ -105,7 +105,7 @@ pub fn udp(dst: IpAddr, payload: &[u8]) -> Transmit {
             src_port: 9,
             dst_port: 9,
         },
-        router_alert: false,
+        router_alert: None,
         ttl: 64,
         payload: payload.to_vec(),
     }
@@ -121,7 +121,7 @@ pub fn raw(dst: IpAddr, len: usize) -> Transmit {
 
 pub fn alert(dst: IpAddr, payload: &[u8]) -> Transmit {
     Transmit {
-        router_alert: true,
+        router_alert: Some(0),
         transport: Transport::Raw(pathwise_core::io::IPPROTO_RSVP),
         ..udp(dst, payload)
     }
@@ -151,7 +151,7 @@ impl Engine for Toy {
             ttl: d.ttl.saturating_sub(1),
             payload: d.payload.to_vec(),
         };
-        if d.router_alert && (transit || d.dst.is_multicast()) {
+        if d.router_alert.is_some() && (transit || d.dst.is_multicast()) {
             match self.relay {
                 Some(Relay::Routed) => {
                     if let Some((_, r)) = self.fib.lookup(d.dst) {

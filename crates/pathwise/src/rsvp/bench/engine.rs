@@ -285,7 +285,7 @@ fn feed(
                 dst: IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)),
                 ifindex,
                 transport: Transport::Raw(IPPROTO_RSVP),
-                router_alert: true,
+                router_alert: Some(0),
                 ttl,
                 payload: m,
             },
