@@ -14,7 +14,8 @@
 //! - [`pipeline`]: [`pipeline::Sender`] and [`pipeline::Receiver`], which run chains;
 //! - [`adaptive`]: automatic insertion and removal from observed compressibility and loss;
 //! - [`control`]: gateway-to-gateway loss reports; [`stats`]: counters and drop reasons;
-//! - [`packet`]: buffers with headroom and the pool that makes the datapath allocation-free.
+//! - [`packet`]: buffers with headroom and the pool that makes the datapath allocation-free;
+//! - [`vectors`]: sample chains, packets and keys for tests and fuzz seeds.
 //!
 //! How it is driven: the gateway owns a `Sender` on its tunnel-reading thread and a `Receiver`
 //! on its socket-reading thread, passes `now` and the current [`policy::PolicySnapshot`] in, and
@@ -31,6 +32,7 @@ pub mod packet;
 pub mod pipeline;
 pub mod policy;
 pub mod stats;
+pub mod vectors;
 pub mod wire;
 
 pub use booster::{Booster, BoosterSpec, Class};

@@ -1,21 +1,13 @@
 //! Sender → Receiver through every booster and chain, with losses, swaps, forgeries and
 //! replays: the pipeline contract without sockets.
 
-use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
+use pathwise_booster::Packet;
 use pathwise_booster::pipeline::{Receiver, Sender};
-use pathwise_booster::policy::{MetaPolicy, Policy, PolicySnapshot};
+use pathwise_booster::policy::PolicySnapshot;
 use pathwise_booster::stats::{Counters, DropReason};
-use pathwise_booster::{BoosterSpec, Packet};
+use pathwise_booster::vectors::{self, CHAINS, env, ipv4};
 use pathwise_core::time::Instant;
 use std::sync::Arc;
-
-const KEY: [u8; 32] = [7; 32];
-
-fn env(id: u32) -> BoosterEnv {
-    BoosterEnv {
-        crypto: Some(Arc::new(CryptoContext::new(&KEY, id, 1_000_000))),
-    }
-}
 
 struct Link {
     tx: Sender,
@@ -73,59 +65,10 @@ impl Link {
     }
 }
 
+/// [`vectors::snapshot`] of a chain the test knows to be valid.
 fn snapshot(generation: u64, chain: &[&str]) -> PolicySnapshot {
-    PolicySnapshot::build(
-        generation,
-        vec![Policy {
-            name: "default".into(),
-            dst: "10.2.0.0/16".parse().unwrap(),
-            src: None,
-            chain: chain
-                .iter()
-                .map(|s| s.parse::<BoosterSpec>().unwrap())
-                .collect(),
-        }],
-        MetaPolicy::default(),
-        true,
-    )
-    .unwrap()
+    vectors::snapshot(generation, chain).unwrap()
 }
-
-/// An IPv4 packet 10.1.0.1 → 10.2.0.1 of `len` bytes; `text` makes it compressible.
-fn ipv4(len: usize, n: u32, text: bool) -> Vec<u8> {
-    let mut p = vec![0u8; len.max(24)];
-    p[0] = 0x45;
-    p[12..16].copy_from_slice(&[10, 1, 0, 1]);
-    p[16..20].copy_from_slice(&[10, 2, 0, 1]);
-    p[20..24].copy_from_slice(&n.to_be_bytes());
-    let mut x = n.wrapping_mul(2654435761) | 1;
-    for (i, b) in p[24..].iter_mut().enumerate() {
-        *b = if text {
-            b"the quick brown fox jumps over the lazy dog "[i % 44]
-        } else {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        };
-    }
-    p
-}
-
-const CHAINS: &[&[&str]] = &[
-    &[],
-    &["null"],
-    &["lz4"],
-    &["zstd"],
-    &["zstd:9"],
-    &["dumb"],
-    &["encrypt"],
-    &["fec:4:1"],
-    &["lz4", "encrypt"],
-    &["zstd", "encrypt", "fec:3:2"],
-    &["fec:4:1", "encrypt"],
-    &["null", "lz4", "encrypt", "fec"],
-];
 
 #[test]
 fn every_chain_round_trips_in_order_without_loss() {
@@ -337,36 +280,4 @@ fn steady_state_allocates_no_buffers() {
         (link.tx.pool().allocations(), link.rx.pool().allocations()),
         (tx, rx)
     );
-}
-
-/// Write fuzz seeds: datagrams of every chain (key and sender id as the fuzz target expects),
-/// FEC parity, and a control message.
-/// `PATHWISE_FUZZ_SEEDS=$PWD/fuzz/seeds/booster_encap cargo test -p pathwise-booster --test pipeline write_fuzz_seeds -- --ignored`
-#[test]
-#[ignore]
-fn write_fuzz_seeds() {
-    let dir = std::path::PathBuf::from(
-        std::env::var("PATHWISE_FUZZ_SEEDS").expect("set PATHWISE_FUZZ_SEEDS"),
-    );
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut n = 0;
-    for chain in CHAINS {
-        let snap = snapshot(1, chain);
-        let mut link = Link::new();
-        for k in 0..4u32 {
-            for d in link.boost(&snap, &ipv4(60 + 200 * k as usize, k, k % 2 == 0)) {
-                std::fs::write(dir.join(format!("{n:03}-{}.bin", chain.join("-"))), d).unwrap();
-                n += 1;
-            }
-        }
-    }
-    let mut control = Vec::new();
-    pathwise_booster::pipeline::encode_control(
-        &[pathwise_booster::control::Control::LossReport {
-            received: 9,
-            expected: 10,
-        }],
-        &mut control,
-    );
-    std::fs::write(dir.join("control.bin"), control).unwrap();
 }

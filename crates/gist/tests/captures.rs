@@ -1,10 +1,12 @@
 //! Every GIST message in the reference captures (another, independent GIST implementation;
-//! `tests/data/README`) parses, and re-emits to exactly the captured bytes.
+//! `tests/data/README`) parses, and re-emits to exactly the captured bytes; the handshakes'
+//! messages are the byte vectors of `pathwise_gist::wire::vectors`.
 //!
 //! A tiny pcap reader (classic libpcap format, Ethernet link type) pulls out IPv4 UDP payloads
 //! (D-mode, each beginning with the magic number) and TCP payloads (C-mode: a byte stream per
 //! direction, cut into messages by the common header's length).
 
+use pathwise_gist::wire::vectors::CAPTURES;
 use pathwise_gist::wire::{Body, GIST_PORT, MAGIC, Message, Mri, MsgType, frame_len, ma_protocol};
 use std::collections::BTreeMap;
 
@@ -88,8 +90,8 @@ type Direction = ([u8; 4], u16, u16);
 /// A TCP segment: sequence number and payload.
 type Segment = (u32, Vec<u8>);
 
-/// Cuts each TCP direction's stream into messages; parses and round-trips each.
-fn cmode(payloads: &[Payload]) -> Vec<Message> {
+/// Cuts each TCP direction's stream into messages.
+fn stream_messages(payloads: &[Payload]) -> Vec<Vec<u8>> {
     let mut streams: BTreeMap<Direction, Vec<Segment>> = BTreeMap::new();
     for p in payloads {
         if let Payload::Tcp {
@@ -114,15 +116,25 @@ fn cmode(payloads: &[Payload]) -> Vec<Message> {
         let mut rest = &stream[..];
         while !rest.is_empty() {
             let n = frame_len(rest).expect("a header");
-            let m = Message::parse(&rest[..n]).unwrap_or_else(|e| panic!("{e:?}"));
-            let mut again = Vec::new();
-            m.emit(&mut again);
-            assert_eq!(again, &rest[..n]);
-            out.push(m);
+            out.push(rest[..n].to_vec());
             rest = &rest[n..];
         }
     }
     out
+}
+
+/// Parses each C-mode message and checks the byte-exact round trip.
+fn cmode(payloads: &[Payload]) -> Vec<Message> {
+    stream_messages(payloads)
+        .iter()
+        .map(|bytes| {
+            let m = Message::parse(bytes).unwrap_or_else(|e| panic!("{e:?}"));
+            let mut again = Vec::new();
+            m.emit(&mut again);
+            assert_eq!(&again, bytes);
+            m
+        })
+        .collect()
 }
 
 fn udp(payloads: &[Payload]) -> Vec<(bool, Message)> {
@@ -247,4 +259,25 @@ fn two_hundred_session_burst_parses() {
     }
     // 200 sessions in the burst plus the one set up before it; the rest are retransmissions.
     assert_eq!(sessions.len(), 201);
+}
+
+#[test]
+fn capture_vectors_are_the_captured_messages() {
+    // Datagrams first, then the MA's stream, each message once (the refresh handshake's
+    // Confirm repeats the first byte for byte).
+    let mut captured: Vec<Vec<u8>> = Vec::new();
+    for file in ["gist-dmode-handshake.pcap", "gist-cmode-handshake.pcap"] {
+        let payloads = read_pcap(file);
+        let datagrams = payloads.iter().filter_map(|p| match p {
+            Payload::Udp { bytes, .. } => Some(bytes.clone()),
+            Payload::Tcp { .. } => None,
+        });
+        for m in datagrams.chain(stream_messages(&payloads)) {
+            if !captured.contains(&m) {
+                captured.push(m);
+            }
+        }
+    }
+    let vectors: Vec<&[u8]> = CAPTURES.iter().map(|(_, bytes)| *bytes).collect();
+    assert_eq!(vectors, captured);
 }

@@ -8,6 +8,7 @@ use libfuzzer_sys::fuzz_target;
 use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
 use pathwise_booster::pipeline::{Receiver, ip_addresses};
 use pathwise_booster::stats::Counters;
+use pathwise_booster::vectors;
 use pathwise_booster::wire::Header;
 use pathwise_core::time::Instant;
 use pathwise_core::wire::Writer;
@@ -16,8 +17,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 fn receiver() -> &'static Mutex<Receiver> {
     static R: OnceLock<Mutex<Receiver>> = OnceLock::new();
     R.get_or_init(|| {
+        // The key the seeds were encrypted with (fuzz/seeds/booster_encap, sender 1).
         let env = BoosterEnv {
-            crypto: Some(Arc::new(CryptoContext::new(&[7; 32], 2, 1))),
+            crypto: Some(Arc::new(CryptoContext::new(&vectors::KEY, 2, 1))),
         };
         Mutex::new(Receiver::new(env, Arc::new(Counters::default())))
     })

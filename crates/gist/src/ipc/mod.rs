@@ -8,6 +8,7 @@
 //!   [`Nslp`](crate::nslp::Nslp) plug-in out of process.
 //! - [`server`]: [`IpcServer`], GIST's side, for the daemon's loop: a stand-in plug-in per
 //!   registered NSLPID.
+//! - [`vectors`]: one frame of each kind, for tests and fuzz seeds.
 //!
 //! Unlike the rest of the crate, [`client`] and [`server`] do I/O (std unix sockets only):
 //! they are the drivers' side of this API, kept here so that every NSLP program and the daemon
@@ -15,6 +16,7 @@
 
 pub mod client;
 pub mod server;
+pub mod vectors;
 pub mod wire;
 
 #[cfg(test)]

@@ -581,105 +581,19 @@ fn send_message_is_pipelined_and_refusals_come_back_as_status() {
     assert_eq!(server.stats().upcalls, 1);
 }
 
-/// One frame of every kind, as seeds for the `gist_ipc_frame` fuzz target:
-/// `PATHWISE_FUZZ_SEEDS=$PWD/fuzz/seeds/gist_ipc_frame cargo test -p pathwise-gist --lib
-/// ipc::tests::write_fuzz_seeds -- --ignored --exact`.
 #[test]
-#[ignore = "writes files; run by hand"]
-fn write_fuzz_seeds() {
-    let dir = std::env::var("PATHWISE_FUZZ_SEEDS").expect("PATHWISE_FUZZ_SEEDS=directory");
-    std::fs::create_dir_all(&dir).unwrap();
-    let sid = SessionId([7; 16]);
-    let mri = Mri::PathCoupled(PathCoupledMri::flow(A, B));
-    let mut secure = SendMessage::new(NSLPID, sid, mri.clone(), vec![1, 2, 3]);
-    secure.transfer.secure = true;
-    secure.timeout = Some(Duration::from_millis(500));
-    let status = |error| Frame::Status {
-        now: Instant::from_millis(3),
-        status: MessageStatus {
-            handle: MessageHandle(9),
-            nslpid: NSLPID,
-            session_id: sid,
-            error,
-        },
-    };
-    let frames = [
-        ("register", Frame::Register { nslpid: NSLPID }),
-        (
-            "send",
-            Frame::Send {
-                handle: MessageHandle(1),
-                msg: secure,
-            },
-        ),
-        (
-            "decision",
-            Frame::Decision {
-                upcall: 1,
-                decision: RoutingDecision::Accept {
-                    response_data: Some(vec![4]),
-                },
-            },
-        ),
-        (
-            "registered",
-            Frame::Registered {
-                nslpid: NSLPID,
-                local: vec![A, "fd00::1".parse().unwrap()],
-            },
-        ),
-        (
-            "recv_check",
-            Frame::Recv {
-                upcall: 1,
-                now: Instant::from_millis(2),
-                msg: RecvMessage {
-                    nslp_data: vec![5, 6],
-                    nslpid: NSLPID,
-                    session_id: sid,
-                    mri: mri.clone(),
-                    routing_state_check: true,
-                    sii_handle: Some(SiiHandle(A)),
-                    transfer: SendMessage::new(NSLPID, sid, mri.clone(), vec![]).transfer,
-                    ip_ttl: 63,
-                    ip_distance: Some(1),
-                    gist_hops: 2,
-                    inbound_interface: IfIndex(1),
-                },
-            },
-        ),
-        ("status_ok", status(None)),
-        (
-            "status_refused",
-            status(Some(DeliveryError::Refused(ApiError::UnknownNslpid(
-                NSLPID,
-            )))),
-        ),
-        (
-            "notify",
-            Frame::Notify {
-                now: Instant::from_millis(4),
-                notification: NetworkNotification {
-                    nslpid: NSLPID,
-                    session_id: sid,
-                    mri: mri.clone(),
-                    kind: NotificationKind::RoutingStateLost {
-                        direction: Direction::Upstream,
-                    },
-                },
-            },
-        ),
-        (
-            "refused",
-            Frame::Refused {
-                reason: Refusal::NslpidTaken,
-            },
-        ),
-    ];
+fn vector_frames_decode_alone_and_from_one_stream() {
+    let frames = vectors::frames();
     let mut stream = Vec::new();
     for (name, f) in &frames {
-        std::fs::write(format!("{dir}/{name}.bin"), f.to_bytes()).unwrap();
+        let b = f.to_bytes();
+        assert_eq!(Frame::decode(&b), Ok(Some((f.clone(), b.len()))), "{name}");
         f.encode(&mut stream);
     }
-    std::fs::write(format!("{dir}/stream.bin"), stream).unwrap();
+    let mut fb = FrameBuffer::default();
+    fb.extend(&stream);
+    for (name, f) in &frames {
+        assert_eq!(fb.next_frame().as_ref(), Ok(&Some(f.clone())), "{name}");
+    }
+    assert_eq!(fb.next_frame(), Ok(None));
 }

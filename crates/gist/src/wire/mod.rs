@@ -37,6 +37,7 @@ mod objects;
 pub(crate) mod proptests;
 #[cfg(test)]
 mod tests;
+pub mod vectors;
 
 pub use error::{ObjectFault, ParseError, ParseErrorKind, ValueFault};
 pub use error_object::{AdditionalInfo, ErrorClass, ErrorObject, error_code};

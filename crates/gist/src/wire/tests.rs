@@ -2,15 +2,10 @@
 //! `tests/captures.rs`; here: hand-built vectors for what they do not cover (IPv6 and flagged
 //! MRIs, loose-end MRI, Error, MA-Hello, unknown objects) and one test per parse error.
 
+use super::vectors::{self, nli, path_coupled_mri, query, query_cmode};
 use super::*;
 use pathwise_core::wire::Writer;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-
-/// The Confirm of gist-dmode-handshake.pcap, magic number included.
-const CONFIRM: &str = "4e04bda5 0101001a 002a0280 00000004 00004000 0a4d0001 0a4d0002 20200000 \
-    00010004 2dba89de 45cd0f6f 2d9d6c16 5e299dc6 00020007 10404000 00007530 652ed7d4 a56ef72f \
-    c2fc390f 68a80016 0a4d0001 00060007 75a013a1 000a0000 a3abb52c d78e0301 45f57c01 29b906f0 \
-    85db4b81";
 
 fn hex(s: &str) -> Vec<u8> {
     let s: String = s.split_whitespace().collect();
@@ -24,37 +19,6 @@ fn v4(a: [u8; 4]) -> IpAddr {
     IpAddr::V4(Ipv4Addr::from(a))
 }
 
-fn nli() -> Nli {
-    Nli {
-        ip_ttl: 64,
-        rs_validity_ms: 30_000,
-        peer_identity: vec![1, 2, 3, 4, 5],
-        interface_address: v4([10, 0, 0, 1]),
-    }
-}
-
-fn pc() -> Mri {
-    Mri::PathCoupled(PathCoupledMri::flow(v4([10, 0, 0, 1]), v4([10, 0, 0, 9])))
-}
-
-fn query() -> Message {
-    Message {
-        gist_hops: 32,
-        nslpid: 42,
-        c_flag: true,
-        s_flag: true,
-        r_flag: true,
-        e_flag: false,
-        body: Body::Query(Query {
-            mri: pc(),
-            session_id: SessionId([7; 16]),
-            nli: nli(),
-            query_cookie: Cookie(vec![9; 8]),
-            ..Query::default()
-        }),
-    }
-}
-
 fn round_trip(m: &Message) -> Vec<u8> {
     let b = m.to_datagram();
     assert_eq!(b.len(), 4 + m.buffer_len());
@@ -64,7 +28,7 @@ fn round_trip(m: &Message) -> Vec<u8> {
 
 #[test]
 fn confirm_vector_deconstructs_and_reconstructs() {
-    let b = hex(CONFIRM);
+    let b = vectors::DMODE_CONFIRM.to_vec();
     let m = Message::parse_datagram(&b).unwrap();
     assert_eq!(m.msg_type(), MsgType::Confirm);
     assert_eq!(m.header().length_words, 0x1a);
@@ -120,7 +84,7 @@ fn ipv6_path_coupled_mri_with_every_flag() {
 #[test]
 fn path_coupled_flag_rules() {
     let mut b = Vec::new();
-    pc().emit(&mut Writer::new(&mut b));
+    path_coupled_mri().emit(&mut Writer::new(&mut b));
     let mut bad = b.clone();
     bad[2] |= 0x02; // F on IPv4
     assert_eq!(
@@ -172,6 +136,7 @@ fn loose_end_and_unknown_mrms_round_trip() {
 #[test]
 fn every_message_type_round_trips() {
     round_trip(&query());
+    round_trip(&query_cmode());
     let mut q = query();
     if let Body::Query(x) = &mut q.body {
         x.stack_proposal = Some(StackProposal {
@@ -213,7 +178,7 @@ fn every_message_type_round_trips() {
         c_flag: false,
         r_flag: false,
         body: Body::Data(Data {
-            mri: pc(),
+            mri: path_coupled_mri(),
             session_id: SessionId([1; 16]),
             nli: None,
             nslp_data: vec![0xaa; 12],
@@ -229,7 +194,7 @@ fn error_object_with_every_field_round_trips() {
     let header = CommonHeader::parse(&hex("01200014 002a80c0")).unwrap();
     let mut e = ErrorObject::new(error_code::OBJECT_VALUE_ERROR, 4, header);
     e.session_id = Some(SessionId([3; 16]));
-    e.mri = Some(pc());
+    e.mri = Some(path_coupled_mri());
     e.info = vec![
         AdditionalInfo::MessageLength(20),
         AdditionalInfo::Mtu(1500),
@@ -364,14 +329,14 @@ fn object_errors_carry_what_was_parsed_before() {
         e.kind,
         ParseErrorKind::MissingObject(object_type::QUERY_COOKIE)
     );
-    assert_eq!(e.mri, Some(Box::new(pc())));
+    assert_eq!(e.mri, Some(Box::new(path_coupled_mri())));
     assert_eq!(
         e.nli,
         Some(Box::new(nli())),
         "the Error can be sent to the querying node"
     );
     // Duplicate Session ID.
-    let sid = &good[4 + 8 + 4 + pc().buffer_len()..][..20];
+    let sid = &good[4 + 8 + 4 + path_coupled_mri().buffer_len()..][..20];
     let mut b = good.clone();
     b.extend_from_slice(sid);
     let words = u16::from_be_bytes([b[6], b[7]]) + 5;
@@ -390,7 +355,7 @@ fn object_errors_carry_what_was_parsed_before() {
         ParseErrorKind::InvalidObjectType(object_type::RESPONDER_COOKIE)
     );
     // A Session ID of the wrong length: Object Value Error, Incorrect Length, with offset.
-    let at = 4 + 8 + 4 + pc().buffer_len();
+    let at = 4 + 8 + 4 + path_coupled_mri().buffer_len();
     let mut b = good.clone();
     b[at + 3] = 3; // 3 words instead of 4
     b.truncate(at + 4 + 12);
@@ -438,32 +403,6 @@ fn frame_len_cuts_a_stream() {
     assert_eq!(n, m.buffer_len());
     assert_eq!(Message::parse(&s[..n]).unwrap(), m);
     assert_eq!(frame_len(&s[..3]), None);
-}
-
-/// Writes the fuzz seeds: `PATHWISE_FUZZ_SEEDS=$PWD/fuzz/seeds/gist_message cargo test -p
-/// pathwise-gist --lib write_fuzz_seeds -- --ignored`.
-#[test]
-#[ignore]
-fn write_fuzz_seeds() {
-    let Ok(dir) = std::env::var("PATHWISE_FUZZ_SEEDS") else {
-        return;
-    };
-    let dir = std::path::Path::new(&dir);
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("confirm_capture.bin"), hex(CONFIRM)).unwrap();
-    std::fs::write(dir.join("query.bin"), query().to_datagram()).unwrap();
-    let mut q = query();
-    if let Body::Query(x) = &mut q.body {
-        x.stack_proposal = Some(StackProposal {
-            profiles: vec![vec![1], vec![2, 1]],
-        });
-        x.stack_config = Some(StackConfigData {
-            ma_hold_time_ms: 1,
-            options: vec![MaProtocolOptions::tcp_port(1, 30000)],
-        });
-        x.nslp_data = Some(vec![1; 8]);
-    }
-    std::fs::write(dir.join("query_cmode.bin"), q.to_datagram()).unwrap();
 }
 
 #[test]

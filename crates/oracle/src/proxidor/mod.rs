@@ -8,6 +8,7 @@
 mod answer;
 mod header;
 mod message;
+pub mod vectors;
 
 #[cfg(test)]
 mod tests;

@@ -1,3 +1,4 @@
+use super::vectors::candidates;
 use super::*;
 use crate::TopologySnapshot;
 use crate::generate::{SEED_SOURCE_NETWORK, seed_network};
@@ -99,19 +100,6 @@ fn bytes(m: &Message) -> Vec<u8> {
     let mut v = Vec::new();
     m.emit(&mut v);
     v
-}
-
-fn candidates(n: usize) -> Vec<IpAddr> {
-    (0..n)
-        .map(|i| {
-            let x = (i as u32).wrapping_mul(2_654_435_761);
-            if i % 5 == 0 {
-                IpAddr::V4(Ipv4Addr::new(130, 149, (i % 108) as u8 + 1, 9))
-            } else {
-                IpAddr::V4(Ipv4Addr::from(x))
-            }
-        })
-        .collect()
 }
 
 #[test]
@@ -350,6 +338,20 @@ fn message() -> impl Strategy<Value = Message> {
         })
 }
 
+#[test]
+fn vector_queries_round_trip_and_are_answered() {
+    for (name, q) in super::vectors::queries() {
+        let b = bytes(&q);
+        assert_eq!(Message::parse(&b).as_ref(), Ok(&q), "{name}");
+        let mut out = Vec::new();
+        let outcome = answer(seed(), client(), &b, &mut out);
+        assert!(
+            matches!(outcome, Outcome::Answered { .. }),
+            "{name}: {outcome:?}"
+        );
+    }
+}
+
 proptest! {
     #[test]
     fn message_round_trips(m in message()) {
@@ -385,35 +387,5 @@ proptest! {
         got.sort();
         want.sort();
         prop_assert_eq!(got, want);
-    }
-}
-
-/// Writes seed inputs for the `proxidor_query` fuzz target:
-/// `PATHWISE_FUZZ_SEEDS=$PWD/fuzz/seeds/proxidor_query cargo test -p pathwise-oracle --lib
-/// write_fuzz_seeds -- --ignored`.
-#[test]
-#[ignore]
-fn write_fuzz_seeds() {
-    let Ok(dir) = std::env::var("PATHWISE_FUZZ_SEEDS") else {
-        return;
-    };
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut with_ext = query(5, &candidates(20));
-    with_ext.auth = Some([1; 8]);
-    with_ext.source_v4 = Some((Ipv4Addr::new(130, 149, 221, 7), 24));
-    with_ext.source_v6 = Some((Ipv6Addr::LOCALHOST, 128));
-    with_ext.tlvs[0].attribute = vec![0; 16];
-    let mixed: Vec<IpAddr> = candidates(8)
-        .into_iter()
-        .chain(["2001:db8::7".parse().unwrap()])
-        .collect();
-    for (name, m) in [
-        ("empty", query(1, &[])),
-        ("ten", query(2, &candidates(10))),
-        ("max", query(3, &candidates(363))),
-        ("mixed", query(4, &mixed)),
-        ("extensions", with_ext),
-    ] {
-        std::fs::write(format!("{dir}/{name}"), bytes(&m)).unwrap();
     }
 }

@@ -75,8 +75,7 @@ mod parse;
 pub mod refresh;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-pub(crate) mod vectors;
+pub mod vectors;
 
 pub use super::te::{Hello as HelloObject, HelloKind};
 pub use header::Packet;

@@ -503,23 +503,6 @@ fn every_vector_parses_and_round_trips() {
     }
 }
 
-/// Write every vector as a fuzz seed into the directory `PATHWISE_FUZZ_SEEDS` names (tests run
-/// in the crate's directory, so give an absolute path), from the repository root:
-/// `PATHWISE_FUZZ_SEEDS=$PWD/fuzz/seeds/rsvp_message cargo test -p pathwise-rsvp --lib
-/// write_fuzz_seeds -- --ignored`.
-#[test]
-#[ignore = "writes files; run by hand to refresh fuzz/seeds/rsvp_message"]
-fn write_fuzz_seeds() {
-    let Some(dir) = std::env::var_os("PATHWISE_FUZZ_SEEDS") else {
-        return;
-    };
-    let dir = std::path::PathBuf::from(dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    for (name, bytes) in ALL {
-        std::fs::write(dir.join(format!("{name}.bin")), bytes).unwrap();
-    }
-}
-
 #[test]
 fn hello_vectors() {
     use super::{Hello, HelloKind, HelloObject};

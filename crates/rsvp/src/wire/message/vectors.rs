@@ -1,18 +1,21 @@
-//! Byte vectors for every message type, IPv4 and IPv6, laid out object by object from the
-//! figures of RFC 2205 §3.1 and Appendix A and RFC 2210 §3 (IntServ objects). RSVP Length and
-//! the checksum were worked out apart from the codec (RFC 1071 arithmetic); the tests check
-//! them again.
+//! Message byte vectors from RFC figures, for tests and fuzz seeds.
+//!
+//! Every message type, IPv4 and IPv6, laid out object by object from the figures of RFC 2205
+//! §3.1 and Appendix A and RFC 2210 §3 (IntServ objects). RSVP Length and the checksum were
+//! worked out apart from the codec (RFC 1071 arithmetic); the tests check them again. Each is a
+//! complete RSVP message (the IP payload), as [`Message::parse`](super::Message::parse) takes.
+//! [`ALL`] names them all; the `fuzz_seeds` example writes it to `fuzz/seeds/rsvp_message/`.
 //!
 //! Token buckets: r = 125000 B/s (1 Mbit/s) or 62500 B/s, b = 1000 or 500 B, p = +infinity,
 //! m = 64, M = 1500. Floats are IEEE 754 single precision.
 //!
-//! The RSVP-TE vectors (RFC 3209) are in `vectors/te.rs`.
+//! The RSVP-TE vectors (RFC 3209) are laid out in `vectors/te.rs` and exported here.
 
 mod te;
-pub(crate) use te::*;
+pub use te::*;
 
 /// Path, IPv4, with INTEGRITY, POLICY_DATA, a class-11bbbbbb object to forward and an ADSPEC (§3.1.3).
-pub(crate) const PATH_V4: &[u8] = &[
+pub const PATH_V4: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, Path (1), checksum 0x4123, Send_TTL 63, RSVP Length 192
     0x10, 0x01, 0x41, 0x23, 0x3f, 0x00, 0x00, 0xc0,
     // INTEGRITY (RFC 2747 §4.1, class 4, C-Type 1): key 1, seq 42, carried opaquely, length 36
@@ -42,7 +45,7 @@ pub(crate) const PATH_V4: &[u8] = &[
 ];
 
 /// Path, IPv6, E_Police, ADSPEC with break bit, Guaranteed and Controlled-Load fragments (§3.1.3).
-pub(crate) const PATH_V6: &[u8] = &[
+pub const PATH_V6: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, Path (1), checksum 0x8600, Send_TTL 64, RSVP Length 208
     0x10, 0x01, 0x86, 0x00, 0x40, 0x00, 0x00, 0xd0,
     // SESSION (§A.1, class 1, C-Type 2): 2001:db8::9, protocol 6, flags 1, port 80, length 24
@@ -70,7 +73,7 @@ pub(crate) const PATH_V6: &[u8] = &[
 ];
 
 /// Resv, IPv4, FF style with two flow descriptors and RESV_CONFIRM (§3.1.4).
-pub(crate) const RESV_FF_V4: &[u8] = &[
+pub const RESV_FF_V4: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, Resv (2), checksum 0x4a6f, Send_TTL 255, RSVP Length 152
     0x10, 0x02, 0x4a, 0x6f, 0xff, 0x00, 0x00, 0x98,
     // SESSION (§A.1, class 1, C-Type 1): 10.0.0.9, protocol 17, flags 0, port 5004, length 12
@@ -98,7 +101,7 @@ pub(crate) const RESV_FF_V4: &[u8] = &[
 ];
 
 /// Resv, IPv4, FF style whose second descriptor omits its FLOWSPEC: it takes the previous one (§3.1.4).
-pub(crate) const RESV_FF_OMITTED_V4: &[u8] = &[
+pub const RESV_FF_OMITTED_V4: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, Resv (2), checksum 0x25f1, Send_TTL 255, RSVP Length 108
     0x10, 0x02, 0x25, 0xf1, 0xff, 0x00, 0x00, 0x6c,
     // SESSION (§A.1, class 1, C-Type 1): 10.0.0.9, protocol 17, flags 0, port 5004, length 12
@@ -120,7 +123,7 @@ pub(crate) const RESV_FF_OMITTED_V4: &[u8] = &[
 ];
 
 /// Resv, IPv6, FF style; one sender named by flow label (C-Type 3), one by port (§3.1.4).
-pub(crate) const RESV_FF_V6: &[u8] = &[
+pub const RESV_FF_V6: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, Resv (2), checksum 0xf0d0, Send_TTL 255, RSVP Length 192
     0x10, 0x02, 0xf0, 0xd0, 0xff, 0x00, 0x00, 0xc0,
     // SESSION (§A.1, class 1, C-Type 2): 2001:db8::9, protocol 17, flags 0, port 5004, length 24
@@ -150,7 +153,7 @@ pub(crate) const RESV_FF_V6: &[u8] = &[
 ];
 
 /// Resv, IPv4, SE style: one Guaranteed FLOWSPEC shared by two senders (§3.1.4).
-pub(crate) const RESV_SE_V4: &[u8] = &[
+pub const RESV_SE_V4: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, Resv (2), checksum 0x27d9, Send_TTL 255, RSVP Length 128
     0x10, 0x02, 0x27, 0xd9, 0xff, 0x00, 0x00, 0x80,
     // SESSION (§A.1, class 1, C-Type 1): 10.0.0.9, protocol 17, flags 0, port 5004, length 12
@@ -174,7 +177,7 @@ pub(crate) const RESV_SE_V4: &[u8] = &[
 ];
 
 /// Resv, IPv6, SE style (§3.1.4).
-pub(crate) const RESV_SE_V6: &[u8] = &[
+pub const RESV_SE_V6: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, Resv (2), checksum 0xc6d7, Send_TTL 255, RSVP Length 156
     0x10, 0x02, 0xc6, 0xd7, 0xff, 0x00, 0x00, 0x9c,
     // SESSION (§A.1, class 1, C-Type 2): 2001:db8::9, protocol 17, flags 0, port 5004, length 24
@@ -200,7 +203,7 @@ pub(crate) const RESV_SE_V6: &[u8] = &[
 ];
 
 /// Resv, IPv4, WF style with a SCOPE (§3.1.4).
-pub(crate) const RESV_WF_V4: &[u8] = &[
+pub const RESV_WF_V4: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, Resv (2), checksum 0x5244, Send_TTL 255, RSVP Length 96
     0x10, 0x02, 0x52, 0x44, 0xff, 0x00, 0x00, 0x60,
     // SESSION (§A.1, class 1, C-Type 1): 10.0.0.9, protocol 17, flags 0, port 5004, length 12
@@ -220,7 +223,7 @@ pub(crate) const RESV_WF_V4: &[u8] = &[
 ];
 
 /// Resv, IPv6, WF style with a SCOPE (§3.1.4).
-pub(crate) const RESV_WF_V6: &[u8] = &[
+pub const RESV_WF_V6: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, Resv (2), checksum 0x210f, Send_TTL 255, RSVP Length 128
     0x10, 0x02, 0x21, 0x0f, 0xff, 0x00, 0x00, 0x80,
     // SESSION (§A.1, class 1, C-Type 2): 2001:db8::9, protocol 17, flags 0, port 5004, length 24
@@ -243,7 +246,7 @@ pub(crate) const RESV_WF_V6: &[u8] = &[
 ];
 
 /// PathErr, IPv4: policy control failure, with the sender descriptor of the Path in error (§3.1.7).
-pub(crate) const PATH_ERR_V4: &[u8] = &[
+pub const PATH_ERR_V4: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, PathErr (3), checksum 0x68e1, Send_TTL 64, RSVP Length 88
     0x10, 0x03, 0x68, 0xe1, 0x40, 0x00, 0x00, 0x58,
     // SESSION (§A.1, class 1, C-Type 1): 10.0.0.9, protocol 17, flags 0, port 5004, length 12
@@ -261,7 +264,7 @@ pub(crate) const PATH_ERR_V4: &[u8] = &[
 ];
 
 /// PathErr, IPv6: unknown object class 200/1, no sender descriptor (§3.1.7).
-pub(crate) const PATH_ERR_V6: &[u8] = &[
+pub const PATH_ERR_V6: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, PathErr (3), checksum 0x6075, Send_TTL 64, RSVP Length 56
     0x10, 0x03, 0x60, 0x75, 0x40, 0x00, 0x00, 0x38,
     // SESSION (§A.1, class 1, C-Type 2): 2001:db8::9, protocol 17, flags 0, port 5004, length 24
@@ -273,7 +276,7 @@ pub(crate) const PATH_ERR_V6: &[u8] = &[
 ];
 
 /// ResvErr, IPv4: admission control failure (bandwidth unavailable), InPlace, FF error flow descriptor (§3.1.8).
-pub(crate) const RESV_ERR_V4: &[u8] = &[
+pub const RESV_ERR_V4: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, ResvErr (4), checksum 0x72c8, Send_TTL 64, RSVP Length 100
     0x10, 0x04, 0x72, 0xc8, 0x40, 0x00, 0x00, 0x64,
     // SESSION (§A.1, class 1, C-Type 1): 10.0.0.9, protocol 17, flags 0, port 5004, length 12
@@ -293,7 +296,7 @@ pub(crate) const RESV_ERR_V4: &[u8] = &[
 ];
 
 /// ResvErr, IPv6: traffic control error (bad flowspec), NotGuilty, WF (§3.1.8).
-pub(crate) const RESV_ERR_V6: &[u8] = &[
+pub const RESV_ERR_V6: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, ResvErr (4), checksum 0xf50b, Send_TTL 64, RSVP Length 144
     0x10, 0x04, 0xf5, 0x0b, 0x40, 0x00, 0x00, 0x90,
     // SESSION (§A.1, class 1, C-Type 2): 2001:db8::9, protocol 17, flags 0, port 5004, length 24
@@ -317,7 +320,7 @@ pub(crate) const RESV_ERR_V6: &[u8] = &[
 ];
 
 /// PathTear, IPv4, with the sender descriptor (§3.1.5).
-pub(crate) const PATH_TEAR_V4: &[u8] = &[
+pub const PATH_TEAR_V4: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, PathTear (5), checksum 0x8d05, Send_TTL 63, RSVP Length 80
     0x10, 0x05, 0x8d, 0x05, 0x3f, 0x00, 0x00, 0x50,
     // SESSION (§A.1, class 1, C-Type 1): 10.0.0.9, protocol 17, flags 0, port 5004, length 12
@@ -333,7 +336,7 @@ pub(crate) const PATH_TEAR_V4: &[u8] = &[
 ];
 
 /// PathTear, IPv6, SENDER_TEMPLATE only (§3.1.5).
-pub(crate) const PATH_TEAR_V6: &[u8] = &[
+pub const PATH_TEAR_V6: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, PathTear (5), checksum 0x132b, Send_TTL 63, RSVP Length 80
     0x10, 0x05, 0x13, 0x2b, 0x3f, 0x00, 0x00, 0x50,
     // SESSION (§A.1, class 1, C-Type 2): 2001:db8::9, protocol 17, flags 0, port 5004, length 24
@@ -348,7 +351,7 @@ pub(crate) const PATH_TEAR_V6: &[u8] = &[
 ];
 
 /// ResvTear, IPv4, FF with the FLOWSPECs omitted (§3.1.6).
-pub(crate) const RESV_TEAR_V4: &[u8] = &[
+pub const RESV_TEAR_V4: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, ResvTear (6), checksum 0x6396, Send_TTL 255, RSVP Length 64
     0x10, 0x06, 0x63, 0x96, 0xff, 0x00, 0x00, 0x40,
     // SESSION (§A.1, class 1, C-Type 1): 10.0.0.9, protocol 17, flags 0, port 5004, length 12
@@ -364,7 +367,7 @@ pub(crate) const RESV_TEAR_V4: &[u8] = &[
 ];
 
 /// ResvTear, IPv6, SE with its FLOWSPEC (§3.1.6).
-pub(crate) const RESV_TEAR_V6: &[u8] = &[
+pub const RESV_TEAR_V6: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, ResvTear (6), checksum 0x88a3, Send_TTL 255, RSVP Length 124
     0x10, 0x06, 0x88, 0xa3, 0xff, 0x00, 0x00, 0x7c,
     // SESSION (§A.1, class 1, C-Type 2): 2001:db8::9, protocol 17, flags 0, port 5004, length 24
@@ -385,7 +388,7 @@ pub(crate) const RESV_TEAR_V6: &[u8] = &[
 ];
 
 /// ResvConf, IPv4: ERROR_SPEC code 0 (confirmation), WF (§3.1.9).
-pub(crate) const RESV_CONF_V4: &[u8] = &[
+pub const RESV_CONF_V4: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, ResvConf (7), checksum 0x8b80, Send_TTL 64, RSVP Length 84
     0x10, 0x07, 0x8b, 0x80, 0x40, 0x00, 0x00, 0x54,
     // SESSION (§A.1, class 1, C-Type 1): 10.0.0.9, protocol 17, flags 0, port 5004, length 12
@@ -403,7 +406,7 @@ pub(crate) const RESV_CONF_V4: &[u8] = &[
 ];
 
 /// ResvConf, IPv6: confirmation of an FF reservation (§3.1.9).
-pub(crate) const RESV_CONF_V6: &[u8] = &[
+pub const RESV_CONF_V6: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, ResvConf (7), checksum 0xd884, Send_TTL 64, RSVP Length 144
     0x10, 0x07, 0xd8, 0x84, 0x40, 0x00, 0x00, 0x90,
     // SESSION (§A.1, class 1, C-Type 2): 2001:db8::9, protocol 17, flags 0, port 5004, length 24
@@ -427,7 +430,7 @@ pub(crate) const RESV_CONF_V6: &[u8] = &[
 ];
 
 /// Hello carrying a HELLO REQUEST (RFC 3209 §5.1, §5.2.1): nothing heard from the neighbour yet.
-pub(crate) const HELLO_REQUEST: &[u8] = &[
+pub const HELLO_REQUEST: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, Hello (20), checksum 0x701e, Send_TTL 1, RSVP Length 20
     0x10, 0x14, 0x70, 0x1e, 0x01, 0x00, 0x00, 0x14,
     // HELLO REQUEST (RFC 3209 §5.2.1, class 22, C-Type 1): Src_Instance 0x12345678, Dst_Instance 0, length 12
@@ -435,7 +438,7 @@ pub(crate) const HELLO_REQUEST: &[u8] = &[
 ];
 
 /// Hello carrying INTEGRITY and a HELLO ACK answering [`HELLO_REQUEST`] (RFC 3209 §5.1, §5.2.2).
-pub(crate) const HELLO_ACK_SIGNED: &[u8] = &[
+pub const HELLO_ACK_SIGNED: &[u8] = &[
     // common header (§3.1.1): Vers 1, flags 0, Hello (20), checksum 0x6973, Send_TTL 1, RSVP Length 56
     0x10, 0x14, 0x69, 0x73, 0x01, 0x00, 0x00, 0x38,
     // INTEGRITY (RFC 2747 §4.1, class 4, C-Type 1): key 1, seq 42, carried opaquely, length 36
@@ -446,8 +449,8 @@ pub(crate) const HELLO_ACK_SIGNED: &[u8] = &[
     0x00, 0x0c, 0x16, 0x02, 0x9a, 0xbc, 0xde, 0xf0, 0x12, 0x34, 0x56, 0x78,
 ];
 
-/// Every vector by name (the fuzz seeds are written from this list).
-pub(crate) const ALL: &[(&str, &[u8])] = &[
+/// Every vector by name: the file names (without `.bin`) of the `rsvp_message` fuzz seeds.
+pub const ALL: &[(&str, &[u8])] = &[
     ("path_v4", PATH_V4),
     ("path_v6", PATH_V6),
     ("resv_ff_v4", RESV_FF_V4),

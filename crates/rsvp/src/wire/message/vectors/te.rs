@@ -5,7 +5,7 @@
 
 /// RSVP-TE Path, LSP_TUNNEL_IPv4: ERO of strict and loose IPv4 hops and an AS, LABEL_REQUEST,
 /// SESSION_ATTRIBUTE with a name, RECORD_ROUTE in the sender descriptor (RFC 3209 §3.1.1).
-pub(crate) const PATH_TE_V4: &[u8] = &[
+pub const PATH_TE_V4: &[u8] = &[
     // common header (RFC 2205 §3.1.1): Vers 1, flags 0, Path (1), checksum 0x2ee9, Send_TTL 63, RSVP Length 160
     0x10, 0x01, 0x2e, 0xe9, 0x3f, 0x00, 0x00, 0xa0,
     // SESSION (RFC 3209 §4.6.1.1, class 1, C-Type 7): LSP_TUNNEL_IPv4, end point 192.0.2.9, MUST be zero, Tunnel ID 42, Extended Tunnel ID 198.51.100.1, length 16
@@ -34,7 +34,7 @@ pub(crate) const PATH_TE_V4: &[u8] = &[
 
 /// RSVP-TE Path, LSP_TUNNEL_IPv6: ERO of a strict IPv6 hop and a loose AS, LABEL_REQUEST for IPv6,
 /// SESSION_ATTRIBUTE with resource affinities, RECORD_ROUTE (RFC 3209 §3.1.1).
-pub(crate) const PATH_TE_V6: &[u8] = &[
+pub const PATH_TE_V6: &[u8] = &[
     // common header (RFC 2205 §3.1.1): Vers 1, flags 0, Path (1), checksum 0x306d, Send_TTL 64, RSVP Length 228
     0x10, 0x01, 0x30, 0x6d, 0x40, 0x00, 0x00, 0xe4,
     // SESSION (RFC 3209 §4.6.1.2, class 1, C-Type 8): LSP_TUNNEL_IPv6, end point 2001:db8::9, MUST be zero, Tunnel ID 7, Extended Tunnel ID 2001:db8::1, length 40
@@ -68,7 +68,7 @@ pub(crate) const PATH_TE_V6: &[u8] = &[
 
 /// RSVP-TE Resv, LSP_TUNNEL_IPv4, FF: two LSPs of one sender, each FILTER_SPEC followed by its
 /// LABEL, the first also by a RECORD_ROUTE with a Label subobject (RFC 3209 §3.2.1).
-pub(crate) const RESV_TE_FF_V4: &[u8] = &[
+pub const RESV_TE_FF_V4: &[u8] = &[
     // common header (RFC 2205 §3.1.1): Vers 1, flags 0, Resv (2), checksum 0x145b, Send_TTL 255, RSVP Length 184
     0x10, 0x02, 0x14, 0x5b, 0xff, 0x00, 0x00, 0xb8,
     // SESSION (RFC 3209 §4.6.1.1, class 1, C-Type 7): LSP_TUNNEL_IPv4, end point 192.0.2.9, MUST be zero, Tunnel ID 42, Extended Tunnel ID 198.51.100.1, length 16
@@ -102,7 +102,7 @@ pub(crate) const RESV_TE_FF_V4: &[u8] = &[
 
 /// RSVP-TE Resv, LSP_TUNNEL_IPv4, SE (make-before-break, RFC 3209 §2.5): one FLOWSPEC, two LSPs
 /// each with LABEL and RECORD_ROUTE (RFC 3209 §3.2.1).
-pub(crate) const RESV_TE_SE_V4: &[u8] = &[
+pub const RESV_TE_SE_V4: &[u8] = &[
     // common header (RFC 2205 §3.1.1): Vers 1, flags 0, Resv (2), checksum 0x8f95, Send_TTL 255, RSVP Length 168
     0x10, 0x02, 0x8f, 0x95, 0xff, 0x00, 0x00, 0xa8,
     // SESSION (RFC 3209 §4.6.1.1, class 1, C-Type 7): LSP_TUNNEL_IPv4, end point 192.0.2.9, MUST be zero, Tunnel ID 42, Extended Tunnel ID 198.51.100.1, length 16
@@ -135,7 +135,7 @@ pub(crate) const RESV_TE_SE_V4: &[u8] = &[
 
 /// RSVP-TE Resv, LSP_TUNNEL_IPv6, SE from the egress: LABEL 3 (implicit NULL) and a RECORD_ROUTE of
 /// the egress's address and label (RFC 3209 §3.2.1).
-pub(crate) const RESV_TE_SE_V6: &[u8] = &[
+pub const RESV_TE_SE_V6: &[u8] = &[
     // common header (RFC 2205 §3.1.1): Vers 1, flags 0, Resv (2), checksum 0x3c6b, Send_TTL 255, RSVP Length 188
     0x10, 0x02, 0x3c, 0x6b, 0xff, 0x00, 0x00, 0xbc,
     // SESSION (RFC 3209 §4.6.1.2, class 1, C-Type 8): LSP_TUNNEL_IPv6, end point 2001:db8::9, MUST be zero, Tunnel ID 7, Extended Tunnel ID 2001:db8::1, length 40
@@ -165,7 +165,7 @@ pub(crate) const RESV_TE_SE_V6: &[u8] = &[
 
 /// RSVP-TE PathErr, LSP_TUNNEL_IPv4: Routing Problem / Bad EXPLICIT_ROUTE object (24/1), with the
 /// sender descriptor and its RECORD_ROUTE (RFC 3209 §4.5).
-pub(crate) const PATH_ERR_TE_V4: &[u8] = &[
+pub const PATH_ERR_TE_V4: &[u8] = &[
     // common header (RFC 2205 §3.1.1): Vers 1, flags 0, PathErr (3), checksum 0x7a51, Send_TTL 64, RSVP Length 96
     0x10, 0x03, 0x7a, 0x51, 0x40, 0x00, 0x00, 0x60,
     // SESSION (RFC 3209 §4.6.1.1, class 1, C-Type 7): LSP_TUNNEL_IPv4, end point 192.0.2.9, MUST be zero, Tunnel ID 42, Extended Tunnel ID 198.51.100.1, length 16

@@ -1,0 +1,128 @@
+//! IPC frames for tests and fuzz seeds: one of each kind, under the Ping NSLP's NSLPID. The
+//! `fuzz_seeds` example writes each of [`frames`] to `fuzz/seeds/gist_ipc_frame/NAME.bin`,
+//! and all of them, one after the other, to `stream.bin`.
+
+use super::{Frame, Refusal};
+use crate::nslp::ping::NSLPID;
+use crate::nslp::{
+    ApiError, DeliveryError, Direction, MessageHandle, MessageStatus, NetworkNotification,
+    NotificationKind, RecvMessage, RoutingDecision, SendMessage, SiiHandle,
+};
+use crate::wire::{Mri, PathCoupledMri, SessionId};
+use pathwise_core::io::IfIndex;
+use pathwise_core::time::{Duration, Instant};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// One frame of each kind by name (a MessageStatus twice: delivered and refused), for session
+/// 0x07…07 and the flow 10.0.0.1 → 10.0.0.2.
+pub fn frames() -> Vec<(&'static str, Frame)> {
+    let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+    let b = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+    let sid = SessionId([7; 16]);
+    let mri = Mri::PathCoupled(PathCoupledMri::flow(a, b));
+    let mut secure = SendMessage::new(NSLPID, sid, mri.clone(), vec![1, 2, 3]);
+    secure.transfer.secure = true;
+    secure.timeout = Some(Duration::from_millis(500));
+    let status = |error| Frame::Status {
+        now: Instant::from_millis(3),
+        status: MessageStatus {
+            handle: MessageHandle(9),
+            nslpid: NSLPID,
+            session_id: sid,
+            error,
+        },
+    };
+    vec![
+        ("register", Frame::Register { nslpid: NSLPID }),
+        (
+            "send",
+            Frame::Send {
+                handle: MessageHandle(1),
+                msg: secure,
+            },
+        ),
+        (
+            "decision",
+            Frame::Decision {
+                upcall: 1,
+                decision: RoutingDecision::Accept {
+                    response_data: Some(vec![4]),
+                },
+            },
+        ),
+        (
+            "registered",
+            Frame::Registered {
+                nslpid: NSLPID,
+                local: vec![a, IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1))],
+            },
+        ),
+        (
+            "recv_check",
+            Frame::Recv {
+                upcall: 1,
+                now: Instant::from_millis(2),
+                msg: RecvMessage {
+                    nslp_data: vec![5, 6],
+                    nslpid: NSLPID,
+                    session_id: sid,
+                    mri: mri.clone(),
+                    routing_state_check: true,
+                    sii_handle: Some(SiiHandle(a)),
+                    transfer: SendMessage::new(NSLPID, sid, mri.clone(), vec![]).transfer,
+                    ip_ttl: 63,
+                    ip_distance: Some(1),
+                    gist_hops: 2,
+                    inbound_interface: IfIndex(1),
+                },
+            },
+        ),
+        ("status_ok", status(None)),
+        (
+            "status_refused",
+            status(Some(DeliveryError::Refused(ApiError::UnknownNslpid(
+                NSLPID,
+            )))),
+        ),
+        (
+            "notify",
+            Frame::Notify {
+                now: Instant::from_millis(4),
+                notification: NetworkNotification {
+                    nslpid: NSLPID,
+                    session_id: sid,
+                    mri: mri.clone(),
+                    kind: NotificationKind::RoutingStateLost {
+                        direction: Direction::Upstream,
+                    },
+                },
+            },
+        ),
+        (
+            "refused",
+            Frame::Refused {
+                reason: Refusal::NslpidTaken,
+            },
+        ),
+        (
+            "set_state_lifetime",
+            Frame::SetStateLifetime {
+                nslpid: NSLPID,
+                session_id: sid,
+                mri: mri.clone(),
+                direction: Direction::Downstream,
+                lifetime: Duration::from_secs(30),
+            },
+        ),
+        (
+            "invalidate_routing_state",
+            Frame::InvalidateRoutingState {
+                nslpid: NSLPID,
+                session_id: sid,
+                mri,
+                direction: Direction::Upstream,
+                urgent: true,
+            },
+        ),
+    ]
+}
