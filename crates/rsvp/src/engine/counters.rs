@@ -34,6 +34,12 @@ pub struct Counters {
     pub tx: [u64; MSG_TYPES.len()],
     /// Dropped messages by reason.
     pub drops: BTreeMap<&'static str, u64>,
+    /// Known objects skipped in error messages, teardowns and confirmations whose grammar does
+    /// not list them (the message itself was processed; see `wire::message`).
+    pub skipped_objects: u64,
+    /// Messages the engine refused to send to a martian destination (see
+    /// [`super::martian`]); each is also under its reason in `drops`.
+    pub unsent: u64,
     /// Path state blocks that timed out.
     pub path_timeouts: u64,
     /// Reservation state blocks that timed out.

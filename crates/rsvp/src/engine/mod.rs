@@ -18,6 +18,7 @@ pub mod inspect;
 pub mod integrity;
 pub mod intern;
 mod list;
+pub mod martian;
 pub mod merge;
 mod path;
 pub mod refresh;
@@ -282,23 +283,26 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
     }
 
-    /// The session with this SESSION object.
+    /// The session with this SESSION object: the same (destination, protocol, port) whatever
+    /// its Flags (see [`Session::identity`]).
     pub(crate) fn find_session(&self, key: &Session) -> Option<SessionId> {
+        let key = key.identity();
         let hash = self.session_hasher.hash_one(key);
         self.session_index
-            .find(hash, |&sid| self.sessions[sid].key == *key)
+            .find(hash, |&sid| self.sessions[sid].key.identity() == key)
             .copied()
     }
 
     fn index_session(&mut self, sid: SessionId) {
         let (sessions, hasher) = (&self.sessions, &self.session_hasher);
-        let hash = hasher.hash_one(sessions[sid].key);
-        self.session_index
-            .insert_unique(hash, sid, |&s| hasher.hash_one(sessions[s].key));
+        let hash = hasher.hash_one(sessions[sid].key.identity());
+        self.session_index.insert_unique(hash, sid, |&s| {
+            hasher.hash_one(sessions[s].key.identity())
+        });
     }
 
     fn unindex_session(&mut self, sid: SessionId) {
-        let hash = self.session_hasher.hash_one(self.sessions[sid].key);
+        let hash = self.session_hasher.hash_one(self.sessions[sid].key.identity());
         if let Ok(e) = self.session_index.find_entry(hash, |&s| s == sid) {
             e.remove();
         }
@@ -452,15 +456,31 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     fn dispatch(&mut self, now: Instant, rx: &Received<'_>) {
-        let parsed = Message::parse_refresh(rx.payload);
-        let (hdr, msg, refresh) = match parsed {
-            Ok(m) => m,
+        let crate::wire::Parsed {
+            header: hdr,
+            message: msg,
+            refresh,
+            skipped,
+        } = match Message::parse_full(rx.payload) {
+            Ok(p) => p,
             Err(e) => {
                 self.on_parse_error(rx, &e);
                 return;
             }
         };
         self.counters.count_in(msg.msg_type());
+        for o in &skipped {
+            // RFC 2205 §3.1.5–§3.1.9: an error, teardown or confirmation is processed without
+            // the known object its grammar has no place for (see `wire::message`).
+            self.counters.skipped_objects += 1;
+            tracing::debug!(
+                msg_type = ?msg.msg_type(),
+                class = o.class,
+                ctype = o.ctype,
+                src = %rx.src,
+                "rsvp object outside the message grammar skipped"
+            );
+        }
         self.on_refresh_objects(&hdr, &msg, &refresh, rx.src, rx.ifindex);
         match msg {
             Message::Path(p) => self.on_path(now, rx, &hdr, p),
@@ -490,13 +510,25 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// enough of the message was readable to address one, a Path is answered with PathErr to the
     /// previous hop and a Resv with ResvErr to the next hop. Error messages, teardowns and
     /// confirmations are never answered with an error.
+    ///
+    /// When the RSVP_HOP itself could not be read (an unknown C-Type such as GMPLS's IF_ID
+    /// RSVP_HOP, RFC 3473 §8.1.1), the error goes to the IP source: RFC 2205 §3.10 wants the
+    /// message rejected "and generation of an error message (ResvErr or PathErr as
+    /// appropriate)" so the originator can fall back to another C-Type, and the IP source is
+    /// who that is — a Path's "must be an address of the sender it describes", to whom "a
+    /// PathErr message is sent" (§3.1.3), a Resv's "is an address of the node that sent the
+    /// message" (§3.1.4). The hop's LIH is unknown then and sent as 0 ("no logical interface
+    /// handle", §A.2). Never to a martian address.
     fn on_parse_error(&mut self, rx: &Received<'_>, e: &crate::wire::ParseError) {
         self.drop_msg(e.kind.reason());
-        let (Some((code, value)), Some(session), Some(hop)) =
-            (e.kind.error_code(), e.session, e.hop)
-        else {
+        let (Some((code, value)), Some(session)) = (e.kind.error_code(), e.session) else {
             return;
         };
+        let hop = e.hop.unwrap_or(RsvpHop {
+            addr: rx.src,
+            lih: 0,
+        });
+
         match e.msg_type {
             Some(MsgType::Path) => {
                 self.send_path_err_raw(session, hop.addr, rx.ifindex, code, value, None)
