@@ -102,12 +102,21 @@ mod tests {
         assert_eq!(of("::1"), Some(Martian::Loopback));
         assert_eq!(of("ff02::1"), Some(Martian::Multicast));
         assert_eq!(of("::ffff:127.0.0.1"), Some(Martian::Loopback));
-        for fine in ["10.0.0.1", "192.0.2.1", "223.255.255.254", "2001:db8::1", "fe80::1"] {
+        for fine in [
+            "10.0.0.1",
+            "192.0.2.1",
+            "223.255.255.254",
+            "2001:db8::1",
+            "fe80::1",
+        ] {
             assert_eq!(of(fine), None, "{fine}");
         }
         let own = "10.0.0.1".parse().unwrap();
         assert_eq!(Martian::of(own, true), Some(Martian::Local));
-        assert_eq!(Martian::of("::1".parse().unwrap(), true), Some(Martian::Loopback));
+        assert_eq!(
+            Martian::of("::1".parse().unwrap(), true),
+            Some(Martian::Loopback)
+        );
         assert_eq!(Martian::Multicast.hop_reason(), "martian_hop_multicast");
         assert_eq!(Martian::Local.sender_reason(), "martian_sender_local");
     }

@@ -296,13 +296,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
     fn index_session(&mut self, sid: SessionId) {
         let (sessions, hasher) = (&self.sessions, &self.session_hasher);
         let hash = hasher.hash_one(sessions[sid].key.identity());
-        self.session_index.insert_unique(hash, sid, |&s| {
-            hasher.hash_one(sessions[s].key.identity())
-        });
+        self.session_index
+            .insert_unique(hash, sid, |&s| hasher.hash_one(sessions[s].key.identity()));
     }
 
     fn unindex_session(&mut self, sid: SessionId) {
-        let hash = self.session_hasher.hash_one(self.sessions[sid].key.identity());
+        let hash = self
+            .session_hasher
+            .hash_one(self.sessions[sid].key.identity());
         if let Ok(e) = self.session_index.find_entry(hash, |&s| s == sid) {
             e.remove();
         }

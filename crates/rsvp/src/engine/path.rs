@@ -202,7 +202,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         };
         // The Flags (E_Police) are the Path's to pass on, not part of the session (RFC 2205
-        // §A.1): the latest Path's go downstream.
+        // §A.1): the latest Path's go downstream, at once when they changed.
+        let flags_changed = self.sessions[sid].key.flags != p.session.flags;
         self.sessions[sid].key.flags = p.session.flags;
         let template = p.sender.template;
         if self
@@ -287,6 +288,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 });
                 let te_changed = old.te().map(path_inputs) != te.as_ref().map(path_inputs);
                 let changed = te_changed
+                    || flags_changed
                     || old.phop != Some(phop)
                     || old.iif != Some(rx.ifindex)
                     || old.tspec != p.sender.tspec

@@ -86,7 +86,10 @@ fn kom_gmpls_objects_fail_as_unknown_ctypes_with_their_class_and_ctype() {
         assert_eq!(e.kind, ParseErrorKind::UnknownCType { class: 3, ctype: 3 });
         assert_eq!(e.kind.reason(), "unknown_ctype");
         assert_eq!(e.kind.error_code(), Some((14, 0x0303)));
-        assert!(e.session.is_some(), "the SESSION is known, to address an error");
+        assert!(
+            e.session.is_some(),
+            "the SESSION is known, to address an error"
+        );
         assert_eq!(e.hop, None, "the hop itself is what could not be read");
     }
     // Generalized LABEL (RFC 3473 §2.3, class 16, C-Type 2) behind an ordinary RSVP_HOP.
