@@ -173,6 +173,9 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     hops: Interner<RsvpHop>,
     /// Reservation last reported to each local sender (RESV_EVENT only on change).
     reported: KeyedMap<PsbId, FlowSpec>,
+    /// Local receivers' requests by session identity, kept until released (RFC 2205 §3.11.1),
+    /// whether or not path state is there.
+    receivers: KeyedMap<Session, api::ReceiverRequest>,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     counters: Counters,
@@ -251,6 +254,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             flowspecs: Interner::new(&mut rng),
             hops: Interner::new(&mut rng),
             reported: keyed_map(&mut rng),
+            receivers: keyed_map(&mut rng),
             integrity_rx: pathwise_auth::Receiver::new(KeyedState::from_rng(&mut rng)),
             integrity_tx: pathwise_auth::Sender::new(KeyedState::from_rng(&mut rng)),
             integrity_log: integrity::LogLimiter::default(),

@@ -398,6 +398,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     tspec: p.tspec,
                     adspec: p.adspec.map(|a| Box::new(self.adspecs.get(a).clone())),
                 });
+                // A receiver's kept request goes out as soon as there is a sender to reserve
+                // for (RFC 2205 §3.11.1).
+                let now = self.now;
+                self.apply_receiver_request(now, sid, false);
             }
             self.update_reservations(sid);
         }

@@ -1101,6 +1101,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             && error.code == error_code::ADMISSION_CONTROL_FAILURE
             && error.flags & (ErrorSpec::IN_PLACE | ErrorSpec::NOT_GUILTY) == 0;
         if release {
+            // Released on the application's behalf: its kept request goes too, or the next
+            // Path would send it again.
+            self.receivers.remove(&session.identity());
             let locals: SmallVec<[RsbId; 2]> = self
                 .rsbs_of(sid)
                 .filter(|&r| self.rsbs[r].nhop.is_none())

@@ -708,3 +708,4 @@ fn unchanged_resv_refresh_sends_nothing_new_upstream() {
 
 mod hostile;
 mod kom;
+mod receiver;
