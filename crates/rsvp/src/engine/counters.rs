@@ -50,6 +50,8 @@ pub struct Counters {
     pub local_repairs: u64,
     /// LSP reservations preempted by LSPs of higher priority (RFC 3209 §4.7.1).
     pub preemptions: u64,
+    /// Head-end LSPs given up because no label came within the setup time.
+    pub lsp_setup_timeouts: u64,
     /// LSPs refused for want of a free label.
     pub label_allocation_failures: u64,
     /// Signing, verification and the integrity handshake (RFC 2747).

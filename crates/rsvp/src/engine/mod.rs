@@ -115,10 +115,56 @@ pub struct Config {
     /// As an LSP egress, advertise the explicit null label of the LSP's protocol (0 for IPv4,
     /// 2 for IPv6) instead of implicit null (3), so the last hop keeps the label (RFC 3032 §2.1).
     pub explicit_null: bool,
+    /// How long an LSP's head end waits for a label from downstream before it gives the LSP
+    /// up (RFC 3209 sets no limit; without one an LSP whose Path vanished downstream stays
+    /// signalling forever). The LSP then shows as failed with error 20 ("Reserved for API",
+    /// RFC 2205 App. B), value [`crate::wire::error_code::api::LSP_SETUP_TIMED_OUT`], is torn
+    /// down (PathTear) and tried again after [`Config::lsp_retry`]'s back-off. `None` (the
+    /// default): the lifetime L of state refreshed every [`Config::refresh`] (RFC 2205 §3.7,
+    /// 157.5 s with R = 30 s and K = 3), by which time a lost Path or Resv has had its
+    /// refreshes to get through, and path state the Path left downstream has timed out.
+    pub lsp_setup_timeout: Option<Duration>,
+    /// Back-off between attempts to set up an LSP that timed out.
+    pub lsp_retry: LspRetry,
     /// Unix time in seconds at the engine's `Instant` zero. Key lifetimes and RFC 2747
     /// sequence numbers are wall-clock based; the engine reads no clock, so the driver says how
     /// its instants map to wall-clock time.
     pub wall_clock_at_zero: u64,
+}
+
+/// Back-off between attempts to set up an LSP whose setup timed out
+/// ([`Config::lsp_setup_timeout`]): the first wait, doubled after each further timeout up to
+/// a bound, and optionally a limit on the number of attempts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LspRetry {
+    /// Wait after the first timeout (default 5 s).
+    pub first: Duration,
+    /// The longest wait (default 300 s).
+    pub max: Duration,
+    /// Timeouts after which the head end stops trying and the LSP stays failed until opened
+    /// again (`None`, the default: keep trying every `max` at most, so the LSP comes up once
+    /// the network lets it).
+    pub attempts: Option<u32>,
+}
+
+impl Default for LspRetry {
+    fn default() -> Self {
+        LspRetry {
+            first: Duration::from_secs(5),
+            max: Duration::from_secs(300),
+            attempts: None,
+        }
+    }
+}
+
+impl LspRetry {
+    /// The wait after the `n`-th consecutive timeout (n ≥ 1): first · 2^(n−1), at most `max`.
+    pub fn backoff(&self, n: u32) -> Duration {
+        let doublings = n.saturating_sub(1).min(32);
+        self.first
+            .saturating_mul(1u32 << doublings.min(31))
+            .min(self.max)
+    }
 }
 
 impl Default for Config {
@@ -137,6 +183,8 @@ impl Default for Config {
             local_addrs: Vec::new(),
             expected_sessions: 0,
             wall_clock_at_zero: 0,
+            lsp_setup_timeout: None,
+            lsp_retry: LspRetry::default(),
             label_range: (16, pathwise_core::mpls::MAX_LABEL),
             explicit_null: false,
             refresh_reduction: false,
@@ -206,6 +254,9 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     te_seq: u64,
     /// Head-end LSPs to tear down once the current input is processed (replaced or failed).
     superseded: Vec<(Session, crate::wire::FilterSpec)>,
+    /// Head-end LSPs to try again after a setup timeout, by time and name (an entry whose
+    /// LSP was reopened, closed or retried already is skipped when it comes due).
+    lsp_retries: std::collections::BinaryHeap<std::cmp::Reverse<(Instant, String)>>,
     /// Refresh reduction (RFC 2961).
     rr: refresh::RefreshState,
 }
@@ -267,6 +318,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             next_tunnel_id: 0,
             te_seq: 0,
             superseded: Vec::new(),
+            lsp_retries: Default::default(),
             rr: refresh::RefreshState::new(&mut rng),
             now,
             local,
@@ -382,6 +434,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 })
             })
             .chain(self.rsbs_of(sid).map(|r| self.rsbs[r].expires))
+            .chain(
+                self.psbs_of(sid)
+                    .filter_map(|p| self.psbs[p].te()?.setup_by),
+            )
             .fold(s.refresh_at.min(s.repair_at), Instant::min);
         let wake = s
             .timer
@@ -438,6 +494,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
         if !expired.is_empty() || !stale.is_empty() || !lapsed.is_empty() {
             self.update_reservations(sid);
+        }
+        self.check_lsp_setup(now, sid);
+        if !self.sessions.contains(sid) {
+            return;
         }
         if self.sessions[sid].repair_at <= now {
             self.sessions[sid].repair_at = Instant::MAX;
@@ -587,6 +647,7 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
         }
         self.on_hello_timers(now);
         self.on_retransmit_timers(now);
+        self.on_lsp_retries(now);
         self.flush_pending();
     }
 
@@ -609,6 +670,7 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
             self.timers.next_deadline(),
             self.hello.next_deadline(),
             self.rr.next_deadline(),
+            self.lsp_retries.peek().map(|r| r.0.0),
         ]
         .into_iter()
         .flatten()

@@ -708,4 +708,5 @@ fn unchanged_resv_refresh_sends_nothing_new_upstream() {
 
 mod hostile;
 mod kom;
+mod lsp_timeout;
 mod receiver;
