@@ -258,12 +258,17 @@ impl Receiver {
         let key = policy
             .chain_for(Some(sender))
             .accept_key(p.key_id, now_secs)?;
+        // RFC 2747 §4.2 steps (4)-(6): the digest first ("If the calculated digest does not
+        // match ..., the message is discarded without further processing"), the sequence
+        // number only then. A tampered copy of a message already seen carries that message's
+        // sequence number; checked the other way round it was counted as a replay, hiding the
+        // tampering.
+        verify(key, digested, p.digest)?;
         let known = match self.replay.window(&sender, p.key_id) {
             Some(w) if w.check(p.seq) != ReplayOutcome::Accepted => return Err(Reject::Replayed),
             Some(_) => true,
             None => false,
         };
-        verify(key, digested, p.digest)?;
         // RFC 2747 §4.3: while a challenge is out the sender's numbers cannot be trusted, and a
         // sender that offers the handshake is challenged rather than trusted on its first one.
         let challenging = self.pending.contains_key(&(sender, p.key_id))
@@ -317,12 +322,14 @@ impl Receiver {
         let key = policy
             .chain_for(Some(sender))
             .accept_key(presented.key_id, now_secs)?;
+        // RFC 2747 §4.2: the digest (step 5) before the CHALLENGE match (step 6), so a tampered
+        // response counts as tampered.
+        verify(key, digested, presented.digest)?;
         let slot = (sender, presented.key_id);
         match self.pending.get(&slot) {
             Some(p) if p.cookie == cookie => {}
             _ => return Err(Reject::BadResponse),
         }
-        verify(key, digested, presented.digest)?;
         self.pending.remove(&slot);
         self.replay.forget(&sender, presented.key_id);
         self.replay.record(&sender, presented.key_id, presented.seq);
@@ -467,6 +474,13 @@ mod tests {
         // Same number again: replay.
         let again = r.check(&p, N, Some(&presented(7, 5, 0, &d)), &[b"msg"], 10);
         assert_eq!(again, Err(Reject::Replayed));
+        // A tampered copy of it (same sequence number, other bytes) fails its digest, and is
+        // counted as such rather than as a replay (RFC 2747 §4.2 checks the digest first).
+        let tampered = r.check(&p, N, Some(&presented(7, 5, 0, &d)), &[b"msG"], 10);
+        assert_eq!(tampered, Err(Reject::BadDigest));
+        // So is a tampered copy with a sequence number below the window.
+        let stale = r.check(&p, N, Some(&presented(7, 1, 0, &d)), &[b"msG"], 10);
+        assert_eq!(stale, Err(Reject::BadDigest));
         // A forged digest never moves the window.
         let forged = r.check(&p, N, Some(&presented(7, 50, 0, &[0; 32])), &[b"msg"], 10);
         assert_eq!(forged, Err(Reject::BadDigest));

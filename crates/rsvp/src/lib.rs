@@ -4,4 +4,6 @@
 pub mod engine;
 pub mod wire;
 
-pub use engine::{Config, Event, HelloConfig, HelloCounters, InterfaceConfig, RsvpEngine};
+pub use engine::{
+    Config, Event, HelloConfig, HelloCounters, InterfaceConfig, LspRetry, RsvpEngine,
+};

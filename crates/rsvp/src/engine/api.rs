@@ -72,10 +72,19 @@ pub enum Event {
     },
 }
 
+/// A local receiver's reservation request, as the application made it (RAPI `rapi_reserve`).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct ReceiverRequest {
+    pub style: StyleKind,
+    pub flows: Vec<FlowDescriptor>,
+    pub confirm: bool,
+}
+
 /// Why an API call was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ApiError {
-    /// No path state for the session, so there is nobody to reserve for yet.
+    /// No path state for the session. [`super::RsvpEngine::reserve`] no longer returns it (a
+    /// request made before the Path is kept); kept for callers that match on it.
     #[error("no path state for this session")]
     NoPathState,
     /// The session or sender is not known.
@@ -94,8 +103,9 @@ pub enum ApiError {
 }
 
 use super::resv::ResvRequest;
-use super::state::{Psb, RsbId};
+use super::state::{Psb, RsbId, SessionId};
 use super::{RsvpEngine, TrafficControl};
+use crate::wire::error::error_code;
 use crate::wire::{Style, StyleKind};
 use pathwise_core::time::Instant;
 use smallvec::SmallVec;
@@ -194,6 +204,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// request of this receiver for the session. With `confirm`, a [`Event::Confirmed`] follows
     /// once the reservation is in place. Requests refused here (style conflicts, unknown
     /// senders, admission) come back as [`Event::ResvError`].
+    ///
+    /// The request is kept until [`RsvpEngine::release`], as RAPI keeps a receiver's
+    /// reservation for the life of its session (RFC 2205 §3.11.1: the application makes the
+    /// reserve call, path state comes and goes with PATH_EVENT upcalls): made before any Path
+    /// arrived it is sent when path state appears, and when path state goes (PathTear,
+    /// timeout) and comes back, it is sent again.
     pub fn reserve(
         &mut self,
         now: Instant,
@@ -203,10 +219,6 @@ impl<T: TrafficControl> RsvpEngine<T> {
         confirm: bool,
     ) -> Result<(), ApiError> {
         self.now = now;
-        let sid = self.find_session(&session).ok_or(ApiError::NoPathState)?;
-        if !self.psbs_of(sid).any(|p| self.psbs[p].oifs.contains(&None)) {
-            return Err(ApiError::NoPathState);
-        }
         let shape_ok = match style {
             StyleKind::Wf => flows.len() == 1 && flows[0].filters.is_empty(),
             StyleKind::Se => flows.len() == 1 && !flows[0].filters.is_empty(),
@@ -218,6 +230,45 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 "flow descriptors do not fit the style",
             ));
         }
+        self.receivers.insert(
+            session.identity(),
+            ReceiverRequest {
+                style,
+                flows,
+                confirm,
+            },
+        );
+        if let Some(sid) = self.find_session(&session) {
+            self.apply_receiver_request(now, sid, true);
+        }
+        self.flush_pending();
+        Ok(())
+    }
+
+    /// Whether this node is a receiver of the session: path state that ends here.
+    fn has_local_path_state(&self, sid: SessionId) -> bool {
+        self.psbs_of(sid).any(|p| self.psbs[p].oifs.contains(&None))
+    }
+
+    /// Install the local receiver's kept request for the session, if it has one and path state
+    /// ends here. `report_missing_senders`: whether FF/SE filters naming senders without path
+    /// state are reported (at the call; not when a Path arrives, since the request waits for
+    /// the senders it names).
+    pub(super) fn apply_receiver_request(
+        &mut self,
+        now: Instant,
+        sid: SessionId,
+        report_missing_senders: bool,
+    ) {
+        let session = self.sessions[sid].key;
+        let Some(r) = self.receivers.get(&session.identity()) else {
+            return;
+        };
+        if !self.has_local_path_state(sid) {
+            return;
+        }
+        let (style, flows) = (r.style, r.flows.clone());
+        let confirm = r.confirm;
         // A new request replaces the old one: requests it no longer makes go.
         let stale: SmallVec<[RsbId; 2]> = self
             .rsbs_of(sid)
@@ -250,6 +301,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             lifetime: None,
         };
         for ((code, value), flow) in self.process_resv(now, sid, &req) {
+            if code == error_code::NO_SENDER_INFORMATION && !report_missing_senders {
+                continue;
+            }
             let node = self.iface_addr(None, session.dest);
             self.events.push_back(Event::ResvError {
                 session,
@@ -263,19 +317,21 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 released: false,
             });
         }
-        self.flush_pending();
-        Ok(())
     }
 
-    /// Withdraw this receiver's reservation for the session (ResvTear goes upstream).
+    /// Withdraw this receiver's reservation for the session (ResvTear goes upstream) and
+    /// forget its request.
     pub fn release(&mut self, now: Instant, session: Session) -> Result<(), ApiError> {
         self.now = now;
-        let sid = self.find_session(&session).ok_or(ApiError::Unknown)?;
+        let kept = self.receivers.remove(&session.identity()).is_some();
+        let Some(sid) = self.find_session(&session) else {
+            return if kept { Ok(()) } else { Err(ApiError::Unknown) };
+        };
         let locals: SmallVec<[RsbId; 2]> = self
             .rsbs_of(sid)
             .filter(|&r| self.rsbs[r].nhop.is_none())
             .collect();
-        if locals.is_empty() {
+        if locals.is_empty() && !kept {
             return Err(ApiError::Unknown);
         }
         for r in locals {
@@ -284,6 +340,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.update_reservations(sid);
         self.flush_pending();
         Ok(())
+    }
+
+    /// Reservation requests local receivers keep, for sessions with or without path state.
+    pub fn receiver_requests(&self) -> usize {
+        self.receivers.len()
     }
 
     /// Run the re-merges that were deferred while processing an input.

@@ -34,6 +34,12 @@ pub struct Counters {
     pub tx: [u64; MSG_TYPES.len()],
     /// Dropped messages by reason.
     pub drops: BTreeMap<&'static str, u64>,
+    /// Known objects skipped in error messages, teardowns and confirmations whose grammar does
+    /// not list them (the message itself was processed; see `wire::message`).
+    pub skipped_objects: u64,
+    /// Messages the engine refused to send to a martian destination (see
+    /// [`super::martian`]); each is also under its reason in `drops`.
+    pub unsent: u64,
     /// Path state blocks that timed out.
     pub path_timeouts: u64,
     /// Reservation state blocks that timed out.
@@ -44,6 +50,8 @@ pub struct Counters {
     pub local_repairs: u64,
     /// LSP reservations preempted by LSPs of higher priority (RFC 3209 §4.7.1).
     pub preemptions: u64,
+    /// Head-end LSPs given up because no label came within the setup time.
+    pub lsp_setup_timeouts: u64,
     /// LSPs refused for want of a free label.
     pub label_allocation_failures: u64,
     /// Signing, verification and the integrity handshake (RFC 2747).

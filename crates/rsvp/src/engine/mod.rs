@@ -18,6 +18,7 @@ pub mod inspect;
 pub mod integrity;
 pub mod intern;
 mod list;
+pub mod martian;
 pub mod merge;
 mod path;
 pub mod refresh;
@@ -114,10 +115,56 @@ pub struct Config {
     /// As an LSP egress, advertise the explicit null label of the LSP's protocol (0 for IPv4,
     /// 2 for IPv6) instead of implicit null (3), so the last hop keeps the label (RFC 3032 §2.1).
     pub explicit_null: bool,
+    /// How long an LSP's head end waits for a label from downstream before it gives the LSP
+    /// up (RFC 3209 sets no limit; without one an LSP whose Path vanished downstream stays
+    /// signalling forever). The LSP then shows as failed with error 20 ("Reserved for API",
+    /// RFC 2205 App. B), value [`crate::wire::error_code::api::LSP_SETUP_TIMED_OUT`], is torn
+    /// down (PathTear) and tried again after [`Config::lsp_retry`]'s back-off. `None` (the
+    /// default): the lifetime L of state refreshed every [`Config::refresh`] (RFC 2205 §3.7,
+    /// 157.5 s with R = 30 s and K = 3), by which time a lost Path or Resv has had its
+    /// refreshes to get through, and path state the Path left downstream has timed out.
+    pub lsp_setup_timeout: Option<Duration>,
+    /// Back-off between attempts to set up an LSP that timed out.
+    pub lsp_retry: LspRetry,
     /// Unix time in seconds at the engine's `Instant` zero. Key lifetimes and RFC 2747
     /// sequence numbers are wall-clock based; the engine reads no clock, so the driver says how
     /// its instants map to wall-clock time.
     pub wall_clock_at_zero: u64,
+}
+
+/// Back-off between attempts to set up an LSP whose setup timed out
+/// ([`Config::lsp_setup_timeout`]): the first wait, doubled after each further timeout up to
+/// a bound, and optionally a limit on the number of attempts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LspRetry {
+    /// Wait after the first timeout (default 5 s).
+    pub first: Duration,
+    /// The longest wait (default 300 s).
+    pub max: Duration,
+    /// Timeouts after which the head end stops trying and the LSP stays failed until opened
+    /// again (`None`, the default: keep trying every `max` at most, so the LSP comes up once
+    /// the network lets it).
+    pub attempts: Option<u32>,
+}
+
+impl Default for LspRetry {
+    fn default() -> Self {
+        LspRetry {
+            first: Duration::from_secs(5),
+            max: Duration::from_secs(300),
+            attempts: None,
+        }
+    }
+}
+
+impl LspRetry {
+    /// The wait after the `n`-th consecutive timeout (n ≥ 1): first · 2^(n−1), at most `max`.
+    pub fn backoff(&self, n: u32) -> Duration {
+        let doublings = n.saturating_sub(1).min(32);
+        self.first
+            .saturating_mul(1u32 << doublings.min(31))
+            .min(self.max)
+    }
 }
 
 impl Default for Config {
@@ -136,6 +183,8 @@ impl Default for Config {
             local_addrs: Vec::new(),
             expected_sessions: 0,
             wall_clock_at_zero: 0,
+            lsp_setup_timeout: None,
+            lsp_retry: LspRetry::default(),
             label_range: (16, pathwise_core::mpls::MAX_LABEL),
             explicit_null: false,
             refresh_reduction: false,
@@ -172,6 +221,9 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     hops: Interner<RsvpHop>,
     /// Reservation last reported to each local sender (RESV_EVENT only on change).
     reported: KeyedMap<PsbId, FlowSpec>,
+    /// Local receivers' requests by session identity, kept until released (RFC 2205 §3.11.1),
+    /// whether or not path state is there.
+    receivers: KeyedMap<Session, api::ReceiverRequest>,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     counters: Counters,
@@ -202,6 +254,9 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     te_seq: u64,
     /// Head-end LSPs to tear down once the current input is processed (replaced or failed).
     superseded: Vec<(Session, crate::wire::FilterSpec)>,
+    /// Head-end LSPs to try again after a setup timeout, by time and name (an entry whose
+    /// LSP was reopened, closed or retried already is skipped when it comes due).
+    lsp_retries: std::collections::BinaryHeap<std::cmp::Reverse<(Instant, String)>>,
     /// Refresh reduction (RFC 2961).
     rr: refresh::RefreshState,
 }
@@ -250,6 +305,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             flowspecs: Interner::new(&mut rng),
             hops: Interner::new(&mut rng),
             reported: keyed_map(&mut rng),
+            receivers: keyed_map(&mut rng),
             integrity_rx: pathwise_auth::Receiver::new(KeyedState::from_rng(&mut rng)),
             integrity_tx: pathwise_auth::Sender::new(KeyedState::from_rng(&mut rng)),
             integrity_log: integrity::LogLimiter::default(),
@@ -262,6 +318,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             next_tunnel_id: 0,
             te_seq: 0,
             superseded: Vec::new(),
+            lsp_retries: Default::default(),
             rr: refresh::RefreshState::new(&mut rng),
             now,
             local,
@@ -282,23 +339,27 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
     }
 
-    /// The session with this SESSION object.
+    /// The session with this SESSION object: the same (destination, protocol, port) whatever
+    /// its Flags (see [`Session::identity`]).
     pub(crate) fn find_session(&self, key: &Session) -> Option<SessionId> {
+        let key = key.identity();
         let hash = self.session_hasher.hash_one(key);
         self.session_index
-            .find(hash, |&sid| self.sessions[sid].key == *key)
+            .find(hash, |&sid| self.sessions[sid].key.identity() == key)
             .copied()
     }
 
     fn index_session(&mut self, sid: SessionId) {
         let (sessions, hasher) = (&self.sessions, &self.session_hasher);
-        let hash = hasher.hash_one(sessions[sid].key);
+        let hash = hasher.hash_one(sessions[sid].key.identity());
         self.session_index
-            .insert_unique(hash, sid, |&s| hasher.hash_one(sessions[s].key));
+            .insert_unique(hash, sid, |&s| hasher.hash_one(sessions[s].key.identity()));
     }
 
     fn unindex_session(&mut self, sid: SessionId) {
-        let hash = self.session_hasher.hash_one(self.sessions[sid].key);
+        let hash = self
+            .session_hasher
+            .hash_one(self.sessions[sid].key.identity());
         if let Ok(e) = self.session_index.find_entry(hash, |&s| s == sid) {
             e.remove();
         }
@@ -373,6 +434,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 })
             })
             .chain(self.rsbs_of(sid).map(|r| self.rsbs[r].expires))
+            .chain(
+                self.psbs_of(sid)
+                    .filter_map(|p| self.psbs[p].te()?.setup_by),
+            )
             .fold(s.refresh_at.min(s.repair_at), Instant::min);
         let wake = s
             .timer
@@ -430,6 +495,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
         if !expired.is_empty() || !stale.is_empty() || !lapsed.is_empty() {
             self.update_reservations(sid);
         }
+        self.check_lsp_setup(now, sid);
+        if !self.sessions.contains(sid) {
+            return;
+        }
         if self.sessions[sid].repair_at <= now {
             self.sessions[sid].repair_at = Instant::MAX;
             self.local_repair(sid);
@@ -452,15 +521,31 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     fn dispatch(&mut self, now: Instant, rx: &Received<'_>) {
-        let parsed = Message::parse_refresh(rx.payload);
-        let (hdr, msg, refresh) = match parsed {
-            Ok(m) => m,
+        let crate::wire::Parsed {
+            header: hdr,
+            message: msg,
+            refresh,
+            skipped,
+        } = match Message::parse_full(rx.payload) {
+            Ok(p) => p,
             Err(e) => {
                 self.on_parse_error(rx, &e);
                 return;
             }
         };
         self.counters.count_in(msg.msg_type());
+        for o in &skipped {
+            // RFC 2205 §3.1.5–§3.1.9: an error, teardown or confirmation is processed without
+            // the known object its grammar has no place for (see `wire::message`).
+            self.counters.skipped_objects += 1;
+            tracing::debug!(
+                msg_type = ?msg.msg_type(),
+                class = o.class,
+                ctype = o.ctype,
+                src = %rx.src,
+                "rsvp object outside the message grammar skipped"
+            );
+        }
         self.on_refresh_objects(&hdr, &msg, &refresh, rx.src, rx.ifindex);
         match msg {
             Message::Path(p) => self.on_path(now, rx, &hdr, p),
@@ -490,13 +575,25 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// enough of the message was readable to address one, a Path is answered with PathErr to the
     /// previous hop and a Resv with ResvErr to the next hop. Error messages, teardowns and
     /// confirmations are never answered with an error.
+    ///
+    /// When the RSVP_HOP itself could not be read (an unknown C-Type such as GMPLS's IF_ID
+    /// RSVP_HOP, RFC 3473 §8.1.1), the error goes to the IP source: RFC 2205 §3.10 wants the
+    /// message rejected "and generation of an error message (ResvErr or PathErr as
+    /// appropriate)" so the originator can fall back to another C-Type, and the IP source is
+    /// who that is — a Path's "must be an address of the sender it describes", to whom "a
+    /// PathErr message is sent" (§3.1.3), a Resv's "is an address of the node that sent the
+    /// message" (§3.1.4). The hop's LIH is unknown then and sent as 0 ("no logical interface
+    /// handle", §A.2). Never to a martian address.
     fn on_parse_error(&mut self, rx: &Received<'_>, e: &crate::wire::ParseError) {
         self.drop_msg(e.kind.reason());
-        let (Some((code, value)), Some(session), Some(hop)) =
-            (e.kind.error_code(), e.session, e.hop)
-        else {
+        let (Some((code, value)), Some(session)) = (e.kind.error_code(), e.session) else {
             return;
         };
+        let hop = e.hop.unwrap_or(RsvpHop {
+            addr: rx.src,
+            lih: 0,
+        });
+
         match e.msg_type {
             Some(MsgType::Path) => {
                 self.send_path_err_raw(session, hop.addr, rx.ifindex, code, value, None)
@@ -550,6 +647,7 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
         }
         self.on_hello_timers(now);
         self.on_retransmit_timers(now);
+        self.on_lsp_retries(now);
         self.flush_pending();
     }
 
@@ -572,6 +670,7 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
             self.timers.next_deadline(),
             self.hello.next_deadline(),
             self.rr.next_deadline(),
+            self.lsp_retries.peek().map(|r| r.0.0),
         ]
         .into_iter()
         .flatten()

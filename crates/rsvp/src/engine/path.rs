@@ -189,6 +189,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// RFC 2209 §3 "PATH MESSAGE ARRIVES".
     pub(super) fn on_path(&mut self, now: Instant, rx: &Received<'_>, hdr: &CommonHeader, p: Path) {
+        if !self.path_addresses_ok(&p, rx.ifindex) {
+            return;
+        }
         let sid = match self.session_for(now, p.session) {
             Ok(sid) => sid,
             Err((code, value)) => {
@@ -198,6 +201,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 return;
             }
         };
+        // The Flags (E_Police) are the Path's to pass on, not part of the session (RFC 2205
+        // §A.1): the latest Path's go downstream, at once when they changed.
+        let flags_changed = self.sessions[sid].key.flags != p.session.flags;
+        self.sessions[sid].key.flags = p.session.flags;
         let template = p.sender.template;
         if self
             .psbs_of(sid)
@@ -281,6 +288,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 });
                 let te_changed = old.te().map(path_inputs) != te.as_ref().map(path_inputs);
                 let changed = te_changed
+                    || flags_changed
                     || old.phop != Some(phop)
                     || old.iif != Some(rx.ifindex)
                     || old.tspec != p.sender.tspec
@@ -339,6 +347,30 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.path_changed(id, oifs, changed);
     }
 
+    /// A Path's previous hop and sender must be addresses a neighbour and a data sender can
+    /// have (see [`super::martian`]). A martian previous hop leaves nowhere to send an error
+    /// to: the Path is dropped. A martian sender with a sound previous hop is refused with
+    /// PathErr "Policy Control failure" (RFC 2205 App. B code 2: "path message has been
+    /// rejected for administrative reasons", value 0 as the code's values are "to be determined
+    /// in the future"): accepting it would have this node send Path refreshes with that address
+    /// as IP source (§3.1.3) for as long as the state lives.
+    fn path_addresses_ok(&mut self, p: &Path, ifindex: IfIndex) -> bool {
+        use super::martian::Martian;
+        if let Some(m) = Martian::of(p.hop.addr, self.is_local(p.hop.addr)) {
+            self.drop_msg(m.hop_reason());
+            return false;
+        }
+        let src = p.sender.template.src();
+        let Some(m) = Martian::of(src, self.is_local(src)) else {
+            return true;
+        };
+        self.drop_msg(m.sender_reason());
+        let sender = Some(p.sender.clone());
+        let code = error_code::POLICY_CONTROL_FAILURE;
+        self.send_path_err_raw(p.session, p.hop.addr, ifindex, code, 0, sender);
+        false
+    }
+
     /// Bring a PSB's outgoing interfaces up to date, and if anything changed, forward the Path
     /// at once (RFC 2209 "Path_Refresh_Needed"), tell local receivers, and update reservations.
     pub(super) fn path_changed(&mut self, id: PsbId, oifs: SmallVec<[Oi; 1]>, changed: bool) {
@@ -366,6 +398,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     tspec: p.tspec,
                     adspec: p.adspec.map(|a| Box::new(self.adspecs.get(a).clone())),
                 });
+                // A receiver's kept request goes out as soon as there is a sender to reserve
+                // for (RFC 2205 §3.11.1).
+                let now = self.now;
+                self.apply_receiver_request(now, sid, false);
             }
             self.update_reservations(sid);
         }

@@ -538,6 +538,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     fn send_to_neighbor(&mut self, msg: &Message, refresh: &Refresh, nbr: IpAddr, ifx: IfIndex) {
+        if !self.may_send_to(msg.msg_type(), nbr, false) {
+            return;
+        }
         let mut payload = Vec::with_capacity(
             msg.buffer_len() + refresh.buffer_len() + super::send::MAX_INTEGRITY_LEN,
         );

@@ -87,6 +87,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// RFC 2209 §3 "RESV MESSAGE ARRIVES".
     pub(super) fn on_resv(&mut self, now: Instant, rx: &Received<'_>, r: Resv) {
+        // The next hop is where this node's ResvErr, ResvConf and the hop's state go: a martian
+        // one (see `super::martian`) leaves nowhere to answer, and the Resv is dropped.
+        if let Some(m) = super::martian::Martian::of(r.hop.addr, self.is_local(r.hop.addr)) {
+            self.drop_msg(m.hop_reason());
+            return;
+        }
         let oi = self.resv_oi(&r.hop, rx);
         let Some(sid) = self.find_session(&r.session) else {
             self.drop_msg("no_path_state");
@@ -1095,6 +1101,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             && error.code == error_code::ADMISSION_CONTROL_FAILURE
             && error.flags & (ErrorSpec::IN_PLACE | ErrorSpec::NOT_GUILTY) == 0;
         if release {
+            // Released on the application's behalf: its kept request goes too, or the next
+            // Path would send it again.
+            self.receivers.remove(&session.identity());
             let locals: SmallVec<[RsbId; 2]> = self
                 .rsbs_of(sid)
                 .filter(|&r| self.rsbs[r].nhop.is_none())

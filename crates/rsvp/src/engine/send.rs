@@ -41,6 +41,22 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .unwrap_or(like)
     }
 
+    /// Whether a message may go to `dst`: never to a martian address (see [`super::martian`]),
+    /// except that a message routed towards a multicast session's group with Router Alert
+    /// (Path, PathTear; RFC 2205 §3.1.3) is meant for a group. Refusals are counted and logged:
+    /// they mean hostile or broken input got past the checks on receipt.
+    pub(super) fn may_send_to(&mut self, t: MsgType, dst: IpAddr, router_alert: bool) -> bool {
+        let Some(m) = super::martian::Martian::of(dst, self.is_local(dst)) else {
+            return true;
+        };
+        if m == super::martian::Martian::Multicast && router_alert {
+            return true;
+        }
+        self.counters.unsent += 1;
+        tracing::warn!(msg_type = ?t, %dst, kind = ?m, "rsvp message to a martian address not sent");
+        false
+    }
+
     pub(super) fn has_interface(&self, ifindex: IfIndex) -> bool {
         self.cfg.interfaces.iter().any(|i| i.ifindex == ifindex)
     }
@@ -66,6 +82,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
         (src, dst, ifindex, router_alert, ttl): (Option<IpAddr>, IpAddr, Option<IfIndex>, bool, u8),
         key: Option<super::refresh::OutKey>,
     ) {
+        if !self.may_send_to(msg.msg_type(), dst, router_alert) {
+            return;
+        }
         let Some(payload) = self.emit_identified(msg, ttl, key) else {
             return;
         };
@@ -99,6 +118,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
         dst: IpAddr,
         ifindex: IfIndex,
     ) {
+        if !self.may_send_to(t, dst, false) {
+            return;
+        }
         self.counters.count_out(t);
         self.transmits.push_back(Transmit {
             src: Some(src),

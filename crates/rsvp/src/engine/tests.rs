@@ -705,3 +705,8 @@ fn unchanged_resv_refresh_sends_nothing_new_upstream() {
     assert_eq!(first[0].dst, IpAddr::V4(PHOP));
     assert!(feed(&mut e, Instant::from_secs(1), &r, NHOP, DOWN, 64).is_empty());
 }
+
+mod hostile;
+mod kom;
+mod lsp_timeout;
+mod receiver;

@@ -20,12 +20,14 @@
 //!   error 13), 10bbbbbb is dropped silently, 11bbbbbb is kept in `forward` and re-emitted
 //!   unexamined. A known class with an unknown C-Type is [`ParseErrorKind::UnknownCType`]
 //!   (error 14). NULL objects are skipped.
-//! - A known object the message type's BNF does not list is
-//!   [`ParseErrorKind::UnexpectedObject`], except POLICY_DATA in PathTear, ResvTear and ResvConf
-//!   (which have no place for it; RFC 2750 lets policy ride on more messages) and ADSPEC and
-//!   RECORD_ROUTE in PathTear (part of the sender descriptor, ignored there per §3.1.5): those
-//!   are dropped; and SESSION_ATTRIBUTE (class 207, 11bbbbbb) outside a Path, which is
-//!   forwarded unexamined as before RSVP-TE.
+//! - A known object the message type's BNF does not list rejects a Path or Resv
+//!   ([`ParseErrorKind::UnexpectedObject`]). In PathErr, ResvErr, PathTear, ResvTear and ResvConf
+//!   (§3.1.5–§3.1.9), which install no state and are never answered with an error, it is
+//!   skipped unread and listed in [`Parsed::skipped`], so the error or teardown still gets
+//!   through (KOM's PathErr carries LABEL_REQUEST); so is POLICY_DATA in any message (RFC 2750
+//!   lets policy ride on more messages). ADSPEC and RECORD_ROUTE in PathTear are part of its
+//!   sender descriptor and ignored there (§3.1.5). SESSION_ATTRIBUTE (class 207, 11bbbbbb)
+//!   outside a Path is forwarded unexamined as before RSVP-TE.
 //! - Objects that may appear once must appear once ([`ParseErrorKind::DuplicateObject`]), but
 //!   of several EXPLICIT_ROUTE, SESSION_ATTRIBUTE or sender-descriptor RECORD_ROUTE objects, or
 //!   RECORD_ROUTE objects after one FILTER_SPEC, the first counts and the others are dropped
@@ -79,6 +81,7 @@ pub mod vectors;
 
 pub use super::te::{Hello as HelloObject, HelloKind};
 pub use header::Packet;
+pub use parse::{Parsed, SkippedObject};
 pub use refresh::{Ack, Refresh, Srefresh};
 
 /// Message types (RFC 2205 §3.1.1).

@@ -37,8 +37,8 @@ pub use intserv::{
 };
 pub use message::{
     CommonHeader, FilterTe, FlowDescriptor, Hello, HelloKind, HelloObject, IntegrityChallenge,
-    IntegrityResponse, Message, MsgType, Packet, Path, PathErr, PathTear, Resv, ResvConf, ResvErr,
-    ResvTear, SenderDescriptor,
+    IntegrityResponse, Message, MsgType, Packet, Parsed, Path, PathErr, PathTear, Resv, ResvConf,
+    ResvErr, ResvTear, SenderDescriptor, SkippedObject,
 };
 pub use objects::{
     Challenge, ErrorSpec, FilterSpec, Integrity, ObjectHeader, Opaque, ResvConfirm, RsvpHop, Scope,

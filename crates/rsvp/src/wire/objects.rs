@@ -115,6 +115,15 @@ impl Session {
     /// Flag E_Police (§A.1): police the flow at the first hop where it enters the network.
     pub const E_POLICE: u8 = 0x01;
 
+    /// What identifies the session: the object with its Flags cleared. RFC 2205 §3.2 defines a
+    /// session by "the triple: (DestAddress, ProtocolId, DstPort)" (§A.1, and RFC 3209 §4.6.1
+    /// adds the Extended Tunnel ID); the Flags byte only carries E_Police, which "the first node
+    /// whose RSVP is capable of traffic policing will ... turn ... off" on the way (§A.1), so
+    /// the same session arrives with different flags at different hops and over time.
+    pub fn identity(&self) -> Session {
+        Session { flags: 0, ..*self }
+    }
+
     /// An RFC 2205 IP session (flags 0): the data flow to `dest` of protocol `protocol_id`,
     /// to port `dst_port` (0 if the protocol has none).
     pub fn ip(dest: IpAddr, protocol_id: u8, dst_port: u16) -> Self {

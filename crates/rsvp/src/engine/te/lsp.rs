@@ -17,6 +17,8 @@ use pathwise_core::time::Instant;
 use smallvec::SmallVec;
 use std::net::IpAddr;
 
+pub use crate::wire::error_code::api::LSP_SETUP_TIMED_OUT;
+
 /// An LSP as its head end is asked to set it up.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LspSpec {
@@ -97,6 +99,10 @@ pub(crate) struct HeadEnd {
     session: Session,
     lsp_id: u16,
     failed: Option<ErrorSpec>,
+    /// Consecutive setup timeouts (see `Config::lsp_setup_timeout`); 0 once the LSP is up.
+    timeouts: u32,
+    /// When the head end tries again after a setup timeout.
+    retry_at: Option<Instant>,
 }
 
 /// Ethertype of the layer 3 protocol an LSP to `to` carries.
@@ -119,6 +125,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// and the old LSP is torn down then — make-before-break (§2.5, §4.6.4). Opening a failed
     /// LSP again retries it.
     pub fn open_lsp(&mut self, now: Instant, spec: LspSpec) -> Result<(), ApiError> {
+        self.signal_lsp(now, spec, 0)
+    }
+
+    /// [`Self::open_lsp`], after `timeouts` consecutive setup timeouts.
+    fn signal_lsp(&mut self, now: Instant, spec: LspSpec, timeouts: u32) -> Result<(), ApiError> {
         self.now = now;
         if spec.name.is_empty() || spec.name.len() > SessionAttribute::MAX_NAME_LEN {
             return Err(ApiError::BadRequest("an LSP name has 1 to 255 bytes"));
@@ -178,6 +189,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         );
         self.te_seq += 1;
         te.seq = self.te_seq;
+        let timeout = self
+            .cfg
+            .lsp_setup_timeout
+            .unwrap_or_else(|| self.lifetime(self.refresh_ms()));
+        te.setup_by = Some(now + timeout);
         // Bytes per second; the bucket holds a tenth of a second's worth.
         let rate = spec.bandwidth_bps as f32 / 8.0;
         let tspec = SenderTspec(TokenBucket {
@@ -195,6 +211,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
             session,
             lsp_id,
             failed: None,
+            timeouts,
+            retry_at: None,
         };
         match self
             .lsps
@@ -205,6 +223,107 @@ impl<T: TrafficControl> RsvpEngine<T> {
             None => self.lsps.push(entry),
         }
         Ok(())
+    }
+
+    /// The session's timer fired: a head-end LSP still without a label from downstream at its
+    /// setup deadline is given up (see `Config::lsp_setup_timeout`): the application hears
+    /// [`Event::PathError`] with error 20 / [`LSP_SETUP_TIMED_OUT`], the LSP view shows it
+    /// failed with that error, PathTear clears what the Path left downstream, and a retry is
+    /// set after the back-off of `Config::lsp_retry`. An LSP that came up has its deadline and
+    /// its timeout count cleared.
+    pub(crate) fn check_lsp_setup(&mut self, now: Instant, sid: SessionId) {
+        let heads: SmallVec<[PsbId; 2]> = self
+            .psbs_of(sid)
+            .filter(|&p| self.psbs[p].phop.is_none())
+            .filter(|&p| self.psbs[p].te().is_some_and(|t| t.setup_by.is_some()))
+            .collect();
+        let session = self.sessions[sid].key;
+        for p in heads {
+            let sender = self.psbs[p].sender;
+            let te = self.psbs[p].te_mut().expect("filtered on te");
+            let (up, due) = (te.out.is_some(), te.setup_by.is_some_and(|t| t <= now));
+            if up {
+                te.setup_by = None;
+                if let Some(h) = self.head_end_of(session, sender) {
+                    h.timeouts = 0;
+                }
+                continue;
+            }
+            if !due {
+                continue;
+            }
+            te.setup_by = None;
+            let node = self.iface_addr(self.psbs[p].oifs.first().copied().flatten(), session.dest);
+            let error = ErrorSpec {
+                node,
+                flags: 0,
+                code: crate::wire::error_code::API_ERROR,
+                value: LSP_SETUP_TIMED_OUT,
+            };
+            self.events.push_back(Event::PathError {
+                session,
+                sender: Some(sender),
+                error,
+            });
+            let retry = self.cfg.lsp_retry;
+            if let Some(h) = self.head_end_of(session, sender) {
+                h.failed = Some(error);
+                h.timeouts = h.timeouts.saturating_add(1);
+                let n = h.timeouts;
+                let more = retry.attempts.is_none_or(|limit| n < limit);
+                h.retry_at = more.then(|| now + retry.backoff(n));
+                tracing::warn!(
+                    lsp = %h.spec.name,
+                    timeouts = n,
+                    retry_in_ms = h.retry_at.map(|t| (t - now).as_millis() as u64),
+                    "lsp setup timed out"
+                );
+                if let Some(at) = h.retry_at {
+                    let name = h.spec.name.clone();
+                    self.lsp_retries.push(std::cmp::Reverse((at, name)));
+                }
+            }
+            self.counters.lsp_setup_timeouts += 1;
+            self.superseded.push((session, sender));
+        }
+    }
+
+    /// The configured LSP this head-end sender belongs to.
+    fn head_end_of(&mut self, session: Session, sender: FilterSpec) -> Option<&mut HeadEnd> {
+        self.lsps
+            .iter_mut()
+            .find(|h| h.session == session && lsp_sender(sender.src(), h.lsp_id) == sender)
+    }
+
+    /// Try again the LSPs whose back-off after a setup timeout ran out.
+    pub(crate) fn on_lsp_retries(&mut self, now: Instant) {
+        while let Some(std::cmp::Reverse((at, _))) = self.lsp_retries.peek()
+            && *at <= now
+        {
+            let Some(std::cmp::Reverse((at, name))) = self.lsp_retries.pop() else {
+                break;
+            };
+            // Only if nothing happened to the LSP meanwhile (reopened, closed, retried).
+            let Some(h) = self
+                .lsps
+                .iter()
+                .find(|h| h.spec.name == name && h.retry_at == Some(at) && h.failed.is_some())
+            else {
+                continue;
+            };
+            let (spec, timeouts) = (h.spec.clone(), h.timeouts);
+            if let Err(e) = self.signal_lsp(now, spec, timeouts) {
+                // The route is gone too: keep the failure and try again later.
+                tracing::warn!(lsp = %name, error = %e, "lsp retry refused");
+                let retry = self.cfg.lsp_retry;
+                if let Some(h) = self.lsps.iter_mut().find(|h| h.spec.name == name) {
+                    h.timeouts = h.timeouts.saturating_add(1);
+                    let next = now + retry.backoff(h.timeouts);
+                    h.retry_at = Some(next);
+                    self.lsp_retries.push(std::cmp::Reverse((next, name)));
+                }
+            }
+        }
     }
 
     /// A tunnel id not in use towards `to` from `from`.

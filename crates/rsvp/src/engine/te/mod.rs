@@ -51,6 +51,9 @@ pub struct PsbTe {
     /// A digest of the LABEL and RECORD_ROUTE last sent upstream, to send again when they
     /// change.
     pub sent_up: Option<u64>,
+    /// At a head end: when the LSP is given up if no label has come from downstream by then
+    /// (`Config::lsp_setup_timeout`); `None` elsewhere, and once the LSP is up.
+    pub setup_by: Option<pathwise_core::time::Instant>,
 }
 
 impl PsbTe {
@@ -71,6 +74,7 @@ impl PsbTe {
             out: None,
             seq: 0,
             sent_up: None,
+            setup_by: None,
         }
     }
 

@@ -117,3 +117,12 @@ pub mod traffic_control {
     /// Bad Adspec value.
     pub const BAD_ADSPEC: u16 = 5;
 }
+
+/// Values of error code 20, "Reserved for API": RFC 2205 App. B gives it to "an API error code,
+/// for an API error that was detected asynchronously and must be reported via an upcall", and
+/// leaves the values to the implementation. These are pathwise's; they never go on the wire.
+pub mod api {
+    /// An LSP's head end had no label from downstream within the setup time
+    /// (`Config::lsp_setup_timeout`) and gave the LSP up, to try again after a back-off.
+    pub const LSP_SETUP_TIMED_OUT: u16 = 1;
+}

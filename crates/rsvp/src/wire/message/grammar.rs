@@ -177,9 +177,34 @@ fn standard(t: MsgType) -> ClassSet {
     }
 }
 
-/// Known objects outside a message type's BNF that are dropped rather than rejected: POLICY_DATA
-/// anywhere, and in PathTear the parts of the sender descriptor §3.1.5 ignores.
+/// Known objects a message type's grammar lists but that are not used: ADSPEC and RECORD_ROUTE
+/// in the sender descriptor of a PathTear ("may include a SENDER_TSPEC or ADSPEC object in its
+/// sender descriptor, but these must be ignored", RFC 2205 §3.1.5; RFC 3209 §3.1.1 puts
+/// RECORD_ROUTE in the sender descriptor). Dropped without a count: nothing is wrong with them.
 pub(super) fn ignored(t: MsgType, class: u8) -> bool {
+    t == MsgType::PathTear && matches!(class, class::ADSPEC | te::class::RECORD_ROUTE)
+}
+
+/// Whether a known object that message type `t`'s grammar does not list is skipped (and
+/// reported as skipped) rather than rejecting the message.
+///
+/// - Error messages, teardowns and confirmations (RFC 2205 §3.1.5–§3.1.9): they change no state
+///   a stray object could corrupt, and nothing answers them (§3.7: no error for an error), so
+///   rejecting one only loses what it reports. KOM's PathErr carries the LABEL_REQUEST and
+///   SESSION_ATTRIBUTE of the Path in error (capture kom-patherr-with-label-request.pcap);
+///   dropping it left the head end without the reason its LSP failed.
+/// - POLICY_DATA anywhere: RFC 2750 lets policy ride on more messages than RFC 2205 lists.
+///
+/// Path and Resv still reject such objects: they install state, and a sender must learn that
+/// its message was not understood.
+pub(super) fn skipped(t: MsgType, class: u8) -> bool {
     class == class::POLICY_DATA
-        || (t == MsgType::PathTear && matches!(class, class::ADSPEC | te::class::RECORD_ROUTE))
+        || matches!(
+            t,
+            MsgType::PathErr
+                | MsgType::ResvErr
+                | MsgType::PathTear
+                | MsgType::ResvTear
+                | MsgType::ResvConf
+        )
 }

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 
 use super::flows::{FlowObject, FlowRules, bind_label, bind_record_route, flow_descriptors};
-use super::grammar::{KNOWN, allowed, ignored};
+use super::grammar::{KNOWN, allowed, ignored, skipped};
 use super::refresh::{Ack, Refresh, Srefresh};
 use super::{
     CommonHeader, FilterTe, FlowDescriptor, Hello, HelloObject, IntegrityChallenge,
@@ -51,6 +51,8 @@ struct Collected {
     refresh: Refresh,
     /// Srefresh's MESSAGE_ID_LIST (RFC 2961 §5.1).
     id_list: Option<MessageIdList>,
+    /// Known objects outside the message's grammar that were skipped (see [`skipped`]).
+    skipped: Vec<SkippedObject>,
 }
 
 /// Store an object that may appear once.
@@ -114,6 +116,13 @@ impl Collected {
                 // RFC 2205 §3.10 has nodes that do not know it do.
                 if cls >> 6 == 0b11 {
                     self.forward.push(Opaque::parse(cls, ct, body));
+                    continue;
+                }
+                if skipped(t, cls) {
+                    self.skipped.push(SkippedObject {
+                        class: cls,
+                        ctype: ct,
+                    });
                     continue;
                 }
                 return Err(ParseErrorKind::UnexpectedObject {
@@ -438,6 +447,29 @@ fn find_context(objects: &[u8]) -> (Option<Session>, Option<RsvpHop>, Option<Sty
     (session, hop, style)
 }
 
+/// A known object that the message type's grammar does not list, skipped unread (RFC 2205
+/// §3.1.5–§3.1.9 for the message types where this is done; see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SkippedObject {
+    /// Class-Num.
+    pub class: u8,
+    /// C-Type.
+    pub ctype: u8,
+}
+
+/// A parsed message with everything the parser found besides the message itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parsed {
+    /// The common header.
+    pub header: CommonHeader,
+    /// The message.
+    pub message: Message,
+    /// The refresh-reduction objects (RFC 2961 §4) in front of the message's own.
+    pub refresh: Refresh,
+    /// Known objects outside the message's grammar that were skipped, in the order they came.
+    pub skipped: Vec<SkippedObject>,
+}
+
 impl Message {
     /// Read and check the common header (RFC 2205 §3.1.1): Vers 1, RSVP Length consistent with
     /// the buffer, checksum verified when non-zero. The message type may be unknown here.
@@ -468,6 +500,12 @@ impl Message {
     /// [`Message::parse`], also returning the refresh-reduction objects (RFC 2961 §4) the
     /// message carried in front of its own.
     pub fn parse_refresh(buf: &[u8]) -> Result<(CommonHeader, Message, Refresh), ParseError> {
+        Self::parse_full(buf).map(|p| (p.header, p.message, p.refresh))
+    }
+
+    /// [`Message::parse_refresh`], also listing the known objects outside the message's grammar
+    /// that were skipped rather than rejected (error messages, teardowns and confirmations).
+    pub fn parse_full(buf: &[u8]) -> Result<Parsed, ParseError> {
         let header = Self::parse_header(buf)?;
         let msg_type = header.msg_type;
         let fail = |kind, (session, hop, style)| ParseError {
@@ -494,6 +532,7 @@ impl Message {
             ));
         }
         let refresh = std::mem::take(&mut c.refresh);
+        let skipped = std::mem::take(&mut c.skipped);
         if msg_type == MsgType::Ack && refresh.acks.is_empty() {
             let kind = ParseErrorKind::MissingObject {
                 class: te::class::MESSAGE_ID_ACK,
@@ -502,7 +541,12 @@ impl Message {
         }
         let context = (c.session, c.hop, c.style);
         c.assemble(msg_type)
-            .map(|m| (header, m, refresh))
+            .map(|message| Parsed {
+                header,
+                message,
+                refresh,
+                skipped,
+            })
             .map_err(|kind| fail(kind, context))
     }
 }

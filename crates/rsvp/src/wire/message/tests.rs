@@ -13,6 +13,7 @@ use crate::wire::intserv::{
 use crate::wire::objects::StyleKind;
 
 mod errors;
+mod kom;
 mod te;
 mod te_rules;
 

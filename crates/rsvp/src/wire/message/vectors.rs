@@ -9,8 +9,10 @@
 //! Token buckets: r = 125000 B/s (1 Mbit/s) or 62500 B/s, b = 1000 or 500 B, p = +infinity,
 //! m = 64, M = 1500. Floats are IEEE 754 single precision.
 //!
-//! The RSVP-TE vectors (RFC 3209) are laid out in `vectors/te.rs` and exported here.
+//! The RSVP-TE vectors (RFC 3209) are in `vectors/te.rs`; messages captured from the KOM RSVP
+//! engine in `vectors/kom.rs`.
 
+pub mod kom;
 mod te;
 pub use te::*;
 

@@ -51,10 +51,12 @@ pub struct MessageIdAck {
 
 /// MESSAGE_ID_LIST (RFC 2961 §5.1, C-Type 1): the Message_Identifiers an Srefresh refreshes.
 ///
-/// Only C-Type 1 is decoded. The source-list forms (IPv4/MESSAGE_ID SRC_LIST and IPv6/MESSAGE_ID
-/// SRC_LIST, said to be C-Types 2 and 3) and the multicast-list forms (C-Types 4 and 5), used
-/// for multicast Path state, could not be checked against the RFC text when this was written, so
-/// they are refused as unknown C-Types (error 14) rather than decoded from an unverified layout.
+/// Only C-Type 1 is decoded. RFC 2961 §5.1 defines C-Types 2 and 3 (IPv4 and IPv6 MESSAGE_ID
+/// SRC_LIST: Message_Identifier and sender address pairs) and 4 and 5 (IPv4 and IPv6 MESSAGE_ID
+/// MCAST_LIST: the same with the session's destination), which §5 uses for the Path state of
+/// multicast sessions. This node does not summary-refresh multicast Path state, so it never
+/// sends them; received, they are refused as unknown C-Types (error 14), which a sender
+/// answers by refreshing that state with full Path messages.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MessageIdList {
     /// Flags (none defined).
