@@ -541,7 +541,10 @@ impl GistEngine {
                 self.counters.tls_refused_by_peer += 1;
                 self.fail_secure_queue(idx);
             }
-            match (wants_cmode, port.or(via.map(|m| self.mas[m as usize].port))) {
+            // A Response that came over an MA re-uses it for this routing state, and then the
+            // Confirm "MUST be sent in C-mode" (§5.1, §5.5), whatever mode the NSLP asked for.
+            let cmode = wants_cmode || via.is_some();
+            match (cmode, port.or(via.map(|m| self.mas[m as usize].port))) {
                 (true, Some(port)) => {
                     // RFC 5971 §5.1: `[ Responder-Cookie [ Stack-Proposal [ SCD ] ] ]`. In
                     // C-mode the Confirm echoes the Response's Stack-Proposal if it had one;
