@@ -379,7 +379,7 @@ fn nsiska_error_after_our_confirm_restarts_the_handshake_and_informs_the_nslp() 
     n.events();
     // NSIS-ka's Error about the (old, SP-less) Confirm of this session: frame 17, D-mode, from
     // 10.210.1.2 with its NLI; Object Type Error / Missing Object.
-    n.now = n.now + Duration::from_millis(1);
+    n.now += Duration::from_millis(1);
     n.udp_from("10.210.1.2", vector(THREE, 17).bytes);
     // RFC 5971 §4.4.6 / §6.2 Rule 3: a new Query at once; queued data waits for it.
     let again = n.queries();
@@ -472,7 +472,7 @@ fn nsiska_repeated_response_gets_the_confirm_again() {
     // The refresh of that session (frame 19) answered over the MA (frame 20), then repeated.
     let refresh = (0..200)
         .find_map(|_| {
-            n.now = n.now + Duration::from_secs(1);
+            n.now += Duration::from_secs(1);
             n.e.handle_timeout(n.now);
             n.ma_messages();
             n.queries().pop()
@@ -517,7 +517,7 @@ fn our_ma_hello_is_a_keep_alive_nsiska_accepts() {
     let mut n = Node::new();
     first_session(&mut n);
     let hold = n.e.config().ma_hold_time;
-    n.now = n.now + hold.mul_f64(0.8);
+    n.now += hold.mul_f64(0.8);
     n.e.handle_timeout(n.now);
     let hellos: Vec<Message> = n
         .ma_messages()

@@ -24,6 +24,7 @@ mod timers;
 
 pub use cookie::COOKIE_LEN;
 pub use counters::{Counters, StateStats};
+pub use data::MAX_ERROR_RESTARTS;
 pub use inspect::RoutingStateView;
 pub use state::{MaState, MrsKey, QueryingState, RespondingState};
 
