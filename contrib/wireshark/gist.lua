@@ -1158,6 +1158,7 @@ local function dissect_message(tvb, off, avail, pinfo, tree, root, opts)
         info_text = info_text .. " [" .. table.concat(flag_text, "") .. "]"
     end
     local info_extra = {}
+    local hello_id
 
     local ctx = { tcp_ports = {}, tls_profiles = {} }
     local allowed, required = object_rules(msg_type)
@@ -1253,7 +1254,8 @@ local function dissect_message(tvb, off, avail, pinfo, tree, root, opts)
                     short(item, c, "the Hello-ID")
                 else
                     item:add(f.hello_id, r)
-                    summary = string.format("0x%08x", r:uint())
+                    hello_id = r:uint()
+                    summary = string.format("0x%08x", hello_id)
                     check_end(item, c, "Hello-ID")
                 end
             end
@@ -1271,15 +1273,34 @@ local function dissect_message(tvb, off, avail, pinfo, tree, root, opts)
                 missing[#missing + 1] = obj_types[t]
             end
         end
-        -- A Query carries Stack-Proposal and Stack-Configuration-Data together or neither.
-        if msg_type == 0 and has(seen, bit(STACK_PROPOSAL)) ~= has(seen, bit(SCD)) then
-            missing[#missing + 1] = has(seen, bit(SCD)) and obj_types[STACK_PROPOSAL]
-                or obj_types[SCD]
+        -- RFC 5971 §5.1: the optional parts nest. Query: [SP SCD]; Response:
+        -- [Responder-Cookie [SP SCD]]; Confirm: [Responder-Cookie [SP [SCD]]] (A.4.4.9 Missing
+        -- Object covers an SP without its SCD "or vice versa").
+        local sp, scd, rc = has(seen, bit(STACK_PROPOSAL)), has(seen, bit(SCD)),
+            has(seen, bit(RESPONDER_COOKIE))
+        if (msg_type == 0 or msg_type == 1) and sp ~= scd then
+            missing[#missing + 1] = scd and obj_types[STACK_PROPOSAL] or obj_types[SCD]
+        end
+        if msg_type == 2 and scd and not sp then
+            missing[#missing + 1] = obj_types[STACK_PROPOSAL]
+        end
+        if (msg_type == 1 or msg_type == 2) and (sp or scd) and not rc then
+            missing[#missing + 1] = obj_types[RESPONDER_COOKIE]
         end
         if #missing > 0 and msg_len <= avail then
             root:add_proto_expert_info(ex.object_rule,
                 "Missing " .. table.concat(missing, ", ") .. " (Missing Object)")
         end
+    end
+    -- A.1: a Response with a Responder-Cookie MUST have R=1.
+    if msg_type == 1 and has(seen, bit(RESPONDER_COOKIE)) and not r_flag then
+        fl_item:add_proto_expert_info(ex.header,
+            "Responder-Cookie without R (Invalid R-flag)")
+    end
+    -- §5.2.2: an MA-Hello request (R=1) needs a non-zero Hello-ID (Value Not Supported).
+    if msg_type == 5 and r_flag and hello_id == 0 then
+        root:add_proto_expert_info(ex.bad_value,
+            "MA-Hello request with Hello-ID 0 (Value Not Supported)")
     end
 
     -- A responder's TCP port (§5.7.1): the MA that follows is GIST on that address and port,

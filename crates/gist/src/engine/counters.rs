@@ -39,6 +39,15 @@ pub struct Counters {
     pub mas_opened: u64,
     /// Messaging associations closed.
     pub mas_closed: u64,
+    /// Confirms sent again for a repeated Response in Established (a lost Confirm; RFC 5971
+    /// §6.2).
+    pub confirm_retransmits: u64,
+    /// Handshakes restarted because the peer answered our Confirm or Data with an Error
+    /// (RFC 5971 §4.4.6).
+    pub error_restarts: u64,
+    /// Routing-state halves deleted because the peer kept rejecting them with Errors (RFC 5972
+    /// transition 18), or upstream halves the querying node said it has no state for.
+    pub peer_error_teardowns: u64,
     /// Handshakes for secure transfer whose responder offered no TLS (the secure messages
     /// failed instead of going in the clear).
     pub tls_refused_by_peer: u64,

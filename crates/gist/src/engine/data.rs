@@ -6,13 +6,18 @@ use super::handshake::Inbound;
 use super::state::{MrsKey, Pending, QueryingState, RespondingState};
 use super::{GistEngine, MaTransport, Upcall};
 use crate::nslp::{
-    ApiError, DeliveryError, MessageHandle, MessageStatus, RecvMessage, SendMessage, SiiHandle,
-    TransferAttributes,
+    ApiError, DeliveryError, Direction, MessageHandle, MessageStatus, NotificationKind,
+    RecvMessage, SendMessage, SiiHandle, TransferAttributes,
 };
 use crate::wire::{
-    AdditionalInfo, Body, Data, ErrorMsg, ErrorObject, MAX_OBJECT_BODY, Message, Mri, ObjectHeader,
-    error_code,
+    AdditionalInfo, Body, Data, ErrorClass, ErrorMsg, ErrorObject, MAX_OBJECT_BODY, Message, Mri,
+    MsgType, ObjectHeader, error_code,
 };
+
+/// Handshakes restarted after Errors from the peer (our Confirm or Data rejected) before the
+/// state is given up (RFC 5972 A.1 transition 18), unless it lives through a refresh period
+/// in between.
+pub const MAX_ERROR_RESTARTS: u8 = 3;
 use pathwise_core::time::Instant;
 use pathwise_core::wire::Writer;
 use std::net::IpAddr;
@@ -346,7 +351,7 @@ impl GistEngine {
         }));
     }
 
-    /// A Data message (RFC 5972 rx_Data).
+    /// A Data message (RFC 5971 §6.2 Rule 7, §6.3 Rules 4 and 6).
     pub(super) fn on_data(&mut self, now: Instant, ctx: Inbound, msg: Message) {
         let _ = now;
         let Body::Data(d) = &msg.body else { return };
@@ -411,65 +416,180 @@ impl GistEngine {
         }));
     }
 
-    /// A GIST Error about a message this node sent.
-    pub(super) fn on_error(&mut self, now: Instant, e: ErrorObject) {
+    /// A GIST Error about a message this node sent (RFC 5971 §5.6: never answered). Errors
+    /// about our Query end the handshake; errors about our Confirm or Data mean the peer holds
+    /// no state for it (§4.4.6) and change ours ([`GistEngine::on_peer_lost_state`]).
+    pub(super) fn on_error(&mut self, now: Instant, ctx: Inbound, msg: ErrorMsg) {
+        let e = msg.error;
         *self.counters.errors_received.entry(e.code).or_insert(0) += 1;
+        // A.4.3: Informational and Success replies "should not be thought of as changing the
+        // condition of the protocol state machine".
+        if matches!(e.class, ErrorClass::Informational | ErrorClass::Success) {
+            self.drop_msg("error_informational");
+            return;
+        }
         let (Some(sid), Some(mri)) = (e.session_id, e.mri.as_ref()) else {
+            self.drop_msg("error_without_session");
             return;
         };
         let key = MrsKey::new(mri, e.original_header.nslpid, sid);
-        let Some(idx) = self.lookup(&key) else { return };
-        let about = e.original_header.kind();
-        match about {
-            Some(crate::wire::MsgType::Query) => {
-                // The handshake cannot succeed: the path's end (Endpoint Found), or the peer
-                // refuses the NSLP or the message.
-                let Some(d) = self.mrs[idx as usize].down.take() else {
-                    return;
+        let Some(idx) = self.lookup(&key) else {
+            // §4.4.6: an Error without routing state is not answered; it MAY be logged.
+            self.drop_msg("error_no_state");
+            return;
+        };
+        // Who sent it: the MA it came over, else its NLI, else the IP source (§5.6).
+        let sender = match ctx.ma.and_then(|m| self.mas.get(m as usize)) {
+            Some(m) => m.peer,
+            None => msg.nli.as_ref().map_or(ctx.src, |n| n.interface_address),
+        };
+        match e.original_header.kind() {
+            Some(MsgType::Query) => self.on_query_error(idx, &key, &e),
+            Some(MsgType::Confirm | MsgType::Data) => {
+                let failure = DeliveryError::PeerError {
+                    class: e.class.number(),
+                    code: e.code,
                 };
-                let d = *d;
-                let last = e.code == error_code::ENDPOINT_FOUND;
-                self.counters.handshake_failures += 1;
-                let err = if last {
-                    DeliveryError::NoPeer
-                } else {
-                    DeliveryError::PeerError {
-                        class: e.class.number(),
-                        code: e.code,
-                    }
-                };
-                self.release_down(&key, d, err);
-                self.notify(
-                    &key,
-                    if last {
-                        crate::nslp::NotificationKind::LastNode
-                    } else {
-                        crate::nslp::NotificationKind::RoutingStateLost {
-                            direction: crate::nslp::Direction::Downstream,
-                        }
-                    },
-                );
+                self.on_peer_lost_state(now, idx, Direction::of(mri), sender, failure)
             }
-            Some(crate::wire::MsgType::Data | crate::wire::MsgType::Confirm)
-                if e.code == error_code::NO_ROUTING_STATE
-                    || e.code == error_code::OBJECT_VALUE_ERROR =>
-            {
-                // The peer has no state for us (it restarted, or our Confirm was refused):
-                // set it up again.
-                let established = self.mrs[idx as usize]
-                    .down
-                    .as_ref()
-                    .is_some_and(|d| d.state == QueryingState::Established);
-                if established {
-                    self.start_refresh(now, idx);
-                }
-            }
-            _ => {}
+            _ => self.drop_msg("error_ignored"),
         }
         self.reap_mrs(idx);
     }
 
-    pub(super) fn notify(&mut self, key: &MrsKey, kind: crate::nslp::NotificationKind) {
+    /// An Error about our Query: the handshake cannot succeed — the path's end (Endpoint
+    /// Found), or the peer refuses the NSLP or the message.
+    fn on_query_error(&mut self, idx: u32, key: &MrsKey, e: &ErrorObject) {
+        let Some(d) = self.mrs[idx as usize].down.take() else {
+            self.drop_msg("error_no_state");
+            return;
+        };
+        let last = e.code == error_code::ENDPOINT_FOUND;
+        self.counters.handshake_failures += 1;
+        let err = if last {
+            DeliveryError::NoPeer
+        } else {
+            DeliveryError::PeerError {
+                class: e.class.number(),
+                code: e.code,
+            }
+        };
+        self.release_down(key, *d, err);
+        self.notify(
+            key,
+            if last {
+                NotificationKind::LastNode
+            } else {
+                NotificationKind::RoutingStateLost {
+                    direction: Direction::Downstream,
+                }
+            },
+        );
+    }
+
+    /// The peer in `direction` rejected our Confirm or Data with an Error (No Routing State,
+    /// Object Type/Value Error, …): it holds no routing state for it, and what we sent is lost.
+    ///
+    /// - Querying node (downstream): RFC 5971 §4.4.6 "MUST restart the GIST handshake from the
+    ///   beginning, with a new Query" — §6.2 Rule 3 (er_NoRSM, "the Confirm was lost in transit
+    ///   or the peer has reset") back to Awaiting Response, where NSLP data is queued rather
+    ///   than sent into nothing. The NSLP hears Communication Failure (B.4: "messages may have
+    ///   been lost") now and Routing Status Change when the new handshake succeeds. A peer
+    ///   that keeps rejecting us is RFC 5972 A.1 transition 18 (Tg_ERROR): after
+    ///   [`MAX_ERROR_RESTARTS`] restarts within one refresh period the state is deleted, its
+    ///   queued messages fail (MessageStatus) and the NSLP hears Routing State Lost.
+    /// - Responding node (upstream): §4.4.6 "MUST delete its own routing state and SHOULD
+    ///   report an error condition to the local signalling application".
+    ///
+    /// Only the peer the state names may do this (§4.4.6 warns of injected Errors): an Error
+    /// from anyone else changes nothing. The failure of the MA a downstream half uses takes
+    /// the same path (RFC 5972 A.1 transition 9, tg_MA_error: a new Query; RFC 5971 §6.4:
+    /// reported to the NSLP as a NetworkNotification). `failure` is what queued messages fail
+    /// with if the state is given up.
+    pub(super) fn on_peer_lost_state(
+        &mut self,
+        now: Instant,
+        idx: u32,
+        direction: Direction,
+        sender: IpAddr,
+        failure: DeliveryError,
+    ) {
+        let key = self.mrs[idx as usize].key.clone();
+        match direction {
+            Direction::Downstream => {
+                let Some(d) = self.mrs[idx as usize].down.as_ref() else {
+                    self.drop_msg("error_no_state");
+                    return;
+                };
+                if d.state == QueryingState::AwaitingResponse {
+                    // No peer holds state for us yet; the handshake under way sets it up.
+                    self.drop_msg("error_while_awaiting_response");
+                    return;
+                }
+                let Some(peer) = d.peer.and_then(|p| self.peer_addr(p)) else {
+                    self.drop_msg("error_no_state");
+                    return;
+                };
+                if peer != sender {
+                    self.drop_msg("error_not_from_peer");
+                    return;
+                }
+                if d.restarts >= MAX_ERROR_RESTARTS {
+                    if let Some(d) = self.mrs[idx as usize].down.take() {
+                        self.counters.peer_error_teardowns += 1;
+                        self.release_down(&key, *d, failure);
+                    }
+                    self.notify(
+                        &key,
+                        NotificationKind::RoutingStateLost {
+                            direction: Direction::Downstream,
+                        },
+                    );
+                    return;
+                }
+                self.counters.error_restarts += 1;
+                self.notify(
+                    &key,
+                    NotificationKind::CommunicationFailure {
+                        direction: Direction::Downstream,
+                        peer: SiiHandle(peer),
+                    },
+                );
+                // The peer is forgotten so that the Response re-establishing the state is
+                // reported as such (Routing Status Change); the MA stays in use.
+                if let Some(d) = self.mrs[idx as usize].down.as_mut() {
+                    d.restarts += 1;
+                    d.confirm = None;
+                    if let Some(p) = d.peer.take() {
+                        self.peer_unref(p);
+                    }
+                }
+                self.new_handshake(now, idx, QueryingState::AwaitingResponse);
+            }
+            Direction::Upstream => {
+                let Some(up) = self.mrs[idx as usize].up.as_ref() else {
+                    self.drop_msg("error_no_state");
+                    return;
+                };
+                if self.peer_addr(up.peer) != Some(sender) {
+                    self.drop_msg("error_not_from_peer");
+                    return;
+                }
+                if let Some(up) = self.mrs[idx as usize].up.take() {
+                    self.counters.peer_error_teardowns += 1;
+                    self.release_up(up);
+                }
+                self.notify(
+                    &key,
+                    NotificationKind::RoutingStateLost {
+                        direction: Direction::Upstream,
+                    },
+                );
+            }
+        }
+    }
+
+    pub(super) fn notify(&mut self, key: &MrsKey, kind: NotificationKind) {
         self.upcall(Upcall::Notify(crate::nslp::NetworkNotification {
             nslpid: key.nslpid,
             session_id: key.session_id,
@@ -499,18 +619,20 @@ impl GistEngine {
             _ => None,
         };
         let to = nli.map_or(ctx.src, |n| n.interface_address);
-        self.send_error(ctx, msg.nslpid, to, e);
+        self.send_error(ctx, to, e);
     }
 
     /// Send an Error message: over the MA the offending message came by, else D-mode.
-    pub(super) fn send_error(&mut self, ctx: Inbound, nslpid: u16, to: IpAddr, e: ErrorObject) {
+    pub(super) fn send_error(&mut self, ctx: Inbound, to: IpAddr, e: ErrorObject) {
         *self.counters.errors_sent.entry(e.code).or_insert(0) += 1;
         let our = self
             .iface_addr(ctx.ifindex, to)
             .or_else(|| self.source_for(to));
         let msg = Message {
             gist_hops: self.cfg.gist_hops,
-            nslpid,
+            // RFC 5971 §5.6: "The NSLPID in the common header of the Error message has the
+            // value zero"; the receiver finds the NSLPID in the embedded common header.
+            nslpid: 0,
             c_flag: false,
             s_flag: true,
             r_flag: false,

@@ -1,4 +1,4 @@
-//! The three-way handshake (RFC 5971 §4.4.1; RFC 5972 §5.2–§5.3): Query, Response, Confirm,
+//! The three-way handshake (RFC 5971 §4.4.1, §6.2, §6.3; RFC 5972 §6.2, §6.3): Query, Response, Confirm,
 //! with retransmission, refresh, late state installation and peer changes.
 
 use super::state::{MrsKey, Pending, QuerySide, QueryingState, RespondSide, RespondingState};
@@ -87,8 +87,11 @@ impl GistEngine {
             Body::Response(_) => self.on_response(now, ctx, msg),
             Body::Confirm(_) => self.on_confirm(now, ctx, msg),
             Body::Data(_) => self.on_data(now, ctx, msg),
-            Body::Error(e) => self.on_error(now, e.error),
-            Body::MaHello(h) => self.on_hello(now, ctx, msg.r_flag, h.hello_id),
+            Body::Error(e) => self.on_error(now, ctx, e),
+            Body::MaHello(ref h) => {
+                let id = h.hello_id;
+                self.on_hello(now, ctx, &msg, id)
+            }
         }
     }
 
@@ -128,6 +131,7 @@ impl GistEngine {
             peer: None,
             cookie,
             attempts: 0,
+            restarts: 0,
             rto_ms,
             deadline: now,
             expires: now + lifetime,
@@ -144,18 +148,24 @@ impl GistEngine {
         self.send_query(now, idx);
     }
 
-    /// Start a refresh handshake (RFC 5972 §5.2: Established → Awaiting Refresh).
+    /// Start a refresh handshake (RFC 5971 §6.2 Rule 8: Established → Awaiting Refresh).
     pub(super) fn start_refresh(&mut self, now: Instant, idx: u32) {
+        self.counters.refreshes += 1;
+        self.new_handshake(now, idx, QueryingState::AwaitingRefresh);
+    }
+
+    /// A fresh handshake for `idx`'s downstream half in `state`: a new Query-Cookie, the
+    /// initial retransmission timeout, the first Query.
+    pub(super) fn new_handshake(&mut self, now: Instant, idx: u32, state: QueryingState) {
         let cookie = self.rng.random();
         let rto_ms = self.initial_rto_ms();
         let Some(d) = self.mrs[idx as usize].down.as_mut() else {
             return;
         };
-        d.state = QueryingState::AwaitingRefresh;
+        d.state = state;
         d.cookie = cookie;
         d.attempts = 0;
         d.rto_ms = rto_ms;
-        self.counters.refreshes += 1;
         self.send_query(now, idx);
     }
 
@@ -214,7 +224,7 @@ impl GistEngine {
                 mri: s.key.mri.clone(),
                 session_id: s.key.session_id,
                 nli: self.nli(src),
-                query_cookie: Cookie(d.cookie.to_be_bytes().to_vec()),
+                query_cookie: query_cookie(d.cookie, d.attempts),
                 stack_proposal,
                 stack_config,
                 nslp_data: d.piggyback.as_ref().map(|p| p.data.clone()),
@@ -434,7 +444,7 @@ impl GistEngine {
         self.schedule_mrs(idx);
     }
 
-    /// A Response: the downstream peer is found (RFC 5972 §5.2 rx_Response).
+    /// A Response: the downstream peer is found (RFC 5971 §6.2 rx_Response, Rule 4).
     fn on_response(&mut self, now: Instant, ctx: Inbound, msg: Message) {
         let Body::Response(r) = msg.body else { return };
         let key = MrsKey::new(&r.mri, msg.nslpid, r.session_id);
@@ -446,13 +456,16 @@ impl GistEngine {
             self.drop_msg("response_no_state");
             return;
         };
-        if d.state == QueryingState::Established {
-            self.drop_msg("response_duplicate");
-            return;
-        }
-        if r.query_cookie.0 != d.cookie.to_be_bytes() {
+        if !answers(&r.query_cookie, d.cookie, d.attempts) {
             self.drop_msg("response_bad_cookie");
             return;
+        }
+        // RFC 5971 §6.2: further Responses in Established, the result of a lost Confirm, "MUST
+        // be treated the same way" (Rule 4: Confirm again if R=1); RFC 5972 A.1 transition 17.
+        // Only the NSLP data it carries is not delivered twice.
+        let repeat = d.state == QueryingState::Established;
+        if repeat && msg.r_flag {
+            self.counters.confirm_retransmits += 1;
         }
         let new_peer = self.peer_ref(r.nli.interface_address, &r.nli.peer_identity);
         let interval = self.refresh_interval(r.nli.rs_validity_ms);
@@ -462,7 +475,6 @@ impl GistEngine {
         };
         let old = d.peer.replace(new_peer);
         d.state = QueryingState::Established;
-        d.attempts = 0;
         d.rto_ms = initial_rto;
         d.peer_validity_ms = r.nli.rs_validity_ms;
         d.deadline = now + interval;
@@ -533,14 +545,24 @@ impl GistEngine {
                 self.counters.tls_refused_by_peer += 1;
                 self.fail_secure_queue(idx);
             }
-            match (wants_cmode, port.or(via.map(|m| self.mas[m as usize].port))) {
+            // A Response that came over an MA re-uses it for this routing state, and then the
+            // Confirm "MUST be sent in C-mode" (§5.1, §5.5), whatever mode the NSLP asked for.
+            let cmode = wants_cmode || via.is_some();
+            match (cmode, port.or(via.map(|m| self.mas[m as usize].port))) {
                 (true, Some(port)) => {
+                    // RFC 5971 §5.1: `[ Responder-Cookie [ Stack-Proposal [ SCD ] ] ]`. In
+                    // C-mode the Confirm echoes the Response's Stack-Proposal if it had one;
+                    // the abbreviated SCD (MA-Hold-Time only) repeats the Query's for the first
+                    // Confirm on a new MA (§4.4.5), which always follows a Response with a
+                    // Stack-Proposal. A Response over a reused MA may carry none (NSIS-ka's
+                    // do not): then neither goes in the Confirm.
                     confirm.stack_proposal = r.stack_proposal.clone();
-                    confirm.stack_config = Some(StackConfigData {
-                        ma_hold_time_ms: u32::try_from(self.cfg.ma_hold_time.as_millis())
-                            .unwrap_or(u32::MAX),
-                        options: Vec::new(),
-                    });
+                    confirm.stack_config =
+                        confirm.stack_proposal.as_ref().map(|_| StackConfigData {
+                            ma_hold_time_ms: u32::try_from(self.cfg.ma_hold_time.as_millis())
+                                .unwrap_or(u32::MAX),
+                            options: Vec::new(),
+                        });
                     self.confirm_over_ma(now, idx, peer_addr, port, transport, via, confirm);
                     // Keep the MA alive within the hold time the responder advertised (A.3.5).
                     let hold = r.stack_config.as_ref().map(|s| s.ma_hold_time_ms);
@@ -579,7 +601,7 @@ impl GistEngine {
         } else {
             self.flush_down_queue(now, idx);
         }
-        if let Some(data) = r.nslp_data {
+        if let Some(data) = r.nslp_data.filter(|_| !repeat) {
             self.upcall(Upcall::Recv(RecvMessage {
                 nslp_data: data,
                 nslpid: key.nslpid,
@@ -602,7 +624,7 @@ impl GistEngine {
     }
 
     /// A Confirm: verify the Responder-Cookie, then install (or refresh) the upstream half
-    /// (RFC 5972 §5.3 rx_Confirm; late state installation).
+    /// (RFC 5971 §6.3 rx_Confirm, Rule 8; late state installation, §4.4.1).
     fn on_confirm(&mut self, now: Instant, ctx: Inbound, msg: Message) {
         let Body::Confirm(c) = &msg.body else { return };
         let key = MrsKey::new(&c.mri, msg.nslpid, c.session_id);
@@ -636,8 +658,27 @@ impl GistEngine {
             self.reply_error(ctx, &msg, e);
             return;
         }
+        // RFC 5971 §4.4.5: the first Confirm on a new MA repeats the Stack-Configuration-Data
+        // (its MA-Hold-Time); "If the object is missing in the Confirm, an Object Type Error
+        // message with subcode 2 (Missing Object) MUST be returned."
+        let first_on_ma = ctx
+            .ma
+            .and_then(|m| self.mas.get(m as usize))
+            .is_some_and(|m| !m.initiator && !m.confirmed);
+        if first_on_ma && c.stack_config.is_none() {
+            self.drop_msg("confirm_without_scd");
+            let mut e = ErrorObject::new(error_code::OBJECT_TYPE_ERROR, 2, msg.header());
+            e.info.push(crate::wire::AdditionalInfo::ObjectType(
+                object_type::STACK_CONFIG_DATA,
+            ));
+            self.reply_error(ctx, &msg, e);
+            return;
+        }
         let Body::Confirm(c) = msg.body else { return };
         if let Some(ma) = ctx.ma {
+            if let Some(m) = self.mas.get_mut(ma as usize) {
+                m.confirmed = true;
+            }
             self.note_peer_hold(
                 (c.nli.interface_address, self.ma_transport(ma)),
                 c.stack_config.as_ref().map(|s| s.ma_hold_time_ms),
@@ -793,6 +834,26 @@ impl GistEngine {
             }
         }
         let to = e.nli.as_ref().map_or(ctx.src, |n| n.interface_address);
-        self.send_error(ctx, hdr.nslpid, to, err);
+        self.send_error(ctx, to, err);
     }
+}
+
+/// The Query-Cookie of transmission `n` of a handshake: its random 64 bits, then `n`.
+pub(super) fn query_cookie(base: u64, n: u8) -> Cookie {
+    let mut c = Vec::with_capacity(12);
+    c.extend_from_slice(&base.to_be_bytes());
+    c.extend_from_slice(&u32::from(n).to_be_bytes());
+    Cookie(c)
+}
+
+/// Whether `c` is the Query-Cookie of one of the first `sent` transmissions of the handshake
+/// with random part `base` (RFC 5971 §5.3.3: match a reply to any of them).
+fn answers(c: &Cookie, base: u64, sent: u8) -> bool {
+    let Some((random, n)) = c.0.split_first_chunk::<8>() else {
+        return false;
+    };
+    let Ok(n) = <[u8; 4]>::try_from(n) else {
+        return false;
+    };
+    *random == base.to_be_bytes() && u32::from_be_bytes(n) < u32::from(sent)
 }

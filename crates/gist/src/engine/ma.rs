@@ -1,4 +1,4 @@
-//! Messaging associations (RFC 5971 §4.4.2–§4.4.5; RFC 5972 §5.4): C-mode over reliable
+//! Messaging associations (RFC 5971 §4.4.2–§4.4.5, §6.4): C-mode over reliable
 //! streams the driver runs, one per peer and reused by every session with that peer, kept alive
 //! with MA-Hello and torn down when idle or silent.
 
@@ -7,6 +7,7 @@ use super::state::{Ma, MaState};
 use super::{GistEngine, MaTransport, StreamInput, StreamOp, StreamTransmit, TimerKey};
 use crate::wire::{Body, Confirm, MaHello, Message, frame_len};
 use pathwise_core::io::IfIndex;
+use pathwise_core::rand::Rng;
 use pathwise_core::time::{Duration, Instant};
 use std::net::IpAddr;
 
@@ -62,7 +63,8 @@ impl GistEngine {
             idle_since: Some(now),
             peer_hold_ms: hold,
             waiting: Vec::new(),
-            hello_id: 0,
+            hello_gap_ms: hold / 2,
+            confirmed: false,
             timer: None,
             wake: Instant::MAX,
         }) as u32;
@@ -168,6 +170,10 @@ impl GistEngine {
     pub(super) fn ma_send(&mut self, now: Instant, ma: u32, msg: &Message) {
         if let Some(m) = self.mas.get_mut(ma as usize) {
             m.last_tx = now;
+            // RFC 5971 §4.4.5: keep-alive "between 1/2 and 3/4 of the validity time ... since
+            // the last successful refresh. The actual moment MUST be chosen randomly".
+            let hold = m.peer_hold_ms.max(4);
+            m.hello_gap_ms = self.rng.random_range(hold / 2..=hold / 4 * 3);
         }
         self.ma_send_now(ma, msg);
         self.schedule_ma(ma);
@@ -270,13 +276,23 @@ impl GistEngine {
         self.schedule_ma(ma);
     }
 
-    /// MA-Hello (RFC 5971 §5.1): answer if asked; any message counts as liveness.
-    pub(super) fn on_hello(&mut self, now: Instant, ctx: Inbound, reply: bool, hello_id: u32) {
+    /// MA-Hello (RFC 5971 §5.1): "MUST be sent only in C-mode"; with R=1 (a diagnostic
+    /// request, non-zero Hello-ID — the parser refuses a zero one, §5.2.2) the peer "MUST send
+    /// another MA-Hello back ... echoing the same Hello-ID and with R=0". Any Hello-ID is
+    /// accepted with R=0. Arriving at all counts as liveness (`last_rx`).
+    pub(super) fn on_hello(&mut self, now: Instant, ctx: Inbound, msg: &Message, hello_id: u32) {
         let Some(ma) = ctx.ma else {
+            // §5.5: a C-mode-only message in D-mode is an Incorrect Encapsulation.
             self.drop_msg("hello_not_in_ma");
+            let e = crate::wire::ErrorObject::new(
+                crate::wire::error_code::INCORRECT_ENCAPSULATION,
+                0,
+                msg.header(),
+            );
+            self.reply_error(ctx, msg, e);
             return;
         };
-        if reply {
+        if msg.r_flag {
             let m = hello_msg(hello_id, false);
             self.ma_send(now, ma, &m);
         }
@@ -325,9 +341,9 @@ impl GistEngine {
         }
         let hello_due = m.state == MaState::Connected && m.last_tx + hello_interval(m) <= now;
         if hello_due {
-            m.hello_id = m.hello_id.wrapping_add(1);
-            let msg = hello_msg(m.hello_id, false);
-            self.ma_send(now, ma, &msg);
+            // RFC 5971 §5.1, §5.2.2: a keep-alive is R=0 with Hello-ID zero ("The value zero
+            // MUST be used for all other messages"); non-zero IDs are for R=1 requests only.
+            self.ma_send(now, ma, &hello_msg(0, false));
         }
         self.schedule_ma(ma);
     }
@@ -351,13 +367,18 @@ impl GistEngine {
         }
         self.counters.mas_closed += 1;
         if m.users > 0 || !m.waiting.is_empty() {
-            // Rare: clear every reference (a scan, not per-message work).
-            for (_, s) in self.mrs.iter_mut() {
+            // Rare: clear every reference (a scan, not per-message work). Upstream halves fall
+            // back to D-mode; the querying node re-runs its handshake.
+            let mut failed = Vec::new();
+            for (idx, s) in self.mrs.iter_mut() {
                 if let Some(d) = s.down.as_mut()
                     && d.ma == Some(ma)
                 {
                     d.ma = None;
                     d.confirm = None;
+                    if d.state != super::QueryingState::AwaitingResponse {
+                        failed.push(idx as u32);
+                    }
                 }
                 if let Some(u) = s.up.as_mut()
                     && u.ma == Some(ma)
@@ -365,13 +386,26 @@ impl GistEngine {
                     u.ma = None;
                 }
             }
+            // Downstream halves lost the association they rely on (RFC 5971 §6.4 er_MAFailure;
+            // RFC 5972 A.1 transition 9): set up again, and tell the NSLP.
+            let now = self.now;
+            for idx in failed {
+                self.on_peer_lost_state(
+                    now,
+                    idx,
+                    crate::nslp::Direction::Downstream,
+                    m.peer,
+                    crate::nslp::DeliveryError::NoPeer,
+                );
+                self.reap_mrs(idx);
+            }
         }
     }
 }
 
-/// Send an MA-Hello after half the peer's hold time without sending anything.
+/// Send an MA-Hello after this long without sending anything (`Ma::hello_gap_ms`).
 fn hello_interval(m: &Ma) -> Duration {
-    Duration::from_millis(u64::from(m.peer_hold_ms.max(2)) / 2)
+    Duration::from_millis(u64::from(m.hello_gap_ms.max(1)))
 }
 
 fn confirm_msg(hops: u8, nslpid: u16, c: Confirm) -> Message {
@@ -386,12 +420,13 @@ fn confirm_msg(hops: u8, nslpid: u16, c: Confirm) -> Message {
     }
 }
 
+/// MA-Hello: NSLPID zero (§5.1); S=1, as "S is always set in C-mode" (§5.2.1).
 fn hello_msg(hello_id: u32, reply: bool) -> Message {
     Message {
         gist_hops: 1,
         nslpid: 0,
         c_flag: false,
-        s_flag: false,
+        s_flag: true,
         r_flag: reply,
         e_flag: false,
         body: Body::MaHello(MaHello {

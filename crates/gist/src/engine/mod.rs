@@ -1,4 +1,4 @@
-//! The GIST engine (RFC 5971 §4, state machines of RFC 5972), sans-IO.
+//! The GIST engine (RFC 5971 §4, its state machines §6 and RFC 5972), sans-IO.
 //!
 //! Driven through [`pathwise_core::engine::Engine`]: the driver hands in D-mode datagrams
 //! (`handle_datagram`: UDP port 270, and router-alert interceptions it asked
@@ -25,6 +25,7 @@ mod timers;
 
 pub use cookie::COOKIE_LEN;
 pub use counters::{Counters, StateStats};
+pub use data::MAX_ERROR_RESTARTS;
 pub use inspect::RoutingStateView;
 pub use router_alert::RouterAlertValues;
 pub use state::{MaState, MrsKey, QueryingState, RespondingState};
@@ -88,7 +89,7 @@ pub struct Config {
     /// Routing State Validity Time advertised in this node's NLI: how long its peers may keep
     /// state without a refresh from it.
     pub rs_validity: Duration,
-    /// How long downstream state lives without NSLP activity (RFC 5972 Inactive_QNode), unless
+    /// How long downstream state lives without NSLP activity (RFC 5971 §6.2 Inactive_QNode), unless
     /// the NSLP sets a lifetime (SetStateLifetime).
     pub state_lifetime: Duration,
     /// Initial Query retransmission timeout (RFC 5971 §5.3.3 T1: 500 ms); doubled per

@@ -1,5 +1,5 @@
-//! Message routing state (RFC 5971 §4.2.2; thesis §3.3), its two state machines (RFC 5972
-//! Querying-Node and Responding-Node), peers and messaging associations.
+//! Message routing state (RFC 5971 §4.2.1; thesis §3.3), its two state machines (RFC 5971 §6.2, §6.3;
+//! RFC 5972 §6.2, §6.3: Querying-Node and Responding-Node), peers and messaging associations.
 //!
 //! One `RoutingState` per (MRI, NSLPID, Session ID), in a slab indexed by a seeded hash table.
 //! The downstream half is this node's Querying-Node state machine towards the next peer; the
@@ -15,7 +15,7 @@ use pathwise_core::timer::TimerHandle;
 use std::net::IpAddr;
 
 /// The key of message routing state: the MRI in its downstream form, the NSLPID and the
-/// Session ID (RFC 5971 §4.2.2).
+/// Session ID (RFC 5971 §4.2.1).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MrsKey {
     /// MRI with the D flag clear.
@@ -41,10 +41,15 @@ impl MrsKey {
     }
 }
 
-/// Querying-Node states (RFC 5972 §5.2).
+/// Querying-Node states: the three of RFC 5971 §6.2 (Querying-SM). RFC 5972 §6.2 / A.1 draws
+/// the same machine as IDLE, Wait Response, Wait MA Establishment and Established Downstream
+/// MRS; here "no downstream half" is IDLE, Wait MA Establishment is Established with the
+/// Confirm held until the MA connects, and a refresh Query out is RFC 5971's Awaiting Refresh
+/// (a substate of Established: NSLP data still flows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QueryingState {
-    /// A Query is out; no peer yet.
+    /// A Query is out; no peer yet (or the peer reported with an Error that it holds no state:
+    /// RFC 5971 §6.2 Rule 3).
     AwaitingResponse,
     /// A peer answered and the state is in use.
     Established,
@@ -52,7 +57,8 @@ pub enum QueryingState {
     AwaitingRefresh,
 }
 
-/// Responding-Node states (RFC 5972 §5.3).
+/// Responding-Node states (RFC 5971 §6.3; RFC 5972 §6.3 / A.2 "Wait Confirm" and "Established
+/// Upstream MRS").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RespondingState {
     /// Random-cookie mode only: a Response went out and its cookie is kept until the Confirm.
@@ -87,13 +93,19 @@ pub(crate) struct QuerySide {
     pub state: QueryingState,
     pub peer: Option<PeerId>,
     pub cookie: u64,
-    /// Query transmissions in the current handshake.
+    /// Query transmissions in the current handshake; transmission `n` carries Query-Cookie
+    /// `cookie ‖ n` (RFC 5971 §5.3.3: retransmissions use different cookies, and a reply to
+    /// any of them is matched).
     pub attempts: u8,
+    /// Handshakes restarted because the peer answered our Confirm or Data with an Error, since
+    /// the state last lived through a refresh period (bounds a peer that rejects every
+    /// Confirm).
+    pub restarts: u8,
     /// Current retransmission timeout, ms.
     pub rto_ms: u32,
     /// Retransmission deadline while awaiting a Response; refresh deadline when established.
     pub deadline: Instant,
-    /// When the state lapses unless the NSLP keeps it alive (RFC 5972 Inactive_QNode).
+    /// When the state lapses unless the NSLP keeps it alive (RFC 5971 §6.2 Inactive_QNode).
     pub expires: Instant,
     /// The peer's Routing State Validity Time, ms.
     pub peer_validity_ms: u32,
@@ -214,7 +226,8 @@ pub(crate) struct Peer {
     pub refs: u32,
 }
 
-/// Messaging association states (RFC 5972 §5.4).
+/// Messaging association states (RFC 5971 §6.4 "Awaiting Connection" and "Connected"; its Idle
+/// state is `Connected` with no routing state using the MA, `Ma::idle_since`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MaState {
     /// This node asked the driver to open a stream; not connected yet.
@@ -246,7 +259,12 @@ pub(crate) struct Ma {
     pub peer_hold_ms: u32,
     /// Routing states whose Confirm waits for the connection.
     pub waiting: Vec<u32>,
-    pub hello_id: u32,
+    /// When, after the last message sent, the next MA-Hello is due: drawn afresh after each
+    /// send between 1/2 and 3/4 of the peer's MA-Hold-Time (RFC 5971 §4.4.5).
+    pub hello_gap_ms: u32,
+    /// A Confirm has arrived over this MA (the peer opened it): later ones need not repeat the
+    /// Stack-Configuration-Data (RFC 5971 §4.4.5).
+    pub confirmed: bool,
     pub timer: Option<TimerHandle>,
     pub wake: Instant,
 }

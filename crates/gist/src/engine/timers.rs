@@ -1,6 +1,8 @@
-//! Routing-state timers (RFC 5972): Query retransmission with back-off (No_Response), refresh
+//! Routing-state timers (RFC 5971 §6.2, §6.3; RFC 5972 §5.3 spells them T_No_Response,
+//! T_Refresh_QNode, T_Inactive_QNode, T_Expire_RNode, T_No_Confirm): Query retransmission with
+//! binary exponential back-off from T1 = 500 ms up to T2 = 64 T1 (No_Response, §5.3.3), refresh
 //! (Refresh_QNode), NSLP inactivity (Inactive_QNode), upstream expiry (Expire_RNode) and the
-//! random-cookie Confirm wait.
+//! random-cookie Confirm wait (No_Confirm; no Response retransmission: §5.3.3 makes it a MAY).
 
 use super::GistEngine;
 use super::state::{QueryingState, RespondingState};
@@ -59,8 +61,11 @@ impl GistEngine {
                         self.counters.query_retransmits += 1;
                         self.send_query(now, idx);
                     } else {
-                        // No_Response exhausted: no peer answers (any more).
-                        let refreshing = d.state == QueryingState::AwaitingRefresh;
+                        // No_Response exhausted: no peer answers (any more). State that had
+                        // a peer (a refresh, or a restart after the peer's Error) is lost; a
+                        // first handshake found the end of the path.
+                        let refreshing =
+                            d.state == QueryingState::AwaitingRefresh || d.restarts > 0;
                         if let Some(d) = self.mrs[idx as usize].down.take() {
                             self.counters.handshake_failures += 1;
                             self.release_down(&key, *d, DeliveryError::NoPeer);
@@ -84,7 +89,13 @@ impl GistEngine {
                         self.release_down(&key, *d, DeliveryError::NoRoutingState);
                     }
                 }
-                QueryingState::Established if d.deadline <= now => self.start_refresh(now, idx),
+                QueryingState::Established if d.deadline <= now => {
+                    // The state lived through a refresh period without the peer rejecting it.
+                    if let Some(d) = self.mrs[idx as usize].down.as_mut() {
+                        d.restarts = 0;
+                    }
+                    self.start_refresh(now, idx)
+                }
                 _ => {}
             }
         }

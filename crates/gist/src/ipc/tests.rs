@@ -155,6 +155,12 @@ fn frame() -> BoxedStrategy<Frame> {
             }
         }),
         direction().prop_map(|direction| NotificationKind::RoutingStateLost { direction }),
+        (direction(), any_addr()).prop_map(|(direction, p)| {
+            NotificationKind::CommunicationFailure {
+                direction,
+                peer: SiiHandle(p),
+            }
+        }),
     ];
     prop_oneof![
         any::<u16>().prop_map(|nslpid| Frame::Register { nslpid }),

@@ -344,6 +344,11 @@ impl Frame {
                         w.u8(3);
                         w.u8(dir_code(direction));
                     }
+                    NotificationKind::CommunicationFailure { direction, peer } => {
+                        w.u8(4);
+                        w.u8(dir_code(direction));
+                        put_addr(w, Some(peer.0));
+                    }
                 }
             }
             Frame::Refused { reason } => {
@@ -515,6 +520,10 @@ impl Frame {
                     },
                     3 => NotificationKind::RoutingStateLost {
                         direction: get_dir(r)?,
+                    },
+                    4 => NotificationKind::CommunicationFailure {
+                        direction: get_dir(r)?,
+                        peer: SiiHandle(get_addr(r)?.ok_or(bad("peer", 0))?),
                     },
                     v => return Err(bad("notification", v)),
                 };

@@ -224,10 +224,21 @@ pub enum NotificationKind {
         /// Whether a different peer was there before (a route change).
         changed: bool,
     },
-    /// Routing state in `direction` was lost: a refresh found no peer, or the state expired.
+    /// Routing state in `direction` was lost: a refresh found no peer, the state expired, or
+    /// the peer kept rejecting it.
     RoutingStateLost {
         /// Which side.
         direction: Direction,
+    },
+    /// Communication Failure (B.4): "communication with the peer has failed; messages may have
+    /// been lost" — the peer answered a Confirm or Data with an Error, or the messaging
+    /// association to it failed. GIST is setting the state up again (a Routing Status Change
+    /// follows when it is); messages sent to the peer before may not have arrived.
+    CommunicationFailure {
+        /// Which side.
+        direction: Direction,
+        /// The peer.
+        peer: SiiHandle,
     },
 }
 

@@ -1,10 +1,11 @@
 //! GIST messages (RFC 5971 §5.1): the common header's flags and one body per message type.
 //!
 //! [`Message::parse`] accepts objects in any order (§5.1 fixes the order for senders; receivers
-//! are told to reject missing, duplicate and invalid objects, which this does) and
+//! are told to reject missing, duplicate and invalid objects, which this does, including the
+//! nesting of the optional parts) and
 //! [`Message::emit`] writes them in the §5.1 order, unknown AB=10 objects last.
 
-use super::error::{ObjectFault, ParseError, ParseErrorKind};
+use super::error::{ObjectFault, ParseError, ParseErrorKind, ValueFault};
 use super::error_object::ErrorObject;
 use super::header::{
     CommonHeader, Extensibility, MsgType, ObjectHeader, emit_object, object_len, object_type as ot,
@@ -196,6 +197,44 @@ fn object_rules(t: MsgType) -> (u16, u16) {
     }
 }
 
+/// Objects the §5.1 grammar requires because of others that are present: the optional parts
+/// nest, and RFC 5971 A.4.4.9 (Missing Object) covers "a Stack-Proposal ... sent without a
+/// matching Stack-Configuration-Data object when one was necessary, or vice versa".
+///
+/// - Query: `[ Stack-Proposal Stack-Configuration-Data ]` — both or neither.
+/// - Response: `[ Responder-Cookie [ Stack-Proposal Stack-Configuration-Data ] ]` — the stack
+///   objects both or neither, and only with a Responder-Cookie.
+/// - Confirm: `[ Responder-Cookie [ Stack-Proposal [ Stack-Configuration-Data ] ] ]` — a
+///   Stack-Configuration-Data only after a Stack-Proposal, a Stack-Proposal only after a
+///   Responder-Cookie.
+fn nested_requirements(t: MsgType, seen: u16) -> u16 {
+    let has = |o| seen & bit(o) != 0;
+    let (sp, scd, rc) = (
+        ot::STACK_PROPOSAL,
+        ot::STACK_CONFIG_DATA,
+        ot::RESPONDER_COOKIE,
+    );
+    let mut need = 0;
+    match t {
+        MsgType::Query | MsgType::Response if has(sp) || has(scd) => {
+            need |= bit(sp) | bit(scd);
+            if t == MsgType::Response {
+                need |= bit(rc);
+            }
+        }
+        MsgType::Confirm => {
+            if has(scd) {
+                need |= bit(sp);
+            }
+            if has(sp) || has(scd) {
+                need |= bit(rc);
+            }
+        }
+        _ => {}
+    }
+    need
+}
+
 /// Everything a message may carry, as found.
 #[derive(Default)]
 struct Found {
@@ -338,6 +377,7 @@ impl Message {
         }
         let (allowed, required) = object_rules(t);
         let mut found = Found::default();
+        let mut hello_at = None;
         let objects = &buf[HEADER_LEN..];
         let mut iter = TlvIter::<ObjectHeader>::new(objects);
         loop {
@@ -390,6 +430,9 @@ impl Message {
                 return Err(located(ParseErrorKind::DuplicateObject(ty), found, 0));
             }
             found.seen |= bit(ty);
+            if ty == ot::HELLO_ID {
+                hello_at = Some(range.start);
+            }
             if let Err(f) = found.take_object(ty, body) {
                 let kind = ParseErrorKind::ObjectValue {
                     object_type: ty,
@@ -398,16 +441,25 @@ impl Message {
                 return Err(located(kind, found, ObjectHeader::LEN + f.offset));
             }
         }
-        let mut missing = required & !found.seen;
-        if t == MsgType::Query {
-            let stack = bit(ot::STACK_PROPOSAL) | bit(ot::STACK_CONFIG_DATA);
-            if found.seen & stack != 0 {
-                missing |= stack & !found.seen;
-            }
-        }
+        let missing = (required | nested_requirements(t, found.seen)) & !found.seen;
         if missing != 0 {
             let ty = missing.trailing_zeros() as u16;
             return Err(with_context(fail(ParseErrorKind::MissingObject(ty)), found));
+        }
+        // RFC 5971 A.1: a Response carrying a Responder-Cookie MUST have R=1 (a Confirm is
+        // wanted); §5.2.2: an MA-Hello request (R=1) MUST carry a non-zero Hello-ID, else
+        // "Object Value Error" / "Value Not Supported".
+        if t == MsgType::Response && found.rc.is_some() && !hdr.r_flag {
+            return Err(with_context(fail(ParseErrorKind::InvalidRFlag), found));
+        }
+        if t == MsgType::MaHello && hdr.r_flag && found.hello == Some(0) {
+            let kind = ParseErrorKind::ObjectValue {
+                object_type: ot::HELLO_ID,
+                fault: ValueFault::ValueNotSupported,
+            };
+            let mut e = fail(kind);
+            e.object = hello_at.map(|at| at..at + ObjectHeader::LEN + 4);
+            return Err(e);
         }
         let body =
             assemble(t, found).ok_or_else(|| fail(ParseErrorKind::MissingObject(ot::MRI)))?;

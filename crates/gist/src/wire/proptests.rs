@@ -273,26 +273,20 @@ fn body() -> BoxedStrategy<(Body, bool)> {
             sid.clone(),
             nli(),
             cookie(),
-            option::of(cookie()),
-            option::of(sp()),
-            option::of(scd()),
+            // RFC 5971 §5.1: [ Responder-Cookie [ Stack-Proposal Stack-Configuration-Data ] ]
+            option::of((cookie(), option::of((sp(), scd())))),
             data_opt(),
             unknown(),
             any::<bool>()
         )
             .prop_map(
-                |(
-                    mri,
-                    session_id,
-                    nli,
-                    query_cookie,
-                    responder_cookie,
-                    stack_proposal,
-                    stack_config,
-                    nslp_data,
-                    unknown,
-                    r,
-                )| {
+                |(mri, session_id, nli, query_cookie, rc_stack, nslp_data, unknown, r)| {
+                    let responder_cookie = rc_stack.as_ref().map(|x| x.0.clone());
+                    let (stack_proposal, stack_config) = rc_stack
+                        .and_then(|x| x.1)
+                        .map_or((None, None), |(p, c)| (Some(p), Some(c)));
+                    // A.1: R=1 whenever a Responder-Cookie is present.
+                    let r = r || responder_cookie.is_some();
                     (
                         Body::Response(Response {
                             nat: None,
@@ -314,38 +308,30 @@ fn body() -> BoxedStrategy<(Body, bool)> {
             mri(),
             sid.clone(),
             nli(),
-            option::of(cookie()),
-            option::of(sp()),
-            option::of(scd()),
+            // RFC 5971 §5.1: [ Responder-Cookie [ Stack-Proposal [ Stack-Configuration-Data ] ] ]
+            option::of((cookie(), option::of((sp(), option::of(scd()))))),
             data_opt(),
             unknown()
         )
-            .prop_map(
-                |(
-                    mri,
-                    session_id,
-                    nli,
-                    responder_cookie,
-                    stack_proposal,
-                    stack_config,
-                    nslp_data,
-                    unknown,
-                )| {
-                    (
-                        Body::Confirm(Confirm {
-                            mri,
-                            session_id,
-                            nli,
-                            responder_cookie,
-                            stack_proposal,
-                            stack_config,
-                            nslp_data,
-                            unknown,
-                        }),
-                        false,
-                    )
-                }
-            ),
+            .prop_map(|(mri, session_id, nli, rc_stack, nslp_data, unknown)| {
+                let responder_cookie = rc_stack.as_ref().map(|x| x.0.clone());
+                let stack = rc_stack.and_then(|x| x.1);
+                let stack_proposal = stack.as_ref().map(|x| x.0.clone());
+                let stack_config = stack.and_then(|x| x.1);
+                (
+                    Body::Confirm(Confirm {
+                        mri,
+                        session_id,
+                        nli,
+                        responder_cookie,
+                        stack_proposal,
+                        stack_config,
+                        nslp_data,
+                        unknown,
+                    }),
+                    false,
+                )
+            }),
         (
             mri(),
             sid,
@@ -375,7 +361,11 @@ fn body() -> BoxedStrategy<(Body, bool)> {
             false
         )),
         (any::<u32>(), unknown(), any::<bool>())
-            .prop_map(|(hello_id, unknown, r)| (Body::MaHello(MaHello { hello_id, unknown }), r)),
+            // §5.2.2: a request (R=1) carries a non-zero Hello-ID.
+            .prop_map(|(hello_id, unknown, r)| (
+                Body::MaHello(MaHello { hello_id, unknown }),
+                r && hello_id != 0
+            )),
     ]
     .boxed()
 }

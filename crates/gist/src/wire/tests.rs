@@ -443,3 +443,156 @@ fn tls_profile_and_its_tcp_port() {
     let back = StackConfigData::parse(&buf).unwrap();
     assert_eq!(back, sc);
 }
+
+fn confirm_with(rc: bool, sp: bool, scd: bool) -> Message {
+    Message {
+        gist_hops: 32,
+        nslpid: 42,
+        c_flag: false,
+        s_flag: true,
+        r_flag: false,
+        e_flag: false,
+        body: Body::Confirm(Confirm {
+            mri: pc(),
+            session_id: SessionId([7; 16]),
+            nli: nli(),
+            responder_cookie: rc.then(|| Cookie(vec![5; 16])),
+            stack_proposal: sp.then(|| StackProposal {
+                profiles: vec![vec![ma_protocol::TCP]],
+            }),
+            stack_config: scd.then(|| StackConfigData {
+                ma_hold_time_ms: 30_000,
+                options: Vec::new(),
+            }),
+            ..Confirm::default()
+        }),
+    }
+}
+
+/// RFC 5971 §5.1: `Confirm = ... [ Responder-Cookie [ Stack-Proposal [ SCD ] ] ]`; anything
+/// else is an Object Type Error, Missing Object (A.4.4.9 subcode 2), naming the object the
+/// nesting lacks.
+#[test]
+fn confirm_grammar_nests_cookie_proposal_and_configuration() {
+    for (rc, sp, scd) in [
+        (false, false, false),
+        (true, false, false),
+        (true, true, false),
+    ] {
+        round_trip(&confirm_with(rc, sp, scd));
+    }
+    round_trip(&confirm_with(true, true, true));
+    let cases = [
+        // NSIS-ka's complaint about pathwise (cmode-pathwise-queries-3-sessions.pcap frame 17).
+        ((true, false, true), object_type::STACK_PROPOSAL),
+        ((false, true, false), object_type::RESPONDER_COOKIE),
+        ((false, true, true), object_type::RESPONDER_COOKIE),
+        ((false, false, true), object_type::STACK_PROPOSAL),
+    ];
+    for ((rc, sp, scd), missing) in cases {
+        let b = confirm_with(rc, sp, scd).to_datagram();
+        let e = Message::parse_datagram(&b).unwrap_err();
+        assert_eq!(
+            e.kind,
+            ParseErrorKind::MissingObject(missing),
+            "{rc} {sp} {scd}"
+        );
+        assert_eq!(
+            e.kind.error_code(),
+            Some((ErrorClass::ProtocolError, error_code::OBJECT_TYPE_ERROR, 2))
+        );
+        assert!(
+            e.session_id.is_some() && e.mri.is_some(),
+            "the Error can name the session"
+        );
+    }
+}
+
+/// RFC 5971 §5.1: `Response = ... [ Responder-Cookie [ Stack-Proposal SCD ] ]`, and A.1: R=1
+/// whenever a Responder-Cookie is present.
+#[test]
+fn response_grammar_and_r_flag() {
+    let response = |rc: bool, sp: bool, scd: bool, r: bool| {
+        let Body::Confirm(c) = confirm_with(rc, sp, scd).body else {
+            unreachable!()
+        };
+        Message {
+            gist_hops: 32,
+            nslpid: 42,
+            c_flag: false,
+            s_flag: true,
+            r_flag: r,
+            e_flag: false,
+            body: Body::Response(Response {
+                mri: pc(),
+                session_id: SessionId([7; 16]),
+                nli: nli(),
+                query_cookie: Cookie(vec![1; 12]),
+                responder_cookie: c.responder_cookie,
+                stack_proposal: c.stack_proposal,
+                stack_config: c.stack_config,
+                ..Response::default()
+            }),
+        }
+    };
+    round_trip(&response(false, false, false, false));
+    round_trip(&response(true, false, false, true));
+    round_trip(&response(true, true, true, true));
+    let fails = [
+        (
+            response(true, true, false, true),
+            ParseErrorKind::MissingObject(4),
+        ),
+        (
+            response(true, false, true, true),
+            ParseErrorKind::MissingObject(3),
+        ),
+        (
+            response(false, true, true, true),
+            ParseErrorKind::MissingObject(6),
+        ),
+        (
+            response(true, false, false, false),
+            ParseErrorKind::InvalidRFlag,
+        ),
+    ];
+    for (m, kind) in fails {
+        let e = Message::parse_datagram(&m.to_datagram()).unwrap_err();
+        assert_eq!(e.kind, kind);
+    }
+}
+
+/// RFC 5971 §5.2.2: Hello-ID zero with R=1 is "Object Value Error" / "Value Not Supported";
+/// R=0 takes any Hello-ID (a keep-alive has zero, a reply echoes the request's).
+#[test]
+fn ma_hello_request_needs_a_hello_id() {
+    let hello = |r: bool, id: u32| Message {
+        gist_hops: 1,
+        nslpid: 0,
+        c_flag: false,
+        s_flag: true,
+        r_flag: r,
+        e_flag: false,
+        body: Body::MaHello(MaHello {
+            hello_id: id,
+            unknown: Vec::new(),
+        }),
+    };
+    for (r, id) in [(false, 0), (false, 7), (true, 7)] {
+        let mut b = Vec::new();
+        hello(r, id).emit(&mut b);
+        assert_eq!(Message::parse(&b), Ok(hello(r, id)));
+    }
+    let mut b = Vec::new();
+    hello(true, 0).emit(&mut b);
+    let e = Message::parse(&b).unwrap_err();
+    assert_eq!(
+        e.kind.error_code(),
+        Some((ErrorClass::ProtocolError, error_code::OBJECT_VALUE_ERROR, 1))
+    );
+    assert_eq!(
+        e.object,
+        Some(8..16),
+        "the Hello-ID object, for the Object Value Info"
+    );
+}

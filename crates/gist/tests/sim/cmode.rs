@@ -56,10 +56,12 @@ fn cmode_sessions_to_one_peer_share_one_messaging_association() {
     let adapter = sim.engine(id(&sim, "N1")).unwrap();
     assert!(adapter.stats().segments_sent > 0);
 
-    // Keep one session busy for a while: MA-Hellos keep the associations up in between.
+    // Keep one session busy for a while: MA-Hellos keep the associations up in between. A
+    // keep-alive is due 1/2 to 3/4 of the peer's 20 s hold time after the last message sent
+    // (RFC 5971 §4.4.5), so 16 s between pings always needs one.
     for _ in 0..6 {
         ping_again(&mut sim, "N1", "N6", sids[0]);
-        run_secs(&mut sim, 10);
+        run_secs(&mut sim, 16);
     }
     let hellos: u64 = ["N1", "N3", "N4", "N5", "N6"]
         .iter()

@@ -1,0 +1,320 @@
+//! Two pathwise engines back to back (`GistEngine::on_one_link`) over a link the test controls:
+//! the querying node's state machine recovers what D-mode loses (RFC 5971 §4.4.6, §5.3.3,
+//! §6.2; RFC 5972 A.1).
+//!
+//! - A lost Confirm is recovered when the Response comes again (§6.2: Responses in Established
+//!   are answered with the Confirm; RFC 5972 transition 17).
+//! - A Confirm the responder rejects with an Error (here: its cookie damaged on the way) makes
+//!   the querier restart the handshake and tell the NSLP.
+//! - A lost Confirm with a responder that keeps no state before the Confirm (hash cookies) is
+//!   found when Data comes back with "No Routing State" (§5.3.3): same recovery, and the NSLP
+//!   data sent after it arrives.
+//! - A peer that rejects every Confirm ends the state after `MAX_ERROR_RESTARTS` (RFC 5972
+//!   transition 18): queued messages fail, Routing State Lost.
+
+use pathwise_core::engine::Engine;
+use pathwise_core::io::{IfIndex, Transmit};
+use pathwise_core::time::Instant;
+use pathwise_gist::engine::counters::Counters;
+use pathwise_gist::nslp::{Direction, GistApi, NotificationKind, SendMessage, SiiHandle};
+use pathwise_gist::wire::{Body, Message, Mri, MsgType, PathCoupledMri, SessionId};
+use pathwise_gist::{
+    Config, CookieMode, GistEngine, GistEvent, MrsKey, QueryingState, RespondingState,
+};
+use std::net::IpAddr;
+
+const Q: &str = "10.1.0.1";
+const R: &str = "10.1.0.2";
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+/// What the link does with a datagram: deliver it (possibly changed) or lose it.
+type Link<'a> = dyn FnMut(&Message) -> Option<Message> + 'a;
+
+struct Pair {
+    q: GistEngine,
+    r: GistEngine,
+    now: Instant,
+    events_q: Vec<GistEvent>,
+    events_r: Vec<GistEvent>,
+}
+
+impl Pair {
+    fn new(mode: CookieMode) -> Self {
+        let cfg = |seed| Config {
+            seed,
+            nslpids: vec![42],
+            cookie_mode: mode,
+            cmode_port: None,
+            ..Config::default()
+        };
+        Pair {
+            q: GistEngine::on_one_link(cfg(1), ip(Q)),
+            r: GistEngine::on_one_link(cfg(2), ip(R)),
+            now: Instant::from_secs(1),
+            events_q: Vec::new(),
+            events_r: Vec::new(),
+        }
+    }
+
+    fn mri() -> Mri {
+        Mri::PathCoupled(PathCoupledMri::flow(ip(Q), ip(R)))
+    }
+
+    fn sid() -> SessionId {
+        SessionId([9; 16])
+    }
+
+    fn key() -> MrsKey {
+        MrsKey::new(&Self::mri(), 42, Self::sid())
+    }
+
+    fn send(&mut self, data: &[u8]) {
+        let mut m = SendMessage::new(42, Self::sid(), Self::mri(), data.to_vec());
+        m.transfer.setup_state = true;
+        self.q.send_message(self.now, m).expect("accepted");
+    }
+
+    /// Move datagrams both ways until quiet, each through `link`.
+    fn run(&mut self, link: &mut Link<'_>) {
+        for _ in 0..100 {
+            let from_q: Vec<Transmit> = std::iter::from_fn(|| self.q.poll_transmit()).collect();
+            let from_r: Vec<Transmit> = std::iter::from_fn(|| self.r.poll_transmit()).collect();
+            self.events_q
+                .extend(std::iter::from_fn(|| self.q.poll_event()));
+            self.events_r
+                .extend(std::iter::from_fn(|| self.r.poll_event()));
+            if from_q.is_empty() && from_r.is_empty() {
+                return;
+            }
+            for (t, to, from) in from_q
+                .into_iter()
+                .map(|t| (t, true, Q))
+                .chain(from_r.into_iter().map(|t| (t, false, R)))
+            {
+                let m = Message::parse_datagram(&t.payload).expect("we send what we parse");
+                let Some(m) = link(&m) else { continue };
+                let mut t = t;
+                t.payload = m.to_datagram();
+                let rx = t.received_on(IfIndex(1), ip(from));
+                if to {
+                    self.r.handle_datagram(self.now, rx);
+                } else {
+                    self.q.handle_datagram(self.now, rx);
+                }
+            }
+        }
+        panic!("no quiet");
+    }
+
+    fn down(&self) -> Option<QueryingState> {
+        self.q.routing_state(&Self::key())?.downstream.map(|d| d.0)
+    }
+
+    fn up(&self) -> Option<RespondingState> {
+        self.r.routing_state(&Self::key())?.upstream.map(|d| d.0)
+    }
+
+    fn received_at_r(&self) -> Vec<Vec<u8>> {
+        self.events_r
+            .iter()
+            .filter_map(|e| match e {
+                // NSLP data arrives padded to a word (docs/gist.md): strip it.
+                GistEvent::Recv(m) if !m.nslp_data.is_empty() => {
+                    let end = m
+                        .nslp_data
+                        .iter()
+                        .rposition(|&b| b != 0)
+                        .map_or(0, |i| i + 1);
+                    Some(m.nslp_data[..end].to_vec())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn notifications_q(&self) -> Vec<NotificationKind> {
+        self.events_q
+            .iter()
+            .filter_map(|e| match e {
+                GistEvent::Notify(n) => Some(n.kind.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn deliver(m: &Message) -> Option<Message> {
+    Some(m.clone())
+}
+
+fn counters(e: &GistEngine) -> &Counters {
+    e.counters()
+}
+
+#[test]
+fn a_lost_confirm_is_recovered_by_the_repeated_response() {
+    let mut p = Pair::new(CookieMode::Random);
+    p.send(b"one");
+    // The network loses the first Confirm and keeps a copy of the Response.
+    let mut response = None;
+    let mut lost = false;
+    p.run(&mut |m: &Message| match m.msg_type() {
+        MsgType::Response => {
+            response = Some(m.clone());
+            Some(m.clone())
+        }
+        MsgType::Confirm if !lost => {
+            lost = true;
+            None
+        }
+        _ => Some(m.clone()),
+    });
+    assert_eq!(p.down(), Some(QueryingState::Established));
+    assert_eq!(
+        p.up(),
+        Some(RespondingState::AwaitingConfirm),
+        "no Confirm arrived"
+    );
+    // The responder (or the network) repeats the Response: the querier, Established, answers
+    // with the Confirm again (RFC 5971 §6.2), and the responder installs its state.
+    let response = response.expect("a Response went by");
+    let t = Transmit {
+        src: Some(ip(R)),
+        dst: ip(Q),
+        ifindex: None,
+        transport: pathwise_core::io::Transport::Udp {
+            src_port: 270,
+            dst_port: 270,
+        },
+        router_alert: false,
+        ttl: 64,
+        payload: response.to_datagram(),
+    };
+    p.q.handle_datagram(p.now, t.received_on(IfIndex(1), ip(R)));
+    p.run(&mut deliver);
+    assert_eq!(p.up(), Some(RespondingState::Established));
+    assert_eq!(counters(&p.q).confirm_retransmits, 1);
+    assert_eq!(counters(&p.q).dropped("response_duplicate"), 0);
+    // The piggybacked message of the Query arrived once.
+    assert_eq!(p.received_at_r(), vec![b"one".to_vec()]);
+}
+
+#[test]
+fn an_error_after_our_confirm_restarts_the_handshake_and_informs_the_nslp() {
+    let mut p = Pair::new(CookieMode::Hash);
+    p.send(b"one");
+    // The first Confirm's Responder-Cookie is damaged on the way: the responder answers with
+    // Object Value Error / Invalid Cookie (A.4.4.10) and keeps no state.
+    let mut damaged = false;
+    p.run(&mut |m: &Message| {
+        let mut m = m.clone();
+        if let Body::Confirm(c) = &mut m.body
+            && !damaged
+        {
+            damaged = true;
+            if let Some(rc) = c.responder_cookie.as_mut() {
+                rc.0[0] ^= 0xff;
+            }
+        }
+        Some(m)
+    });
+    assert!(damaged);
+    assert_eq!(counters(&p.r).cookies_rejected, 1);
+    // The querier heard the Error, told the NSLP, ran a new handshake, and both ends hold
+    // state again.
+    assert_eq!(counters(&p.q).error_restarts, 1);
+    assert_eq!(p.down(), Some(QueryingState::Established));
+    assert_eq!(p.up(), Some(RespondingState::Established));
+    let n = p.notifications_q();
+    let failure = n
+        .iter()
+        .position(|k| {
+            *k == NotificationKind::CommunicationFailure {
+                direction: Direction::Downstream,
+                peer: SiiHandle(ip(R)),
+            }
+        })
+        .expect("Communication Failure");
+    assert!(
+        n[failure..].iter().any(|k| matches!(
+            k,
+            NotificationKind::RoutingStatusChange {
+                direction: Direction::Downstream,
+                ..
+            }
+        )),
+        "then the state is reported back: {n:?}"
+    );
+    // Data flows again.
+    p.send(b"two");
+    p.run(&mut deliver);
+    assert!(p.received_at_r().contains(&b"two".to_vec()));
+}
+
+#[test]
+fn a_lost_confirm_is_found_by_data_and_the_no_routing_state_error() {
+    // Hash cookies: the responder keeps nothing before the Confirm, so only Data shows the
+    // loss (RFC 5971 §5.3.3); its "No Routing State" restarts the handshake (§4.4.6).
+    let mut p = Pair::new(CookieMode::Hash);
+    p.send(b"one");
+    let mut lost = false;
+    p.run(&mut |m: &Message| match m.msg_type() {
+        MsgType::Confirm if !lost => {
+            lost = true;
+            None
+        }
+        _ => Some(m.clone()),
+    });
+    assert_eq!(p.down(), Some(QueryingState::Established));
+    assert_eq!(p.up(), None);
+    p.send(b"two");
+    p.run(&mut deliver);
+    assert_eq!(
+        counters(&p.r).dropped("data_no_state"),
+        1,
+        "two was refused"
+    );
+    assert_eq!(counters(&p.q).error_restarts, 1);
+    assert!(
+        p.notifications_q()
+            .contains(&NotificationKind::CommunicationFailure {
+                direction: Direction::Downstream,
+                peer: SiiHandle(ip(R)),
+            })
+    );
+    assert_eq!(p.up(), Some(RespondingState::Established), "set up again");
+    // The NSLP, told of the failure, sends again: it arrives.
+    p.send(b"two again");
+    p.run(&mut deliver);
+    assert!(p.received_at_r().contains(&b"two again".to_vec()));
+}
+
+#[test]
+fn a_peer_that_rejects_every_confirm_ends_the_state() {
+    let mut p = Pair::new(CookieMode::Hash);
+    p.send(b"one");
+    // Every Confirm damaged: each restart meets the same Error.
+    let mut spoil = |m: &Message| {
+        let mut m = m.clone();
+        if let Body::Confirm(c) = &mut m.body
+            && let Some(rc) = c.responder_cookie.as_mut()
+        {
+            rc.0[0] ^= 0xff;
+        }
+        Some(m)
+    };
+    p.run(&mut spoil);
+    let max = u64::from(pathwise_gist::engine::MAX_ERROR_RESTARTS);
+    assert_eq!(counters(&p.q).error_restarts, max);
+    assert_eq!(counters(&p.q).peer_error_teardowns, 1);
+    assert_eq!(p.down(), None, "RFC 5972 transition 18: deleted");
+    assert!(
+        p.notifications_q()
+            .contains(&NotificationKind::RoutingStateLost {
+                direction: Direction::Downstream
+            })
+    );
+}
