@@ -254,7 +254,7 @@ impl Node {
                     src_port: GIST_PORT,
                     dst_port: GIST_PORT,
                 },
-                router_alert: false,
+                router_alert: None,
                 ttl: 63,
                 payload: bytes,
             },

@@ -189,7 +189,7 @@ fn a_lost_confirm_is_recovered_by_the_repeated_response() {
             src_port: 270,
             dst_port: 270,
         },
-        router_alert: false,
+        router_alert: None,
         ttl: 64,
         payload: response.to_datagram(),
     };

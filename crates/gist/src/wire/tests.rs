@@ -453,7 +453,7 @@ fn confirm_with(rc: bool, sp: bool, scd: bool) -> Message {
         r_flag: false,
         e_flag: false,
         body: Body::Confirm(Confirm {
-            mri: pc(),
+            mri: path_coupled_mri(),
             session_id: SessionId([7; 16]),
             nli: nli(),
             responder_cookie: rc.then(|| Cookie(vec![5; 16])),
@@ -524,7 +524,7 @@ fn response_grammar_and_r_flag() {
             r_flag: r,
             e_flag: false,
             body: Body::Response(Response {
-                mri: pc(),
+                mri: path_coupled_mri(),
                 session_id: SessionId([7; 16]),
                 nli: nli(),
                 query_cookie: Cookie(vec![1; 12]),
