@@ -123,7 +123,7 @@ pub mod udp_ra;
 pub use fib::{FibMirror, InterfaceInfo, NetEvent, ifindex_by_name, interfaces};
 pub use ip::DropReason;
 pub use mpls::LinuxMpls;
-pub use nfqueue::{InterceptRules, NfQueue, Verdict};
+pub use nfqueue::{InterceptRules, NfQueue, TransitQueue, TransitStats, Verdict};
 pub use raw::{Family, RawConfig, RawOptions, RawSocket, RawStats};
 pub use udp_ra::RaUdpSocket;
 

@@ -324,10 +324,22 @@ impl AsRawFd for NfQueue {
 }
 
 /// The netfilter rules that send GIST Q-mode candidates in transit to a queue; removed again
-/// when dropped. See the module documentation for what they match.
+/// when dropped (by a thread in the network namespace they were installed in; elsewhere they
+/// are left alone). See the module documentation for what they match.
 #[derive(Debug)]
 pub struct InterceptRules {
     installed: Vec<(&'static str, Vec<String>)>,
+    /// The network namespace they were installed in (its inode), so that they are never
+    /// "removed" from another one by a thread that moved.
+    netns: Option<u64>,
+}
+
+/// The calling thread's network namespace (inode of `/proc/thread-self/ns/net`).
+fn current_netns() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/thread-self/ns/net")
+        .ok()
+        .map(|m| m.ino())
 }
 
 impl InterceptRules {
@@ -370,6 +382,7 @@ impl InterceptRules {
     pub fn install(port: u16, queue: u16, v4: bool, v6: bool) -> io::Result<InterceptRules> {
         let mut rules = InterceptRules {
             installed: Vec::new(),
+            netns: current_netns(),
         };
         for (tool, on) in [("iptables", v4), ("ip6tables", v6)] {
             if !on {
@@ -385,6 +398,12 @@ impl InterceptRules {
 
 impl Drop for InterceptRules {
     fn drop(&mut self) {
+        if current_netns() != self.netns {
+            tracing::warn!(
+                "GIST interception rules dropped outside their network namespace: left in place"
+            );
+            return;
+        }
         for (tool, rule) in &self.installed {
             if let Err(e) = xtables(tool, "-D", rule) {
                 tracing::warn!(%tool, error = %e, "removing the GIST interception rule");

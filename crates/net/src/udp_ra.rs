@@ -58,10 +58,17 @@ impl RaUdpSocket {
     /// Opens the socket for destination port `port` on `family` (needs `CAP_NET_RAW`; binding a
     /// port below 1024, like GIST's 270, needs `CAP_NET_BIND_SERVICE`). `options` tunes the raw
     /// socket (for IPv6, its `ipv6_router_alert_value` is the value intercepted; what is sent
-    /// carries the value each transmit names).
-    pub fn open(family: Family, port: u16, options: RawOptions) -> io::Result<RaUdpSocket> {
+    /// carries the value each transmit names). With `intercept` false the socket takes nothing
+    /// off the forwarding path (a [`crate::nfqueue::TransitQueue`] does that instead) and only
+    /// sends and receives what is addressed to this node.
+    pub fn open(
+        family: Family,
+        port: u16,
+        options: RawOptions,
+        intercept: bool,
+    ) -> io::Result<RaUdpSocket> {
         let config = RawConfig {
-            intercept_router_alert: true,
+            intercept_router_alert: intercept,
             ..RawConfig::new(IPPROTO_UDP, family)
         };
         let raw = RawSocket::open_with(config, options.clone())?;

@@ -60,7 +60,7 @@ fn udp(src: &str, dst: &str, dst_port: u16, ra: bool, payload: &[u8]) -> Transmi
 }
 
 fn open(ns: &Netns, family: Family) -> RaUdpSocket {
-    ns.run(|| RaUdpSocket::open(family, GIST_PORT, RawOptions::default()))
+    ns.run(|| RaUdpSocket::open(family, GIST_PORT, RawOptions::default(), true))
         .expect("open RA UDP socket")
 }
 
@@ -96,7 +96,7 @@ fn run(family: Family, a_addr: &str, b_addr: &str, tag: &str) {
     // RA for another port: R sends it on (TTL − 1) when it reads its socket, instead of
     // swallowing it.
     let mut b271 =
-        c.b.run(|| RaUdpSocket::open(family, 271, RawOptions::default()))
+        c.b.run(|| RaUdpSocket::open(family, 271, RawOptions::default(), true))
             .expect("open 271");
     let before = r.forwarded();
     a.send(&udp(a_addr, b_addr, 271, true, b"other"))

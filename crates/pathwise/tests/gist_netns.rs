@@ -231,6 +231,78 @@ fn ping_over_udp_records_every_aware_node_ipv4_and_ipv6() {
     }
 }
 
+/// The Router Alert values tshark saw on GIST's UDP port in `pcap` (IPv4 and IPv6; MLD's own
+/// Router Alert packets aside), one per packet that had one.
+fn router_alert_values(pcap: &Path) -> Vec<u16> {
+    let out = std::process::Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(pcap)
+        .args(["-Y", "udp.port == 270", "-T", "fields"])
+        .args(["-e", "ip.opt.ra", "-e", "ipv6.opt.router_alert"])
+        .output()
+        .expect("run tshark");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .flat_map(|f| f.split(','))
+        .filter_map(|v| v.parse().ok())
+        .collect()
+}
+
+/// RFC 5971 §5.3.2: a Query carries the Router Alert value of its NSLP. With the Ping NSLP's
+/// NSLPID mapped to 42 on every node (NSIS-ka's convention for its test NSLP), every pathwise
+/// router still takes the Queries off the path over IPv4 and IPv6 — Linux's Router Alert
+/// sockets would divert only IPv4 value 0 — through the netfilter queue; with
+/// `interception = "socket"` the same Queries cross the routers unseen.
+#[test]
+fn queries_with_router_alert_42_are_intercepted_through_netfilter() {
+    let test = "queries_with_router_alert_42_are_intercepted_through_netfilter";
+    if skip(test, &["sysctl", "iptables", "ip6tables"]) {
+        return;
+    }
+    let _g = serial();
+    let mut lab = chain(&Options {
+        extra: "interception = \"netfilter\"\nrouter_alert = { 32704 = 42 }".into(),
+        ..Options::default()
+    });
+    let pcap = start_capture(&mut lab, R2);
+    for dest in [H2_V4, H2_V6] {
+        for r in ping(&lab, dest, 2) {
+            assert_eq!(
+                path_nodes(&r),
+                ["r1", "r2", "r3", "h2"],
+                "{dest}: {r}\n{}",
+                logs(&lab)
+            );
+        }
+    }
+    let c = counters(&lab, R2);
+    assert_eq!(c["interception"], "netfilter", "{c:#}");
+    assert!(
+        c["transit"]["intercepted"].as_u64().unwrap() >= 2,
+        "one Query per family at least: {c:#}"
+    );
+    if let Some(pcap) = pcap {
+        check_capture(&mut lab, &pcap);
+        let values = router_alert_values(&pcap);
+        assert!(
+            !values.is_empty() && values.iter().all(|&v| v == 42),
+            "every Router Alert on R2's links is 42: {values:?}"
+        );
+    }
+    drop(lab);
+
+    let lab = chain(&Options {
+        extra: "interception = \"socket\"\nrouter_alert = { 32704 = 42 }".into(),
+        ..Options::default()
+    });
+    for dest in [H2_V4, H2_V6] {
+        for r in ping(&lab, dest, 1) {
+            assert_eq!(path_nodes(&r), ["h2"], "{dest}: routers skipped: {r}");
+        }
+    }
+    assert_eq!(counters(&lab, R2)["interception"], "socket");
+}
+
 #[test]
 fn a_router_without_gist_forwards_queries_transparently() {
     let test = "a_router_without_gist_forwards_queries_transparently";

@@ -52,6 +52,59 @@ pub struct AttackArgs {
     /// Flow sources are drawn from this /16 (IPv4) or /48 (IPv6) prefix's first address.
     #[arg(long)]
     flow_sources: Option<IpAddr>,
+    /// Send the Queries as Q-mode messages in transit (RFC 5971 §5.3.2): towards the target
+    /// with the IP Router Alert option carrying this value, so that every GIST-aware router on
+    /// the path intercepts them (needs CAP_NET_RAW). Without it they are addressed to the
+    /// target's port 270 with no Router Alert.
+    #[arg(long)]
+    router_alert: Option<u16>,
+}
+
+/// How the attacker's datagrams leave: an ordinary UDP socket (to the target), or a raw one
+/// that adds Router Alert (towards the target, through the routers).
+enum Sender {
+    Plain(UdpSocket),
+    Transit {
+        raw: pathwise_net::RaUdpSocket,
+        reply: UdpSocket,
+        src: IpAddr,
+        port: u16,
+        target: IpAddr,
+        value: u16,
+    },
+}
+
+impl Sender {
+    fn send(&self, payload: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sender::Plain(s) => s.send(payload).map(|_| ()),
+            Sender::Transit {
+                raw,
+                src,
+                port,
+                target,
+                value,
+                ..
+            } => raw.send(&pathwise_core::io::Transmit {
+                src: Some(*src),
+                dst: *target,
+                ifindex: None,
+                transport: pathwise_core::io::Transport::Udp {
+                    src_port: *port,
+                    dst_port: GIST_PORT,
+                },
+                router_alert: Some(*value),
+                ttl: 64,
+                payload: payload.to_vec(),
+            }),
+        }
+    }
+
+    fn recv(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Sender::Plain(s) | Sender::Transit { reply: s, .. } => s.recv(buf),
+        }
+    }
 }
 
 /// Run the attack and print what was sent and received.
@@ -66,6 +119,36 @@ pub fn run(a: &AttackArgs, json_out: bool) -> anyhow::Result<()> {
     sock.connect((a.target, GIST_PORT))?;
     sock.set_nonblocking(true)?;
     let me = sock.local_addr()?.ip();
+    let sock = match a.router_alert {
+        None => Sender::Plain(sock),
+        Some(value) => {
+            let family = if a.target.is_ipv4() {
+                pathwise_net::Family::V4
+            } else {
+                pathwise_net::Family::V6
+            };
+            // Responses come back to the Query's source port (RFC 5971 §5.3.2.3) from whichever
+            // router took the Query: an unconnected socket listens there; the raw one sends.
+            drop(sock);
+            let reply = UdpSocket::bind((me, 0))?;
+            reply.set_nonblocking(true)?;
+            let port = reply.local_addr()?.port();
+            Sender::Transit {
+                raw: pathwise_net::RaUdpSocket::open(
+                    family,
+                    0,
+                    pathwise_net::RawOptions::default(),
+                    false,
+                )
+                .map_err(|e| anyhow::anyhow!("--router-alert needs a raw socket ({e})"))?,
+                reply,
+                src: me,
+                port,
+                target: a.target,
+                value,
+            }
+        }
+    };
     let mut rng = pathwise_core::rng::seeded(pathwise_core::rand::random());
     let flow_base = a.flow_sources.unwrap_or(if a.target.is_ipv4() {
         IpAddr::V4(Ipv4Addr::new(198, 18, 0, 0))
@@ -119,7 +202,7 @@ pub fn run(a: &AttackArgs, json_out: bool) -> anyhow::Result<()> {
             out.clear();
             q.emit_datagram(&mut out);
             match sock.send(&out) {
-                Ok(_) => queries += 1,
+                Ok(()) => queries += 1,
                 Err(_) => send_errors += 1,
             }
             next += interval;
@@ -151,7 +234,7 @@ pub fn run(a: &AttackArgs, json_out: bool) -> anyhow::Result<()> {
                     out.clear();
                     c.emit_datagram(&mut out);
                     match sock.send(&out) {
-                        Ok(_) => confirms += 1,
+                        Ok(()) => confirms += 1,
                         Err(_) => send_errors += 1,
                     }
                 }

@@ -7,7 +7,10 @@
 //! cookie_mode = "hash"               # "hash" (late state installation) or "random"
 //! secret_rotation = "60s"            # hash cookies: how often the secret rotates
 //! confirm_wait = "2s"                # random cookies: how long a Query's state waits
-//! ipv6_router_alert = 65503          # RFC 2711 value of IPv6 Queries (see below)
+//! interception = "auto"             # how Queries in transit are taken off the path (below)
+//! nfqueue = 270                      # netfilter queue number of "netfilter" interception
+//! ipv4_router_alert = 0              # Router Alert value of NSLPs with none registered or
+//! ipv6_router_alert = 65503          #   configured, per family (see below)
 //! record_address = "10.0.0.1"        # the address pings record here (default: the flow's)
 //! transports = ["udp", "tcp"]        # D-mode always; "tcp": C-mode messaging associations;
 //!                                    # "tls": C-mode over TLS (needs [gist.tls])
@@ -20,6 +23,9 @@
 //! ca = "/etc/pathwise/ca.pem"              # PEM CA(s) peers' certificates must chain to
 //! verify_peer = true                 # default; false: encrypt, accept any certificate
 //! port = 30001                       # where this node accepts TLS associations
+//!
+//! [gist.router_alert]                # NSLPID = Router Alert value, IPv4 and IPv6
+//! 42 = 42                            # e.g. NSIS-ka's test NSLP
 //! ```
 //!
 //! With `verify_peer` both ends must present a certificate chaining to `ca`; names in it are
@@ -35,13 +41,27 @@
 //! D-mode runs over UDP port 270 for IPv4 and IPv6; Queries carry the IP Router Alert option
 //! and GIST-aware forwarders take them off the forwarding path.
 //!
-//! `ipv6_router_alert`: RFC 5971 gives every NSLPID its own Router Alert value (the IANA "IPv6
-//! Router Alert Option Values" registry holds 36–67 for the QoS NSLP and 68 for the NATFW NSLP).
-//! The Ping NSLP uses an experimental NSLPID, so its default is the first value of the
-//! registry's experimental range, 65503. Every node of a path must use the same value: Linux
-//! only hands a transit IPv6 packet to a socket listening for its exact value. IPv4 Router
-//! Alert has no per-protocol value on Linux (every Router Alert packet is intercepted); it is
-//! sent as 0.
+//! Router Alert values: RFC 5971 §5.3.2 has the Router Alert Option of a Q-mode message depend on
+//! the NSLPID ("The option value depends on the NSLP being signalled for", §5.8.1.1), each
+//! family with its registry (RFC 5350 §3). Queries this node sends carry, per NSLPID, the value
+//! `[gist.router_alert]` gives it, else its registered values (QoS NSLP 1–32: IPv4 33–64, IPv6
+//! 36–67; NATFW 33: IPv4 65, IPv6 68 — `pathwise_gist::RouterAlertValues`), else
+//! `ipv4_router_alert` (default 0, "Router shall examine packet", RFC 2113) or
+//! `ipv6_router_alert` (default 65503, the first experimental value, RFC 5350 §3.2). The Ping
+//! NSLP's NSLPID is experimental, so it uses the defaults.
+//!
+//! `interception`: Linux's IPv4 `IP_ROUTER_ALERT` only diverts Router Alert value 0, and
+//! `IPV6_ROUTER_ALERT` only the one value a socket names, so a router relying on them would
+//! never see NSIS-ka's Queries (value 42 for NSLPID 42) or any NSLP's with a registered value.
+//! `"netfilter"` queues every UDP datagram to port 270 in transit that carries IP options
+//! (IPv4) or a hop-by-hop header (IPv6) — iptables/ip6tables rules in the mangle table's
+//! PREROUTING chain, NFQUEUE with `--queue-bypass`, removed when the daemon stops — and the
+//! daemon takes off the path the Queries of NSLPs it serves (whatever their value) and lets the
+//! rest go on untouched (RFC 5971 §5.3.2.1 allows deciding on the transport header; §5.3.2.3
+//! wants what is not GIST forwarded as a normal datagram). It needs the `iptables` package and
+//! the kernel's NFQUEUE target. `"socket"` uses the Router Alert socket options (IPv4 value 0,
+//! IPv6 `ipv6_router_alert` only). `"auto"` (default) tries netfilter and falls back to the
+//! sockets with a warning; `gist show counters` says which is in use.
 
 use crate::config::Source;
 use crate::config::{ConfigError, line_of};
@@ -68,9 +88,21 @@ pub struct GistSection {
     /// Random cookies: how long per-Query state waits for the Confirm.
     #[serde(default = "default_confirm_wait")]
     pub confirm_wait: Spanned<TimeSpan>,
-    /// Router Alert value of IPv6 Queries.
+    /// How Queries in transit are intercepted.
+    #[serde(default)]
+    pub interception: Interception,
+    /// Netfilter queue number (`interception = "netfilter"`).
+    #[serde(default = "default_nfqueue")]
+    pub nfqueue: u16,
+    /// Router Alert value of IPv4 Q-mode messages of NSLPs with none registered or configured.
+    #[serde(default)]
+    pub ipv4_router_alert: u16,
+    /// … of IPv6 ones; also the value `interception = "socket"` intercepts on IPv6.
     #[serde(default = "default_ipv6_ra")]
     pub ipv6_router_alert: u16,
+    /// `[gist.router_alert]`: NSLPID → Router Alert value (both families).
+    #[serde(default = "no_router_alert")]
+    pub router_alert: Spanned<std::collections::BTreeMap<String, u16>>,
     /// The address this node records in pings.
     pub record_address: Option<IpAddr>,
     /// How GIST may carry messages: "udp" (D-mode, always on) and "tcp" (C-mode: messaging
@@ -116,6 +148,27 @@ fn default_transports() -> Spanned<Vec<String>> {
 }
 fn default_tcp_port() -> u16 {
     30000
+}
+
+/// `interception`.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Interception {
+    /// Netfilter when it can be set up, else the sockets.
+    #[default]
+    Auto,
+    /// Netfilter queueing: every Router Alert value (see the module documentation).
+    Netfilter,
+    /// Router Alert socket options: IPv4 value 0, IPv6 `ipv6_router_alert`.
+    Socket,
+}
+
+fn no_router_alert() -> Spanned<std::collections::BTreeMap<String, u16>> {
+    Spanned::new(0..0, std::collections::BTreeMap::new())
+}
+
+fn default_nfqueue() -> u16 {
+    GIST_UDP_PORT
 }
 
 /// `cookie_mode`.
@@ -261,14 +314,37 @@ impl GistSection {
                 format!("{} cannot be the messaging association port", self.tcp_port),
             ));
         }
-        if self.ipv6_router_alert == u16::MAX {
-            return Err(cx.line(
-                0,
-                "gist.ipv6_router_alert",
-                "65535 is reserved (RFC 2711)".into(),
-            ));
+        for (field, v) in [
+            ("gist.ipv4_router_alert", self.ipv4_router_alert),
+            ("gist.ipv6_router_alert", self.ipv6_router_alert),
+        ] {
+            if v == u16::MAX {
+                return Err(cx.line(0, field, "65535 is reserved (RFC 5350 §3)".into()));
+            }
         }
+        self.router_alert_values()
+            .map_err(|m| cx.at(self.router_alert.span(), "gist.router_alert", m))?;
         Ok(())
+    }
+
+    /// The Router Alert values of the engine's Q-mode messages (see the module documentation),
+    /// or what is wrong with `[gist.router_alert]`.
+    pub fn router_alert_values(&self) -> Result<pathwise_gist::RouterAlertValues, String> {
+        let mut configured = std::collections::BTreeMap::new();
+        for (k, &v) in self.router_alert.get_ref() {
+            let nslpid: u16 = k
+                .parse()
+                .map_err(|_| format!("{k:?} is not an NSLPID (0 to 65535)"))?;
+            if v == u16::MAX {
+                return Err(format!("{k} = 65535: the value is reserved (RFC 5350 §3)"));
+            }
+            configured.insert(nslpid, v);
+        }
+        Ok(pathwise_gist::RouterAlertValues {
+            configured,
+            default_v4: self.ipv4_router_alert,
+            default_v6: self.ipv6_router_alert,
+        })
     }
 }
 
@@ -298,7 +374,25 @@ cookie_mode = "random"
         assert_eq!(g.cookie_mode, super::CookieModeName::Random);
         assert_eq!(g.secret_rotation.get_ref().0.as_secs(), 60);
         assert_eq!(g.ipv6_router_alert, super::DEFAULT_IPV6_ROUTER_ALERT);
+        assert_eq!(g.interception, super::Interception::Auto);
         assert!(c.rsvp.is_none());
+    }
+
+    #[test]
+    fn router_alert_values_per_nslpid() {
+        let text = GOOD.replace(
+            "cookie_mode = \"random\"",
+            "interception = \"netfilter\"\nipv4_router_alert = 7\n[gist.router_alert]\n42 = 42\n33 = 9",
+        );
+        let c = NodeConfig::parse("node.toml", &text).unwrap();
+        let g = c.gist.unwrap();
+        assert_eq!(g.interception, super::Interception::Netfilter);
+        let v = g.router_alert_values().unwrap();
+        // Configured, configured over registered, registered (QoS NSLP), defaults.
+        assert_eq!((v.value(42, false), v.value(42, true)), (42, 42));
+        assert_eq!(v.value(33, true), 9);
+        assert_eq!((v.value(1, false), v.value(1, true)), (33, 36));
+        assert_eq!((v.value(32704, false), v.value(32704, true)), (7, 65503));
     }
 
     #[test]
@@ -330,6 +424,30 @@ cookie_mode = "random"
                 "ipv6_router_alert = 65535",
                 0,
                 "gist.ipv6_router_alert",
+            ),
+            (
+                "cookie_mode = \"random\"",
+                "ipv4_router_alert = 65535",
+                0,
+                "gist.ipv4_router_alert",
+            ),
+            (
+                "cookie_mode = \"random\"",
+                "[gist.router_alert]\n42 = 42\nping = 7",
+                8,
+                "gist.router_alert",
+            ),
+            (
+                "cookie_mode = \"random\"",
+                "[gist.router_alert]\n42 = 65535",
+                8,
+                "gist.router_alert",
+            ),
+            (
+                "cookie_mode = \"random\"",
+                "interception = \"magic\"",
+                8,
+                "-",
             ),
             ("cookie_mode", "cookie_mod", 8, "-"),
             (

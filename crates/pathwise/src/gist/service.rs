@@ -20,7 +20,9 @@ use pathwise_gist::nslp::NslpEvent;
 use pathwise_gist::nslp::ping::{PingConfig, PingEvent, PingNslp};
 use pathwise_gist::wire::{MsgType, SessionId};
 use pathwise_gist::{Config, GistEngine, GistEvent, InterfaceConfig};
-use pathwise_net::{DropReason, Family, FibMirror, NetEvent, RaUdpSocket, RawOptions};
+use pathwise_net::{
+    DropReason, Family, FibMirror, NetEvent, RaUdpSocket, RawOptions, TransitQueue, Verdict,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::net::IpAddr;
@@ -65,6 +67,13 @@ fn default_timeout_ms() -> u64 {
 pub struct GistService {
     engine: GistEngine,
     sockets: Vec<RaUdpSocket>,
+    /// Q-mode datagrams in transit, queued by netfilter (`interception = "netfilter"`); `None`:
+    /// the sockets intercept Router Alert themselves.
+    transit: Option<TransitQueue>,
+    /// Queued datagrams the engine took off the path, and those it let through (another
+    /// NSLP's, not GIST).
+    transit_intercepted: u64,
+    transit_passed: u64,
     /// C-mode streams (TCP), when enabled.
     streams: Option<MaStreams>,
     /// C-mode streams over TLS (RFC 5971 §5.7.3), when enabled.
@@ -147,6 +156,7 @@ impl GistService {
             confirm_wait: cfg.confirm_wait.get_ref().0,
             cmode_port: cfg.tcp_port(),
             tls_port: cfg.tls_port(),
+            router_alert: cfg.router_alert_values().map_err(anyhow::Error::msg)?,
             ..Config::default()
         };
         let mut engine = GistEngine::new(engine_cfg, Instant::ZERO);
@@ -159,13 +169,16 @@ impl GistService {
             ipv6_router_alert_value: cfg.ipv6_router_alert,
             ..RawOptions::default()
         };
+        let transit = open_transit(cfg)?;
+        // With netfilter queueing, the sockets take nothing off the path themselves.
+        let intercept = transit.is_none();
         let mut sockets = vec![
-            RaUdpSocket::open(Family::V4, GIST_PORT, options.clone()).context(
+            RaUdpSocket::open(Family::V4, GIST_PORT, options.clone(), intercept).context(
                 "opening UDP port 270 with Router Alert for IPv4 (needs root, or CAP_NET_RAW and \
                  CAP_NET_BIND_SERVICE)",
             )?,
         ];
-        match RaUdpSocket::open(Family::V6, GIST_PORT, options) {
+        match RaUdpSocket::open(Family::V6, GIST_PORT, options, intercept) {
             Ok(s) => sockets.push(s),
             Err(e) => tracing::warn!(error = %e, "no IPv6 GIST socket; IPv4 only"),
         }
@@ -196,6 +209,9 @@ impl GistService {
         let mut s = GistService {
             engine,
             sockets,
+            transit,
+            transit_intercepted: 0,
+            transit_passed: 0,
             streams,
             tls_streams,
             load: None,
@@ -223,6 +239,9 @@ impl GistService {
     pub fn fds(&self) -> Vec<(BorrowedFd<'_>, bool)> {
         let mut v: Vec<(BorrowedFd<'_>, bool)> =
             self.sockets.iter().map(|s| (s.as_fd(), false)).collect();
+        if let Some(q) = &self.transit {
+            v.push((q.as_fd(), false));
+        }
         v.push((self.fib.as_fd(), false));
         if let Some(st) = &self.streams {
             v.extend(st.fds());
@@ -317,6 +336,9 @@ impl GistService {
             self.transit_forwarded += 1;
             self.send(&t);
         }
+        if self.transit.as_ref().is_some_and(|q| ready(q.as_fd())) {
+            self.on_transit(now);
+        }
         if let Some(st) = &mut self.streams {
             let accept = ready(st.listener_fd());
             st.poll(&mut self.engine, now, accept);
@@ -326,6 +348,38 @@ impl GistService {
             st.poll(&mut self.engine, now, accept);
         }
         self.flush();
+    }
+
+    /// Queued Q-mode datagrams in transit: the engine takes those of the NSLPs it serves off the
+    /// path (whatever their Router Alert value); the rest go on as the kernel would have sent
+    /// them (RFC 5971 §5.3.2.3).
+    fn on_transit(&mut self, now: Instant) {
+        let Some(q) = self.transit.as_mut() else {
+            return;
+        };
+        let mut verdicts = Vec::new();
+        match q.recv_batch() {
+            Ok(batch) => {
+                for (id, d) in batch {
+                    if self.engine.wants_router_alert(&d) {
+                        self.engine.handle_datagram(now, d);
+                        verdicts.push((id, Verdict::Drop));
+                    } else {
+                        verdicts.push((id, Verdict::Accept));
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "netfilter queue receive failed"),
+        }
+        for (id, v) in verdicts {
+            match v {
+                Verdict::Drop => self.transit_intercepted += 1,
+                Verdict::Accept => self.transit_passed += 1,
+            }
+            if let Err(e) = q.verdict(id, v) {
+                tracing::warn!(error = %e, id, "netfilter verdict failed");
+            }
+        }
     }
 
     /// Time passed.
@@ -722,6 +776,20 @@ impl GistService {
             "refreshes": c.refreshes,
             "queries_forwarded": c.queries_forwarded,
             "transit_forwarded": self.transit_forwarded + self.sockets.iter().map(RaUdpSocket::forwarded).sum::<u64>(),
+            "confirm_retransmits": c.confirm_retransmits,
+            "error_restarts": c.error_restarts,
+            "peer_error_teardowns": c.peer_error_teardowns,
+            "interception": if self.transit.is_some() { "netfilter" } else { "socket" },
+            "transit": self.transit.as_ref().map(|q| {
+                let t = q.stats();
+                json!({
+                    "queued": t.queued,
+                    "candidates": t.candidates,
+                    "intercepted": self.transit_intercepted,
+                    "passed": t.passed + self.transit_passed,
+                    "unreadable": t.unreadable,
+                })
+            }),
             "cookies_minted": c.cookies_minted,
             "cookies_rejected": c.cookies_rejected,
             "handshake_failures": c.handshake_failures,
@@ -780,6 +848,14 @@ impl GistService {
         ]);
         m.counters([
             ("query_retransmits", c.query_retransmits),
+            ("confirm_retransmits", c.confirm_retransmits),
+            ("error_restarts", c.error_restarts),
+            ("peer_error_teardowns", c.peer_error_teardowns),
+            ("transit_intercepted", self.transit_intercepted),
+            (
+                "transit_passed",
+                self.transit_passed + self.transit.as_ref().map_or(0, |q| q.stats().passed),
+            ),
             ("handshake_failures", c.handshake_failures),
             ("cookies_rejected", c.cookies_rejected),
             ("send_errors", self.send_errors),
@@ -811,6 +887,29 @@ fn ipc_json(ipc: &IpcServer) -> Value {
         "stale_decisions": s.stale_decisions,
         "lost_upcalls": s.lost_upcalls,
     })
+}
+
+/// The netfilter queue of Q-mode datagrams in transit, as `interception` asks (see
+/// [`super::config`]); `None`: the sockets intercept.
+fn open_transit(cfg: &GistSection) -> anyhow::Result<Option<TransitQueue>> {
+    use super::config::Interception;
+    if cfg.interception == Interception::Socket {
+        return Ok(None);
+    }
+    match TransitQueue::open(GIST_PORT, cfg.nfqueue) {
+        Ok(q) => {
+            tracing::info!(queue = cfg.nfqueue, "Queries in transit intercepted through netfilter, every Router Alert value");
+            Ok(Some(q))
+        }
+        Err(e) if cfg.interception == Interception::Auto => {
+            tracing::warn!(error = %e, "netfilter queueing unavailable: only Router Alert value 0 (IPv4) and the configured IPv6 value are intercepted");
+            Ok(None)
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "gist.interception = \"netfilter\": setting up queue {} (needs CAP_NET_ADMIN, the iptables package and the kernel's NFQUEUE target)",
+            cfg.nfqueue
+        ))),
+    }
 }
 
 /// Whether `d` was intercepted on its way to another node (rather than addressed to this one).

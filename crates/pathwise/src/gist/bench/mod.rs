@@ -1,8 +1,10 @@
 //! GIST's benchmarks on the five-node namespace chain: setup, RTT and CPU per session over
-//! UDP, TCP and TLS ([`chain`]), and the NSLP API in process against IPC ([`api`]).
+//! UDP, TCP and TLS ([`chain`]), the NSLP API in process against IPC ([`api`]), and the cost of
+//! taking Q-mode packets off the path ([`interception`]).
 
 pub mod api;
 pub mod chain;
+pub mod interception;
 
 use crate::bench::print_report;
 
@@ -20,6 +22,23 @@ pub enum Bench {
         #[arg(long, default_value_t = 500.0)]
         rate: f64,
         /// Rounds (each transport once per round, alternating); medians are reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What intercepting Queries in transit costs a router (root): R2's daemon CPU per Query it
+    /// takes off the path and per Query it lets pass, with netfilter queueing against the
+    /// Router Alert socket option, on the five-node network-namespace chain.
+    GistInterception {
+        /// Queries per second sent from H1 towards H2.
+        #[arg(long, default_value_t = 2000)]
+        rate: u32,
+        /// Seconds per flood.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Rounds (each mechanism once per round, alternating); medians are reported.
         #[arg(long, default_value_t = 3)]
         runs: usize,
         /// Print JSON instead of a table.
@@ -65,6 +84,19 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
         } => {
             let report = chain::run(sessions, rate, runs)?;
             print_report(json, &report, chain::render)
+        }
+        Bench::GistInterception {
+            rate,
+            seconds,
+            runs,
+            json,
+        } => {
+            let report = interception::run(&interception::Params {
+                rate,
+                seconds,
+                runs,
+            })?;
+            print_report(json, &report, interception::render)
         }
         Bench::GistApi {
             sessions,
