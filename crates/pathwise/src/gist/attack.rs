@@ -65,7 +65,7 @@ pub struct AttackArgs {
 enum Sender {
     Plain(UdpSocket),
     Transit {
-        raw: pathwise_net::RaUdpSocket,
+        raw: Box<pathwise_net::RaUdpSocket>,
         reply: UdpSocket,
         src: IpAddr,
         port: u16,
@@ -134,13 +134,15 @@ pub fn run(a: &AttackArgs, json_out: bool) -> anyhow::Result<()> {
             reply.set_nonblocking(true)?;
             let port = reply.local_addr()?.port();
             Sender::Transit {
-                raw: pathwise_net::RaUdpSocket::open(
-                    family,
-                    0,
-                    pathwise_net::RawOptions::default(),
-                    false,
-                )
-                .map_err(|e| anyhow::anyhow!("--router-alert needs a raw socket ({e})"))?,
+                raw: Box::new(
+                    pathwise_net::RaUdpSocket::open(
+                        family,
+                        0,
+                        pathwise_net::RawOptions::default(),
+                        false,
+                    )
+                    .map_err(|e| anyhow::anyhow!("--router-alert needs a raw socket ({e})"))?,
+                ),
                 reply,
                 src: me,
                 port,
