@@ -493,7 +493,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     fn on_parse_error(&mut self, rx: &Received<'_>, e: &crate::wire::ParseError) {
         self.drop_msg(e.kind.reason());
         let (Some((code, value)), Some(session), Some(hop)) =
-            (e.kind.error_code(), e.session, e.hop)
+            (e.kind.error_code(), e.session, e.hop.clone())
         else {
             return;
         };
