@@ -159,5 +159,9 @@ impl PsbTe {
                 .session_attribute
                 .as_ref()
                 .map_or(0, |a| a.name.capacity())
+            + self
+                .phop_if_id
+                .as_ref()
+                .map_or(0, |t| t.capacity() * size_of::<IfIdTlv>())
     }
 }
