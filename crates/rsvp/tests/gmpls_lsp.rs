@@ -101,13 +101,14 @@ fn a_gmpls_lsp_across_five_engines() {
         ftn.push,
         Some(labels.iter().find(|(n, _)| *n == 1).unwrap().1)
     );
-    for n in 1..4 {
+    for n in 0..5 {
         let v = &c.node(n).lsps()[0];
         assert_eq!(
             (v.status, v.name.as_str()),
             (LspStatus::Up, "gmpls"),
             "node {n}"
         );
+        assert_eq!((v.gmpls, v.l3pid), (want.generalized(), 0x0800), "node {n}");
     }
 
     c.node(0).close_lsp(now, "gmpls").unwrap();

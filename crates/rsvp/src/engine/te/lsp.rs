@@ -122,6 +122,11 @@ pub struct LspView {
     pub bandwidth_bps: u64,
     /// Setup and holding priority.
     pub priorities: (u8, u8),
+    /// The GMPLS flavour (RFC 3473 §2.1): the encoding and switching types of its Generalized
+    /// LABEL_REQUEST, whose G-PID is `l3pid`; `None` for an RFC 3209 LSP.
+    pub gmpls: Option<GeneralizedLabelRequest>,
+    /// The L3PID (RFC 3209 §4.2) or, in the GMPLS flavour, the G-PID it asked for.
+    pub l3pid: u16,
 }
 
 /// An LSP configured at this head end.
@@ -485,6 +490,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     }),
                     bandwidth_bps: (f64::from(psb.tspec.0.rate) * 8.0).round() as u64,
                     priorities: (te.setup_priority(), te.holding_priority()),
+                    gmpls: te.label_request.generalized(),
+                    l3pid: te.label_request.l3pid,
                 });
             }
         }
@@ -506,6 +513,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     record_route: None,
                     bandwidth_bps: h.spec.bandwidth_bps,
                     priorities: (h.spec.setup_priority, h.spec.hold_priority),
+                    gmpls: h
+                        .spec
+                        .gmpls
+                        .and_then(|g| g.label_request(h.session.dest).generalized()),
+                    l3pid: h.spec.gmpls.map_or(l3pid_for(h.session.dest), |g| {
+                        g.label_request(h.session.dest).l3pid
+                    }),
                 });
             }
         }
