@@ -69,6 +69,7 @@ fn spec(name: &str, to: IpAddr, route: Option<ExplicitRoute>, mbps: u64) -> LspS
         hold_priority: 0,
         record_route: true,
         label_recording: true,
+        gmpls: None,
     }
 }
 

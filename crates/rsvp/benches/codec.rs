@@ -30,10 +30,7 @@ fn session() -> Session {
 }
 
 fn hop() -> RsvpHop {
-    RsvpHop {
-        addr: v4([10, 0, 0, 1]),
-        lih: 3,
-    }
+    RsvpHop::new(v4([10, 0, 0, 1]), 3)
 }
 
 fn sender(n: u8) -> FilterSpec {

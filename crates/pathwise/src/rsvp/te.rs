@@ -153,6 +153,7 @@ impl LspReq {
             hold_priority: self.hold_priority,
             record_route: self.record_route,
             label_recording: self.record_route,
+            gmpls: None,
         })
     }
 }

@@ -60,6 +60,7 @@ pub fn refresh_load(
                     hold_priority: 0,
                     record_route: true,
                     label_recording: false,
+                    gmpls: None,
                 };
                 e.open_lsp(now, spec).expect("LSP opens");
             }

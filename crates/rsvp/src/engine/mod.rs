@@ -589,10 +589,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let (Some((code, value)), Some(session)) = (e.kind.error_code(), e.session) else {
             return;
         };
-        let hop = e.hop.unwrap_or(RsvpHop {
-            addr: rx.src,
-            lih: 0,
-        });
+        let hop = e.hop.clone().unwrap_or_else(|| RsvpHop::new(rx.src, 0));
 
         match e.msg_type {
             Some(MsgType::Path) => {

@@ -56,13 +56,21 @@ fn carried_session_attribute(sa: &SessionAttribute) -> Opaque {
 
 /// What a Path says about an LSP, to tell whether a refresh changed it.
 fn path_inputs(t: &PsbTe) -> impl PartialEq + '_ {
-    (&t.label_request, &t.session_attribute, &t.ero, &t.rro)
+    (
+        &t.label_request,
+        &t.session_attribute,
+        &t.ero,
+        &t.rro,
+        &t.phop_if_id,
+    )
 }
 
 impl<T: TrafficControl> RsvpEngine<T> {
     /// The TE state of an LSP's Path and where it goes from here: a RECORD_ROUTE naming this
-    /// node is a loop (§4.4.3), the EXPLICIT_ROUTE is processed (§4.3.4), and the egress must
-    /// carry the L3PID asked for (§4.2.1). Errors are Routing Problem values.
+    /// node is a loop (§4.4.3), a Generalized LABEL_REQUEST must be of a kind this node
+    /// switches (RFC 3473 §2.1.1), the EXPLICIT_ROUTE is processed (§4.3.4), and the egress
+    /// must carry the L3PID or G-PID asked for (§4.2.1; RFC 3473 §2.1.1). Errors are Routing
+    /// Problem values.
     fn path_te(
         &self,
         p: &Path,
@@ -83,6 +91,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
             p.explicit_route.clone(),
             rro,
         );
+        // RFC 3473 §2.1.1: the encoding and switching types are checked at every hop.
+        if let Some(value) = t.generalized_refusal() {
+            return Err(value);
+        }
+        // RFC 3473 §8.1.2: the TLVs of an IF_ID hop are returned in our Resv.
+        t.phop_if_id = p.hop.if_id.clone().filter(|tlvs| !tlvs.is_empty());
         let (oifs, ero_out) = self.lsp_oifs(&p.session, p.sender.template.src(), &t, Some(iif))?;
         if oifs.contains(&None) && !t.l3pid_supported() {
             return Err(error_code::routing::UNSUPPORTED_L3PID);
@@ -150,6 +164,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     pub(super) fn phop_acquire(&mut self, hop: RsvpHop, ifindex: IfIndex) -> PhopId {
+        // RFC 3473 §8.1.2: an IF_ID hop's address and LIH are used as RFC 2205's; its TLVs
+        // are the LSP's (PsbTe::phop_if_id), not the neighbour's.
+        let hop = hop.plain();
         let id = match self.phop_index.get(&(hop.addr, hop.lih)) {
             Some(&id) => {
                 let old = self.phops[id].ifindex;
@@ -160,13 +177,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 id
             }
             None => {
+                let key = (hop.addr, hop.lih);
                 let id = self.phops.insert(super::state::PhopSb {
                     hop,
                     ifindex,
                     refs: 0,
                 });
-                self.phop_index.insert((hop.addr, hop.lih), id);
-                self.hello_acquire(ifindex, hop.addr);
+                self.phop_index.insert(key, id);
+                self.hello_acquire(ifindex, key.0);
                 id
             }
         };

@@ -99,7 +99,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let flows = r.flows.clone();
             self.resv_err_to(
                 r.session,
-                r.hop,
+                r.hop.plain(),
                 Some(oi),
                 r.style,
                 flows,
@@ -108,7 +108,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
             return;
         };
         let req = ResvRequest {
-            nhop: Some(r.hop),
+            // The next hop is known by its address and LIH (RFC 3473 §8.1.2).
+            nhop: Some(r.hop.plain()),
             oi: Some(oi),
             style: r.style,
             flows: r.flows,
@@ -121,7 +122,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             self.drop_msg("resv_refused");
             self.resv_err_to(
                 r.session,
-                r.hop,
+                r.hop.plain(),
                 Some(oi),
                 r.style,
                 vec![flow],
@@ -144,10 +145,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let msg = Message::ResvErr(ResvErr {
             integrity: None,
             session,
-            hop: RsvpHop {
-                addr: node,
-                lih: to.lih,
-            },
+            hop: RsvpHop::new(node, to.lih),
             error: ErrorSpec {
                 node,
                 flags: 0,
@@ -168,7 +166,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     fn find_rsb(
         &self,
         sid: SessionId,
-        nhop: Option<RsvpHop>,
+        nhop: Option<&RsvpHop>,
         oi: Oi,
         ff: Option<&FilterSpec>,
     ) -> Option<RsbId> {
@@ -203,16 +201,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let lsp = self.sessions[sid].key.is_lsp_tunnel();
         for f in &req.flows {
             // RFC 3209 §4.1.2: a label this node cannot use is refused with "Unacceptable
-            // label value". A local (egress) request carries none.
+            // label value"; a Generalized LABEL with "MPLS label allocation failure" (RFC 3473
+            // §2.3.1). A local (egress) request carries none.
             if lsp
                 && req.nhop.is_some()
-                && f.filters.iter().enumerate().any(|(i, _)| {
-                    f.te.get(i)
-                        .and_then(|t| t.label)
-                        .is_none_or(|l| !pathwise_core::mpls::is_valid_out_label(l.label))
-                })
+                && let Some(value) = f
+                    .filters
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, s)| self.label_refusal(sid, s, f.te.get(i)))
             {
-                let value = error_code::routing::UNACCEPTABLE_LABEL_VALUE;
                 errors.push(((error_code::ROUTING_PROBLEM, value), f.clone()));
                 continue;
             }
@@ -254,7 +252,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let expires = req.lifetime.map_or(Instant::MAX, |l| now + l);
         for (ff, fs, filters, desc) in wanted {
             let desc_te = desc.te.clone();
-            let id = match self.find_rsb(sid, req.nhop, req.oi, ff.as_ref()) {
+            let id = match self.find_rsb(sid, req.nhop.as_ref(), req.oi, ff.as_ref()) {
                 Some(id) => {
                     let r = &self.rsbs[id];
                     let old_fs = *self.flowspecs.get(r.flowspec);
@@ -269,7 +267,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     id
                 }
                 None => {
-                    let nhop = req.nhop.map(|h| self.hops.acquire(h));
+                    let nhop = req.nhop.clone().map(|h| self.hops.acquire(h));
                     let flowspec = self.flowspecs.acquire(fs);
                     let id = self.rsbs.insert(Rsb {
                         session: sid,
@@ -285,7 +283,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     list::push(&mut self.rsbs, &mut self.sessions[sid].rsbs, id, |r| {
                         &mut r.next
                     });
-                    if let (Some(h), Some(oi)) = (req.nhop, req.oi) {
+                    if let (Some(h), Some(oi)) = (&req.nhop, req.oi) {
                         self.hello_acquire(oi, h.addr);
                     }
                     touched.push((id, None, desc));
@@ -865,7 +863,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         contributing: &[RsbId],
     ) {
         let session = self.sessions[sid].key;
-        let (hop, ifx) = (self.phops[ph].hop, self.phops[ph].ifindex);
+        let (hop, ifx) = (self.phops[ph].hop.clone(), self.phops[ph].ifindex);
         // Wildcard requests name the senders they are for when several previous hops feed the
         // session, so they are not looped back to senders elsewhere (RFC 2205 §3.4 SCOPE).
         let several = self
@@ -889,10 +887,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let msg = Message::Resv(Resv {
             integrity: None,
             session,
-            hop: RsvpHop {
-                addr: self.iface_addr(Some(ifx), session.dest),
-                lih: hop.lih,
-            },
+            hop: self.hop_towards_phop(sid, ph),
             time_values: TimeValues {
                 refresh_ms: self.refresh_ms(),
             },
@@ -912,6 +907,22 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.transmit_keyed(&msg, to, Some(key));
     }
 
+    /// Our RSVP_HOP in a Resv or ResvTear to the previous hop `ph`: the address of our
+    /// interface towards it and its LIH (RFC 2205 §3.1.4); in the IF_ID form with the TLVs of
+    /// the session's LSPs from that hop when their Path carried some (RFC 3473 §8.1.2: a node
+    /// "saves their values and returns them in the HOP objects of subsequent Resv messages").
+    /// The ResvTear takes them too: it names the same hop as the Resv it removes.
+    fn hop_towards_phop(&self, sid: SessionId, ph: PhopId) -> RsvpHop {
+        let session = self.sessions[sid].key;
+        let (lih, ifx) = (self.phops[ph].hop.lih, self.phops[ph].ifindex);
+        let mut hop = RsvpHop::new(self.iface_addr(Some(ifx), session.dest), lih);
+        hop.if_id = self
+            .psbs_of(sid)
+            .filter(|&p| self.psbs[p].phop == Some(ph))
+            .find_map(|p| self.psbs[p].te().and_then(|t| t.phop_if_id.clone()));
+        hop
+    }
+
     fn send_resv_tear(
         &mut self,
         sid: SessionId,
@@ -920,15 +931,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
         flows: Vec<FlowDescriptor>,
     ) {
         let session = self.sessions[sid].key;
-        let (hop, ifx) = (self.phops[ph].hop, self.phops[ph].ifindex);
+        let (hop, ifx) = (self.phops[ph].hop.clone(), self.phops[ph].ifindex);
         self.forget_resv(sid, hop.addr);
         let msg = Message::ResvTear(ResvTear {
             integrity: None,
             session,
-            hop: RsvpHop {
-                addr: self.iface_addr(Some(ifx), session.dest),
-                lih: hop.lih,
-            },
+            hop: self.hop_towards_phop(sid, ph),
             scope: None,
             style: Style {
                 flags: 0,

@@ -151,7 +151,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let msg = Message::Path(Path {
                 integrity: None,
                 session,
-                hop: RsvpHop { addr, lih: ifx.0 },
+                hop: RsvpHop::new(addr, ifx.0),
                 time_values: TimeValues {
                     refresh_ms: self.refresh_ms(),
                 },
@@ -190,10 +190,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let msg = Message::PathTear(PathTear {
                 integrity: None,
                 session,
-                hop: RsvpHop {
-                    addr: self.iface_addr(Some(*ifx), session.dest),
-                    lih: ifx.0,
-                },
+                hop: RsvpHop::new(self.iface_addr(Some(*ifx), session.dest), ifx.0),
                 sender_template: Some(p.sender),
                 sender_tspec: Some(p.tspec),
                 forward: Vec::new(),
@@ -245,13 +242,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
             flags: 0,
             kind: r.style,
         };
-        match r.nhop.map(|h| *self.hops.get(h)) {
+        match r.nhop.map(|h| self.hops.get(h).clone()) {
             Some(nhop) => {
                 let oi = r.oi;
-                let hop = RsvpHop {
-                    addr: self.iface_addr(oi, session.dest),
-                    lih: oi.map_or(0, |i| i.0),
-                };
+                let hop = RsvpHop::new(self.iface_addr(oi, session.dest), oi.map_or(0, |i| i.0));
                 let msg = Message::ResvErr(ResvErr {
                     integrity: None,
                     session,

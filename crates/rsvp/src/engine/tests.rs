@@ -74,10 +74,7 @@ fn path(s: Session, f: FilterSpec) -> Message {
     Message::Path(Path {
         integrity: None,
         session: s,
-        hop: RsvpHop {
-            addr: PHOP.into(),
-            lih: 7,
-        },
+        hop: RsvpHop::new(PHOP.into(), 7),
         time_values: TimeValues { refresh_ms: 30_000 },
         explicit_route: None,
         label_request: None,
@@ -97,10 +94,7 @@ fn resv(s: Session, style: StyleKind, flows: Vec<FlowDescriptor>) -> Message {
     Message::Resv(Resv {
         integrity: None,
         session: s,
-        hop: RsvpHop {
-            addr: NHOP.into(),
-            lih: DOWN.0,
-        },
+        hop: RsvpHop::new(NHOP.into(), DOWN.0),
         time_values: TimeValues { refresh_ms: 30_000 },
         confirm: None,
         scope: None,
@@ -206,10 +200,7 @@ fn path_is_forwarded_hop_by_hop_with_our_hop_and_composed_adspec() {
     };
     assert_eq!(
         p.hop,
-        RsvpHop {
-            addr: IpAddr::V4(Ipv4Addr::new(10, 0, 2, 1)),
-            lih: DOWN.0
-        }
+        RsvpHop::new(IpAddr::V4(Ipv4Addr::new(10, 0, 2, 1)), DOWN.0)
     );
     let a = p.sender.adspec.unwrap();
     assert_eq!(a.general.hop_count, 1);
@@ -356,7 +347,7 @@ fn a_transit_lsr_binds_labels_downstream_on_demand() {
         let mut flows = ff(10.0, lsp);
         flows[0].te = vec![FilterTe {
             label: Some(Label { label }),
-            record_route: None,
+            ..FilterTe::default()
         }];
         flows
     };
@@ -417,10 +408,7 @@ fn a_transit_lsr_binds_labels_downstream_on_demand() {
     let tear = Message::PathTear(crate::wire::PathTear {
         integrity: None,
         session: s,
-        hop: crate::wire::RsvpHop {
-            addr: PHOP.into(),
-            lih: 0,
-        },
+        hop: crate::wire::RsvpHop::new(PHOP.into(), 0),
         sender_template: Some(lsp),
         sender_tspec: None,
         forward: Vec::new(),
@@ -611,10 +599,7 @@ fn path_tear_from_another_hop_is_stale() {
             &Message::PathTear(PathTear {
                 integrity: None,
                 session: session(1),
-                hop: RsvpHop {
-                    addr: addr.into(),
-                    lih: 7,
-                },
+                hop: RsvpHop::new(addr.into(), 7),
                 sender_template: Some(sender(1)),
                 sender_tspec: None,
                 forward: Vec::new(),

@@ -65,7 +65,9 @@ use super::objects::{
     Challenge, ErrorSpec, FilterSpec, Integrity, Opaque, ResvConfirm, RsvpHop, Scope, Session,
     Style, TimeValues,
 };
-use super::te::{ExplicitRoute, Label, LabelRequest, RecordRoute, SessionAttribute};
+use super::te::{
+    ExplicitRoute, GeneralizedLabel, Label, LabelRequest, RecordRoute, SessionAttribute,
+};
 #[allow(unused_imports)] // for rustdoc links
 use super::{ParseError, ParseErrorKind};
 
@@ -219,18 +221,34 @@ pub struct FlowDescriptor {
 
 /// The RSVP-TE objects bound to one FILTER_SPEC of a flow descriptor (RFC 3209 §3.2.1:
 /// "LABEL and RECORD_ROUTE (if present), are bound to the preceding FILTER_SPEC").
+///
+/// The label is a LABEL (RFC 3209 §4.1) or a Generalized LABEL (RFC 3473 §2.3), never both
+/// (§2.3.1: "a protocol error and should [be] treated as a malformed message").
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FilterTe {
     /// The label the downstream node allocated for this sender's LSP (§4.1).
     pub label: Option<Label>,
     /// The route recorded on the way upstream (§4.4).
     pub record_route: Option<RecordRoute>,
+    /// The label as a Generalized LABEL (RFC 3473 §2.3), in place of `label`.
+    pub generalized_label: Option<GeneralizedLabel>,
 }
 
 impl FilterTe {
-    /// Whether neither object is there.
+    /// Whether none of the objects is there.
     pub fn is_empty(&self) -> bool {
-        self.label.is_none() && self.record_route.is_none()
+        self.label.is_none() && self.record_route.is_none() && self.generalized_label.is_none()
+    }
+
+    /// The 32-bit label given, whichever its object: a LABEL's, or a Generalized LABEL's when
+    /// it is one word (an MPLS label is right-justified in it, RFC 3471 §3.2.1.2). `None`
+    /// without a label or with a longer generalized one.
+    pub fn label_value(&self) -> Option<u32> {
+        match (&self.label, &self.generalized_label) {
+            (Some(l), _) => Some(l.label),
+            (None, Some(g)) => g.as_u32(),
+            (None, None) => None,
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! RSVP v1 wire format (RFC 2205 §3.1, Appendix A; IntServ objects per RFC 2210; error codes per
-//! RFC 2205 Appendix B; RSVP-TE objects per RFC 3209 §4).
+//! RFC 2205 Appendix B; RSVP-TE objects per RFC 3209 §4; the GMPLS label objects and IF_ID
+//! RSVP_HOP of RFC 3473 §2.1, §2.3 and §8.1).
 //!
 //! Two layers, after smoltcp's wire modules:
 //!
@@ -41,7 +42,10 @@ pub use message::{
     ResvErr, ResvTear, SenderDescriptor, SkippedObject,
 };
 pub use objects::{
-    Challenge, ErrorSpec, FilterSpec, Integrity, ObjectHeader, Opaque, ResvConfirm, RsvpHop, Scope,
-    Session, Style, StyleKind, TimeValues,
+    Challenge, ErrorSpec, FilterSpec, IfIdTlv, Integrity, ObjectHeader, Opaque, ResvConfirm,
+    RsvpHop, Scope, Session, Style, StyleKind, TimeValues,
 };
-pub use te::{ExplicitRoute, Label, LabelRequest, RecordRoute, SessionAttribute};
+pub use te::{
+    ExplicitRoute, GeneralizedLabel, GeneralizedLabelRequest, Label, LabelRequest, RecordRoute,
+    SessionAttribute,
+};

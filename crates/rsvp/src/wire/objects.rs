@@ -16,14 +16,17 @@
 //! Reserved fields are ignored on receipt and written as zero.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 mod error_spec;
 mod filter_spec;
 mod header;
+pub mod if_id;
 pub mod integrity;
 mod session;
 
 pub use header::ObjectHeader;
+pub use if_id::IfIdTlv;
 
 /// C-Type numbers shared by several classes (RFC 2205 §A).
 pub mod ctype {
@@ -34,6 +37,10 @@ pub mod ctype {
     pub const IPV6: u8 = 2;
     /// FILTER_SPEC and SENDER_TEMPLATE keyed by IPv6 flow label (§A.9).
     pub const IPV6_FLOW_LABEL: u8 = 3;
+    /// IPv4 IF_ID RSVP_HOP (RFC 3473 §8.1.1).
+    pub const IF_ID_IPV4: u8 = 3;
+    /// IPv6 IF_ID RSVP_HOP (RFC 3473 §8.1.1).
+    pub const IF_ID_IPV6: u8 = 4;
     /// The single C-Type of TIME_VALUES (§A.4) and STYLE (§A.7).
     pub const DEFAULT: u8 = 1;
     /// Integrated Services FLOWSPEC, SENDER_TSPEC and ADSPEC (§A.8, §A.11, §A.12; RFC 2210).
@@ -154,13 +161,22 @@ impl Session {
 }
 
 /// RSVP_HOP (§A.2): the address of the node that sent the message, and its logical interface
-/// handle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// handle; in its IF_ID form (RFC 3473 §8.1.1, C-Types 3 and 4), also the Interface_ID TLVs
+/// naming the data channel(s) when control and data channels are not one to one.
+///
+/// The hop address and LIH are used as in RFC 2205 whatever the form (RFC 3473 §8.1.2), so the
+/// hop's identity is `(addr, lih)`: [`RsvpHop::plain`] drops the TLVs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RsvpHop {
     /// Previous/next hop address.
     pub addr: IpAddr,
     /// Logical Interface Handle.
     pub lih: u32,
+    /// `None`: the RFC 2205 form (C-Type 1 or 2). `Some`: the IF_ID form (C-Type 3 or 4, by the
+    /// family of `addr`) with its TLVs, in wire order (possibly none). Behind one thin pointer,
+    /// so the hop (and every message and parse error naming one) grows by a pointer only, and
+    /// a node keeping the TLVs to return them (RFC 3473 §8.1.2) shares them.
+    pub if_id: Option<Arc<Vec<IfIdTlv>>>,
 }
 
 /// TIME_VALUES (§A.4): the sender's refresh period R.

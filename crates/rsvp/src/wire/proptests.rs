@@ -83,8 +83,30 @@ fn session(v6: bool) -> impl Strategy<Value = Session> {
     any::<bool>().prop_flat_map(move |lsp| session_of(v6, lsp))
 }
 
+/// Interface_ID TLVs (RFC 3471 §9.1.1): each known type, and unknown ones with Values of any
+/// length the 16-bit Length carries.
+fn if_id_tlv() -> impl Strategy<Value = IfIdTlv> {
+    let v4 = any::<[u8; 4]>().prop_map(Ipv4Addr::from);
+    prop_oneof![
+        v4.clone().prop_map(IfIdTlv::Ipv4),
+        any::<[u8; 16]>().prop_map(|o| IfIdTlv::Ipv6(Ipv6Addr::from(o))),
+        (v4.clone(), any::<u32>()).prop_map(|(addr, id)| IfIdTlv::IfIndex { addr, id }),
+        (v4.clone(), any::<u32>()).prop_map(|(addr, id)| IfIdTlv::ComponentDownstream { addr, id }),
+        (v4, any::<u32>()).prop_map(|(addr, id)| IfIdTlv::ComponentUpstream { addr, id }),
+        ((6u16..), vec(any::<u8>(), 0..24))
+            .prop_map(|(kind, value)| IfIdTlv::Unknown { kind, value }),
+    ]
+}
+
+/// An RSVP_HOP: the RFC 2205 form, or the IF_ID form (RFC 3473 §8.1.1) with 0 to 3 TLVs.
 fn hop(v6: bool) -> impl Strategy<Value = RsvpHop> {
-    (addr(v6), any::<u32>()).prop_map(|(addr, lih)| RsvpHop { addr, lih })
+    (addr(v6), any::<u32>(), option::of(vec(if_id_tlv(), 0..4))).prop_map(|(addr, lih, if_id)| {
+        RsvpHop {
+            addr,
+            lih,
+            if_id: if_id.map(std::sync::Arc::new),
+        }
+    })
 }
 
 fn time_values() -> impl Strategy<Value = TimeValues> {
@@ -441,6 +463,28 @@ proptest! {
         prop_assert_eq!(hdr.send_ttl, ttl);
         prop_assert_eq!(usize::from(hdr.length), out.len());
         prop_assert_eq!(back, m);
+    }
+
+    /// RSVP_HOP under each C-Type, IF_ID ones included (RFC 3473 §8.1.1), on TLV-shaped and
+    /// arbitrary bodies: never a panic, and what is accepted re-emits to itself.
+    #[test]
+    fn hop_parser_never_panics(
+        ctype in 0u8..6,
+        head in vec(any::<u8>(), 0..24),
+        tlvs in vec((0u16..8, 0u16..28, any::<u8>()), 0..4),
+    ) {
+        let mut body = head;
+        for (kind, length, fill) in tlvs {
+            body.extend_from_slice(&kind.to_be_bytes());
+            body.extend_from_slice(&length.to_be_bytes());
+            body.extend(std::iter::repeat_n(fill, usize::from(length.saturating_sub(4)).next_multiple_of(4)));
+        }
+        if let Ok(h) = RsvpHop::parse(ctype, &body) {
+            let (class, again_ctype, again) = emit_object(h.buffer_len(), |w| h.emit(w));
+            prop_assert_eq!(class, class::RSVP_HOP);
+            prop_assert_eq!(again_ctype, ctype);
+            prop_assert_eq!(RsvpHop::parse(ctype, &again), Ok(h));
+        }
     }
 
     #[test]

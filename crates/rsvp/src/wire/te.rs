@@ -3,7 +3,9 @@
 //! What is here, by RFC section:
 //!
 //! - [`Label`]: LABEL (§4.1); [`LabelRequest`]: LABEL_REQUEST without label range, with an
-//!   ATM or a Frame Relay label range (§4.2.1–§4.2.3);
+//!   ATM or a Frame Relay label range (§4.2.1–§4.2.3), and RFC 3473's Generalized
+//!   LABEL_REQUEST (§2.1); [`GeneralizedLabel`]: RFC 3473's Generalized LABEL (§2.3), in
+//!   [`generalized`] with the GMPLS encoding and switching types (RFC 3471 §3.1.1);
 //! - [`ExplicitRoute`]: EXPLICIT_ROUTE and its IPv4 prefix, IPv6 prefix and AS number
 //!   subobjects (§4.3);
 //! - [`RecordRoute`]: RECORD_ROUTE and its IPv4 address, IPv6 address and Label subobjects
@@ -49,6 +51,7 @@ use pathwise_core::wire::{Reader, Writer};
 use super::ParseErrorKind;
 
 mod ero;
+pub mod generalized;
 mod hello;
 mod label;
 #[cfg(test)]
@@ -58,6 +61,7 @@ mod rro;
 mod session_attribute;
 
 pub use ero::{AbstractNode, EroSubobject, ExplicitRoute};
+pub use generalized::{GeneralizedLabel, GeneralizedLabelRequest, lsp_encoding, switching};
 pub use hello::{Hello, HelloKind};
 pub use label::{AtmLabelRange, FrameRelayLabelRange, Label, LabelRange, LabelRequest};
 pub use refresh_reduction::{AckKind, MessageId, MessageIdAck, MessageIdList};
@@ -103,6 +107,10 @@ pub mod ctype {
     pub const LABEL_REQUEST_ATM: u8 = 2;
     /// LABEL_REQUEST with Frame Relay label range (RFC 3209 §4.2.3).
     pub const LABEL_REQUEST_FRAME_RELAY: u8 = 3;
+    /// Generalized LABEL_REQUEST (RFC 3473 §2.1).
+    pub const LABEL_REQUEST_GENERALIZED: u8 = 4;
+    /// Generalized LABEL (RFC 3473 §2.3).
+    pub const GENERALIZED_LABEL: u8 = 2;
     /// EXPLICIT_ROUTE Type 1 (RFC 3209 §4.3.2).
     pub const EXPLICIT_ROUTE: u8 = 1;
     /// RECORD_ROUTE Type 1 (RFC 3209 §4.4.1).

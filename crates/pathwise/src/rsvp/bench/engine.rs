@@ -196,10 +196,7 @@ fn path_bytes(i: usize, lsp: bool) -> Vec<u8> {
         &Message::Path(Path {
             integrity: None,
             session: s,
-            hop: RsvpHop {
-                addr: IpAddr::V4(PHOP),
-                lih: 7,
-            },
+            hop: RsvpHop::new(IpAddr::V4(PHOP), 7),
             time_values: TimeValues { refresh_ms: 30_000 },
             // RFC 3209 §4.3: this node's upstream address, then the next hop, both strict.
             explicit_route: lsp.then(|| te::ExplicitRoute {
@@ -235,10 +232,7 @@ fn resv_bytes(i: usize, lsp: bool) -> Vec<u8> {
         &Message::Resv(Resv {
             integrity: None,
             session: s,
-            hop: RsvpHop {
-                addr: IpAddr::V4(NHOP),
-                lih: DOWNSTREAM.0,
-            },
+            hop: RsvpHop::new(IpAddr::V4(NHOP), DOWNSTREAM.0),
             time_values: TimeValues { refresh_ms: 30_000 },
             confirm: None,
             scope: None,
@@ -257,6 +251,7 @@ fn resv_bytes(i: usize, lsp: bool) -> Vec<u8> {
                             label: 16 + (i as u32 % 1_000_000),
                         }),
                         record_route: Some(recorded(NHOP)),
+                        generalized_label: None,
                     }]
                 } else {
                     Vec::new()

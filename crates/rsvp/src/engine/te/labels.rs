@@ -6,8 +6,8 @@ use super::PsbTe;
 use crate::engine::state::{PsbId, RsbId, SessionId, filter_matches};
 use crate::engine::{Event, RsvpEngine, TrafficControl};
 use crate::wire::error::error_code;
-use crate::wire::te::{Label, RecordRoute, RroSubobject, SessionAttribute};
-use crate::wire::{FilterTe, FlowDescriptor};
+use crate::wire::te::{GeneralizedLabel, Label, RecordRoute, RroSubobject, SessionAttribute};
+use crate::wire::{FilterSpec, FilterTe, FlowDescriptor};
 use pathwise_core::mpls::{
     self, FtnEntry, IMPLICIT_NULL, IPV4_EXPLICIT_NULL, IPV6_EXPLICIT_NULL, LabelOp, LfibChange,
     LfibEntry, NextHop,
@@ -139,7 +139,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .position(|f| filter_matches(f, &psb.sender))?;
             let te = rsb.te().get(i)?;
             Some(Binding {
-                label: te.label?.label,
+                label: te.label_value()?,
                 next_hop: NextHop {
                     ifindex: oi,
                     addr: self.hops.get(rsb.nhop?).addr,
@@ -147,6 +147,38 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 rro: te.record_route.clone(),
             })
         })
+    }
+
+    /// Why the label a Resv gives the LSP of `sender` is unacceptable, as a Routing Problem
+    /// value; `None` when it is fine.
+    pub(crate) fn label_refusal(
+        &self,
+        sid: SessionId,
+        sender: &FilterSpec,
+        te: Option<&FilterTe>,
+    ) -> Option<u16> {
+        use error_code::routing;
+        let label = te.and_then(FilterTe::label_value);
+        let generalized = te.is_some_and(|t| t.label.is_none() && t.generalized_label.is_some());
+        match label {
+            // RFC 3473 §2.3.1.
+            None if generalized => Some(routing::LABEL_ALLOCATION_FAILURE),
+            Some(l) if !pathwise_core::mpls::is_valid_out_label(l) => Some(if generalized {
+                routing::LABEL_ALLOCATION_FAILURE
+            } else {
+                routing::UNACCEPTABLE_LABEL_VALUE
+            }),
+            None => Some(routing::UNACCEPTABLE_LABEL_VALUE),
+            // RFC 3473 §2.1.1: asked to pop (PHP) for a packet LSP, the penultimate hop checks
+            // the stored G-PID, and refuses one it cannot carry with "Unacceptable label value".
+            Some(l) if l == pathwise_core::mpls::IMPLICIT_NULL => self
+                .psbs_of(sid)
+                .filter(|&p| filter_matches(sender, &self.psbs[p].sender))
+                .filter_map(|p| self.psbs[p].te())
+                .any(|t| t.is_gmpls() && !t.l3pid_supported())
+                .then_some(routing::UNACCEPTABLE_LABEL_VALUE),
+            Some(_) => None,
+        }
     }
 
     /// Release an LSP's incoming label and its LFIB entry.
@@ -295,9 +327,20 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 std::iter::once(address_subobject(addr)).chain(label.map(label_subobject)),
             )
         });
+        // RFC 3473 §2.3: the label goes upstream in the flavour the Path asked for — a
+        // Generalized LABEL, the MPLS label right-justified in 32 bits (RFC 3471 §3.2.1.2),
+        // when it came with a Generalized LABEL_REQUEST.
+        let generalized = te.label_request.generalized().is_some();
         FilterTe {
-            label: te.in_label.map(|label| Label { label }),
+            label: te
+                .in_label
+                .filter(|_| !generalized)
+                .map(|label| Label { label }),
             record_route,
+            generalized_label: te
+                .in_label
+                .filter(|_| generalized)
+                .map(GeneralizedLabel::from_u32),
         }
     }
 

@@ -7,7 +7,10 @@ use crate::engine::api::ApiError;
 use crate::engine::resv::ResvRequest;
 use crate::engine::state::{PsbId, RsbId, SessionId};
 use crate::engine::{Event, RsvpEngine, TrafficControl};
-use crate::wire::te::{ExplicitRoute, LabelRequest, RecordRoute, SessionAttribute};
+use crate::wire::te::{
+    ExplicitRoute, GeneralizedLabelRequest, LabelRequest, RecordRoute, SessionAttribute,
+    lsp_encoding, switching,
+};
 use crate::wire::{
     ErrorSpec, FilterSpec, FlowDescriptor, FlowSpec, SenderDescriptor, SenderTspec, Session, Style,
     StyleKind, TokenBucket,
@@ -41,6 +44,37 @@ pub struct LspSpec {
     pub record_route: bool,
     /// Ask for labels to be recorded too.
     pub label_recording: bool,
+    /// Signal the LSP in the GMPLS flavour (RFC 3473): a Generalized LABEL_REQUEST (§2.1)
+    /// with these parameters, answered with Generalized LABELs (§2.3). `None`: RFC 3209's
+    /// LABEL_REQUEST.
+    pub gmpls: Option<GmplsRequest>,
+}
+
+/// What a GMPLS LSP asks for (RFC 3471 §3.1.1), sent in its Generalized LABEL_REQUEST.
+/// [`GmplsRequest::default`] is what an MPLS LSR carries: a packet LSP over PSC-1 links with
+/// the G-PID of the tunnel's address family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct GmplsRequest {
+    /// LSP Encoding Type ([`lsp_encoding`]); `None`: Packet.
+    pub encoding: Option<u8>,
+    /// Switching Type ([`switching`]); `None`: PSC-1.
+    pub switching: Option<u8>,
+    /// G-PID, an Ethertype for packet LSPs; `None`: IPv4 (0x0800) or IPv6 (0x86dd) by the
+    /// family of the tunnel end point.
+    pub gpid: Option<u16>,
+}
+
+impl GmplsRequest {
+    /// The Generalized LABEL_REQUEST for an LSP to `to` (RFC 3473 §2.1).
+    pub fn label_request(&self, to: IpAddr) -> LabelRequest {
+        LabelRequest::generalized_request(
+            GeneralizedLabelRequest {
+                encoding: self.encoding.unwrap_or(lsp_encoding::PACKET),
+                switching: self.switching.unwrap_or(switching::PSC_1),
+            },
+            self.gpid.unwrap_or_else(|| l3pid_for(to)),
+        )
+    }
 }
 
 /// Where an LSP stands at this node.
@@ -90,6 +124,11 @@ pub struct LspView {
     pub bandwidth_bps: u64,
     /// Setup and holding priority.
     pub priorities: (u8, u8),
+    /// The GMPLS flavour (RFC 3473 §2.1): the encoding and switching types of its Generalized
+    /// LABEL_REQUEST, whose G-PID is `l3pid`; `None` for an RFC 3209 LSP.
+    pub gmpls: Option<GeneralizedLabelRequest>,
+    /// The L3PID (RFC 3209 §4.2) or, in the GMPLS flavour, the G-PID it asked for.
+    pub l3pid: u16,
 }
 
 /// An LSP configured at this head end.
@@ -143,6 +182,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 "the holding priority must not be lower (numerically greater) than the setup priority",
             ));
         }
+        if let Some(g) = spec.gmpls {
+            // RFC 3473 §2.1.1: what the transit nodes would refuse, refused here first — this
+            // node switches packet LSPs on PSC links only.
+            let probe = PsbTe::new(g.label_request(spec.to), None, None, None);
+            if probe.generalized_refusal().is_some() {
+                return Err(ApiError::BadRequest(
+                    "a GMPLS LSP here has encoding Packet (1) and a PSC switching type (1-4)",
+                ));
+            }
+        }
         let from = spec.from.unwrap_or_else(|| self.iface_addr(None, spec.to));
         if !self.is_local(from) || from.is_ipv4() != spec.to.is_ipv4() {
             return Err(ApiError::NotLocal(from));
@@ -170,11 +219,15 @@ impl<T: TrafficControl> RsvpEngine<T> {
         if spec.label_recording {
             flags |= SessionAttribute::LABEL_RECORDING_DESIRED;
         }
-        let mut te = PsbTe::new(
-            LabelRequest {
+        let label_request = match spec.gmpls {
+            None => LabelRequest {
                 l3pid: l3pid_for(spec.to),
                 range: None,
             },
+            Some(g) => g.label_request(spec.to),
+        };
+        let mut te = PsbTe::new(
+            label_request,
             Some(SessionAttribute {
                 affinities: None,
                 setup_priority: spec.setup_priority,
@@ -556,6 +609,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     }),
                     bandwidth_bps: (f64::from(psb.tspec.0.rate) * 8.0).round() as u64,
                     priorities: (te.setup_priority(), te.holding_priority()),
+                    gmpls: te.label_request.generalized(),
+                    l3pid: te.label_request.l3pid,
                 });
             }
         }
@@ -577,6 +632,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     record_route: None,
                     bandwidth_bps: h.spec.bandwidth_bps,
                     priorities: (h.spec.setup_priority, h.spec.hold_priority),
+                    gmpls: h
+                        .spec
+                        .gmpls
+                        .and_then(|g| g.label_request(h.session.dest).generalized()),
+                    l3pid: h.spec.gmpls.map_or(l3pid_for(h.session.dest), |g| {
+                        g.label_request(h.session.dest).l3pid
+                    }),
                 });
             }
         }

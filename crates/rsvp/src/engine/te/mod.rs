@@ -14,6 +14,12 @@
 //! - [`preempt`]: preemption by setup and holding priority (§4.7.1).
 //! - [`lsp`]: the head end: LSPs opened, re-routed make-before-break (§2.5, §4.6.4) and closed
 //!   by name; the egress answers on its own.
+//!
+//! GMPLS (RFC 3471, RFC 3473) is a second flavour of LSP on packet-switch capable links with
+//! MPLS labels: a Path with a Generalized LABEL_REQUEST ([`PsbTe::is_gmpls`], checked per
+//! RFC 3473 §2.1.1) is answered with Generalized LABELs (§2.3); the TLVs of an IF_ID RSVP_HOP
+//! (§8.1) are returned in the Resv to the hop that sent them; a head end opens one with
+//! [`LspSpec::gmpls`].
 
 pub mod ero;
 pub mod labels;
@@ -21,9 +27,12 @@ pub mod lsp;
 pub mod preempt;
 
 pub use labels::LabelSpace;
-pub use lsp::{LspRole, LspSpec, LspStatus, LspView};
+pub use lsp::{GmplsRequest, LspRole, LspSpec, LspStatus, LspView};
 
-use crate::wire::te::{ExplicitRoute, LabelRequest, RecordRoute, SessionAttribute};
+use crate::wire::objects::IfIdTlv;
+use crate::wire::te::{
+    ExplicitRoute, LabelRequest, RecordRoute, SessionAttribute, lsp_encoding, switching,
+};
 use pathwise_core::mpls::NextHop;
 
 /// The RSVP-TE part of one LSP's path state.
@@ -54,6 +63,10 @@ pub struct PsbTe {
     /// At a head end: when the LSP is given up if no label has come from downstream by then
     /// (`Config::lsp_setup_timeout`); `None` elsewhere, and once the LSP is up.
     pub setup_by: Option<pathwise_core::time::Instant>,
+    /// The Interface_ID TLVs of the previous hop's IF_ID RSVP_HOP (RFC 3473 §8.1.2: "saves
+    /// their values and returns them in the HOP objects of subsequent Resv messages"); `None`
+    /// when its Path came with none.
+    pub phop_if_id: Option<std::sync::Arc<Vec<IfIdTlv>>>,
 }
 
 impl PsbTe {
@@ -75,6 +88,30 @@ impl PsbTe {
             seq: 0,
             sent_up: None,
             setup_by: None,
+            phop_if_id: None,
+        }
+    }
+
+    /// Whether the LSP is of the GMPLS flavour: its Path carried a Generalized LABEL_REQUEST
+    /// (RFC 3473 §2.1), so its label goes upstream as a Generalized LABEL (§2.3).
+    pub fn is_gmpls(&self) -> bool {
+        self.label_request.generalized().is_some()
+    }
+
+    /// RFC 3473 §2.1.1 at a transit or egress node: the Routing Problem value to refuse a
+    /// Generalized LABEL_REQUEST with, if this node cannot switch it. This node is an MPLS
+    /// LSR: it carries packet LSPs (encoding Packet) on packet-switch capable links (PSC-1 to
+    /// PSC-4) — "Unsupported Encoding" (14) otherwise, then "Switching Type" (12). The G-PID
+    /// is the egress's to check, as an L3PID ([`PsbTe::l3pid_supported`]).
+    pub fn generalized_refusal(&self) -> Option<u16> {
+        use crate::wire::error::error_code::routing;
+        let g = self.label_request.generalized()?;
+        if g.encoding != lsp_encoding::PACKET {
+            Some(routing::UNSUPPORTED_ENCODING)
+        } else if !switching::is_psc(g.switching) {
+            Some(routing::SWITCHING_TYPE)
+        } else {
+            None
         }
     }
 
@@ -101,7 +138,7 @@ impl PsbTe {
     }
 
     /// Whether the transport above carries the label's payload: IPv4, IPv6 or MPLS (§4.2.1,
-    /// L3PID is an Ethertype).
+    /// L3PID is an Ethertype; so is the G-PID of a packet LSP, RFC 3471 §3.1.1).
     pub fn l3pid_supported(&self) -> bool {
         matches!(self.label_request.l3pid, 0x0800 | 0x86dd | 0x8847)
     }
@@ -126,5 +163,9 @@ impl PsbTe {
                 .session_attribute
                 .as_ref()
                 .map_or(0, |a| a.name.capacity())
+            + self
+                .phop_if_id
+                .as_ref()
+                .map_or(0, |t| t.capacity() * size_of::<IfIdTlv>())
     }
 }

@@ -37,6 +37,7 @@ fn spec() -> LspSpec {
         hold_priority: 0,
         record_route: false,
         label_recording: false,
+        gmpls: None,
     }
 }
 

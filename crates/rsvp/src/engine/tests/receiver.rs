@@ -19,10 +19,7 @@ fn path_to_rx() -> Vec<u8> {
     let Message::Path(mut p) = path(rx_session(), sender(1)) else {
         panic!()
     };
-    p.hop = RsvpHop {
-        addr: ip(UPSTREAM),
-        lih: 4,
-    };
+    p.hop = RsvpHop::new(ip(UPSTREAM), 4);
     bytes(&Message::Path(p), 63)
 }
 
@@ -31,10 +28,7 @@ fn path_tear_to_rx() -> Vec<u8> {
         &Message::PathTear(PathTear {
             integrity: None,
             session: rx_session(),
-            hop: RsvpHop {
-                addr: ip(UPSTREAM),
-                lih: 4,
-            },
+            hop: RsvpHop::new(ip(UPSTREAM), 4),
             sender_template: Some(sender(1)),
             sender_tspec: None,
             forward: Vec::new(),
@@ -147,10 +141,7 @@ fn a_released_request_is_forgotten() {
     let Message::Path(mut p2) = path(rx_session(), sender(2)) else {
         panic!()
     };
-    p2.hop = RsvpHop {
-        addr: ip(UPSTREAM),
-        lih: 4,
-    };
+    p2.hop = RsvpHop::new(ip(UPSTREAM), 4);
     let out = feed_rx(&mut e, Instant::ZERO, &bytes(&Message::Path(p2), 63));
     assert_eq!(
         resvs_upstream(&out).len(),

@@ -1,5 +1,5 @@
-//! Error codes of the ERROR_SPEC object (RFC 2205 Appendix B; RFC 3209 §4.5 for 24 and 25) and
-//! their globally defined sub-codes.
+//! Error codes of the ERROR_SPEC object (RFC 2205 Appendix B; RFC 3209 §4.5 for 24 and 25,
+//! with RFC 3473 §13.1's GMPLS values) and their globally defined sub-codes.
 
 /// 00: Confirmation (only in the ERROR_SPEC of a ResvConf; value 0).
 pub const CONFIRMATION: u8 = 0;
@@ -50,7 +50,8 @@ pub mod admission {
 }
 
 /// Sub-codes of error code 24, Routing Problem (RFC 3209 §4.5; 8–10 from §4.2.4 and
-/// §4.2.5, on LABEL_REQUEST handling).
+/// §4.2.5, on LABEL_REQUEST handling; 11, 12, 14 and 15 from GMPLS, RFC 3473 §13.1, which also
+/// puts 6, 9 and 10 to use for Generalized labels, §2.1.1 and §2.3.1).
 pub mod routing {
     /// Bad EXPLICIT_ROUTE object (§4.3.4.1: also a Path whose ERO has no subobject; §4.3.6:
     /// a subobject the node does not recognize).
@@ -71,10 +72,21 @@ pub mod routing {
     pub const NON_RSVP_CAPABLE_ROUTER: u16 = 8;
     /// MPLS label allocation failure.
     pub const LABEL_ALLOCATION_FAILURE: u16 = 9;
-    /// Unsupported L3PID.
+    /// Unsupported L3PID; for a Generalized LABEL_REQUEST, a G-PID the egress cannot carry
+    /// (RFC 3473 §2.1.1).
     pub const UNSUPPORTED_L3PID: u16 = 10;
+    /// Label Set (RFC 3473 §13.1): no label of a LABEL_SET is acceptable (§2.6.1).
+    pub const LABEL_SET: u16 = 11;
+    /// Switching Type (RFC 3473 §2.1.1, §13.1): the Generalized LABEL_REQUEST's switching
+    /// type is not supported on the incoming interface.
+    pub const SWITCHING_TYPE: u16 = 12;
+    /// Unsupported Encoding (RFC 3473 §2.1.1, §13.1): the LSP encoding type cannot be
+    /// supported. (13 is a dropped duplicate.)
+    pub const UNSUPPORTED_ENCODING: u16 = 14;
+    /// Unsupported Link Protection (RFC 3473 §13.1).
+    pub const UNSUPPORTED_LINK_PROTECTION: u16 = 15;
 
-    /// A Routing Problem value in RFC 3209's words (§4.5).
+    /// A Routing Problem value in RFC 3209's words (§4.5), or RFC 3473's (§13.1).
     pub fn describe(value: u16) -> &'static str {
         match value {
             BAD_EXPLICIT_ROUTE_OBJECT => "Bad EXPLICIT_ROUTE object",
@@ -89,12 +101,16 @@ pub mod routing {
             }
             LABEL_ALLOCATION_FAILURE => "MPLS label allocation failure",
             UNSUPPORTED_L3PID => "Unsupported L3PID",
+            LABEL_SET => "Label Set",
+            SWITCHING_TYPE => "Switching Type",
+            UNSUPPORTED_ENCODING => "Unsupported Encoding",
+            UNSUPPORTED_LINK_PROTECTION => "Unsupported Link Protection",
             _ => "unknown routing problem",
         }
     }
 }
 
-/// Sub-codes of error code 25, Notify (RFC 3209 §4.5).
+/// Sub-codes of error code 25, Notify (RFC 3209 §4.5; 4 and 5 from RFC 3473 §13.1).
 pub mod notify {
     /// RRO too large for MTU: the RECORD_ROUTE was dropped from the Path.
     pub const RRO_TOO_LARGE_FOR_MTU: u16 = 1;
@@ -102,6 +118,10 @@ pub mod notify {
     pub const RRO_NOTIFICATION: u16 = 2;
     /// Tunnel locally repaired.
     pub const TUNNEL_LOCALLY_REPAIRED: u16 = 3;
+    /// Control Channel Active State (RFC 3473 §13.1).
+    pub const CONTROL_CHANNEL_ACTIVE_STATE: u16 = 4;
+    /// Control Channel Degraded State (RFC 3473 §13.1).
+    pub const CONTROL_CHANNEL_DEGRADED_STATE: u16 = 5;
 }
 
 /// Globally defined sub-codes (ssur = 0000) of error code 21, Traffic Control error.
@@ -125,4 +145,41 @@ pub mod api {
     /// An LSP's head end had no label from downstream within the setup time
     /// (`Config::lsp_setup_timeout`) and gave the LSP up, to try again after a back-off.
     pub const LSP_SETUP_TIMED_OUT: u16 = 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gmpls_values_match_rfc_3473() {
+        // RFC 3473 §13.1 "Error codes", and the RFC 3209 values §2.1.1 and §2.3.1 name.
+        assert_eq!(
+            [
+                routing::LABEL_SET,
+                routing::SWITCHING_TYPE,
+                routing::UNSUPPORTED_ENCODING,
+                routing::UNSUPPORTED_LINK_PROTECTION,
+            ],
+            [11, 12, 14, 15]
+        );
+        assert_eq!(
+            [
+                routing::UNACCEPTABLE_LABEL_VALUE,
+                routing::LABEL_ALLOCATION_FAILURE,
+                routing::UNSUPPORTED_L3PID
+            ],
+            [6, 9, 10]
+        );
+        assert_eq!(
+            [
+                notify::CONTROL_CHANNEL_ACTIVE_STATE,
+                notify::CONTROL_CHANNEL_DEGRADED_STATE
+            ],
+            [4, 5]
+        );
+        assert_eq!((ROUTING_PROBLEM, NOTIFY), (24, 25));
+        assert_eq!(routing::describe(14), "Unsupported Encoding");
+        assert_eq!(routing::describe(13), "unknown routing problem");
+    }
 }

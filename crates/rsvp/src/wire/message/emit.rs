@@ -18,14 +18,22 @@ fn emit_opaque(objs: &[Opaque], w: &mut Writer<'_>) {
 
 impl FilterTe {
     fn buffer_len(&self) -> usize {
-        self.label.as_ref().map_or(0, |l| l.buffer_len())
-            + self.record_route.as_ref().map_or(0, |r| r.buffer_len())
+        let label = match (&self.label, &self.generalized_label) {
+            (Some(l), _) => l.buffer_len(),
+            (None, Some(g)) => g.buffer_len(),
+            (None, None) => 0,
+        };
+        label + self.record_route.as_ref().map_or(0, |r| r.buffer_len())
     }
 
-    /// <LABEL> [ <RECORD_ROUTE> ] after their FILTER_SPEC (RFC 3209 §3.2.1).
+    /// <LABEL> [ <RECORD_ROUTE> ] after their FILTER_SPEC (RFC 3209 §3.2.1); the LABEL is the
+    /// Generalized LABEL (RFC 3473 §2.3) when there is no RFC 3209 one (never both: a value
+    /// holding both is written with the RFC 3209 one alone).
     fn emit(&self, w: &mut Writer<'_>) {
-        if let Some(l) = &self.label {
-            l.emit(w);
+        match (&self.label, &self.generalized_label) {
+            (Some(l), _) => l.emit(w),
+            (None, Some(g)) => g.emit(w),
+            (None, None) => {}
         }
         if let Some(r) = &self.record_route {
             r.emit(w);

@@ -6,7 +6,7 @@ use super::{FilterTe, FlowDescriptor};
 use crate::wire::ParseErrorKind;
 use crate::wire::intserv::FlowSpec;
 use crate::wire::objects::{FilterSpec, Style, StyleKind, class};
-use crate::wire::te::{self, Label, RecordRoute};
+use crate::wire::te::{self, GeneralizedLabel, Label, RecordRoute};
 
 /// A FLOWSPEC or a FILTER_SPEC with what is bound to it, in wire order.
 pub(super) enum FlowObject {
@@ -35,21 +35,28 @@ fn bound_to_last(objects: &mut [FlowObject], class: u8) -> Result<&mut FilterTe,
     }
 }
 
-/// Bind a LABEL to the FILTER_SPEC before it; a second LABEL there is an error (§3.2.1: "No
-/// more than one LABEL and/or RECORD_ROUTE may follow each FILTER_SPEC").
+/// Bind a LABEL or Generalized LABEL to the FILTER_SPEC before it; a second label there is an
+/// error (§3.2.1: "No more than one LABEL and/or RECORD_ROUTE may follow each FILTER_SPEC").
 pub(super) fn bind_label(
     objects: &mut [FlowObject],
     ctype: u8,
     body: &[u8],
 ) -> Result<(), ParseErrorKind> {
-    let label = Label::parse(ctype, body)?;
+    // RFC 3473 §2.3: C-Type 2 is the Generalized LABEL; §2.3.1: a LABEL and a Generalized
+    // LABEL together are malformed, as two LABELs are.
+    let (label, generalized) = if ctype == te::ctype::GENERALIZED_LABEL {
+        (None, Some(GeneralizedLabel::parse(ctype, body)?))
+    } else {
+        (Some(Label::parse(ctype, body)?), None)
+    };
     let te = bound_to_last(objects, te::class::LABEL)?;
-    if te.label.is_some() {
+    if te.label.is_some() || te.generalized_label.is_some() {
         return Err(ParseErrorKind::BadFlowDescriptor {
             class: te::class::LABEL,
         });
     }
-    te.label = Some(label);
+    te.label = label;
+    te.generalized_label = generalized;
     Ok(())
 }
 

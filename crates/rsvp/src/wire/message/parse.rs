@@ -310,7 +310,7 @@ impl Collected {
         let forward = std::mem::take(&mut self.forward);
         Ok(match t {
             MsgType::Path => {
-                let hop = required(self.hop, class::RSVP_HOP)?;
+                let hop = required(self.hop.take(), class::RSVP_HOP)?;
                 let time_values = required(self.time_values, class::TIME_VALUES)?;
                 // RFC 3209 §3.1.1: <LABEL_REQUEST> is not optional in an LSP tunnel's Path.
                 if session.is_lsp_tunnel() && self.label_request.is_none() {
@@ -337,7 +337,7 @@ impl Collected {
                 })
             }
             MsgType::Resv => {
-                let hop = required(self.hop, class::RSVP_HOP)?;
+                let hop = required(self.hop.take(), class::RSVP_HOP)?;
                 let time_values = required(self.time_values, class::TIME_VALUES)?;
                 let (style, flows) = self.flows(FlowRules::Required)?;
                 Message::Resv(Resv {
@@ -362,7 +362,7 @@ impl Collected {
                 forward,
             }),
             MsgType::ResvErr => {
-                let hop = required(self.hop, class::RSVP_HOP)?;
+                let hop = required(self.hop.take(), class::RSVP_HOP)?;
                 let error = required(self.error, class::ERROR_SPEC)?;
                 let (style, flows) = self.flows(FlowRules::Optional)?;
                 Message::ResvErr(ResvErr {
@@ -393,7 +393,7 @@ impl Collected {
                 })
             }
             MsgType::ResvTear => {
-                let hop = required(self.hop, class::RSVP_HOP)?;
+                let hop = required(self.hop.take(), class::RSVP_HOP)?;
                 let (style, flows) = self.flows(FlowRules::Tear)?;
                 Message::ResvTear(ResvTear {
                     integrity,
@@ -539,7 +539,7 @@ impl Message {
             };
             return Err(fail(kind, (None, None, None)));
         }
-        let context = (c.session, c.hop, c.style);
+        let context = (c.session, c.hop.clone(), c.style);
         c.assemble(msg_type)
             .map(|message| Parsed {
                 header,

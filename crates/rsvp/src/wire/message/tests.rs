@@ -34,7 +34,7 @@ fn session6() -> Session {
 }
 
 pub(super) fn hop(a: IpAddr, lih: u32) -> RsvpHop {
-    RsvpHop { addr: a, lih }
+    RsvpHop::new(a, lih)
 }
 
 pub(super) fn bucket1() -> TokenBucket {

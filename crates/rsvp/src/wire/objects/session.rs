@@ -2,12 +2,13 @@
 //! (§A.4) and RESV_CONFIRM (§A.14).
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use pathwise_core::wire::{Reader, Writer};
 
 use super::{
-    ObjectHeader, ResvConfirm, RsvpHop, Session, TimeValues, addr_len, check_family_body, class,
-    ctype, family_ctype, read_addr,
+    IfIdTlv, ObjectHeader, ResvConfirm, RsvpHop, Session, TimeValues, addr_len, check_family_body,
+    class, ctype, family_ctype, read_addr,
 };
 use crate::wire::{ParseErrorKind, te};
 
@@ -144,7 +145,21 @@ fn write_in_family(w: &mut Writer<'_>, addr: IpAddr, v6: bool) {
 }
 
 impl RsvpHop {
-    /// Parse an RSVP_HOP body (RFC 2205 §A.2):
+    /// An RFC 2205 RSVP_HOP (C-Type 1 or 2, by the family of `addr`).
+    pub fn new(addr: IpAddr, lih: u32) -> Self {
+        RsvpHop {
+            addr,
+            lih,
+            if_id: None,
+        }
+    }
+
+    /// The hop without its IF_ID TLVs: what identifies it.
+    pub fn plain(&self) -> Self {
+        RsvpHop::new(self.addr, self.lih)
+    }
+
+    /// Parse an RSVP_HOP body (RFC 2205 §A.2; RFC 3473 §8.1.1 for C-Types 3 and 4):
     ///
     /// ```text
     /// IPv4 RSVP_HOP object: Class = 3, C-Type = 1
@@ -154,24 +169,69 @@ impl RsvpHop {
     /// |                 Logical Interface Handle              |
     /// +-------------+-------------+-------------+-------------+
     /// IPv6 RSVP_HOP object: Class = 3, C-Type = 2 — a 16-byte address.
+    /// IPv4 IF_ID RSVP_HOP object: Class = 3, C-Type = 3 — as C-Type 1, then
+    /// +-------------+-------------+-------------+-------------+
+    /// ~                          TLVs                         ~
+    /// +-------------+-------------+-------------+-------------+
+    /// IPv6 IF_ID RSVP_HOP object: Class = 3, C-Type = 4 — as C-Type 2, then the TLVs.
     /// ```
+    ///
+    /// The TLVs are [`IfIdTlv`]s (RFC 3471 §9.1.1); TLVs that do not fill the rest of the body
+    /// exactly make the object bad.
     pub fn parse(ctype: u8, body: &[u8]) -> Result<Self, ParseErrorKind> {
-        check_family_body(class::RSVP_HOP, ctype, body, 8)?;
+        let (family, fixed) = match ctype {
+            ctype::IF_ID_IPV4 => (ctype::IPV4, 8),
+            ctype::IF_ID_IPV6 => (ctype::IPV6, 20),
+            _ => {
+                check_family_body(class::RSVP_HOP, ctype, body, 8)?;
+                (ctype, body.len())
+            }
+        };
+        let bad = || ParseErrorKind::bad_object(class::RSVP_HOP, ctype);
+        if body.len() < fixed {
+            return Err(bad());
+        }
         let mut r = Reader::new(body);
-        Ok(RsvpHop {
-            addr: read_addr(&mut r, ctype)?,
-            lih: r.u32()?,
-        })
+        let addr = read_addr(&mut r, family)?;
+        let lih = r.u32()?;
+        let if_id = match ctype {
+            ctype::IF_ID_IPV4 | ctype::IF_ID_IPV6 => {
+                Some(Arc::new(IfIdTlv::parse_all(r.rest()).ok_or_else(bad)?))
+            }
+            _ => None,
+        };
+        Ok(RsvpHop { addr, lih, if_id })
     }
 
-    /// C-Type: 1 for an IPv4 hop, 2 for IPv6.
+    /// C-Type: 1 for an IPv4 hop, 2 for IPv6; 3 and 4 for their IF_ID forms.
     pub fn ctype(&self) -> u8 {
-        family_ctype(self.addr)
+        match (self.if_id.is_some(), self.addr) {
+            (false, addr) => family_ctype(addr),
+            (true, IpAddr::V4(_)) => ctype::IF_ID_IPV4,
+            (true, IpAddr::V6(_)) => ctype::IF_ID_IPV6,
+        }
     }
 
-    /// Object length in bytes, header included.
+    /// Object length in bytes, header included. TLVs past the 65535-byte object are not
+    /// written.
     pub fn buffer_len(&self) -> usize {
-        ObjectHeader::LEN + addr_len(self.addr) + 4
+        ObjectHeader::LEN
+            + addr_len(self.addr)
+            + 4
+            + self.tlvs_written().map(IfIdTlv::buffer_len).sum::<usize>()
+    }
+
+    /// The TLVs that fit a 65535-byte object, in order.
+    fn tlvs_written(&self) -> impl Iterator<Item = &IfIdTlv> {
+        let room = 0xfffc - ObjectHeader::LEN - addr_len(self.addr) - 4;
+        let mut used = 0;
+        self.if_id
+            .iter()
+            .flat_map(|v| v.iter())
+            .take_while(move |t| {
+                used += t.buffer_len();
+                used <= room
+            })
     }
 
     /// Write the object, header included.
@@ -184,6 +244,9 @@ impl RsvpHop {
         );
         w.ip(self.addr);
         w.u32(self.lih);
+        for t in self.tlvs_written() {
+            t.emit(w);
+        }
     }
 }
 
@@ -386,21 +449,15 @@ mod tests {
     fn rsvp_hop_v4_v6() {
         // §A.2 IPv4 RSVP_HOP: length 12, class 3, C-Type 1; 192.0.2.1, LIH 7.
         let obj = [0x00, 0x0c, 0x03, 0x01, 192, 0, 2, 1, 0, 0, 0, 7];
-        let h = RsvpHop {
-            addr: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
-            lih: 7,
-        };
-        assert_eq!(RsvpHop::parse(1, &obj[4..]), Ok(h));
+        let h = RsvpHop::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), 7);
+        assert_eq!(RsvpHop::parse(1, &obj[4..]), Ok(h.clone()));
         assert_eq!(emitted(|w| h.emit(w)), obj);
         // IPv6 RSVP_HOP: length 24, class 3, C-Type 2.
         let mut obj = vec![0x00, 0x18, 0x03, 0x02];
         obj.extend_from_slice(&V6_BYTES);
         obj.extend_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
-        let h = RsvpHop {
-            addr: IpAddr::V6(V6),
-            lih: 0xdead_beef,
-        };
-        assert_eq!(RsvpHop::parse(2, &obj[4..]), Ok(h));
+        let h = RsvpHop::new(IpAddr::V6(V6), 0xdead_beef);
+        assert_eq!(RsvpHop::parse(2, &obj[4..]), Ok(h.clone()));
         assert_eq!(h.buffer_len(), 24);
         assert_eq!(emitted(|w| h.emit(w)), obj);
         assert_eq!(
@@ -411,6 +468,74 @@ mod tests {
             RsvpHop::parse(1, &obj[4..]),
             Err(ParseErrorKind::BadObject { class: 3, ctype: 1 })
         );
+    }
+
+    #[test]
+    fn if_id_rsvp_hop_v4() {
+        // RFC 3473 §8.1.1 IPv4 IF_ID RSVP_HOP, as KOM sends it (kom-head-end-path-if-id-hop.pcap,
+        // frame 1): length 20, class 3, C-Type 3; 10.200.0.1, LIH 1, TLV IPv4 0.0.0.0.
+        let obj = [
+            0x00, 0x14, 0x03, 0x03, 10, 200, 0, 1, 0, 0, 0, 1, // address, LIH
+            0x00, 0x01, 0x00, 0x08, 0, 0, 0, 0, // TLV type 1, length 8
+        ];
+        let h = RsvpHop {
+            addr: IpAddr::V4(Ipv4Addr::new(10, 200, 0, 1)),
+            lih: 1,
+            if_id: Some(Arc::new(vec![IfIdTlv::Ipv4(Ipv4Addr::UNSPECIFIED)])),
+        };
+        assert_eq!(RsvpHop::parse(3, &obj[4..]), Ok(h.clone()));
+        assert_eq!(h.ctype(), 3);
+        assert_eq!(h.buffer_len(), 20);
+        assert_eq!(emitted(|w| h.emit(w)), obj);
+        assert_eq!(h.plain(), RsvpHop::new(h.addr, 1));
+        // Without TLVs (RFC 3473 §8.1.2 says it SHOULD NOT be sent so, but it parses).
+        let bare = RsvpHop {
+            if_id: Some(Arc::new(Vec::new())),
+            ..h.clone()
+        };
+        assert_eq!(RsvpHop::parse(3, &obj[4..12]), Ok(bare.clone()));
+        assert_eq!(
+            emitted(|w| bare.emit(w)),
+            [&[0, 12, 3, 3][..], &obj[4..12]].concat()
+        );
+    }
+
+    #[test]
+    fn if_id_rsvp_hop_v6() {
+        // C-Type 4: 16-byte address, LIH, then an IF_INDEX TLV.
+        let mut obj = vec![0x00, 0x24, 0x03, 0x04];
+        obj.extend_from_slice(&V6_BYTES);
+        obj.extend_from_slice(&[0, 0, 0, 5, 0, 3, 0, 12, 10, 0, 0, 1, 0, 0, 0, 42]);
+        let h = RsvpHop {
+            addr: IpAddr::V6(V6),
+            lih: 5,
+            if_id: Some(Arc::new(vec![IfIdTlv::IfIndex {
+                addr: Ipv4Addr::new(10, 0, 0, 1),
+                id: 42,
+            }])),
+        };
+        assert_eq!(RsvpHop::parse(4, &obj[4..]), Ok(h.clone()));
+        assert_eq!(h.ctype(), 4);
+        assert_eq!(emitted(|w| h.emit(w)), obj);
+    }
+
+    #[test]
+    fn if_id_rsvp_hop_impossible_lengths() {
+        let bad = |ctype, body: &[u8]| {
+            assert_eq!(
+                RsvpHop::parse(ctype, body),
+                Err(ParseErrorKind::BadObject { class: 3, ctype }),
+                "C-Type {ctype}, {body:?}"
+            );
+        };
+        bad(3, &[10, 0, 0, 1]); // no LIH
+        bad(3, &[10, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0, 8]); // TLV cut
+        bad(3, &[10, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0, 2]); // TLV Length below 4
+        bad(4, &[0; 16]); // IPv6 address, no LIH
+        bad(4, &[0; 12]);
+        // The RFC 2205 forms keep their exact sizes.
+        bad(1, &[0; 12]);
+        bad(2, &[0; 24]);
     }
 
     #[test]

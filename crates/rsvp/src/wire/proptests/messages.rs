@@ -7,7 +7,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::wire::te::proptests::{
-    explicit_route, hello, label, label_request, record_route, session_attribute,
+    explicit_route, generalized_label, hello, label, label_request, record_route, session_attribute,
 };
 
 /// A sender descriptor, with RSVP-TE's RECORD_ROUTE sometimes (RFC 3209 §3.1.1).
@@ -26,12 +26,24 @@ fn sender(v6: bool, lsp: bool) -> impl Strategy<Value = SenderDescriptor> {
         })
 }
 
-/// The LABEL and RECORD_ROUTE bound to one FILTER_SPEC (RFC 3209 §3.2.1), each there or not.
+/// The LABEL and RECORD_ROUTE bound to one FILTER_SPEC (RFC 3209 §3.2.1), each there or not;
+/// the label a LABEL or a Generalized LABEL (RFC 3473 §2.3), never both.
 fn filter_te() -> impl Strategy<Value = FilterTe> {
-    (option::of(label()), option::of(record_route())).prop_map(|(label, record_route)| FilterTe {
-        label,
-        record_route,
-    })
+    (
+        option::of(prop_oneof![
+            label().prop_map(|l| (Some(l), None)),
+            generalized_label().prop_map(|g| (None, Some(g))),
+        ]),
+        option::of(record_route()),
+    )
+        .prop_map(|(labels, record_route)| {
+            let (label, generalized_label) = labels.unwrap_or((None, None));
+            FilterTe {
+                label,
+                record_route,
+                generalized_label,
+            }
+        })
 }
 
 /// A flow descriptor in the canonical form parsing gives: `te` empty when no filter spec has

@@ -2,14 +2,15 @@
 
 use pathwise_core::wire::{Reader, Writer};
 
+use super::generalized::GeneralizedLabelRequest;
 use super::{class, ctype};
 use crate::wire::ParseErrorKind;
 use crate::wire::objects::ObjectHeader;
 
 /// LABEL (RFC 3209 §4.1, C-Type 1): the label the downstream node allocated for the LSP.
 ///
-/// The other C-Types of the class (RFC 3473's Generalized and Waveband Switching labels) are
-/// unknown C-Types here.
+/// RFC 3473's Generalized LABEL (C-Type 2) is [`GeneralizedLabel`](super::GeneralizedLabel);
+/// its Waveband Switching label (C-Type 3) is an unknown C-Type here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Label {
     /// The 32-bit label, right-justified; for MPLS only the low 20 bits are meaningful
@@ -59,22 +60,29 @@ impl Label {
 }
 
 /// LABEL_REQUEST (RFC 3209 §4.2): asks the downstream node for a label, says which layer 3
-/// protocol the LSP carries and, for ATM and Frame Relay, which labels the sender can use.
+/// protocol the LSP carries and, for ATM and Frame Relay, which labels the sender can use; or
+/// RFC 3473's Generalized LABEL_REQUEST (§2.1), which asks for a GMPLS LSP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LabelRequest {
-    /// L3PID: the Ethertype of the layer 3 protocol carried (0x0800 for IPv4).
+    /// L3PID: the Ethertype of the layer 3 protocol carried (0x0800 for IPv4); in a
+    /// Generalized LABEL_REQUEST, the G-PID in the same 16 bits (RFC 3471 §3.1.1: an Ethertype
+    /// for packet and Ethernet LSPs).
     pub l3pid: u16,
-    /// The label range: `None` for C-Type 1 (without label range).
+    /// What the C-Type adds to the L3PID: `None` for C-Type 1 (without label range), a label
+    /// range for C-Types 2 and 3, the encoding and switching types for C-Type 4.
     pub range: Option<LabelRange>,
 }
 
-/// The label range of a LABEL_REQUEST.
+/// What a LABEL_REQUEST's C-Type adds to the L3PID (RFC 3209 §4.2.2, §4.2.3; RFC 3473 §2.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LabelRange {
     /// ATM label range (C-Type 2, §4.2.2).
     Atm(AtmLabelRange),
     /// Frame Relay label range (C-Type 3, §4.2.3).
     FrameRelay(FrameRelayLabelRange),
+    /// Generalized LABEL_REQUEST (C-Type 4, RFC 3473 §2.1): not a range, but the LSP encoding
+    /// and switching types, in the 16 bits RFC 3209's C-Types reserve.
+    Generalized(GeneralizedLabelRequest),
 }
 
 /// An ATM label range (RFC 3209 §4.2.2): the VPI/VCI block the originating switch supports.
@@ -143,9 +151,18 @@ impl LabelRequest {
     ///
     /// (M: 1 bit, Res: 3 then 4 bits, VPI: 12 bits; Reserved: 7 then 9 bits, DLI: 2 bits,
     /// DLCI: 23 bits.)
+    ///
+    /// And the Generalized LABEL_REQUEST (RFC 3473 §2.1):
+    ///
+    /// ```text
+    /// Class = 19, C-Type = 4
+    /// +-------------+-------------+-------------+-------------+
+    /// |LSP Enc. Type|Switching Typ|           G-PID           |
+    /// +-------------+-------------+-------------+-------------+
+    /// ```
     pub fn parse(ctype: u8, body: &[u8]) -> Result<Self, ParseErrorKind> {
         let want = match ctype {
-            ctype::LABEL_REQUEST => 4,
+            ctype::LABEL_REQUEST | ctype::LABEL_REQUEST_GENERALIZED => 4,
             ctype::LABEL_REQUEST_ATM | ctype::LABEL_REQUEST_FRAME_RELAY => 12,
             _ => return Err(ParseErrorKind::unknown_ctype(class::LABEL_REQUEST, ctype)),
         };
@@ -153,9 +170,16 @@ impl LabelRequest {
             return Err(ParseErrorKind::bad_object(class::LABEL_REQUEST, ctype));
         }
         let mut r = Reader::new(body);
-        r.skip(2)?;
+        let (encoding, switching) = (r.u8()?, r.u8()?);
         let l3pid = r.u16()?;
         let range = match ctype {
+            // RFC 3473 §2.1.
+            ctype::LABEL_REQUEST_GENERALIZED => {
+                Some(LabelRange::Generalized(GeneralizedLabelRequest {
+                    encoding,
+                    switching,
+                }))
+            }
             ctype::LABEL_REQUEST_ATM => {
                 let min = r.u16()?;
                 let min_vci = r.u16()?;
@@ -182,18 +206,40 @@ impl LabelRequest {
         Ok(LabelRequest { l3pid, range })
     }
 
-    /// C-Type: 1 without a label range, 2 with an ATM range, 3 with a Frame Relay range.
+    /// A Generalized LABEL_REQUEST (RFC 3473 §2.1) for G-PID `gpid`.
+    pub fn generalized_request(request: GeneralizedLabelRequest, gpid: u16) -> Self {
+        LabelRequest {
+            l3pid: gpid,
+            range: Some(LabelRange::Generalized(request)),
+        }
+    }
+
+    /// The encoding and switching types, when this is a Generalized LABEL_REQUEST.
+    pub fn generalized(&self) -> Option<GeneralizedLabelRequest> {
+        match self.range {
+            Some(LabelRange::Generalized(g)) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// C-Type: 1 without a label range, 2 with an ATM range, 3 with a Frame Relay range, 4 for
+    /// a Generalized LABEL_REQUEST.
     pub fn ctype(&self) -> u8 {
         match self.range {
             None => ctype::LABEL_REQUEST,
             Some(LabelRange::Atm(_)) => ctype::LABEL_REQUEST_ATM,
             Some(LabelRange::FrameRelay(_)) => ctype::LABEL_REQUEST_FRAME_RELAY,
+            Some(LabelRange::Generalized(_)) => ctype::LABEL_REQUEST_GENERALIZED,
         }
     }
 
     /// Object length in bytes, header included.
     pub fn buffer_len(&self) -> usize {
-        ObjectHeader::LEN + if self.range.is_some() { 12 } else { 4 }
+        ObjectHeader::LEN
+            + match self.range {
+                None | Some(LabelRange::Generalized(_)) => 4,
+                Some(_) => 12,
+            }
     }
 
     /// Write the object, header included.
@@ -204,10 +250,16 @@ impl LabelRequest {
             self.ctype(),
             self.buffer_len() - ObjectHeader::LEN,
         );
-        w.u16(0);
+        match self.range {
+            Some(LabelRange::Generalized(g)) => {
+                w.u8(g.encoding);
+                w.u8(g.switching);
+            }
+            _ => w.u16(0),
+        }
         w.u16(self.l3pid);
         match self.range {
-            None => {}
+            None | Some(LabelRange::Generalized(_)) => {}
             Some(LabelRange::Atm(a)) => {
                 let merge = if a.merge { MERGE_BIT } else { 0 };
                 w.u16(merge | (a.min_vpi & VPI_MASK));
@@ -340,10 +392,10 @@ mod tests {
     #[test]
     fn label_request_errors() {
         assert_eq!(
-            LabelRequest::parse(4, &[0; 4]),
+            LabelRequest::parse(5, &[0; 4]),
             Err(ParseErrorKind::UnknownCType {
                 class: 19,
-                ctype: 4
+                ctype: 5
             })
         );
         for (ctype, len) in [(1, 12), (1, 0), (2, 4), (2, 16), (3, 8)] {

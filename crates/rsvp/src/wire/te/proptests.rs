@@ -53,6 +53,7 @@ macro_rules! object {
 object!(Session, rsvp_class::SESSION);
 object!(FilterSpec, rsvp_class::FILTER_SPEC);
 object!(Label, class::LABEL);
+object!(GeneralizedLabel, class::LABEL);
 object!(LabelRequest, class::LABEL_REQUEST);
 object!(ExplicitRoute, class::EXPLICIT_ROUTE);
 object!(RecordRoute, class::RECORD_ROUTE);
@@ -96,6 +97,7 @@ fn reparse_all(ctype: u8, body: &[u8]) -> Result<(), TestCaseError> {
     reparse::<Session>(ctype, body)?;
     reparse::<FilterSpec>(ctype, body)?;
     reparse::<Label>(ctype, body)?;
+    reparse::<GeneralizedLabel>(ctype, body)?;
     reparse::<LabelRequest>(ctype, body)?;
     reparse::<ExplicitRoute>(ctype, body)?;
     reparse::<RecordRoute>(ctype, body)?;
@@ -149,6 +151,15 @@ pub(in crate::wire) fn label() -> impl Strategy<Value = Label> {
     any::<u32>().prop_map(|label| Label { label })
 }
 
+/// A Generalized LABEL (RFC 3473 §2.3): one to four words.
+pub(in crate::wire) fn generalized_label() -> impl Strategy<Value = GeneralizedLabel> {
+    (1usize..=4)
+        .prop_flat_map(|words| vec(any::<u8>(), words * 4))
+        .prop_map(|b| GeneralizedLabel {
+            label: b.as_slice().into(),
+        })
+}
+
 pub(in crate::wire) fn label_request() -> impl Strategy<Value = LabelRequest> {
     let atm = (
         any::<bool>(),
@@ -174,7 +185,17 @@ pub(in crate::wire) fn label_request() -> impl Strategy<Value = LabelRequest> {
                 max_dlci,
             })
         });
-    (any::<u16>(), option::of(prop_oneof![atm, frame_relay]))
+    // RFC 3473 §2.1: the Generalized LABEL_REQUEST.
+    let generalized = (any::<u8>(), any::<u8>()).prop_map(|(encoding, switching)| {
+        LabelRange::Generalized(GeneralizedLabelRequest {
+            encoding,
+            switching,
+        })
+    });
+    (
+        any::<u16>(),
+        option::of(prop_oneof![atm, frame_relay, generalized]),
+    )
         .prop_map(|(l3pid, range)| LabelRequest { l3pid, range })
 }
 
@@ -319,6 +340,7 @@ fn any_emitted() -> impl Strategy<Value = (u8, Vec<u8>)> {
         lsp_tunnel_session().prop_map(split),
         lsp_tunnel_sender().prop_map(split),
         label().prop_map(split),
+        generalized_label().prop_map(split),
         label_request().prop_map(split),
         explicit_route().prop_map(split),
         record_route().prop_map(split),
@@ -404,6 +426,11 @@ proptest! {
 
     #[test]
     fn hello_round_trip(x in hello()) {
+        round_trip(&x)?;
+    }
+
+    #[test]
+    fn generalized_label_round_trip(x in generalized_label()) {
         round_trip(&x)?;
     }
 

@@ -64,6 +64,7 @@ pub(super) fn te(label: u32, record_route: Option<RecordRoute>) -> FilterTe {
     FilterTe {
         label: Some(Label { label }),
         record_route,
+        generalized_label: None,
     }
 }
 

@@ -1,0 +1,2 @@
+//! Test vectors from other implementations' captures.
+pub mod kom;
