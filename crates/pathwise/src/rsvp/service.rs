@@ -148,6 +148,8 @@ impl RsvpService {
             label_range: cfg.label_range(),
             explicit_null: cfg.explicit_null,
             refresh_reduction: cfg.refresh_reduction,
+            lsp_setup_timeout: cfg.lsp_setup_timeout(),
+            lsp_retry: cfg.lsp_retry(),
             ..Config::default()
         };
         let mpls = match (cfg.mpls_kind(), &cfg.mpls) {
