@@ -4,6 +4,7 @@
 //! forwarding), plus the management verbs and metrics.
 
 use super::config::{MplsKind, RsvpSection, TrafficControlKind};
+use super::counters::{self, DaemonCounts};
 use super::te::{self as te_verbs, LspName, LspReq};
 use super::verbs::{self, ReserveReq, SenderReq, SessionArg};
 use anyhow::Context as _;
@@ -14,7 +15,6 @@ use pathwise_core::time::Instant;
 use pathwise_core::timer::WheelConfig;
 use pathwise_net::tc::{Command, HtbInterface, HtbTrafficControl};
 use pathwise_net::{Family, FibMirror, LinuxMpls, NetEvent, RawConfig, RawSocket};
-use pathwise_rsvp::engine::counters::MSG_TYPES;
 use pathwise_rsvp::engine::{
     AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
 };
@@ -476,150 +476,36 @@ impl RsvpService {
         json!({ "instance": self.engine.hello_instance(), "neighbors": neighbors })
     }
 
+    /// What the daemon counts beside the engine.
+    fn daemon_counts(&self) -> DaemonCounts {
+        DaemonCounts {
+            send_errors: self.send_errors,
+            dataplane_errors: self.dataplane_errors,
+            socket_drops: self.sockets.iter().map(|s| s.stats().total_drops()).sum(),
+            kernel_drops: self.sockets.iter().map(|s| s.stats().kernel_drops).sum(),
+            state_bytes: self.engine.state_bytes(),
+            lsps: self.engine.lsp_count(),
+            labels_in_use: self.engine.labels_in_use(),
+            receiver_requests: self.engine.receiver_requests(),
+        }
+    }
+
     fn counters_json(&self) -> Value {
-        let c = self.engine.counters();
-        let st = self.engine.state_stats();
-        let name = |t| format!("{t:?}");
-        json!({
-            "messages_in": MSG_TYPES.iter().map(|&t| (name(t), json!(c.received(t)))).collect::<serde_json::Map<_, _>>(),
-            "messages_out": MSG_TYPES.iter().map(|&t| (name(t), json!(c.sent(t)))).collect::<serde_json::Map<_, _>>(),
-            "drops": c.drops,
-            "send_errors": self.send_errors,
-            "path_timeouts": c.path_timeouts,
-            "resv_timeouts": c.resv_timeouts,
-            "admission_failures": c.admission_failures,
-            "local_repairs": c.local_repairs,
-            "preemptions": c.preemptions,
-            "label_allocation_failures": c.label_allocation_failures,
-            "dataplane_errors": self.dataplane_errors,
-            "lsps": self.engine.lsp_count(),
-            "labels_in_use": self.engine.labels_in_use(),
-            "refresh_reduction": {
-                "identified": c.refresh.identified,
-                "summarized": c.refresh.summarized,
-                "retransmitted": c.refresh.retransmitted,
-                "acks_sent": c.refresh.acks_sent,
-                "acks_received": c.refresh.acks_received,
-                "nacks_sent": c.refresh.nacks_sent,
-                "nacks_received": c.refresh.nacks_received,
-                "bundles_sent": c.refresh.bundles_sent,
-                "bundles_received": c.refresh.bundles_received,
-            },
-            "hello": {
-                "sent": c.hello.sent,
-                "received": c.hello.received,
-                "neighbor_failures": c.hello.neighbor_failures,
-                "neighbor_restarts": c.hello.neighbor_restarts,
-            },
-            "integrity": {
-                "signed": c.integrity.signed,
-                "unsigned_no_key": c.integrity.unsigned_no_key,
-                "verified": c.integrity.verified,
-                "challenges_sent": c.integrity.challenges_sent,
-                "responses_sent": c.integrity.responses_sent,
-                "resent": c.integrity.resent,
-                "handshakes": c.integrity.handshakes,
-            },
-            "sessions": st.sessions,
-            "path_states": st.psbs,
-            "resv_states": st.rsbs,
-            "reservations": st.out_isbs,
-            "state_bytes": self.engine.state_bytes(),
-            "socket_drops": self.sockets.iter().map(|s| s.stats().total_drops()).sum::<u64>(),
-            "kernel_drops": self.sockets.iter().map(|s| s.stats().kernel_drops).sum::<u64>(),
-        })
+        counters::counters_json(
+            self.engine.counters(),
+            &self.engine.state_stats(),
+            &self.daemon_counts(),
+        )
     }
 
     /// Prometheus text exposition of the counters.
     pub fn metrics(&self, out: &mut String) {
-        let c = self.engine.counters();
-        let st = self.engine.state_stats();
-        let mut m = crate::metrics::Metrics::new(out, "rsvp");
-        m.labelled(
-            "messages",
-            MSG_TYPES.iter().flat_map(|&t| {
-                [("in", c.received(t)), ("out", c.sent(t))]
-                    .map(|(dir, n)| (format!("direction=\"{dir}\",type=\"{t:?}\""), n))
-            }),
+        counters::write_metrics(
+            out,
+            self.engine.counters(),
+            &self.engine.state_stats(),
+            &self.daemon_counts(),
         );
-        // Integrity failures are listed even at zero, so alerts can watch them from the start.
-        let unseen = pathwise_auth::Reject::ALL
-            .iter()
-            .map(|r| r.reason())
-            .filter(|r| !c.drops.contains_key(r))
-            .map(|r| (r, 0));
-        m.labelled(
-            "drops",
-            c.drops
-                .iter()
-                .map(|(r, n)| (*r, *n))
-                .chain(unseen)
-                .map(|(r, n)| (format!("reason=\"{r}\""), n)),
-        );
-        let event = |(what, n): (&str, u64)| (format!("event=\"{what}\""), n);
-        let h = &c.hello;
-        m.labelled(
-            "hello",
-            [
-                ("sent", h.sent),
-                ("received", h.received),
-                ("neighbor_failures", h.neighbor_failures),
-                ("neighbor_restarts", h.neighbor_restarts),
-            ]
-            .map(event),
-        );
-        let r = &c.refresh;
-        m.labelled(
-            "refresh_reduction",
-            [
-                ("identified", r.identified),
-                ("summarized", r.summarized),
-                ("retransmitted", r.retransmitted),
-                ("acks_sent", r.acks_sent),
-                ("acks_received", r.acks_received),
-                ("nacks_sent", r.nacks_sent),
-                ("nacks_received", r.nacks_received),
-                ("bundles_sent", r.bundles_sent),
-                ("bundles_received", r.bundles_received),
-            ]
-            .map(event),
-        );
-        let i = &c.integrity;
-        m.labelled(
-            "integrity",
-            [
-                ("signed", i.signed),
-                ("unsigned_no_key", i.unsigned_no_key),
-                ("verified", i.verified),
-                ("challenges_sent", i.challenges_sent),
-                ("responses_sent", i.responses_sent),
-                ("resent", i.resent),
-                ("handshakes", i.handshakes),
-            ]
-            .map(event),
-        );
-        m.gauges([
-            ("sessions", st.sessions),
-            ("path_states", st.psbs),
-            ("resv_states", st.rsbs),
-            ("reservations", st.out_isbs),
-            ("state_bytes", self.engine.state_bytes()),
-            ("lsps", self.engine.lsp_count()),
-            ("labels_in_use", self.engine.labels_in_use()),
-        ]);
-        m.counters([
-            ("path_timeouts", c.path_timeouts),
-            ("resv_timeouts", c.resv_timeouts),
-            ("admission_failures", c.admission_failures),
-            ("send_errors", self.send_errors),
-            ("preemptions", c.preemptions),
-            ("label_allocation_failures", c.label_allocation_failures),
-            ("dataplane_errors", self.dataplane_errors),
-            (
-                "kernel_drops",
-                self.sockets.iter().map(|s| s.stats().kernel_drops).sum(),
-            ),
-        ]);
     }
 }
 
