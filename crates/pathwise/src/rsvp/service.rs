@@ -6,7 +6,7 @@
 use super::config::{MplsKind, RsvpSection, TrafficControlKind};
 use super::counters::{self, DaemonCounts};
 use super::te::{self as te_verbs, LspName, LspReq};
-use super::verbs::{self, ReserveReq, SenderReq, SessionArg};
+use super::verbs::{self, RequestState, ReserveReq, SenderReq, SessionArg};
 use anyhow::Context as _;
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Transmit};
@@ -83,6 +83,10 @@ pub struct RsvpService {
     dataplane_errors: u64,
     /// The routing feed's last read failed: read it again on the next wake-up.
     fib_retry: bool,
+    /// The reservation requests made through `rsvp.reserve`, as made, one per session: the
+    /// engine keeps each until it is released (or withdrawn after an admission failure) and
+    /// reports only how many it keeps, so `show requests` lists them from here.
+    requests: Vec<ReserveReq>,
 }
 
 impl RsvpService {
@@ -236,6 +240,7 @@ impl RsvpService {
             mpls,
             dataplane_errors: 0,
             fib_retry: false,
+            requests: Vec::new(),
         };
         s.on_readable();
         // LSPs of the configuration, once the routes are known.
@@ -361,8 +366,16 @@ impl RsvpService {
         }
         let t = self.epoch.elapsed().as_secs_f64();
         while let Some(e) = self.engine.poll_event() {
-            if let Event::Lfib(change) = &e {
-                self.apply_label_change(change);
+            match &e {
+                Event::Lfib(change) => self.apply_label_change(change),
+                // The engine withdrew the request on the receiver's behalf
+                // (`Config::release_on_admission_failure`).
+                Event::ResvError {
+                    session,
+                    released: true,
+                    ..
+                } => self.forget_request(*session),
+                _ => {}
             }
             tracing::info!(event = ?e, "rsvp upcall");
             if self.events.len() == EVENT_LOG {
@@ -401,6 +414,27 @@ impl RsvpService {
             .map_err(|e| te_verbs::api_error(&req.name, &e))
     }
 
+    /// Request a reservation as a local receiver. With or without path state: the engine keeps
+    /// the request and sends it when the Path arrives (RFC 2205 §3.11.1); the reply says which.
+    fn reserve(&mut self, now: Instant, r: ReserveReq) -> Result<Value, String> {
+        let (style, flows) = r.descriptors()?;
+        let session: pathwise_rsvp::wire::Session = r.session.into();
+        self.engine
+            .reserve(now, session, style, flows, r.confirm)
+            .map_err(|e| e.to_string())?;
+        let state = RequestState::of(&r, self.engine.session(&session).as_ref());
+        self.forget_request(session);
+        self.requests.push(r);
+        Ok(json!(state.summary()))
+    }
+
+    /// Drop the record of the request for `session` (the engine no longer keeps it).
+    fn forget_request(&mut self, session: pathwise_rsvp::wire::Session) {
+        let id = session.identity();
+        self.requests
+            .retain(|r| pathwise_rsvp::wire::Session::from(r.session).identity() != id);
+    }
+
     /// Answer a management verb.
     pub fn handle(&mut self, verb: &str, args: &Value) -> Result<Value, String> {
         let now = self.now();
@@ -420,13 +454,21 @@ impl RsvpService {
             }
             "rsvp.reserve" => {
                 let r: ReserveReq = parse(verb, args)?;
-                let (style, flows) = r.descriptors()?;
-                self.engine.reserve(now, r.session.into(), style, flows, r.confirm).map(|_| json!("reservation requested")).map_err(|e| e.to_string())
+                self.reserve(now, r)
             }
             "rsvp.release" => {
                 let s: SessionArg = parse(verb, args)?;
-                self.engine.release(now, s.into()).map(|_| json!("reservation released")).map_err(|e| e.to_string())
+                let session = s.into();
+                let released = self.engine.release(now, session);
+                self.forget_request(session);
+                released.map(|_| json!("reservation released")).map_err(|e| match e {
+                    pathwise_rsvp::engine::ApiError::Unknown => "no reservation request for this session".to_string(),
+                    other => other.to_string(),
+                })
             }
+            "rsvp.show.requests" => Ok(Value::Array(
+                self.requests.iter().map(|r| verbs::request_json(r, &RequestState::of(r, self.engine.session(&r.session.into()).as_ref()))).collect(),
+            )),
             "rsvp.show.sessions" => Ok(Value::Array(self.engine.sessions().iter().map(verbs::session_json).collect())),
             "rsvp.show.interfaces" => Ok(Value::Array(
                 self.interfaces.iter().map(|(i, name)| json!({ "ifindex": i.0, "name": name, "reserved_bps": self.reserved_bps(*i) })).collect(),
