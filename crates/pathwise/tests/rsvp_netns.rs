@@ -137,6 +137,147 @@ fn reservation_across_the_chain_and_teardown() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// H2's receiver requests, from `rsvp show requests`.
+fn requests(lab: &Lab) -> Vec<Value> {
+    cli(lab, H2, &["show", "requests"])
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+}
+
+/// The status of H2's one request ("waiting", "installed", …).
+fn request_status(lab: &Lab) -> Option<String> {
+    match requests(lab).as_slice() {
+        [r] => r["status"].as_str().map(str::to_string),
+        _ => None,
+    }
+}
+
+/// Reservation events of `kbit` that reached the sender H1 so far.
+fn resv_events_at_sender(lab: &Lab, kbit: f64) -> usize {
+    cli(lab, H1, &["show", "events"])
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter(|e| e["event"]["resv"]["kbps"].as_f64() == Some(kbit))
+        .count()
+}
+
+/// RFC 2205 §3.11.1: a receiver may reserve before any Path has arrived. H2 reserves first;
+/// the daemon says the request waits for path state and keeps it; once H1 registers the
+/// sender, H2's engine sends the Resv as the Path arrives, and it reaches H1 with an HTB class
+/// on every router.
+#[test]
+fn a_reservation_made_before_the_path_reaches_the_sender() -> anyhow::Result<()> {
+    if skip(
+        "a_reservation_made_before_the_path_reaches_the_sender",
+        &["tc"],
+    ) {
+        return Ok(());
+    }
+    let _serial = serial();
+    let lab = chain("htb")?;
+    let session = ["--dest", RECEIVER, "--port", "5001"];
+    let mut reserve = vec![
+        "reserve", "--style", "ff", "--sender", SENDER, "--rate", "4000kbit",
+    ];
+    reserve.extend_from_slice(&session);
+    let answer = cli(&lab, H2, &reserve)?;
+    assert!(
+        answer
+            .as_str()
+            .is_some_and(|a| a.contains("waiting for path state")),
+        "{answer}"
+    );
+    assert_eq!(request_status(&lab).as_deref(), Some("waiting"));
+    assert!(sessions(&lab, H1).is_empty(), "nothing signalled yet");
+    let counters = cli(&lab, H2, &["show", "counters"])?;
+    assert_eq!(counters["receiver_requests"], 1, "{counters}");
+    let mut add = vec!["sender", "add", "--src", SENDER, "--rate", "4000kbit"];
+    add.extend_from_slice(&session);
+    cli(&lab, H1, &add)?;
+    wait_for(
+        Duration::from_secs(5),
+        "the reservation at the sender",
+        || (resv_events_at_sender(&lab, 4000.0) >= 1).then_some(()),
+    )?;
+    for r in [R1, R2, R3] {
+        assert_eq!(installed_kbps(&lab, r), 4000.0, "{}", NODES[r]);
+        let classes = tc_classes(&lab, r, "e0");
+        assert!(classes.contains("rate 4Mbit"), "{}: {classes}", NODES[r]);
+    }
+    assert_eq!(request_status(&lab).as_deref(), Some("installed"));
+    // Released like any other; the request is gone.
+    cli(&lab, H2, &["release", "--dest", RECEIVER, "--port", "5001"])?;
+    assert!(requests(&lab).is_empty());
+    wait_for(Duration::from_secs(5), "R1's reservation gone", || {
+        (installed_kbps(&lab, R1) == 0.0).then_some(())
+    })?;
+    Ok(())
+}
+
+/// The hostile-input defect "reservation not restored after a PathTear": H1 withdraws its
+/// sender (PathTear all the way to H2) and registers it again. H2's request outlives the path
+/// state (RFC 2205 §3.11.1), so when the Path comes back the reservation is back at every
+/// hop, with nothing more asked of H2. A request made with no path state can be released too.
+#[test]
+fn a_reservation_comes_back_with_the_path_after_a_path_tear() -> anyhow::Result<()> {
+    if skip(
+        "a_reservation_comes_back_with_the_path_after_a_path_tear",
+        &["tc"],
+    ) {
+        return Ok(());
+    }
+    let _serial = serial();
+    let lab = chain("memory")?;
+    setup_reservation(&lab, 1000)?;
+    assert_eq!(request_status(&lab).as_deref(), Some("installed"));
+    let sender = ["--dest", RECEIVER, "--port", "5001", "--src", SENDER];
+    let mut del = vec!["sender", "del"];
+    del.extend_from_slice(&sender);
+    cli(&lab, H1, &del)?;
+    // The PathTear took path and reservation state everywhere; H2 keeps its request.
+    for (i, node) in NODES.iter().enumerate() {
+        wait_for(
+            Duration::from_secs(5),
+            &format!("no path state at {node}"),
+            || {
+                sessions(&lab, i)
+                    .iter()
+                    .all(|s| s["paths"].as_array().is_none_or(Vec::is_empty))
+                    .then_some(())
+            },
+        )?;
+    }
+    assert_eq!(installed_kbps(&lab, R1), 0.0);
+    assert_eq!(request_status(&lab).as_deref(), Some("waiting"));
+    let before = resv_events_at_sender(&lab, 1000.0);
+    let mut add = vec!["sender", "add", "--rate", "1000kbit"];
+    add.extend_from_slice(&sender);
+    cli(&lab, H1, &add)?;
+    wait_for(
+        Duration::from_secs(5),
+        "the reservation back at the sender",
+        || (resv_events_at_sender(&lab, 1000.0) > before).then_some(()),
+    )?;
+    for r in [R1, R2, R3] {
+        assert_eq!(installed_kbps(&lab, r), 1000.0, "{}", NODES[r]);
+    }
+    assert_eq!(request_status(&lab).as_deref(), Some("installed"));
+    // Torn down again, the request can still be released without path state.
+    cli(&lab, H1, &del)?;
+    wait_for(Duration::from_secs(5), "H2's path state gone", || {
+        (request_status(&lab).as_deref() == Some("waiting")).then_some(())
+    })?;
+    let answer = cli(&lab, H2, &["release", "--dest", RECEIVER, "--port", "5001"])?;
+    assert_eq!(answer, "reservation released");
+    assert!(requests(&lab).is_empty());
+    let counters = cli(&lab, H2, &["show", "counters"])?;
+    assert_eq!(counters["receiver_requests"], 0, "{counters}");
+    Ok(())
+}
+
 /// Killing R2's daemon (SIGKILL, no teardown) leaves R2 a plain forwarding router: R1's Path
 /// refreshes now reach R3 across a non-RSVP hop, so R3's previous hop becomes R1, and R1 times
 /// out the reservation state R2 used to refresh; the reservation itself survives, requested by

@@ -572,8 +572,10 @@ fn a_restarted_neighbour_is_resynchronised_through_nack() {
     sc.run_until(Instant::from_millis(100_100));
     sc.sim.restart(r1);
     // R0's next summary names state R1 no longer has: R1 answers NACK, R0 sends the full
-    // Path, and the LSP is back through R1 within a refresh period.
-    sc.run_until(Instant::from_secs(150));
+    // Path. The Path changes nothing at R2, so R2 sends no Resv until its own next summary,
+    // which R1 NACKs in turn and R2 answers with the full Resv: two refresh intervals at
+    // most (each up to 1.5 R = 45 s, RFC 2205 §3.7), so the label is back by 100.1 + 90 s.
+    sc.run_until(Instant::from_secs(195));
     assert!(rr_counters(&sc, r1).nacks_sent > 0);
     assert!(rr_counters(&sc, r0).nacks_received > 0);
     assert_eq!(head(&sc, r0, "n").status, LspStatus::Up);

@@ -97,6 +97,8 @@ enum Cmd {
         op: SenderOp,
     },
     /// Request a reservation as a local receiver (replaces this receiver's earlier request).
+    /// The request is kept until released: made before the sender's Path arrives it waits for
+    /// it, and it comes back after a PathTear (RFC 2205 §3.11.1); the answer says which.
     Reserve {
         #[command(flatten)]
         session: SessionOpts,
@@ -112,7 +114,7 @@ enum Cmd {
         #[arg(long)]
         confirm: bool,
     },
-    /// Withdraw this receiver's reservation.
+    /// Withdraw this receiver's reservation, installed or still waiting for path state.
     Release {
         #[command(flatten)]
         session: SessionOpts,
@@ -208,6 +210,8 @@ enum ShowWhat {
     Path,
     /// Reservation state only.
     Resv,
+    /// This node's receiver requests (`rsvp reserve`): installed, or waiting for path state.
+    Requests,
     /// RSVP interfaces and what is reserved on them.
     Interfaces,
     /// Message, drop and state counters.
@@ -232,6 +236,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         Cmd::Show {
             what: ShowWhat::Labels,
         } => render_labels,
+        Cmd::Show {
+            what: ShowWhat::Requests,
+        } => render_requests,
         _ => render,
     };
     let keep = match a.cmd {
@@ -324,6 +331,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             ShowWhat::Sessions | ShowWhat::Path | ShowWhat::Resv => {
                 ("rsvp.show.sessions", json!({}))
             }
+            ShowWhat::Requests => ("rsvp.show.requests", json!({})),
             ShowWhat::Interfaces => ("rsvp.show.interfaces", json!({})),
             ShowWhat::Counters => ("rsvp.show.counters", json!({})),
             ShowWhat::Events => ("rsvp.show.events", json!({})),
@@ -446,6 +454,45 @@ fn render_lsps(v: &Value) -> String {
                 .collect();
             let _ = writeln!(out, "  recorded route: {}", hops.join(", "));
         }
+    }
+    out
+}
+
+/// `show requests` as text: one line per request, then the senders it waits for.
+fn render_requests(v: &Value) -> String {
+    use std::fmt::Write as _;
+    let Some(requests) = v.as_array() else {
+        return render(v);
+    };
+    if requests.is_empty() {
+        return "no reservation requests\n".into();
+    }
+    let list = |v: &Value| {
+        v.as_array()
+            .map(|a| a.iter().map(or_dash).collect::<Vec<_>>().join(", "))
+            .unwrap_or_default()
+    };
+    let mut out = String::new();
+    for r in requests {
+        let _ = write!(
+            out,
+            "{}  {}  {} kbit/s  {}",
+            or_dash(&r["session"]),
+            or_dash(&r["style"]),
+            or_dash(&r["kbps"]),
+            or_dash(&r["status"]),
+        );
+        for (key, what) in [
+            ("installed", "installed for"),
+            ("waiting", "waiting for path state of"),
+            ("refused", "refused for"),
+        ] {
+            let senders = list(&r[key]);
+            if !senders.is_empty() {
+                let _ = write!(out, "; {what} {senders}");
+            }
+        }
+        out.push('\n');
     }
     out
 }

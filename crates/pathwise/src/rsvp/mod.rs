@@ -3,7 +3,8 @@
 //!
 //! - [`service`]: the RSVP service the daemon's event loop ([`crate::daemon`]) drives — raw IP
 //!   sockets with Router Alert, the kernel's routes, HTB classes, label bindings, management
-//!   verbs and metrics; [`config`]: its `[rsvp]` section of `node.toml`;
+//!   verbs and metrics; [`config`]: its `[rsvp]` section of `node.toml`; [`counters`]: its
+//!   counters as `show counters` and metrics show them;
 //! - [`verbs`] and [`te`]: the management verbs (sessions, reservations, LSPs) as the daemon
 //!   answers them and the CLI builds them; [`cli`]: `pathwise rsvp …`;
 //! - [`sim`] and [`te_sim`]: RSVP engines on the simulator (the demo, the simulation tests,
@@ -14,6 +15,7 @@ pub mod bench;
 pub mod chain;
 pub mod cli;
 pub mod config;
+pub mod counters;
 pub mod service;
 pub mod sim;
 pub mod te;

@@ -4,8 +4,9 @@
 //! forwarding), plus the management verbs and metrics.
 
 use super::config::{MplsKind, RsvpSection, TrafficControlKind};
+use super::counters::{self, DaemonCounts};
 use super::te::{self as te_verbs, LspName, LspReq};
-use super::verbs::{self, ReserveReq, SenderReq, SessionArg};
+use super::verbs::{self, RequestState, ReserveReq, SenderReq, SessionArg};
 use anyhow::Context as _;
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Transmit};
@@ -14,7 +15,6 @@ use pathwise_core::time::Instant;
 use pathwise_core::timer::WheelConfig;
 use pathwise_net::tc::{Command, HtbInterface, HtbTrafficControl};
 use pathwise_net::{Family, FibMirror, LinuxMpls, NetEvent, RawConfig, RawSocket};
-use pathwise_rsvp::engine::counters::MSG_TYPES;
 use pathwise_rsvp::engine::{
     AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
 };
@@ -83,6 +83,10 @@ pub struct RsvpService {
     dataplane_errors: u64,
     /// The routing feed's last read failed: read it again on the next wake-up.
     fib_retry: bool,
+    /// The reservation requests made through `rsvp.reserve`, as made, one per session: the
+    /// engine keeps each until it is released (or withdrawn after an admission failure) and
+    /// reports only how many it keeps, so `show requests` lists them from here.
+    requests: Vec<ReserveReq>,
 }
 
 impl RsvpService {
@@ -148,6 +152,8 @@ impl RsvpService {
             label_range: cfg.label_range(),
             explicit_null: cfg.explicit_null,
             refresh_reduction: cfg.refresh_reduction,
+            lsp_setup_timeout: cfg.lsp_setup_timeout(),
+            lsp_retry: cfg.lsp_retry(),
             ..Config::default()
         };
         let mpls = match (cfg.mpls_kind(), &cfg.mpls) {
@@ -234,6 +240,7 @@ impl RsvpService {
             mpls,
             dataplane_errors: 0,
             fib_retry: false,
+            requests: Vec::new(),
         };
         s.on_readable();
         // LSPs of the configuration, once the routes are known.
@@ -359,8 +366,16 @@ impl RsvpService {
         }
         let t = self.epoch.elapsed().as_secs_f64();
         while let Some(e) = self.engine.poll_event() {
-            if let Event::Lfib(change) = &e {
-                self.apply_label_change(change);
+            match &e {
+                Event::Lfib(change) => self.apply_label_change(change),
+                // The engine withdrew the request on the receiver's behalf
+                // (`Config::release_on_admission_failure`).
+                Event::ResvError {
+                    session,
+                    released: true,
+                    ..
+                } => self.forget_request(*session),
+                _ => {}
             }
             tracing::info!(event = ?e, "rsvp upcall");
             if self.events.len() == EVENT_LOG {
@@ -399,6 +414,27 @@ impl RsvpService {
             .map_err(|e| te_verbs::api_error(&req.name, &e))
     }
 
+    /// Request a reservation as a local receiver. With or without path state: the engine keeps
+    /// the request and sends it when the Path arrives (RFC 2205 §3.11.1); the reply says which.
+    fn reserve(&mut self, now: Instant, r: ReserveReq) -> Result<Value, String> {
+        let (style, flows) = r.descriptors()?;
+        let session: pathwise_rsvp::wire::Session = r.session.into();
+        self.engine
+            .reserve(now, session, style, flows, r.confirm)
+            .map_err(|e| e.to_string())?;
+        let state = RequestState::of(&r, self.engine.session(&session).as_ref());
+        self.forget_request(session);
+        self.requests.push(r);
+        Ok(json!(state.summary()))
+    }
+
+    /// Drop the record of the request for `session` (the engine no longer keeps it).
+    fn forget_request(&mut self, session: pathwise_rsvp::wire::Session) {
+        let id = session.identity();
+        self.requests
+            .retain(|r| pathwise_rsvp::wire::Session::from(r.session).identity() != id);
+    }
+
     /// Answer a management verb.
     pub fn handle(&mut self, verb: &str, args: &Value) -> Result<Value, String> {
         let now = self.now();
@@ -418,13 +454,21 @@ impl RsvpService {
             }
             "rsvp.reserve" => {
                 let r: ReserveReq = parse(verb, args)?;
-                let (style, flows) = r.descriptors()?;
-                self.engine.reserve(now, r.session.into(), style, flows, r.confirm).map(|_| json!("reservation requested")).map_err(|e| e.to_string())
+                self.reserve(now, r)
             }
             "rsvp.release" => {
                 let s: SessionArg = parse(verb, args)?;
-                self.engine.release(now, s.into()).map(|_| json!("reservation released")).map_err(|e| e.to_string())
+                let session = s.into();
+                let released = self.engine.release(now, session);
+                self.forget_request(session);
+                released.map(|_| json!("reservation released")).map_err(|e| match e {
+                    pathwise_rsvp::engine::ApiError::Unknown => "no reservation request for this session".to_string(),
+                    other => other.to_string(),
+                })
             }
+            "rsvp.show.requests" => Ok(Value::Array(
+                self.requests.iter().map(|r| verbs::request_json(r, &RequestState::of(r, self.engine.session(&r.session.into()).as_ref()))).collect(),
+            )),
             "rsvp.show.sessions" => Ok(Value::Array(self.engine.sessions().iter().map(verbs::session_json).collect())),
             "rsvp.show.interfaces" => Ok(Value::Array(
                 self.interfaces.iter().map(|(i, name)| json!({ "ifindex": i.0, "name": name, "reserved_bps": self.reserved_bps(*i) })).collect(),
@@ -474,150 +518,36 @@ impl RsvpService {
         json!({ "instance": self.engine.hello_instance(), "neighbors": neighbors })
     }
 
+    /// What the daemon counts beside the engine.
+    fn daemon_counts(&self) -> DaemonCounts {
+        DaemonCounts {
+            send_errors: self.send_errors,
+            dataplane_errors: self.dataplane_errors,
+            socket_drops: self.sockets.iter().map(|s| s.stats().total_drops()).sum(),
+            kernel_drops: self.sockets.iter().map(|s| s.stats().kernel_drops).sum(),
+            state_bytes: self.engine.state_bytes(),
+            lsps: self.engine.lsp_count(),
+            labels_in_use: self.engine.labels_in_use(),
+            receiver_requests: self.engine.receiver_requests(),
+        }
+    }
+
     fn counters_json(&self) -> Value {
-        let c = self.engine.counters();
-        let st = self.engine.state_stats();
-        let name = |t| format!("{t:?}");
-        json!({
-            "messages_in": MSG_TYPES.iter().map(|&t| (name(t), json!(c.received(t)))).collect::<serde_json::Map<_, _>>(),
-            "messages_out": MSG_TYPES.iter().map(|&t| (name(t), json!(c.sent(t)))).collect::<serde_json::Map<_, _>>(),
-            "drops": c.drops,
-            "send_errors": self.send_errors,
-            "path_timeouts": c.path_timeouts,
-            "resv_timeouts": c.resv_timeouts,
-            "admission_failures": c.admission_failures,
-            "local_repairs": c.local_repairs,
-            "preemptions": c.preemptions,
-            "label_allocation_failures": c.label_allocation_failures,
-            "dataplane_errors": self.dataplane_errors,
-            "lsps": self.engine.lsp_count(),
-            "labels_in_use": self.engine.labels_in_use(),
-            "refresh_reduction": {
-                "identified": c.refresh.identified,
-                "summarized": c.refresh.summarized,
-                "retransmitted": c.refresh.retransmitted,
-                "acks_sent": c.refresh.acks_sent,
-                "acks_received": c.refresh.acks_received,
-                "nacks_sent": c.refresh.nacks_sent,
-                "nacks_received": c.refresh.nacks_received,
-                "bundles_sent": c.refresh.bundles_sent,
-                "bundles_received": c.refresh.bundles_received,
-            },
-            "hello": {
-                "sent": c.hello.sent,
-                "received": c.hello.received,
-                "neighbor_failures": c.hello.neighbor_failures,
-                "neighbor_restarts": c.hello.neighbor_restarts,
-            },
-            "integrity": {
-                "signed": c.integrity.signed,
-                "unsigned_no_key": c.integrity.unsigned_no_key,
-                "verified": c.integrity.verified,
-                "challenges_sent": c.integrity.challenges_sent,
-                "responses_sent": c.integrity.responses_sent,
-                "resent": c.integrity.resent,
-                "handshakes": c.integrity.handshakes,
-            },
-            "sessions": st.sessions,
-            "path_states": st.psbs,
-            "resv_states": st.rsbs,
-            "reservations": st.out_isbs,
-            "state_bytes": self.engine.state_bytes(),
-            "socket_drops": self.sockets.iter().map(|s| s.stats().total_drops()).sum::<u64>(),
-            "kernel_drops": self.sockets.iter().map(|s| s.stats().kernel_drops).sum::<u64>(),
-        })
+        counters::counters_json(
+            self.engine.counters(),
+            &self.engine.state_stats(),
+            &self.daemon_counts(),
+        )
     }
 
     /// Prometheus text exposition of the counters.
     pub fn metrics(&self, out: &mut String) {
-        let c = self.engine.counters();
-        let st = self.engine.state_stats();
-        let mut m = crate::metrics::Metrics::new(out, "rsvp");
-        m.labelled(
-            "messages",
-            MSG_TYPES.iter().flat_map(|&t| {
-                [("in", c.received(t)), ("out", c.sent(t))]
-                    .map(|(dir, n)| (format!("direction=\"{dir}\",type=\"{t:?}\""), n))
-            }),
+        counters::write_metrics(
+            out,
+            self.engine.counters(),
+            &self.engine.state_stats(),
+            &self.daemon_counts(),
         );
-        // Integrity failures are listed even at zero, so alerts can watch them from the start.
-        let unseen = pathwise_auth::Reject::ALL
-            .iter()
-            .map(|r| r.reason())
-            .filter(|r| !c.drops.contains_key(r))
-            .map(|r| (r, 0));
-        m.labelled(
-            "drops",
-            c.drops
-                .iter()
-                .map(|(r, n)| (*r, *n))
-                .chain(unseen)
-                .map(|(r, n)| (format!("reason=\"{r}\""), n)),
-        );
-        let event = |(what, n): (&str, u64)| (format!("event=\"{what}\""), n);
-        let h = &c.hello;
-        m.labelled(
-            "hello",
-            [
-                ("sent", h.sent),
-                ("received", h.received),
-                ("neighbor_failures", h.neighbor_failures),
-                ("neighbor_restarts", h.neighbor_restarts),
-            ]
-            .map(event),
-        );
-        let r = &c.refresh;
-        m.labelled(
-            "refresh_reduction",
-            [
-                ("identified", r.identified),
-                ("summarized", r.summarized),
-                ("retransmitted", r.retransmitted),
-                ("acks_sent", r.acks_sent),
-                ("acks_received", r.acks_received),
-                ("nacks_sent", r.nacks_sent),
-                ("nacks_received", r.nacks_received),
-                ("bundles_sent", r.bundles_sent),
-                ("bundles_received", r.bundles_received),
-            ]
-            .map(event),
-        );
-        let i = &c.integrity;
-        m.labelled(
-            "integrity",
-            [
-                ("signed", i.signed),
-                ("unsigned_no_key", i.unsigned_no_key),
-                ("verified", i.verified),
-                ("challenges_sent", i.challenges_sent),
-                ("responses_sent", i.responses_sent),
-                ("resent", i.resent),
-                ("handshakes", i.handshakes),
-            ]
-            .map(event),
-        );
-        m.gauges([
-            ("sessions", st.sessions),
-            ("path_states", st.psbs),
-            ("resv_states", st.rsbs),
-            ("reservations", st.out_isbs),
-            ("state_bytes", self.engine.state_bytes()),
-            ("lsps", self.engine.lsp_count()),
-            ("labels_in_use", self.engine.labels_in_use()),
-        ]);
-        m.counters([
-            ("path_timeouts", c.path_timeouts),
-            ("resv_timeouts", c.resv_timeouts),
-            ("admission_failures", c.admission_failures),
-            ("send_errors", self.send_errors),
-            ("preemptions", c.preemptions),
-            ("label_allocation_failures", c.label_allocation_failures),
-            ("dataplane_errors", self.dataplane_errors),
-            (
-                "kernel_drops",
-                self.sockets.iter().map(|s| s.stats().kernel_drops).sum(),
-            ),
-        ]);
     }
 }
 

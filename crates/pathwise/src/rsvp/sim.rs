@@ -67,8 +67,11 @@ use pathwise_rsvp::Event;
 use pathwise_rsvp::wire::{FilterSpec, FlowDescriptor, FlowSpec, Session, StyleKind};
 use pathwise_sim::{EventRecord, NodeId};
 
-/// A receiver application: reserves for a session as soon as path state for it arrives, and
-/// re-reserves when senders come and go (RAPI-style receiver reacting to PATH_EVENTs).
+/// A receiver application, RAPI-style (RFC 2205 §3.11.1): a wildcard-filter receiver reserves
+/// once, when it is attached; a fixed-filter or shared-explicit one names its senders, so it
+/// reserves for each sender the first time a PATH_EVENT tells it of one. The engine keeps the
+/// request — made before any Path arrived, and across a PathTear or a timeout of path state —
+/// so senders whose path state goes and comes back need nothing more from the receiver.
 #[derive(Clone, Debug)]
 pub struct Receiver {
     /// The receiving node.
@@ -83,6 +86,31 @@ pub struct Receiver {
     pub confirm: bool,
 }
 
+impl Receiver {
+    /// Its request for `senders` (ignored by WF).
+    fn flows(&self, senders: &[FilterSpec]) -> Vec<FlowDescriptor> {
+        let descriptor = |filters| FlowDescriptor {
+            flowspec: Some(self.flowspec),
+            filters,
+            te: Vec::new(),
+        };
+        match self.style {
+            StyleKind::Ff => senders.iter().map(|s| descriptor(vec![*s])).collect(),
+            StyleKind::Se => vec![descriptor(senders.to_vec())],
+            _ => vec![descriptor(Vec::new())],
+        }
+    }
+
+    fn reserve(&self, sim: &mut Sim<RsvpEngine>, senders: &[FilterSpec]) {
+        let flows = self.flows(senders);
+        sim.with_engine(self.node, |e, now| {
+            // Only a request that does not fit its style is refused, and these all fit.
+            let fits = e.reserve(now, self.session, self.style, flows, self.confirm);
+            debug_assert!(fits.is_ok(), "{fits:?}");
+        });
+    }
+}
+
 /// A simulation with receiver applications attached, and the log of every engine event.
 pub struct Scenario {
     /// The simulation.
@@ -91,7 +119,8 @@ pub struct Scenario {
     pub receivers: Vec<Receiver>,
     /// Every engine event so far, in order.
     pub log: Vec<EventRecord<Event>>,
-    senders_seen: Vec<(NodeId, Session, Vec<FilterSpec>)>,
+    /// The senders each FF/SE receiver has heard of, by receiver index.
+    senders_heard: Vec<Vec<FilterSpec>>,
 }
 
 impl std::fmt::Debug for Scenario {
@@ -110,13 +139,17 @@ impl Scenario {
             sim,
             receivers: Vec::new(),
             log: Vec::new(),
-            senders_seen: Vec::new(),
+            senders_heard: Vec::new(),
         }
     }
 
-    /// Attach a receiver application.
+    /// Attach a receiver application; a wildcard-filter one reserves now, before any Path.
     pub fn add_receiver(&mut self, r: Receiver) {
+        if r.style == StyleKind::Wf {
+            r.reserve(&mut self.sim, &[]);
+        }
         self.receivers.push(r);
+        self.senders_heard.push(Vec::new());
     }
 
     /// Run until virtual time `t`, letting receivers react to what they hear.
@@ -135,73 +168,27 @@ impl Scenario {
         self.run_until(t);
     }
 
+    /// FF and SE receivers add each sender they hear of for the first time to their request.
     fn react(&mut self) {
         let fresh = self.sim.drain_events();
         for rec in &fresh {
-            let (session, sender, present) = match &rec.event {
-                Event::PathState {
-                    session, sender, ..
-                } => (*session, *sender, true),
-                Event::PathGone { session, sender } => (*session, *sender, false),
-                _ => continue,
-            };
-            let Some(r) = self
-                .receivers
-                .iter()
-                .find(|r| r.node == rec.node && r.session == session)
-                .cloned()
+            let Event::PathState {
+                session, sender, ..
+            } = &rec.event
             else {
                 continue;
             };
-            let idx = match self
-                .senders_seen
-                .iter()
-                .position(|(n, s, _)| *n == r.node && *s == session)
-            {
-                Some(i) => i,
-                None => {
-                    self.senders_seen.push((r.node, session, Vec::new()));
-                    self.senders_seen.len() - 1
+            for (i, r) in self.receivers.iter().enumerate() {
+                if r.node != rec.node || r.session != *session || r.style == StyleKind::Wf {
+                    continue;
                 }
-            };
-            let known = &mut self.senders_seen[idx].2;
-            let before = known.clone();
-            if present && !known.contains(&sender) {
-                known.push(sender);
-            } else if !present {
-                known.retain(|s| *s != sender);
+                let heard = &mut self.senders_heard[i];
+                if heard.contains(sender) {
+                    continue;
+                }
+                heard.push(*sender);
+                r.reserve(&mut self.sim, heard);
             }
-            if *known == before {
-                continue;
-            }
-            let senders = known.clone();
-            if senders.is_empty() {
-                continue;
-            }
-            let flows = match r.style {
-                StyleKind::Ff => senders
-                    .iter()
-                    .map(|s| FlowDescriptor {
-                        flowspec: Some(r.flowspec),
-                        filters: vec![*s],
-                        te: Vec::new(),
-                    })
-                    .collect(),
-                StyleKind::Se => vec![FlowDescriptor {
-                    flowspec: Some(r.flowspec),
-                    filters: senders,
-                    te: Vec::new(),
-                }],
-                _ => vec![FlowDescriptor {
-                    flowspec: Some(r.flowspec),
-                    filters: Vec::new(),
-                    te: Vec::new(),
-                }],
-            };
-            self.sim.with_engine(r.node, |e, now| {
-                // Path state can vanish between the event and now; the next PathState retries.
-                let _ = e.reserve(now, session, r.style, flows, r.confirm);
-            });
         }
         self.log.extend(fresh);
     }

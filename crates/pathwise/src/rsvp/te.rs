@@ -170,7 +170,8 @@ pub fn routing_problem(value: u16) -> &'static str {
     error_code::routing::describe(value)
 }
 
-/// An ERROR_SPEC's code and value in words (RFC 2205 App. B, RFC 3209 §4.5, §4.7).
+/// An ERROR_SPEC's code and value in words (RFC 2205 App. B, RFC 3209 §4.5, §4.7, and the
+/// engine's API errors).
 pub fn error_words(code: u8, value: u16) -> String {
     use error_code::*;
     match code {
@@ -195,7 +196,12 @@ pub fn error_words(code: u8, value: u16) -> String {
         CONFLICTING_SENDER_PORTS => "Conflicting sender ports".into(),
         UNKNOWN_OBJECT_CLASS => "Unknown object class".into(),
         UNKNOWN_OBJECT_CTYPE => "Unknown object C-Type".into(),
-        API_ERROR => "API error".into(),
+        // Code 20 is "Reserved for API" (RFC 2205 App. B); the engine's head end uses value 1
+        // when it gives an LSP up for want of a label (`Config::lsp_setup_timeout`).
+        API_ERROR => match value {
+            api::LSP_SETUP_TIMED_OUT => "LSP setup timed out".into(),
+            _ => "API error".into(),
+        },
         TRAFFIC_CONTROL_ERROR => "Traffic control error".into(),
         TRAFFIC_CONTROL_SYSTEM_ERROR => "Traffic control system error".into(),
         RSVP_SYSTEM_ERROR => "RSVP system error".into(),
@@ -388,5 +394,44 @@ mod tests {
             "Routing problem: No route available toward destination"
         );
         assert_eq!(error_words(12, 0), "Service preempted");
+        assert_eq!(
+            error_words(error_code::API_ERROR, error_code::api::LSP_SETUP_TIMED_OUT),
+            "LSP setup timed out"
+        );
+        assert_eq!(error_words(20, 1), "LSP setup timed out");
+        assert_eq!(error_words(20, 7), "API error");
+    }
+
+    #[test]
+    fn a_timed_out_lsp_shows_failed_with_its_error_in_words() {
+        let head = "10.0.0.1".parse().unwrap();
+        let error = ErrorSpec {
+            node: head,
+            flags: 0,
+            code: error_code::API_ERROR,
+            value: error_code::api::LSP_SETUP_TIMED_OUT,
+        };
+        let v = LspView {
+            name: "to-h2".into(),
+            role: LspRole::HeadEnd,
+            session: pathwise_rsvp::wire::Session::lsp_tunnel("10.0.0.9".parse().unwrap(), 1, head),
+            sender: Some(FilterSpec::LspTunnelV4 {
+                src: "10.0.0.1".parse().unwrap(),
+                lsp_id: 2,
+            }),
+            status: LspStatus::Failed(error),
+            in_label: None,
+            out: None,
+            ero: None,
+            record_route: None,
+            bandwidth_bps: 0,
+            priorities: (7, 0),
+        };
+        let j = lsp_json(&v, &|i| i.0.to_string());
+        assert_eq!(j["status"], "failed");
+        assert_eq!(
+            j["error"],
+            json!({"code": 20, "value": 1, "node": "10.0.0.1", "meaning": "LSP setup timed out"})
+        );
     }
 }

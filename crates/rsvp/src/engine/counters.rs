@@ -38,7 +38,7 @@ pub struct Counters {
     /// not list them (the message itself was processed; see `wire::message`).
     pub skipped_objects: u64,
     /// Messages the engine refused to send to a martian destination (see
-    /// [`super::martian`]); each is also under its reason in `drops`.
+    /// [`super::martian`]). Counted here only: `drops` counts messages received.
     pub unsent: u64,
     /// Path state blocks that timed out.
     pub path_timeouts: u64,

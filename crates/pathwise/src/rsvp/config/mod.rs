@@ -8,6 +8,11 @@
 //! traffic_control = "htb"                   # "htb" (Linux tc) or "memory" (admission only)
 //! timer_wheel = { slot_width = "10ms", slots = 256, levels = 3, fuzzy = false }
 //! refresh_reduction = true                  # RFC 2961 with capable neighbours (default off)
+//! lsp_setup_timeout = "60s"                 # a head-end LSP without a label by then is given
+//!                                           # up (default: the state lifetime L, RFC 2205 §3.7)
+//! lsp_retry = { first = "5s", max = "300s", attempts = 10 }  # back-off after a setup timeout,
+//!                                           # doubling from first to max; attempts: give up
+//!                                           # after that many timeouts (default: never)
 //!
 //! [[rsvp.interface]]
 //! name = "eth0"
@@ -76,6 +81,34 @@ pub struct RsvpSection {
     /// LSPs this node heads from the start.
     #[serde(default, rename = "lsp")]
     pub lsps: Vec<LspSection>,
+    /// How long a head-end LSP may wait for its label; absent: the engine's default.
+    pub lsp_setup_timeout: Option<Spanned<TimeSpan>>,
+    /// Back-off between attempts to set up an LSP whose setup timed out.
+    pub lsp_retry: Option<Spanned<LspRetrySection>>,
+}
+
+/// `lsp_retry = { first, max, attempts }`: every key optional, the engine's defaults otherwise.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LspRetrySection {
+    /// Wait after the first timeout.
+    pub first: Option<TimeSpan>,
+    /// The longest wait.
+    pub max: Option<TimeSpan>,
+    /// Timeouts after which the head end stops trying (absent: never stops).
+    pub attempts: Option<u32>,
+}
+
+impl LspRetrySection {
+    /// The engine's setting.
+    pub fn retry(&self) -> pathwise_rsvp::LspRetry {
+        let d = pathwise_rsvp::LspRetry::default();
+        pathwise_rsvp::LspRetry {
+            first: self.first.map_or(d.first, |t| t.0),
+            max: self.max.map_or(d.max, |t| t.0),
+            attempts: self.attempts.or(d.attempts),
+        }
+    }
 }
 
 impl RsvpSection {
@@ -84,6 +117,18 @@ impl RsvpSection {
         self.mpls
             .as_ref()
             .map_or(MplsKind::Memory, |m| *m.get_ref())
+    }
+
+    /// The LSP setup timeout for the engine (`None`: its default, the state lifetime L).
+    pub fn lsp_setup_timeout(&self) -> Option<std::time::Duration> {
+        self.lsp_setup_timeout.as_ref().map(|t| t.get_ref().0)
+    }
+
+    /// The LSP retry back-off for the engine.
+    pub fn lsp_retry(&self) -> pathwise_rsvp::LspRetry {
+        self.lsp_retry
+            .as_ref()
+            .map_or_else(pathwise_rsvp::LspRetry::default, |r| r.get_ref().retry())
     }
 
     /// The label range for the engine.
@@ -231,6 +276,7 @@ impl RsvpSection {
             }
         }
         te::check(cx, self.labels.as_ref(), &self.lsps)?;
+        self.check_lsp_setup(cx)?;
         if self.timer_wheel.slots < 2
             || self.timer_wheel.levels < 1
             || self.timer_wheel.slot_width.0.is_zero()
@@ -243,5 +289,139 @@ impl RsvpSection {
         }
 
         Ok(())
+    }
+
+    /// The LSP setup timeout and retry back-off: a zero timeout would give every LSP up
+    /// before its Path could travel, a zero first wait would retry in a busy loop, and a
+    /// limit of 0 attempts means nothing the engine can do (it stops after the first timeout
+    /// with a limit of 1).
+    fn check_lsp_setup(&self, cx: &Source<'_>) -> Result<(), ConfigError> {
+        if let Some(t) = &self.lsp_setup_timeout
+            && t.get_ref().0.is_zero()
+        {
+            return Err(cx.at(
+                t.span(),
+                "rsvp.lsp_setup_timeout",
+                "must be more than zero".into(),
+            ));
+        }
+        let Some(r) = &self.lsp_retry else {
+            return Ok(());
+        };
+        let retry = r.get_ref().retry();
+        let problem = if retry.first.is_zero() {
+            Some(("first", "must be more than zero".to_string()))
+        } else if retry.max < retry.first {
+            Some((
+                "max",
+                format!(
+                    "{} is less than first = {}",
+                    TimeSpan(retry.max),
+                    TimeSpan(retry.first)
+                ),
+            ))
+        } else if retry.attempts == Some(0) {
+            Some((
+                "attempts",
+                "must be at least 1 (leave it out to keep trying)".to_string(),
+            ))
+        } else {
+            None
+        };
+        match problem {
+            Some((key, message)) => Err(cx.at(r.span(), &format!("rsvp.lsp_retry.{key}"), message)),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::NodeConfig;
+    use std::time::Duration;
+
+    /// `[rsvp]` with `keys` on line 3.
+    fn node(keys: &str) -> String {
+        format!("[rsvp]\ntraffic_control = \"memory\"\n{keys}\n")
+    }
+
+    #[test]
+    fn lsp_setup_keys_default_to_the_engines() {
+        let c = NodeConfig::parse("node.toml", &node("")).unwrap();
+        let r = c.rsvp.unwrap();
+        assert_eq!(r.lsp_setup_timeout(), None);
+        assert_eq!(r.lsp_retry(), pathwise_rsvp::LspRetry::default());
+    }
+
+    #[test]
+    fn lsp_setup_keys_parse() {
+        let text = node(
+            "lsp_setup_timeout = \"45s\"\n\
+             lsp_retry = { first = \"2s\", max = \"1min\", attempts = 4 }",
+        );
+        let r = NodeConfig::parse("node.toml", &text).unwrap().rsvp.unwrap();
+        assert_eq!(r.lsp_setup_timeout(), Some(Duration::from_secs(45)));
+        assert_eq!(
+            r.lsp_retry(),
+            pathwise_rsvp::LspRetry {
+                first: Duration::from_secs(2),
+                max: Duration::from_secs(60),
+                attempts: Some(4),
+            }
+        );
+        // Keys left out keep the engine's defaults.
+        let text = node("lsp_retry = { max = \"10min\" }");
+        let r = NodeConfig::parse("node.toml", &text).unwrap().rsvp.unwrap();
+        let d = pathwise_rsvp::LspRetry::default();
+        assert_eq!(
+            r.lsp_retry(),
+            pathwise_rsvp::LspRetry {
+                max: Duration::from_secs(600),
+                ..d
+            }
+        );
+    }
+
+    #[test]
+    fn lsp_setup_key_errors_name_file_line_and_field() {
+        for (keys, line, field, says) in [
+            (
+                "lsp_setup_timeout = \"0s\"",
+                3,
+                "rsvp.lsp_setup_timeout",
+                "more than zero",
+            ),
+            (
+                "lsp_retry = { first = \"0s\" }",
+                3,
+                "rsvp.lsp_retry.first",
+                "more than zero",
+            ),
+            (
+                "lsp_retry = { first = \"10s\", max = \"5s\" }",
+                3,
+                "rsvp.lsp_retry.max",
+                "less than first = 10s",
+            ),
+            (
+                "lsp_retry = { attempts = 0 }",
+                3,
+                "rsvp.lsp_retry.attempts",
+                "at least 1",
+            ),
+            // Strict parsing: a misspelt key, a duration without a unit, a negative count.
+            ("lsp_retry = { frist = \"1s\" }", 3, "-", "frist"),
+            ("lsp_setup_timeout = \"90\"", 3, "-", "unit"),
+            ("lsp_retry = { attempts = -1 }", 3, "-", ""),
+            ("lsp_setup_timout = \"1s\"", 3, "-", "lsp_setup_timout"),
+        ] {
+            let e = NodeConfig::parse("node.toml", &node(keys)).unwrap_err();
+            assert_eq!(
+                (e.file.as_str(), e.line, e.field.as_str()),
+                ("node.toml", line, field),
+                "{keys}: {e}"
+            );
+            assert!(e.message.contains(says), "{keys}: {e}");
+        }
     }
 }
