@@ -17,6 +17,7 @@
 //! hash table keyed by Session ID with a seeded hasher.
 
 pub mod ping;
+pub mod relay;
 
 use crate::wire::{Mri, SessionId};
 use core::any::Any;
