@@ -17,8 +17,8 @@ use pathwise_sim::{Sim, SimConfig, testbeds};
 
 const NSLPID: u16 = 42;
 
-/// An end host's NSLP for 42: reports what it receives (the payload, prefixed `recv:` or, for a
-/// MessageStatus error, `fail:`); at the flow's destination answers each message upstream with
+/// An end host's NSLP for 42: reports what it receives (the payload, prefixed `recv:`) and each
+/// MessageStatus (`fail:` and the error, or `sent:` and the transport a dispatch report names); at the flow's destination answers each message upstream with
 /// `ECHO` and the payload — in the Response when it came in a Query (§4.3.2 option 1).
 struct EndNslp;
 
@@ -66,12 +66,15 @@ impl Nslp for EndNslp {
     }
 
     fn message_status(&mut self, _now: Instant, g: &mut dyn GistApi, s: MessageStatus) {
-        if let Some(e) = s.error {
-            g.report(NslpEvent::Other {
-                nslpid: NSLPID,
-                data: format!("fail:{e:?}").into_bytes(),
-            });
-        }
+        let text = match (s.error, s.transfer) {
+            (Some(e), _) => format!("fail:{e:?}"),
+            (None, Some(t)) if t.reliable => "sent:tcp".into(),
+            (None, _) => "sent:udp".into(),
+        };
+        g.report(NslpEvent::Other {
+            nslpid: NSLPID,
+            data: text.into_bytes(),
+        });
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
@@ -106,6 +109,7 @@ fn send(sim: &mut GistSim, sid: Option<SessionId>, data: &[u8], reliable: bool) 
             data.to_vec(),
         );
         m.transfer.reliable = reliable;
+        m.report_dispatch = true;
         g.send_message(now, m).expect("sent");
         sid
     })
@@ -152,8 +156,8 @@ fn relay_passes_messages_and_answers_both_ways_and_is_on_the_path() {
     assert_eq!(reports(&sim, "N6"), ["recv:hello!!!"], "the far end got it");
     assert_eq!(
         reports(&sim, "N1"),
-        ["recv:ECHOhello!!!"],
-        "its answer came back"
+        ["sent:udp", "recv:ECHOhello!!!"],
+        "dispatched (reported, B.3), and its answer came back"
     );
 
     // The relay peered with N1 upstream and N6 downstream; N3 and N5 (GIST, no NSLP 42) hold
@@ -178,7 +182,7 @@ fn relay_passes_messages_and_answers_both_ways_and_is_on_the_path() {
     assert_eq!(reports(&sim, "N6"), ["recv:hello!!!", "recv:again!!!"]);
     assert_eq!(
         reports(&sim, "N1"),
-        ["recv:ECHOhello!!!", "recv:ECHOagain!!!"]
+        ["sent:udp", "recv:ECHOhello!!!", "sent:udp", "recv:ECHOagain!!!"]
     );
     let st = relay_stats(&mut sim, "N4");
     assert_eq!(st.peered, 1, "{st:?}");
@@ -196,7 +200,7 @@ fn relay_keeps_reliable_transfer_over_messaging_associations() {
     let sid = send(&mut sim, None, b"over tcp", true);
     run_secs(&mut sim, 2);
     assert_eq!(reports(&sim, "N6"), ["recv:over tcp"]);
-    assert_eq!(reports(&sim, "N1"), ["recv:ECHOover tcp"]);
+    assert_eq!(reports(&sim, "N1"), ["sent:tcp", "recv:ECHOover tcp"]);
     let k = key(&sim, sid);
     let v = mrs(&sim, "N4", &k).expect("state at the relay");
     assert!(
@@ -211,7 +215,7 @@ fn without_the_relay_the_middle_node_is_skipped() {
     let sid = send(&mut sim, None, b"hello!!!", false);
     run_secs(&mut sim, 1);
     assert_eq!(reports(&sim, "N6"), ["recv:hello!!!"]);
-    assert_eq!(reports(&sim, "N1"), ["recv:ECHOhello!!!"]);
+    assert_eq!(reports(&sim, "N1"), ["sent:udp", "recv:ECHOhello!!!"]);
     let k = key(&sim, sid);
     assert_eq!(
         peers(&sim, "N1", &k).0.as_deref(),
@@ -229,7 +233,7 @@ fn relays_in_a_row_and_drops_at_the_end_of_the_flow_are_counted() {
     let mut sim = relay_sim(14, &["N3", "N4", "N5"]);
     let sid = send(&mut sim, None, b"hop-by-hop!!", false);
     run_secs(&mut sim, 1);
-    assert_eq!(reports(&sim, "N1"), ["recv:ECHOhop-by-hop!!"]);
+    assert_eq!(reports(&sim, "N1"), ["sent:udp", "recv:ECHOhop-by-hop!!"]);
     let k = key(&sim, sid);
     for (n, down, up) in [("N3", "N4", "N1"), ("N4", "N5", "N3"), ("N5", "N6", "N4")] {
         assert_eq!(
