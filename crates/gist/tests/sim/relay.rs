@@ -182,7 +182,12 @@ fn relay_passes_messages_and_answers_both_ways_and_is_on_the_path() {
     assert_eq!(reports(&sim, "N6"), ["recv:hello!!!", "recv:again!!!"]);
     assert_eq!(
         reports(&sim, "N1"),
-        ["sent:udp", "recv:ECHOhello!!!", "sent:udp", "recv:ECHOagain!!!"]
+        [
+            "sent:udp",
+            "recv:ECHOhello!!!",
+            "sent:udp",
+            "recv:ECHOagain!!!"
+        ]
     );
     let st = relay_stats(&mut sim, "N4");
     assert_eq!(st.peered, 1, "{st:?}");
