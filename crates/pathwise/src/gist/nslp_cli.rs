@@ -135,7 +135,10 @@ fn from_hex(s: &str) -> anyhow::Result<Vec<u8>> {
         .chars()
         .filter(|c| !c.is_whitespace() && *c != ':')
         .collect();
-    anyhow::ensure!(s.len() % 2 == 0, "--data-hex: an odd number of hex digits");
+    anyhow::ensure!(
+        s.len().is_multiple_of(2),
+        "--data-hex: an odd number of hex digits"
+    );
     (0..s.len())
         .step_by(2)
         .map(|i| {
