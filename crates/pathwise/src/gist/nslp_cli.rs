@@ -58,8 +58,8 @@ impl Transport {
 /// Arguments of `pathwise gist send`.
 #[derive(Debug, clap::Args)]
 pub struct SendArgs {
-    /// NSLPID to register and send under (1–65535; not the Ping NSLP's while it runs in
-    /// process is fine: an IPC client takes its place).
+    /// NSLPID to register and send under (1–65535; one the daemon serves in process, such as
+    /// the Ping NSLP's or a relayed one, is handed to this command while it runs).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     nslpid: u16,
     /// Destination of the flow the message travels along.
