@@ -13,7 +13,9 @@
 #
 # Addresses: link n (1..4) is 10.91.n.0/24 and fd00:91:n::/64; the node west of it is .1 / ::1 on
 # its `e0`, the node east of it .2 / ::2 on its `w0`. H1 = 10.91.1.1, H2 = 10.91.4.2 and
-# fd00:91:4::2. Daemons log to /tmp/pw-gist/NODE.log and listen on /tmp/pw-gist/NODE.sock.
+# fd00:91:4::2. Daemons log to /tmp/pw-gist/NODE.log and listen on /tmp/pw-gist/NODE.sock; their
+# IPC NSLP API is on /tmp/pw-gist/NODE-ipc.sock (`gist send`, `gist listen`, `gist nslp-ping`).
+# R2 relays NSLPID 42 (`relay = [42]`, the NSIS-ka test NSLP's); the other routers let it by.
 set -euo pipefail
 . "$(dirname "$0")/chain-lib.sh"
 nodes=("${chain_nodes[@]}")
@@ -58,6 +60,8 @@ up() {
         {
             printf '[daemon]\nsocket = "%s/%s.sock"\n\n[gist]\ninterfaces = %s\nrefresh_period = "30s"\n' \
                 "$dir" "$n" "$ifs"
+            printf 'ipc_socket = "%s/%s-ipc.sock"\n' "$dir" "$n"
+            if [[ $n == r2 ]]; then printf 'relay = [42]\n'; fi
             if (( tls )); then
                 printf 'transports = ["udp", "tcp", "tls"]\n\n[gist.tls]\ncertificate = "%s/tls/%s.pem"\nkey = "%s/tls/%s.key"\nca = "%s/tls/ca.pem"\n' \
                     "$dir" "$n" "$dir" "$n" "$dir"
@@ -76,6 +80,9 @@ Chain is up. Try:
   $bin gist --socket $dir/r2.sock show ma                          # one per neighbour
   $bin gist --socket $dir/r2.sock show mrs                         # routing state per session
   $bin gist --socket $dir/r2.sock show counters                    # messages, drops by reason
+  ip netns exec pwg-h2 $bin gist listen --nslpid 42 --echo --ipc-socket $dir/h2-ipc.sock &
+  ip netns exec pwg-h1 $bin gist send --nslpid 42 10.91.4.2 --data hello --ipc-socket $dir/h1-ipc.sock
+  $bin gist --socket $dir/r2.sock show mrs                         # R2 relays NSLPID 42
   ip netns exec pwg-r2 tshark -X lua_script:contrib/wireshark/gist.lua -i w0 -f 'udp port 270'
 Tear it down with: $0 down
 EOT

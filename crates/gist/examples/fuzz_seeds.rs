@@ -2,7 +2,8 @@
 //! messages of [`wire::vectors::CAPTURES`](pathwise_gist::wire::vectors::CAPTURES) as
 //! `capture_NAME.bin`, the hand-built Queries as `query.bin` and `query_cmode.bin` (datagrams),
 //! and each frame of [`ipc::vectors::frames`](pathwise_gist::ipc::vectors::frames) as
-//! `NAME.bin`, then all of them in one `stream.bin`.
+//! `NAME.bin`, then all of them in one `stream.bin`, and the version 2 encodings of
+//! [`ipc::vectors::v2_frames`](pathwise_gist::ipc::vectors::v2_frames) as `v2_NAME.bin`.
 //!
 //! `fuzz/run.sh --seeds` runs this (and the other crates' `fuzz_seeds` examples); by hand, from
 //! the repository root:
@@ -53,6 +54,9 @@ fn write_seeds(root: &Path) -> Result<(), String> {
     for (name, frame) in ipc::vectors::frames() {
         dir.write(&format!("{name}.bin"), &frame.to_bytes())?;
         frame.encode(&mut stream);
+    }
+    for (name, bytes) in ipc::vectors::v2_frames() {
+        dir.write(&format!("{name}.bin"), &bytes)?;
     }
     dir.write("stream.bin", &stream)
 }

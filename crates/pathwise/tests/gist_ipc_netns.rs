@@ -1,4 +1,5 @@
-//! GIST's IPC NSLP API and the attacker tool on a real Linux network (seed 000 §3.7, §4.5.1):
+//! GIST's IPC NSLP API, `gist send` / `gist listen` / `[gist] relay` for any NSLPID, and the
+//! attacker tool on a real Linux network (seed 000 §3.7, §4.5.1):
 //! the five-namespace chain of `gist_netns.rs` (H1 – R1 – R2 – R3 – H2). Needs root and `ip`;
 //! each test prints why and passes when something is missing. Every namespace is deleted when
 //! its test ends.
@@ -6,7 +7,7 @@
 mod common;
 
 use common::netns::{bin, serial, skip};
-use pathwise::gist::chain::{self as gist_chain, H1, H2, H2_V4, NODES, Options, R1};
+use pathwise::gist::chain::{self as gist_chain, H1, H2, H2_V4, NODES, Options, R1, R2, R3};
 use pathwise::netns::{Lab, wait_for};
 use pathwise_gist::ipc::{ClientError, Frame, IpcGist, Refusal};
 use serde_json::Value;
@@ -32,7 +33,7 @@ fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
 fn logs(lab: &Lab) -> String {
     NODES
         .iter()
-        .chain(&["nslp", "attack"])
+        .chain(&["nslp", "attack", "listen"])
         .map(|n| {
             let l = lab.log(n);
             let v: Vec<&str> = l.lines().collect();
@@ -159,6 +160,177 @@ fn ping_nslp_out_of_process_over_ipc() {
     assert_eq!(last_hop(&replies[1]), Some(H2));
     let c = counters(&lab, H2);
     assert!(c["ping"]["answered"].as_u64() >= Some(1), "{c:#}");
+}
+
+fn owner_of(v: &Value) -> Option<usize> {
+    gist_chain::owner(v.as_str()?.parse().ok()?)
+}
+
+/// `gist send` from H1 over its IPC socket; the JSON summary and whether it exited 0.
+fn send(lab: &Lab, args: &[&str]) -> (Value, bool) {
+    let sock = ipc_socket(lab, H1);
+    let mut argv = vec![
+        bin(),
+        "gist",
+        "--json",
+        "send",
+        "--ipc-socket",
+        sock.to_str().unwrap_or_default(),
+    ];
+    argv.extend_from_slice(args);
+    let out = lab.exec(H1, &argv).expect("run gist send");
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "gist send printed no JSON ({e}): {}\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            logs(lab)
+        )
+    });
+    (v, out.status.success())
+}
+
+/// The routing states of NSLPID `nslpid` a node shows.
+fn states(lab: &Lab, node: usize, nslpid: u16) -> Vec<Value> {
+    let v = cli(lab, node, &["show", "mrs"]).expect("gist show mrs");
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["nslpid"] == nslpid)
+        .cloned()
+        .collect()
+}
+
+/// NSLPID 42 end to end, as against NSIS-ka's test NSLP: H2 listens and echoes, R2 relays,
+/// R1 and R3 (GIST, no NSLP 42) let it through, H1 sends.
+#[test]
+fn any_nslpid_sent_listened_to_and_relayed() {
+    let _g = serial();
+    if skip("any_nslpid_sent_listened_to_and_relayed", &["sysctl"]) {
+        return;
+    }
+    let mut node_extra = [""; 5];
+    node_extra[R2] = "relay = [42]";
+    let mut lab = gist_chain::build(
+        Path::new(bin()),
+        &Options {
+            extra: "ipc_socket = \"{lab}{node}-ipc.sock\"\n".into(),
+            node_extra,
+            ..Options::default()
+        },
+    )
+    .expect("build the GIST chain");
+    let sock = ipc_socket(&lab, H2);
+    let sock_s = sock.to_string_lossy().into_owned();
+    lab.spawn(
+        "listen",
+        H2,
+        &[
+            bin(),
+            "gist",
+            "--json",
+            "listen",
+            "--nslpid",
+            "42",
+            "--echo",
+            "--ipc-socket",
+            &sock_s,
+        ],
+    )
+    .unwrap();
+    wait_for(Duration::from_secs(10), "the listener to register", || {
+        lab.log("listen").contains("\"registered\"").then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+
+    // One message: it rides H1's Query to R2, R2 passes it on in its own Query to H2, H2's
+    // echo rides the Response back to R2, which sends it on to H1.
+    let (v, ok) = send(
+        &lab,
+        &[H2_V4, "--nslpid", "42", "--data", "hello", "--wait", "10s"],
+    );
+    assert!(ok, "{v:#}\n{}", logs(&lab));
+    assert_eq!(v["summary"]["delivered"], 1, "{v:#}");
+    assert_eq!(
+        v["payload_hex"], "68656c6c6f000000",
+        "padded to a word (A.3.10)"
+    );
+    let back = &v["received"][0];
+    assert_eq!(back["text"], "hello", "the echo came back: {v:#}");
+    assert_eq!(owner_of(&back["peer"]), Some(R2), "from the relay: {v:#}");
+    assert_eq!(back["mri"]["upstream"], true, "{v:#}");
+    let session = v["session"].as_str().expect("a session").to_string();
+
+    // H2 got it from R2 (not R3: R3 does not serve 42 and let the Query through).
+    let got = wait_for(Duration::from_secs(5), "H2 to print the message", || {
+        lab.log("listen")
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["event"] == "recv" && e["text"] == "hello")
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+    assert_eq!(got["session"], session.as_str(), "{got:#}");
+    assert_eq!(owner_of(&got["peer"]), Some(R2), "{got:#}");
+    assert_eq!(got["query"], true, "it came in R2's Query: {got:#}");
+
+    // R2 is on the path with routing state both ways; R1 and R3 hold none for NSLPID 42.
+    let r2 = states(&lab, R2, 42);
+    assert_eq!(r2.len(), 1, "{r2:#?}");
+    assert_eq!(r2[0]["session"], session.as_str());
+    assert_eq!(owner_of(&r2[0]["downstream"]["peer"]), Some(H2), "{r2:#?}");
+    assert_eq!(owner_of(&r2[0]["upstream"]["peer"]), Some(H1), "{r2:#?}");
+    for r in [R1, R3] {
+        assert!(
+            states(&lab, r, 42).is_empty(),
+            "{} is transparent",
+            NODES[r]
+        );
+    }
+    let h1 = states(&lab, H1, 42);
+    assert_eq!(owner_of(&h1[0]["downstream"]["peer"]), Some(R2), "{h1:#?}");
+
+    // Two more in the same session: Data messages over the state set up, echoed upstream.
+    let (v, ok) = send(
+        &lab,
+        &[
+            H2_V4,
+            "--nslpid",
+            "42",
+            "--data-hex",
+            "00010203",
+            "--count",
+            "2",
+            "--session",
+            &session,
+            "--wait",
+            "10s",
+        ],
+    );
+    assert!(ok, "{v:#}\n{}", logs(&lab));
+    assert_eq!(v["summary"]["delivered"], 2, "{v:#}");
+    assert_eq!(v["summary"]["received"], 2, "{v:#}");
+    for r in v["received"].as_array().unwrap() {
+        assert_eq!(r["payload_hex"], "00010203", "{r:#}");
+        assert_eq!(r["text"], Value::Null, "not printable: shown as hex");
+        assert_eq!(r["query"], false, "{r:#}");
+    }
+    let c = counters(&lab, R2);
+    let relay = &c["relay"]["42"];
+    assert_eq!(relay["peered"], 1, "{c:#}");
+    assert_eq!(relay["forwarded_downstream"], 3, "{c:#}");
+    assert_eq!(relay["forwarded_upstream"], 3, "{c:#}");
+    assert!(
+        relay["drops"].as_object().unwrap().values().all(|n| n == 0),
+        "{c:#}"
+    );
+
+    // An NSLPID nobody serves at the far end: the message fails, and so does the command.
+    let (v, ok) = send(
+        &lab,
+        &[H2_V4, "--nslpid", "43", "--data", "nobody", "--wait", "3s"],
+    );
+    assert!(!ok, "{v:#}");
+    assert_eq!(v["summary"]["delivered"], 0, "{v:#}");
 }
 
 /// Run the attacker in R1 (which runs no daemon) and wait for its summary.

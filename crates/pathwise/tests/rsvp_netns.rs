@@ -1146,3 +1146,130 @@ fn lsp_from_the_configuration_with_explicit_null_at_the_egress() -> anyhow::Resu
     })?;
     Ok(())
 }
+
+/// A GMPLS LSP (RFC 3473) across the chain, as `rsvp lsp add --gmpls` signals it: a Generalized
+/// LABEL_REQUEST (§2.1) from H1, Generalized LABELs (§2.3) back hop by hop, labels chained and
+/// popped at R3 as for RFC 3209, and tshark decodes every message at R2 — the GMPLS objects
+/// with the fields we set — with nothing malformed.
+#[test]
+fn gmpls_lsp_across_the_chain_decoded_by_tshark() -> anyhow::Result<()> {
+    let test = "gmpls_lsp_across_the_chain_decoded_by_tshark";
+    if skip(test, &["tshark"]) {
+        return Ok(());
+    }
+    let _serial = serial();
+    let options = pathwise::rsvp::chain::Options {
+        refresh: "1s",
+        label_block: Some(1000),
+        ..Default::default()
+    };
+    let mut lab = pathwise::rsvp::chain::build_with(Path::new(bin()), &options)?;
+    let pcap = capture_at_r2(&mut lab, "r2-gmpls.pcap")?;
+    let pcap_s = pcap.to_str().unwrap_or_default().to_string();
+    cli(
+        &lab,
+        H1,
+        &[
+            "lsp",
+            "add",
+            "g1",
+            "--to",
+            RECEIVER,
+            "--gmpls",
+            "--switching",
+            "2",
+            "--gpid",
+            "0x0800",
+        ],
+    )?;
+    let mut views = Vec::new();
+    for n in [H1, R1, R2, R3, H2] {
+        let v = wait_for(
+            Duration::from_secs(10),
+            &format!("g1 up at {}", NODES[n]),
+            || lsp(&lab, n, "g1").filter(|l| l["status"] == "up"),
+        )?;
+        assert_eq!(
+            (
+                &v["gmpls"]["encoding"],
+                &v["gmpls"]["switching"],
+                &v["l3pid"]
+            ),
+            (&Value::from(1), &Value::from(2), &Value::from(0x0800)),
+            "{}: {v}",
+            NODES[n]
+        );
+        views.push(v);
+    }
+    for n in H1..H2 {
+        assert_eq!(
+            views[n]["out_label"],
+            views[n + 1]["in_label"],
+            "{} → {}",
+            NODES[n],
+            NODES[n + 1]
+        );
+    }
+    assert_eq!(views[H2]["in_label"], 3, "implicit null from the egress");
+    let shown = lab.exec_ok(
+        H1,
+        &[
+            bin(),
+            "rsvp",
+            "--socket",
+            pathwise::rsvp::chain::socket(&lab, H1)
+                .to_str()
+                .unwrap_or_default(),
+            "show",
+            "lsp",
+        ],
+    )?;
+    assert!(
+        shown.contains("GMPLS (RFC 3473): encoding 1, switching 2, G-PID 0x0800"),
+        "{shown}"
+    );
+    // A refresh or two, then tear it down, so the capture holds PathTear too.
+    std::thread::sleep(Duration::from_millis(1500));
+    cli(&lab, H1, &["lsp", "del", "g1"])?;
+    wait_for(Duration::from_secs(5), "g1 gone at H2", || {
+        lsp(&lab, H2, "g1").is_none().then_some(())
+    })?;
+    std::thread::sleep(Duration::from_millis(300));
+    lab.terminate("tshark", Duration::from_secs(5))?;
+    let fields = lab.exec_ok(
+        R2,
+        &[
+            "tshark",
+            "-r",
+            &pcap_s,
+            "-T",
+            "fields",
+            "-E",
+            "separator=;",
+            "-e",
+            "rsvp.msg",
+            "-e",
+            "rsvp.label_request.lsp_encoding_type",
+            "-e",
+            "rsvp.label_request.switching_type",
+            "-e",
+            "rsvp.label_request.g_pid",
+            "-e",
+            "rsvp.label.generalized_label",
+        ],
+    )?;
+    let rows: Vec<Vec<&str>> = fields.lines().map(|l| l.split(';').collect()).collect();
+    // Paths (type 1) carry the Generalized LABEL_REQUEST, Resvs (2) a Generalized LABEL.
+    assert!(
+        rows.iter()
+            .any(|r| r[0] == "1" && r[1] == "1" && r[2] == "2" && r[3] == "0x0800"),
+        "no Path with the Generalized LABEL_REQUEST: {rows:?}"
+    );
+    assert!(
+        rows.iter().any(|r| r[0] == "2" && !r[4].is_empty()),
+        "no Resv with a Generalized LABEL: {rows:?}"
+    );
+    assert!(rows.iter().any(|r| r[0] == "5"), "no PathTear: {rows:?}");
+    assert_nothing_malformed(&lab, &pcap_s)?;
+    Ok(())
+}

@@ -64,6 +64,7 @@ impl GistEngine {
                 handle,
                 data: msg.nslp_data,
                 transfer: msg.transfer,
+                report: msg.report_dispatch,
             };
             let established = self.mrs[idx as usize]
                 .up
@@ -100,6 +101,7 @@ impl GistEngine {
             handle,
             data: msg.nslp_data,
             transfer: msg.transfer,
+            report: msg.report_dispatch,
         };
         let idx = self.lookup(&key);
         let state = idx.and_then(|i| self.mrs[i as usize].down.as_ref().map(|d| d.state));
@@ -183,6 +185,15 @@ impl GistEngine {
         let Some(src) = self.source_for(dst) else {
             return;
         };
+        self.dispatched(
+            key,
+            p.handle,
+            p.report,
+            TransferAttributes {
+                setup_state: false,
+                ..TransferAttributes::default()
+            },
+        );
         let msg = Message {
             gist_hops: hops.unwrap_or(self.cfg.gist_hops),
             nslpid: key.nslpid,
@@ -247,6 +258,8 @@ impl GistEngine {
         };
         match d.ma.filter(|&m| usable(m)) {
             Some(ma) => {
+                let t = self.ma_transfer(ma);
+                self.dispatched(&key, p.handle, p.report, t);
                 let m = self.data_msg(&key, false, None, p.data);
                 self.ma_send(now, ma, &m);
             }
@@ -257,6 +270,7 @@ impl GistEngine {
                 }
             }
             None => {
+                self.dispatched(&key, p.handle, p.report, TransferAttributes::default());
                 let src = self.source_for(peer);
                 let m = self.data_msg(&key, false, src, p.data);
                 self.send_dmode(
@@ -287,10 +301,13 @@ impl GistEngine {
                 self.fail(&key, p.handle, DeliveryError::Unsupported);
             }
             Some(ma) => {
+                let t = self.ma_transfer(ma);
+                self.dispatched(&key, p.handle, p.report, t);
                 let m = self.data_msg(&key, true, None, p.data);
                 self.ma_send(now, ma, &m);
             }
             None => {
+                self.dispatched(&key, p.handle, p.report, TransferAttributes::default());
                 let src = self.source_for(peer);
                 let m = self.data_msg(&key, true, src, p.data);
                 self.send_dmode(
@@ -348,7 +365,37 @@ impl GistEngine {
             nslpid: key.nslpid,
             session_id: key.session_id,
             error: Some(error),
+            transfer: None,
         }));
+    }
+
+    /// Report a message handed to the transport or an MA with `transfer`, if its NSLP asked
+    /// (B.3: MessageStatus tells "the transfer attributes that have been selected").
+    pub(super) fn dispatched(
+        &mut self,
+        key: &MrsKey,
+        handle: MessageHandle,
+        report: bool,
+        transfer: TransferAttributes,
+    ) {
+        if report {
+            self.upcall(Upcall::Status(MessageStatus {
+                handle,
+                nslpid: key.nslpid,
+                session_id: key.session_id,
+                error: None,
+                transfer: Some(transfer),
+            }));
+        }
+    }
+
+    /// The transfer attributes a message sent over MA `ma` gets: reliable, secure over TLS.
+    fn ma_transfer(&self, ma: u32) -> TransferAttributes {
+        TransferAttributes {
+            reliable: true,
+            secure: self.ma_transport(ma) == MaTransport::Tls,
+            setup_state: true,
+        }
     }
 
     /// A Data message (RFC 5971 §6.2 Rule 7, §6.3 Rules 4 and 6).

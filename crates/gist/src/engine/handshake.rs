@@ -478,10 +478,14 @@ impl GistEngine {
         d.rto_ms = initial_rto;
         d.peer_validity_ms = r.nli.rs_validity_ms;
         d.deadline = now + interval;
-        d.piggyback = None;
+        let delivered = d.piggyback.take();
         let wants_cmode = d.cmode;
         let secure = d.secure;
         let changed = old.is_some_and(|o| o != new_peer);
+        if let Some(p) = delivered {
+            // The Query that carried it was answered: the peer's NSLP has it.
+            self.dispatched(&key, p.handle, p.report, TransferAttributes::default());
+        }
         if let Some(o) = old {
             self.peer_unref(o);
         }
@@ -576,7 +580,9 @@ impl GistEngine {
                             .as_ref()
                             .is_some_and(|d| d.queue.first().is_some_and(|p| !p.transfer.reliable));
                     if take && let Some(d) = self.mrs[idx as usize].down.as_mut() {
-                        confirm.nslp_data = Some(d.queue.remove(0).data);
+                        let p = d.queue.remove(0);
+                        self.dispatched(&key, p.handle, p.report, TransferAttributes::default());
+                        confirm.nslp_data = Some(p.data);
                     }
                     let m = Message {
                         gist_hops: self.cfg.gist_hops,

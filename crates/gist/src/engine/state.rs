@@ -78,6 +78,8 @@ pub(crate) struct Pending {
     pub handle: MessageHandle,
     pub data: Vec<u8>,
     pub transfer: TransferAttributes,
+    /// Report its dispatch with a MessageStatus (B.3; [`crate::nslp::SendMessage::report_dispatch`]).
+    pub report: bool,
 }
 
 /// Upstream messages waiting for a Confirm, and until when.

@@ -80,6 +80,8 @@ struct Conn {
     chunk: Box<[u8]>,
     tx: Vec<u8>,
     nslpid: Option<u16>,
+    /// The protocol version the client registered in; frames to it are written in it.
+    version: u8,
     next_upcall: u32,
     /// Why the connection is to be closed.
     dead: Option<&'static str>,
@@ -90,7 +92,7 @@ impl Conn {
         if self.dead.is_some() {
             return;
         }
-        f.encode(&mut self.tx);
+        f.encode_version(self.version, &mut self.tx);
         stats.frames_out += 1;
         if self.tx.len() > MAX_BACKLOG {
             stats.overflows += 1;
@@ -159,9 +161,12 @@ impl Conn {
             let _ = self.stream.set_nonblocking(true);
         }
         loop {
-            match self.rx.next_frame() {
-                Ok(Some(f)) => {
+            match self.rx.next_frame_versioned() {
+                Ok(Some((f, v))) => {
                     stats.frames_in += 1;
+                    if matches!(f, Frame::Register { .. }) && self.nslpid.is_none() {
+                        self.version = v;
+                    }
                     out.push(f);
                 }
                 Ok(None) => break,
@@ -173,7 +178,7 @@ impl Conn {
                     Frame::Refused {
                         reason: Refusal::Malformed,
                     }
-                    .encode(&mut self.tx);
+                    .encode_version(self.version, &mut self.tx);
                     let _ = (&*self.stream).write(&self.tx);
                     break;
                 }
@@ -210,6 +215,7 @@ fn serve_api(
                         nslpid: n,
                         session_id,
                         error: Some(DeliveryError::Refused(e)),
+                        transfer: None,
                     },
                 })
         }
@@ -473,6 +479,7 @@ impl IpcServer {
                 chunk: vec![0; READ_CHUNK].into_boxed_slice(),
                 tx: Vec::new(),
                 nslpid: None,
+                version: super::wire::VERSION,
                 next_upcall: 0,
                 dead: None,
             })),

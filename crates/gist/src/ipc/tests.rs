@@ -77,9 +77,22 @@ fn frame() -> BoxedStrategy<Frame> {
         option::of(any::<u8>()),
         option::of(any::<u8>()),
         data(),
+        any::<bool>(),
     )
         .prop_map(
-            |(handle, nslpid, session_id, mri, sii, transfer, timeout, ip_ttl, gist_hops, d)| {
+            |(
+                handle,
+                nslpid,
+                session_id,
+                mri,
+                sii,
+                transfer,
+                timeout,
+                ip_ttl,
+                gist_hops,
+                d,
+                report_dispatch,
+            )| {
                 Frame::Send {
                     handle: MessageHandle(handle),
                     msg: SendMessage {
@@ -92,6 +105,7 @@ fn frame() -> BoxedStrategy<Frame> {
                         timeout: timeout.map(Duration::from_nanos),
                         ip_ttl,
                         gist_hops,
+                        report_dispatch,
                     },
                 }
             },
@@ -198,17 +212,21 @@ fn frame() -> BoxedStrategy<Frame> {
             any::<u64>(),
             any::<u16>(),
             sid(),
-            option::of(delivery_error())
+            option::of(delivery_error()),
+            option::of(transfer()),
         )
-            .prop_map(|(now, h, nslpid, session_id, error)| Frame::Status {
-                now: Instant::from_nanos(now),
-                status: MessageStatus {
-                    handle: MessageHandle(h),
-                    nslpid,
-                    session_id,
-                    error,
-                },
-            }),
+            .prop_map(
+                |(now, h, nslpid, session_id, error, transfer)| Frame::Status {
+                    now: Instant::from_nanos(now),
+                    status: MessageStatus {
+                        handle: MessageHandle(h),
+                        nslpid,
+                        session_id,
+                        error,
+                        transfer,
+                    },
+                }
+            ),
         (any::<u64>(), any::<u16>(), sid(), mri(), notification_kind).prop_map(
             |(now, nslpid, session_id, mri, kind)| Frame::Notify {
                 now: Instant::from_nanos(now),
@@ -274,11 +292,31 @@ proptest! {
     }
 
     #[test]
+    fn version_2_frames_round_trip_without_the_version_3_fields(f in frame()) {
+        let mut b = Vec::new();
+        f.encode_version(2, &mut b);
+        let (g, v, n) = Frame::decode_versioned(&b).unwrap().unwrap();
+        prop_assert_eq!((v, n), (2, b.len()));
+        let mut want = f.clone();
+        match &mut want {
+            Frame::Send { msg, .. } => msg.report_dispatch = false,
+            Frame::Status { status, .. } => status.transfer = None,
+            _ => {}
+        }
+        prop_assert_eq!(&g, &want);
+        let mut again = Vec::new();
+        g.encode_version(2, &mut again);
+        prop_assert_eq!(again, b);
+    }
+
+    #[test]
     fn decoder_never_panics_on_arbitrary_bytes(b in vec(any::<u8>(), 0..200)) {
-        if let Ok(Some((f, n))) = Frame::decode(&b) {
+        if let Ok(Some((f, v, n))) = Frame::decode_versioned(&b) {
             prop_assert!(n <= b.len());
-            // What decodes re-encodes to the same bytes: one encoding per value.
-            prop_assert_eq!(f.to_bytes(), &b[..n]);
+            // What decodes re-encodes to the same bytes: one encoding per value and version.
+            let mut again = Vec::new();
+            f.encode_version(v, &mut again);
+            prop_assert_eq!(again, &b[..n]);
         }
     }
 
@@ -295,8 +333,10 @@ proptest! {
         }
         let cut = trunc.index(b.len() + 1);
         for bytes in [&b[..], &b[..cut]] {
-            if let Ok(Some((g, n))) = Frame::decode(bytes) {
-                prop_assert_eq!(g.to_bytes(), &bytes[..n]);
+            if let Ok(Some((g, v, n))) = Frame::decode_versioned(bytes) {
+                let mut again = Vec::new();
+                g.encode_version(v, &mut again);
+                prop_assert_eq!(again, &bytes[..n]);
             }
         }
     }
@@ -343,11 +383,12 @@ fn bad_frames_are_typed_errors() {
             nslpid: 1,
             session_id: SessionId([0; 16]),
             error: Some(DeliveryError::Refused(ApiError::UnsupportedMri)),
+            transfer: None,
         },
     }
     .to_bytes();
     let n = st.len();
-    st[n - 3] = 0; // the ApiError code
+    st[n - 4] = 0; // the ApiError code (then its argument and the absent transfer)
     assert_eq!(
         Frame::decode(&st),
         Err(IpcError::BadValue {
@@ -602,4 +643,128 @@ fn vector_frames_decode_alone_and_from_one_stream() {
         assert_eq!(fb.next_frame().as_ref(), Ok(&Some(f.clone())), "{name}");
     }
     assert_eq!(fb.next_frame(), Ok(None));
+}
+
+#[test]
+fn vector_v2_frames_decode_as_version_2() {
+    for (name, b) in vectors::v2_frames() {
+        match Frame::decode_versioned(&b) {
+            Ok(Some((f, 2, n))) => {
+                assert_eq!(n, b.len(), "{name}");
+                let mut again = Vec::new();
+                f.encode_version(2, &mut again);
+                assert_eq!(again, b, "{name}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
+
+/// A client of version 2 registers, sends and hears back in version 2; a client of version 3
+/// asking for dispatch reports hears that its message went out, and with which attributes.
+#[test]
+fn version_2_clients_are_answered_in_version_2_and_dispatch_is_reported_in_version_3() {
+    use std::io::{Read, Write};
+    let mut b = engine(B, 2);
+    let mut server = IpcServer::unbound();
+    let read_frames = |s: &mut std::os::unix::net::UnixStream, want: usize| {
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let mut fb = FrameBuffer::default();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while got.len() < want {
+            let n = s.read(&mut buf).expect("an answer");
+            assert!(n > 0, "closed after {got:?}");
+            fb.extend(&buf[..n]);
+            while let Some(fv) = fb.next_frame_versioned().unwrap() {
+                got.push(fv);
+            }
+        }
+        got
+    };
+    let mri = Mri::PathCoupled(PathCoupledMri::flow(B, A));
+
+    // Version 2: register, then a SendMessage GIST refuses (secure, no TLS here).
+    let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    server.adopt(ours).unwrap();
+    let mut out = Vec::new();
+    Frame::Register { nslpid: 42 }.encode_version(2, &mut out);
+    let mut secure = SendMessage::new(42, SessionId([3; 16]), mri.clone(), vec![1, 2, 3, 4]);
+    secure.transfer.secure = true;
+    Frame::Send {
+        handle: MessageHandle(7),
+        msg: secure,
+    }
+    .encode_version(2, &mut out);
+    theirs.write_all(&out).unwrap();
+    server.poll(&mut b, Instant::ZERO);
+    let got = read_frames(&mut theirs, 2);
+    assert!(got.iter().all(|(_, v)| *v == 2), "{got:?}");
+    assert!(
+        matches!(got[0].0, Frame::Registered { nslpid: 42, .. }),
+        "{got:?}"
+    );
+    match &got[1].0 {
+        Frame::Status { status, .. } => {
+            assert_eq!(status.handle, MessageHandle(7));
+            assert_eq!(
+                status.error,
+                Some(DeliveryError::Refused(ApiError::Unsupported))
+            );
+        }
+        f => panic!("{f:?}"),
+    }
+    drop(theirs);
+    server.poll(&mut b, Instant::ZERO);
+    assert!(server.registered().is_empty());
+
+    // Version 3: a message asking for a dispatch report; the engine's Query carries it and the
+    // Response (fed by hand from A's engine) confirms it.
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    server.adopt(ours).unwrap();
+    let client = std::thread::spawn(move || {
+        let mut gist = IpcGist::register(theirs, 42).unwrap();
+        let mut m = SendMessage::new(42, SessionId([4; 16]), mri, b"word".to_vec());
+        m.report_dispatch = true;
+        let h = gist.send_message(Instant::ZERO, m).unwrap();
+        let u = gist
+            .next_upcall(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        (h, u)
+    });
+    let mut a = engine(A, 1);
+    a.register(Box::new(crate::nslp::relay::RelayNslp::new(42)));
+    let t0 = std::time::Instant::now();
+    let mut now = Instant::ZERO;
+    while !client.is_finished() {
+        now += Duration::from_micros(100);
+        server.poll(&mut b, now);
+        while let Some(t) = b.poll_transmit() {
+            deliver(&mut a, now, &t);
+        }
+        while let Some(t) = a.poll_transmit() {
+            deliver(&mut b, now, &t);
+        }
+        server.poll(&mut b, now);
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            server.stats()
+        );
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    let (h, u) = client.join().unwrap();
+    match u {
+        Some(Upcall::Status { status, .. }) => {
+            assert_eq!(status.handle, h);
+            assert_eq!(status.error, None);
+            assert_eq!(
+                status.transfer,
+                Some(TransferAttributes::default()),
+                "D-mode"
+            );
+        }
+        other => panic!("expected the dispatch report, got {other:?}"),
+    }
 }

@@ -1,8 +1,10 @@
 //! IPC frames for tests and fuzz seeds: one of each kind, under the Ping NSLP's NSLPID. The
 //! `fuzz_seeds` example writes each of [`frames`] to `fuzz/seeds/gist_ipc_frame/NAME.bin`,
-//! and all of them, one after the other, to `stream.bin`.
+//! and all of them, one after the other, to `stream.bin`; [`v2_frames`] are version 2
+//! encodings, which GIST still serves.
 
 use super::{Frame, Refusal};
+use crate::nslp::TransferAttributes;
 use crate::nslp::ping::NSLPID;
 use crate::nslp::{
     ApiError, DeliveryError, Direction, MessageHandle, MessageStatus, NetworkNotification,
@@ -13,8 +15,9 @@ use pathwise_core::io::IfIndex;
 use pathwise_core::time::{Duration, Instant};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// One frame of each kind by name (a MessageStatus twice: delivered and refused), for session
-/// 0x07…07 and the flow 10.0.0.1 → 10.0.0.2.
+/// One frame of each kind by name (a SendMessage twice: secure, and asking for a dispatch
+/// report under NSLPID 42; a MessageStatus twice: dispatched over an MA and refused), for
+/// session 0x07…07 and the flow 10.0.0.1 → 10.0.0.2.
 pub fn frames() -> Vec<(&'static str, Frame)> {
     let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
     let b = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
@@ -23,13 +26,17 @@ pub fn frames() -> Vec<(&'static str, Frame)> {
     let mut secure = SendMessage::new(NSLPID, sid, mri.clone(), vec![1, 2, 3]);
     secure.transfer.secure = true;
     secure.timeout = Some(Duration::from_millis(500));
-    let status = |error| Frame::Status {
+    let mut report = SendMessage::new(42, sid, mri.clone(), b"any NSLP".to_vec());
+    report.report_dispatch = true;
+    report.gist_hops = Some(9);
+    let status = |error, transfer| Frame::Status {
         now: Instant::from_millis(3),
         status: MessageStatus {
             handle: MessageHandle(9),
             nslpid: NSLPID,
             session_id: sid,
             error,
+            transfer,
         },
     };
     vec![
@@ -39,6 +46,13 @@ pub fn frames() -> Vec<(&'static str, Frame)> {
             Frame::Send {
                 handle: MessageHandle(1),
                 msg: secure,
+            },
+        ),
+        (
+            "send_report_dispatch",
+            Frame::Send {
+                handle: MessageHandle(2),
+                msg: report,
             },
         ),
         (
@@ -77,12 +91,22 @@ pub fn frames() -> Vec<(&'static str, Frame)> {
                 },
             },
         ),
-        ("status_ok", status(None)),
+        (
+            "status_ok",
+            status(
+                None,
+                Some(TransferAttributes {
+                    reliable: true,
+                    ..TransferAttributes::default()
+                }),
+            ),
+        ),
         (
             "status_refused",
-            status(Some(DeliveryError::Refused(ApiError::UnknownNslpid(
-                NSLPID,
-            )))),
+            status(
+                Some(DeliveryError::Refused(ApiError::UnknownNslpid(NSLPID))),
+                None,
+            ),
         ),
         (
             "notify",
@@ -125,4 +149,19 @@ pub fn frames() -> Vec<(&'static str, Frame)> {
             },
         ),
     ]
+}
+
+/// Version 2 encodings (of the frames of [`frames`] whose format changed in version 3, and of a
+/// registration), named `v2_NAME`: a version 2 client's frames, which GIST still decodes and
+/// answers in version 2.
+pub fn v2_frames() -> Vec<(String, Vec<u8>)> {
+    frames()
+        .into_iter()
+        .filter(|(n, _)| ["register", "send", "status_refused"].contains(n))
+        .map(|(n, f)| {
+            let mut b = Vec::new();
+            f.encode_version(2, &mut b);
+            (format!("v2_{n}"), b)
+        })
+        .collect()
 }

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  0: length (32): bytes after this field, 2 ..= MAX_FRAME
-//!  4: version (8) = 2 | kind (8)
+//!  4: version (8) = 3 (2 accepted) | kind (8)
 //!  6: body (per kind)
 //! ```
 //!
@@ -17,6 +17,13 @@
 //! Version 2 pipelines SendMessage: the client names each message with its own handle and
 //! GIST does not answer; a refusal comes back as a MessageStatus with
 //! [`DeliveryError::Refused`]. Version 1's SendResult frame (kind 0x82) is gone.
+//!
+//! Version 3 adds the dispatch report of RFC 5971 B.3: a Send carries a flags byte after its
+//! transfer attributes (bit 0: [`SendMessage::report_dispatch`]), and a Status an optional
+//! transfer-attributes byte after its error (the attributes GIST used for a dispatched
+//! message). Everything else is as in version 2, and version 2 frames still decode (without
+//! those fields); [`Frame::encode_version`] writes either, so GIST answers a version 2 client
+//! in its own version.
 
 use crate::nslp::{
     ApiError, DeliveryError, Direction, MessageHandle, MessageStatus, NetworkNotification,
@@ -29,7 +36,9 @@ use pathwise_core::wire::{Reader, Truncated, Writer};
 use std::net::IpAddr;
 
 /// Protocol version of this codec.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
+/// The oldest version still decoded and written ([`Frame::encode_version`]).
+pub const MIN_VERSION: u8 = 2;
 /// Largest frame (after the length field): NSLP data is bounded by GIST's own message size
 /// (64 KiB objects), so 1 MiB leaves ample room and bounds what a client makes us buffer.
 pub const MAX_FRAME: usize = 1 << 20;
@@ -55,7 +64,7 @@ pub enum IpcError {
     #[error("frame length {0} out of range")]
     BadLength(u32),
     /// Another protocol version.
-    #[error("protocol version {0} (this side speaks {VERSION})", VERSION = VERSION)]
+    #[error("protocol version {0} (this side speaks {MIN_VERSION} to {VERSION})")]
     BadVersion(u8),
     /// Unknown frame kind.
     #[error("unknown frame kind {0:#04x}")]
@@ -215,10 +224,23 @@ pub enum Frame {
 impl Frame {
     /// Append the frame, length field included, to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
+        self.encode_version(VERSION, out);
+    }
+
+    /// Append the frame in protocol `version` ([`MIN_VERSION`] ..= [`VERSION`]; others are
+    /// written as [`VERSION`]). Version 2 has no field for
+    /// [`SendMessage::report_dispatch`] or [`MessageStatus::transfer`]: they are left out.
+    pub fn encode_version(&self, version: u8, out: &mut Vec<u8>) {
+        let version = if (MIN_VERSION..=VERSION).contains(&version) {
+            version
+        } else {
+            VERSION
+        };
+        let v3 = version >= 3;
         let start = out.len();
         let w = &mut Writer::new(out);
         w.u32(0);
-        w.u8(VERSION);
+        w.u8(version);
         match self {
             Frame::Register { nslpid } => {
                 w.u8(kind::REGISTER);
@@ -232,6 +254,9 @@ impl Frame {
                 put_mri(w, &msg.mri);
                 put_addr(w, msg.sii_handle.map(|s| s.0));
                 put_transfer(w, msg.transfer);
+                if v3 {
+                    w.u8(u8::from(msg.report_dispatch));
+                }
                 put_opt_u64(
                     w,
                     msg.timeout
@@ -321,6 +346,15 @@ impl Frame {
                     None => w.u8(0),
                     Some(e) => put_delivery_error(w, e),
                 }
+                if v3 {
+                    match status.transfer {
+                        None => w.u8(0),
+                        Some(t) => {
+                            w.u8(1);
+                            put_transfer(w, t);
+                        }
+                    }
+                }
             }
             Frame::Notify { now, notification } => {
                 w.u8(kind::NOTIFY);
@@ -370,6 +404,11 @@ impl Frame {
     /// Decode the first frame of `buf`: `Ok(None)` if more bytes are needed, else the frame
     /// and how many bytes it took. An error means the stream cannot be resynchronised.
     pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, IpcError> {
+        Ok(Frame::decode_versioned(buf)?.map(|(f, _, n)| (f, n)))
+    }
+
+    /// [`Frame::decode`], with the protocol version the frame was written in.
+    pub fn decode_versioned(buf: &[u8]) -> Result<Option<(Frame, u8, usize)>, IpcError> {
         let Some(len) = buf.get(..4) else {
             return Ok(None);
         };
@@ -381,16 +420,22 @@ impl Frame {
         let Some(body) = buf.get(4..end) else {
             return Ok(None);
         };
-        Frame::decode_body(body).map(|f| Some((f, end)))
+        Frame::decode_body_versioned(body).map(|(f, v)| Some((f, v, end)))
     }
 
     /// Decode a frame without its length field (version, kind, body).
     pub fn decode_body(body: &[u8]) -> Result<Frame, IpcError> {
+        Frame::decode_body_versioned(body).map(|(f, _)| f)
+    }
+
+    /// [`Frame::decode_body`], with the frame's protocol version.
+    pub fn decode_body_versioned(body: &[u8]) -> Result<(Frame, u8), IpcError> {
         let r = &mut Reader::new(body);
         let v = r.u8()?;
-        if v != VERSION {
+        if !(MIN_VERSION..=VERSION).contains(&v) {
             return Err(IpcError::BadVersion(v));
         }
+        let v3 = v >= 3;
         let k = r.u8()?;
         let f = match k {
             kind::REGISTER => Frame::Register { nslpid: r.u16()? },
@@ -401,6 +446,7 @@ impl Frame {
                 let mri = get_mri(r)?;
                 let sii_handle = get_addr(r)?.map(SiiHandle);
                 let transfer = get_transfer(r)?;
+                let report_dispatch = v3 && get_bool(r, "send flags")?;
                 let timeout = get_opt_u64(r)?.map(Duration::from_nanos);
                 let ip_ttl = get_opt_u8(r, "ip_ttl")?;
                 let gist_hops = get_opt_u8(r, "gist_hops")?;
@@ -417,6 +463,7 @@ impl Frame {
                         timeout,
                         ip_ttl,
                         gist_hops,
+                        report_dispatch,
                     },
                 }
             }
@@ -496,6 +543,14 @@ impl Frame {
                 let nslpid = r.u16()?;
                 let session_id = SessionId(r.array()?);
                 let error = get_delivery_error(r)?;
+                let transfer = match v3 {
+                    false => None,
+                    true => match r.u8()? {
+                        0 => None,
+                        1 => Some(get_transfer(r)?),
+                        b => return Err(bad("status transfer", b)),
+                    },
+                };
                 Frame::Status {
                     now,
                     status: MessageStatus {
@@ -503,6 +558,7 @@ impl Frame {
                         nslpid,
                         session_id,
                         error,
+                        transfer,
                     },
                 }
             }
@@ -543,7 +599,7 @@ impl Frame {
             k => return Err(IpcError::UnknownKind(k)),
         };
         match r.remaining() {
-            0 => Ok(f),
+            0 => Ok((f, v)),
             n => Err(IpcError::Trailing(n)),
         }
     }
@@ -766,7 +822,12 @@ impl FrameBuffer {
 
     /// The next whole frame, `Ok(None)` if more bytes are needed.
     pub fn next_frame(&mut self) -> Result<Option<Frame>, IpcError> {
-        match Frame::decode(&self.buf[self.start..])? {
+        Ok(self.next_frame_versioned()?.map(|(f, _)| f))
+    }
+
+    /// [`FrameBuffer::next_frame`], with the frame's protocol version.
+    pub fn next_frame_versioned(&mut self) -> Result<Option<(Frame, u8)>, IpcError> {
+        match Frame::decode_versioned(&self.buf[self.start..])? {
             None => {
                 if self.start > 0 {
                     self.buf.drain(..self.start);
@@ -774,9 +835,9 @@ impl FrameBuffer {
                 }
                 Ok(None)
             }
-            Some((f, n)) => {
+            Some((f, v, n)) => {
                 self.start += n;
-                Ok(Some(f))
+                Ok(Some((f, v)))
             }
         }
     }

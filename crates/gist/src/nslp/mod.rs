@@ -17,6 +17,7 @@
 //! hash table keyed by Session ID with a seeded hasher.
 
 pub mod ping;
+pub mod relay;
 
 use crate::wire::{Mri, SessionId};
 use core::any::Any;
@@ -101,6 +102,12 @@ pub struct SendMessage {
     pub ip_ttl: Option<u8>,
     /// GIST-Hop-Count; `None`: the configured default.
     pub gist_hops: Option<u8>,
+    /// Ask for a [`MessageStatus`] with no error once GIST has handed the message to the
+    /// transport (D-mode, or the Query or Confirm carrying it answered) or to a messaging
+    /// association, naming the transfer attributes used (B.3: MessageStatus also informs "about
+    /// the transfer attributes that have been selected for the message"). `false` (the
+    /// default): only failures are reported.
+    pub report_dispatch: bool,
 }
 
 impl SendMessage {
@@ -116,6 +123,7 @@ impl SendMessage {
             timeout: None,
             ip_ttl: None,
             gist_hops: None,
+            report_dispatch: false,
         }
     }
 }
@@ -205,8 +213,11 @@ pub struct MessageStatus {
     pub nslpid: u16,
     /// Session-ID.
     pub session_id: SessionId,
-    /// What happened: `None` when the message was handed to the transport (D-mode) or the MA.
+    /// What happened: `None` when the message was handed to the transport (D-mode) or the MA
+    /// (reported only for a message sent with [`SendMessage::report_dispatch`]).
     pub error: Option<DeliveryError>,
+    /// For a dispatched message, the transfer attributes GIST used (B.3).
+    pub transfer: Option<TransferAttributes>,
 }
 
 /// NetworkNotification types (B.4).

@@ -4,6 +4,7 @@
 mod cmode;
 mod common;
 mod dos;
+mod relay;
 mod resilience;
 mod testbed;
 mod tls;

@@ -26,6 +26,8 @@ pub struct Options<'a> {
     /// Lines appended to every node's `[gist]` section; `{node}` is replaced by the node's
     /// name and `{lab}` by the lab's scratch directory (with a trailing `/`).
     pub extra: String,
+    /// Lines appended to one node's `[gist]` section (by index), after `extra`.
+    pub node_extra: [&'a str; 5],
     /// Run C-mode over TLS too: certificates from a test CA made with the `openssl` command,
     /// `[gist.tls]` with `verify_peer = true` on every node.
     pub tls: bool,
@@ -40,6 +42,7 @@ impl Default for Options<'_> {
             refresh: "30s",
             cookie_mode: "hash",
             extra: String::new(),
+            node_extra: [""; 5],
             tls: false,
             untrusted: [false; 5],
         }
@@ -94,6 +97,10 @@ pub fn build(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
                 .replace("{node}", node)
                 .replace("{lab}", &lab.path("").to_string_lossy())
         );
+        if !o.node_extra[i].is_empty() {
+            cfg += o.node_extra[i];
+            cfg.push('\n');
+        }
         if o.tls {
             let dir = lab.path("tls");
             if i == 0 || !dir.join("ca.pem").exists() {

@@ -1,5 +1,6 @@
 //! `pathwise gist …`: talk to a running daemon's GIST service over its management socket —
-//! ping along a path with the Ping NSLP, show routing state, messaging associations, counters.
+//! ping along a path with the Ping NSLP, show routing state, messaging associations, counters —
+//! or over its IPC NSLP API (`nslp-ping`; `send` and `listen` in [`super::nslp_cli`]).
 
 use clap::Subcommand;
 use serde_json::{Value, json};
@@ -64,6 +65,14 @@ enum Cmd {
         #[arg(long)]
         record_address: Option<IpAddr>,
     },
+    /// Send an NSLP payload of any NSLPID towards DEST along the path, over the daemon's IPC
+    /// NSLP API (`[gist] ipc_socket`): prints each message's MessageStatus (dispatched or why
+    /// not) and every message that comes back in the session. Exits non-zero unless every
+    /// message was dispatched.
+    Send(super::nslp_cli::SendArgs),
+    /// Serve any NSLPID over the daemon's IPC NSLP API: peer with every Query, print every
+    /// message, notification and status; `--echo` sends each payload back to its sender.
+    Listen(super::nslp_cli::ListenArgs),
     /// Flood a GIST node with Queries, or Queries answered by Confirms (the thesis's attacker,
     /// seed 000 §4.5.1). FOR TEST NETWORKS ONLY: it is a denial-of-service tool; never point it
     /// at a network you do not own. Each Query names a fresh session, flow source and Peer
@@ -166,6 +175,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             timeout,
         ),
         Cmd::Attack(args) => super::attack::run(&args, a.daemon.json),
+        Cmd::Send(args) => super::nslp_cli::send(&args, a.daemon.json),
+        Cmd::Listen(args) => super::nslp_cli::listen(&args, a.daemon.json),
         Cmd::NslpPing {
             ipc_socket,
             nslpid,

@@ -16,6 +16,7 @@
 //!                                    # "tls": C-mode over TLS (needs [gist.tls])
 //! tcp_port = 30000                   # where this node accepts messaging associations
 //! ipc_socket = "/run/pathwise/gist.sock"  # NSLPs in their own processes (IPC NSLP API)
+//! relay = [42, 1000]                 # NSLPIDs this node relays without understanding them
 //!
 //! [gist.tls]                         # RFC 5971 §5.7.3: TLS over TCP, its own MA profile
 //! certificate = "/etc/pathwise/node.pem"   # PEM chain this node presents (server and client)
@@ -37,6 +38,13 @@
 //! out of process (seed 000 §3.7; `pathwise_gist::ipc`, `pathwise gist nslp-ping`). A client
 //! registering an NSLPID served in process (the Ping NSLP) takes its place until it goes.
 //! Anyone who can open the socket can signal as this node: keep its directory private.
+//!
+//! `relay`: for each NSLPID listed, the node runs the relay NSLP (`pathwise_gist::nslp::relay`):
+//! it peers with every Query of that NSLPID, so it appears on the NSLP's path with routing state
+//! hop by hop, and passes each NSLP message on unchanged in the direction it travels (RFC 5971
+//! §3.5, §4.3.2). Not 0 (GIST's own messages, §5.6), not listed twice, and not the Ping NSLP's
+//! NSLPID (32704), which this node serves in process. An IPC client registering a relayed
+//! NSLPID takes the relay's place until it goes.
 //!
 //! D-mode runs over UDP port 270 for IPv4 and IPv6; Queries carry the IP Router Alert option
 //! and GIST-aware forwarders take them off the forwarding path.
@@ -114,6 +122,9 @@ pub struct GistSection {
     pub tcp_port: u16,
     /// Unix socket of the IPC NSLP API; absent: NSLPs only in process.
     pub ipc_socket: Option<std::path::PathBuf>,
+    /// NSLPIDs relayed by the relay NSLP.
+    #[serde(default = "no_relay")]
+    pub relay: Spanned<Vec<u16>>,
     /// `[gist.tls]`: certificates for C-mode over TLS.
     pub tls: Option<Spanned<TlsSection>>,
 }
@@ -141,6 +152,10 @@ fn yes() -> bool {
 }
 fn default_tls_port() -> u16 {
     30001
+}
+
+fn no_relay() -> Spanned<Vec<u16>> {
+    Spanned::new(0..0, Vec::new())
 }
 
 fn default_transports() -> Spanned<Vec<String>> {
@@ -314,6 +329,23 @@ impl GistSection {
                 format!("{} cannot be the messaging association port", self.tcp_port),
             ));
         }
+        let mut relayed = std::collections::BTreeSet::new();
+        for &n in self.relay.get_ref() {
+            let why = if n == 0 {
+                Some("0 is GIST's own (RFC 5971 §5.6), not an NSLP's".to_string())
+            } else if n == pathwise_gist::nslp::ping::NSLPID {
+                Some(format!(
+                    "{n} is the Ping NSLP's, which this node serves in process"
+                ))
+            } else if !relayed.insert(n) {
+                Some(format!("{n} listed twice"))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(cx.at(self.relay.span(), "gist.relay", why));
+            }
+        }
         for (field, v) in [
             ("gist.ipv4_router_alert", self.ipv4_router_alert),
             ("gist.ipv6_router_alert", self.ipv6_router_alert),
@@ -375,7 +407,10 @@ cookie_mode = "random"
         assert_eq!(g.secret_rotation.get_ref().0.as_secs(), 60);
         assert_eq!(g.ipv6_router_alert, super::DEFAULT_IPV6_ROUTER_ALERT);
         assert_eq!(g.interception, super::Interception::Auto);
+        assert!(g.relay.get_ref().is_empty());
         assert!(c.rsvp.is_none());
+        let c = NodeConfig::parse("node.toml", &format!("{GOOD}relay = [42, 1000]\n")).unwrap();
+        assert_eq!(c.gist.unwrap().relay.get_ref(), &[42, 1000]);
     }
 
     #[test]
@@ -480,6 +515,21 @@ cookie_mode = "random"
                 11,
                 "-",
             ),
+            (
+                "cookie_mode = \"random\"",
+                "relay = [42, 1000, 42]",
+                8,
+                "gist.relay",
+            ),
+            ("cookie_mode = \"random\"", "relay = [0]", 8, "gist.relay"),
+            (
+                "cookie_mode = \"random\"",
+                "relay = [32704]",
+                8,
+                "gist.relay",
+            ),
+            ("cookie_mode = \"random\"", "relay = [70000]", 8, "-"),
+            ("cookie_mode = \"random\"", "relay = 42", 8, "-"),
         ] {
             let e = NodeConfig::parse("node.toml", &GOOD.replace(from, to)).unwrap_err();
             assert_eq!((e.line, e.field.as_str()), (line, field), "{to}: {e}");

@@ -5,7 +5,8 @@
 //!   270 with Router Alert, the kernel's routes, management verbs, metrics; [`ma`]: messaging
 //!   associations over TCP, [`tls`] over TLS; [`load`]: the Ping load client run inside the
 //!   daemon; [`config`]: its `[gist]` section of `node.toml`;
-//! - [`cli`]: `pathwise gist …`; [`attack`]: `pathwise gist attack` (test networks only);
+//! - [`cli`]: `pathwise gist …`; [`nslp_cli`]: `pathwise gist send` and `listen` (any NSLPID
+//!   over the IPC NSLP API); [`attack`]: `pathwise gist attack` (test networks only);
 //! - [`sim`]: GIST nodes on the simulator (the demo); [`chain`]: the five-node namespace lab;
 //! - [`bench`]: `pathwise bench gist-chain`, `gist-api`.
 
@@ -16,6 +17,7 @@ pub mod cli;
 pub mod config;
 pub mod load;
 pub mod ma;
+pub mod nslp_cli;
 pub mod service;
 pub mod sim;
 pub mod tls;

@@ -165,6 +165,9 @@ impl GistService {
             seed: pathwise_core::rand::random(),
             ..PingConfig::default()
         })));
+        for &n in cfg.relay.get_ref() {
+            engine.register(Box::new(pathwise_gist::nslp::relay::RelayNslp::new(n)));
+        }
         let options = RawOptions {
             ipv6_router_alert_value: cfg.ipv6_router_alert,
             ..RawOptions::default()
@@ -764,6 +767,7 @@ impl GistService {
             .engine
             .with_nslp::<PingNslp, _>(now, |p, _| p.stats())
             .unwrap_or_default();
+        let relay = super::nslp_cli::relay_json(&mut self.engine, now);
         let c = self.engine.counters();
         let st = self.engine.state_stats();
         json!({
@@ -818,6 +822,7 @@ impl GistService {
             },
             "interfaces": self.interfaces.iter().map(|(i, _)| self.name(*i)).collect::<Vec<_>>(),
             "ipc": self.ipc.as_ref().map(ipc_json),
+            "relay": relay,
         })
     }
 

@@ -1,7 +1,7 @@
 //! `pathwise rsvp …`: talk to a running daemon's RSVP service over its management socket.
 
 use crate::rsvp::te::{
-    DEFAULT_HOLD_PRIORITY, DEFAULT_SETUP_PRIORITY, LspName, LspReq, hop_text, parse_hop,
+    DEFAULT_HOLD_PRIORITY, DEFAULT_SETUP_PRIORITY, GmplsReq, LspName, LspReq, hop_text, parse_hop,
 };
 use crate::rsvp::verbs::{ReserveReq, SenderArg, SenderReq, SessionArg, TrafficArg};
 use clap::Subcommand;
@@ -189,12 +189,34 @@ enum LspOp {
         /// Do not ask for the route and the labels to be recorded (RECORD_ROUTE).
         #[arg(long)]
         no_record_route: bool,
+        /// Signal a GMPLS LSP (RFC 3473): Generalized LABEL_REQUEST and LABELs, as GMPLS nodes
+        /// such as KOM/DRAGON expect.
+        #[arg(long)]
+        gmpls: bool,
+        /// GMPLS LSP Encoding Type (RFC 3471 §3.1.1; 1 = Packet, the default).
+        #[arg(long, requires = "gmpls")]
+        encoding: Option<u8>,
+        /// GMPLS Switching Type (1 to 4 = PSC-1 to PSC-4; default 1).
+        #[arg(long, requires = "gmpls")]
+        switching: Option<u8>,
+        /// GMPLS G-PID (default: the Ethertype of the end point's family, 0x0800 or 0x86dd).
+        #[arg(long, requires = "gmpls", value_parser = gpid)]
+        gpid: Option<u16>,
     },
     /// Tear an LSP down (PathTear) and forget it.
     Del {
         /// Its name.
         name: String,
     },
+}
+
+/// A G-PID, decimal or 0x-hexadecimal (Ethertypes are usually written in hex).
+fn gpid(s: &str) -> Result<u16, String> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u16::from_str_radix(h, 16),
+        None => s.parse(),
+    }
+    .map_err(|_| format!("{s:?} is not a G-PID (0 to 65535, or 0x0000 to 0xffff)"))
 }
 
 /// One explicit-route hop, checked here so a typo never reaches the daemon.
@@ -310,6 +332,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                     setup_priority,
                     hold_priority,
                     no_record_route,
+                    gmpls,
+                    encoding,
+                    switching,
+                    gpid,
                 },
         } => (
             "rsvp.lsp.add",
@@ -322,6 +348,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                 setup_priority,
                 hold_priority,
                 record_route: !no_record_route,
+                gmpls: gmpls.then_some(GmplsReq {
+                    encoding,
+                    switching,
+                    gpid,
+                }),
             })?,
         ),
         Cmd::Lsp {
@@ -421,6 +452,15 @@ fn render_lsps(v: &Value) -> String {
             or_dash(&l["setup_priority"]),
             or_dash(&l["hold_priority"]),
         );
+        if let Some(g) = l["gmpls"].as_object() {
+            let _ = writeln!(
+                out,
+                "  GMPLS (RFC 3473): encoding {}, switching {}, G-PID {:#06x}",
+                or_dash(&g["encoding"]),
+                or_dash(&g["switching"]),
+                l["l3pid"].as_u64().unwrap_or(0),
+            );
+        }
         if !l["error"].is_null() {
             let e = &l["error"];
             let _ = writeln!(

@@ -107,6 +107,26 @@ pub struct LspReq {
     /// Record the route and the labels (RECORD_ROUTE with label recording).
     #[serde(default = "yes")]
     pub record_route: bool,
+    /// Signal the LSP in the GMPLS flavour (RFC 3473); absent: RFC 3209.
+    #[serde(default)]
+    pub gmpls: Option<GmplsReq>,
+}
+
+/// The GMPLS flavour of an LSP request: the Generalized LABEL_REQUEST's fields (RFC 3473 §2.1,
+/// RFC 3471 §3.1.1), each defaulting to a packet LSP on packet-switch capable links (encoding
+/// Packet, switching PSC-1, the G-PID of the tunnel end point's family).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct GmplsReq {
+    /// LSP Encoding Type (1: Packet).
+    #[serde(default)]
+    pub encoding: Option<u8>,
+    /// Switching Type (1 to 4: PSC-1 to PSC-4).
+    #[serde(default)]
+    pub switching: Option<u8>,
+    /// Generalized PID (an Ethertype for packet LSPs).
+    #[serde(default)]
+    pub gpid: Option<u16>,
 }
 
 fn default_setup() -> u8 {
@@ -153,7 +173,11 @@ impl LspReq {
             hold_priority: self.hold_priority,
             record_route: self.record_route,
             label_recording: self.record_route,
-            gmpls: None,
+            gmpls: self.gmpls.map(|g| pathwise_rsvp::engine::te::GmplsRequest {
+                encoding: g.encoding,
+                switching: g.switching,
+                gpid: g.gpid,
+            }),
         })
     }
 }
@@ -300,6 +324,9 @@ pub fn lsp_json(v: &LspView, ifname: &dyn Fn(IfIndex) -> String) -> Value {
         "bandwidth_bps": v.bandwidth_bps,
         "setup_priority": v.priorities.0,
         "hold_priority": v.priorities.1,
+        // RFC 3473 §2.1: the Generalized LABEL_REQUEST of a GMPLS LSP; its G-PID is the L3PID.
+        "gmpls": v.gmpls.map(|g| json!({"encoding": g.encoding, "switching": g.switching})),
+        "l3pid": v.l3pid,
     })
 }
 
@@ -364,10 +391,28 @@ mod tests {
             setup_priority: 7,
             hold_priority: 0,
             record_route: true,
+            gmpls: None,
         };
         let s = req.spec().unwrap();
         assert_eq!(s.ero.unwrap().subobjects.len(), 2);
         assert!(s.label_recording);
+        assert!(s.gmpls.is_none());
+        // RFC 3473 §2.1: the GMPLS flavour's fields, unset ones left to the engine's defaults.
+        let g: LspReq = serde_json::from_value(
+            json!({"name": "g", "to": "10.0.0.9", "gmpls": {"switching": 2, "gpid": 2048}}),
+        )
+        .unwrap();
+        let g = g.spec().unwrap().gmpls.unwrap();
+        assert_eq!(
+            (g.encoding, g.switching, g.gpid),
+            (None, Some(2), Some(2048))
+        );
+        assert!(
+            serde_json::from_value::<LspReq>(
+                json!({"name": "g", "to": "10.0.0.9", "gmpls": {"lambda": 1}})
+            )
+            .is_err()
+        );
         let v6 = LspReq {
             ero: vec!["2001:db8::1".into()],
             ..req.clone()
@@ -426,8 +471,11 @@ mod tests {
             record_route: None,
             bandwidth_bps: 0,
             priorities: (7, 0),
+            gmpls: None,
+            l3pid: 0x0800,
         };
         let j = lsp_json(&v, &|i| i.0.to_string());
+        assert_eq!((&j["gmpls"], &j["l3pid"]), (&Value::Null, &json!(0x0800)));
         assert_eq!(j["status"], "failed");
         assert_eq!(
             j["error"],

@@ -17,6 +17,8 @@
 //! setup_priority = 7           # 0 (highest) ..= 7, default 7
 //! hold_priority = 0            # 0 ..= 7, not numerically above setup_priority, default 0
 //! record_route = true          # RECORD_ROUTE with label recording, default on
+//! gmpls = { switching = 1 }    # optional: GMPLS (RFC 3473) with encoding/switching/gpid;
+//!                              # `gmpls = {}` for a packet LSP on PSC-1 links
 //! ```
 //!
 //! With `mpls = "kernel"` the daemon refuses to start when the kernel has no MPLS routing, turns
@@ -64,6 +66,9 @@ pub struct LspSection {
     /// Record the route (and labels).
     #[serde(default = "yes")]
     pub record_route: bool,
+    /// The GMPLS flavour (RFC 3473): `gmpls = {}` for a packet LSP on PSC links, or with
+    /// `encoding`, `switching`, `gpid`.
+    pub gmpls: Option<crate::rsvp::te::GmplsReq>,
 }
 
 fn yes() -> bool {
@@ -88,6 +93,7 @@ impl LspSection {
                 .as_ref()
                 .map_or(DEFAULT_HOLD_PRIORITY, |p| *p.get_ref()),
             record_route: self.record_route,
+            gmpls: self.gmpls,
         }
     }
 
