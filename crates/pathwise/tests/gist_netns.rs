@@ -705,3 +705,95 @@ fn killing_a_node_expires_its_peers_state() {
         assert_eq!(path_nodes(&r), ["r1", "r2", "h2"], "{r}");
     }
 }
+
+/// `nsiska-query-rao-42-transit.pcap`: NSIS-ka's Query for its NSLP 42 carries IPv4 Router
+/// Alert 42, and a GIST-aware pathwise router on the path never saw it. The exact IP packet of
+/// that capture (frame 1, `tests/data/nsiska-query-rao-42.ip`) is sent from a host with
+/// NSIS-ka's address through a pathwise router with NSIS-ka's addresses that relays NSLPID 42:
+/// with netfilter interception the router takes it off the path and answers it; with the Router
+/// Alert socket (what pathwise did when the capture was made) it crosses unseen.
+#[test]
+fn nsiska_query_with_router_alert_42_is_intercepted() {
+    let test = "nsiska_query_with_router_alert_42_is_intercepted";
+    if skip(test, &["sysctl", "iptables", "python3"]) {
+        return;
+    }
+    let _g = serial();
+    let packet = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/nsiska-query-rao-42.ip");
+    for (interception, seen) in [("netfilter", true), ("socket", false)] {
+        let mut lab = Lab::new(&["h1", "r1", "h2"]).expect("lab");
+        lab.link((0, "e0", "10.210.0.1/24"), (1, "w0", "10.210.0.2/24"))
+            .unwrap();
+        lab.link((1, "e0", "10.210.1.1/24"), (2, "w0", "10.210.1.2/24"))
+            .unwrap();
+        lab.exec_ok(0, &["ip", "route", "add", "default", "via", "10.210.0.2"])
+            .unwrap();
+        lab.exec_ok(2, &["ip", "route", "add", "default", "via", "10.210.1.1"])
+            .unwrap();
+        lab.forward(1).unwrap();
+        let sock = lab.path("r1.sock");
+        let cfg = lab.path("r1.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[daemon]\nsocket = \"{}\"\n\n[gist]\ninterfaces = [\"w0\", \"e0\"]\n\
+                 transports = [\"udp\"]\ninterception = \"{interception}\"\nrelay = [42]\n",
+                sock.display()
+            ),
+        )
+        .unwrap();
+        lab.spawn(
+            "r1",
+            1,
+            &[bin(), "daemon", "--config", &cfg.to_string_lossy()],
+        )
+        .unwrap();
+        wait_for(Duration::from_secs(10), "r1's daemon", || {
+            sock.exists().then_some(())
+        })
+        .unwrap();
+        let counters = || -> Value {
+            let out = lab
+                .exec_ok(
+                    1,
+                    &[
+                        bin(),
+                        "gist",
+                        "--json",
+                        "--socket",
+                        &sock.to_string_lossy(),
+                        "show",
+                        "counters",
+                    ],
+                )
+                .unwrap();
+            serde_json::from_str(&out).unwrap()
+        };
+        // Sent as captured: header with Router Alert 42, UDP, GIST, checksums and all.
+        lab.exec_ok(
+            0,
+            &[
+                "python3",
+                "-c",
+                "import socket, sys; \
+                 s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW); \
+                 s.sendto(open(sys.argv[1], 'rb').read(), ('10.210.1.2', 0))",
+                &packet.to_string_lossy(),
+            ],
+        )
+        .unwrap();
+        let answered = wait_for(Duration::from_secs(3), "R1 answers the Query", || {
+            let c = counters();
+            (c["messages_out"]["Response"].as_u64() >= Some(1)).then_some(c)
+        });
+        if seen {
+            let c = answered.unwrap_or_else(|e| panic!("{e}\n{}", lab.log("r1")));
+            assert_eq!(c["messages_in"]["Query"], 1, "{c:#}");
+            assert_eq!(c["transit"]["intercepted"], 1, "{c:#}");
+            assert_eq!(c["interception"], "netfilter");
+        } else {
+            assert!(answered.is_err(), "the socket cannot see value 42");
+            assert_eq!(counters()["messages_in"]["Query"], 0);
+        }
+    }
+}
