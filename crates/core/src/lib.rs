@@ -18,6 +18,7 @@
 pub mod arena;
 pub mod engine;
 pub mod fib;
+pub mod fuzz_seeds;
 pub mod io;
 pub mod mpls;
 pub mod rng;

@@ -15,8 +15,8 @@
 //! creates `fuzz/seeds/gist_message/` and `fuzz/seeds/gist_ipc_frame/`, writes the seeds there
 //! and lists each file it wrote.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use pathwise_core::fuzz_seeds::SeedDir;
+use std::path::Path;
 use std::process::ExitCode;
 
 use pathwise_gist::{ipc, wire};
@@ -25,17 +25,7 @@ const USAGE: &str =
     "usage: fuzz_seeds SEEDS_DIR   (writes SEEDS_DIR/gist_message/ and SEEDS_DIR/gist_ipc_frame/)";
 
 fn main() -> ExitCode {
-    let Some(root) = seeds_dir() else {
-        eprintln!("{USAGE}");
-        return ExitCode::from(2);
-    };
-    match write_seeds(&root) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("fuzz_seeds: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    pathwise_core::fuzz_seeds::main(USAGE, write_seeds)
 }
 
 fn write_seeds(root: &Path) -> Result<(), String> {
@@ -59,39 +49,4 @@ fn write_seeds(root: &Path) -> Result<(), String> {
         dir.write(&format!("{name}.bin"), &bytes)?;
     }
     dir.write("stream.bin", &stream)
-}
-
-/// The only argument: a directory, not an option.
-fn seeds_dir() -> Option<PathBuf> {
-    let mut args = std::env::args_os().skip(1);
-    match (args.next(), args.next()) {
-        (Some(dir), None) if !dir.is_empty() && !dir.to_string_lossy().starts_with('-') => {
-            Some(dir.into())
-        }
-        _ => None,
-    }
-}
-
-/// One fuzz target's seed directory.
-struct SeedDir(PathBuf);
-
-impl SeedDir {
-    fn create(root: &Path, target: &str) -> Result<SeedDir, String> {
-        let dir = root.join(target);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        Ok(SeedDir(dir))
-    }
-
-    /// Writes one seed and lists it; a closed stdout is an error, not a panic.
-    fn write(&self, name: &str, bytes: &[u8]) -> Result<(), String> {
-        let path = self.0.join(name);
-        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-        writeln!(
-            std::io::stdout(),
-            "{} ({} bytes)",
-            path.display(),
-            bytes.len()
-        )
-        .map_err(|e| format!("stdout: {e}"))
-    }
 }

@@ -488,7 +488,7 @@ impl TransitQueue {
                 self.stats.unreadable += 1;
                 continue;
             };
-            match candidate(&self.queue.bytes()[range], indev, self.port) {
+            match transit_datagram(&self.queue.bytes()[range], indev, self.port) {
                 Some(d) => {
                     self.stats.candidates += 1;
                     out.push((id, d));
@@ -517,8 +517,10 @@ impl AsFd for TransitQueue {
     }
 }
 
-/// The UDP datagram to `port` with Router Alert in the IP packet `pkt`, if it is one.
-fn candidate(pkt: &[u8], indev: u32, port: u16) -> Option<Received<'_>> {
+/// The UDP datagram to `port` with Router Alert in the IP packet `pkt` (IPv4 or IPv6, as the
+/// queue hands it over), if it is one: addresses, TTL, Router Alert value, the UDP header
+/// checked (checksum included) and removed. Never panics.
+pub fn transit_datagram(pkt: &[u8], indev: u32, port: u16) -> Option<Received<'_>> {
     type Fields<'a> = (IpAddr, IpAddr, u8, u8, Option<u16>, &'a [u8]);
     let (src, dst, ttl, protocol, router_alert, body): Fields<'_> = match pkt.first()? >> 4 {
         4 => {

@@ -214,3 +214,16 @@ pub const KOM_RESVTEAR_TO_HEAD_END: &[u8] = &[
     // FILTER_SPEC (class 10, C-Type 7), length 12: LSP_TUNNEL_IPv4
     0x00, 0x0c, 0x0a, 0x07, 0x0a, 0xc8, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01,
 ];
+
+/// Every KOM message above, named (fuzz seeds `rsvp_message/kom-*.bin`).
+pub const ALL: &[(&str, &[u8])] = &[
+    ("pathwise_lsp_path", KOM_PATHWISE_LSP_PATH),
+    ("patherr_with_label_request", KOM_PATHERR_WITH_LABEL_REQUEST),
+    ("path_if_id_hop", KOM_PATH_IF_ID_HOP),
+    ("pathtear_if_id_hop", KOM_PATHTEAR_IF_ID_HOP),
+    ("resv_if_id_hop", KOM_RESV_IF_ID_HOP),
+    ("resvtear_if_id_hop", KOM_RESVTEAR_IF_ID_HOP),
+    ("resv_generalized_label", KOM_RESV_GENERALIZED_LABEL),
+    ("pathwise_resverr_14", KOM_PATHWISE_RESVERR_14),
+    ("resvtear_to_head_end", KOM_RESVTEAR_TO_HEAD_END),
+];
