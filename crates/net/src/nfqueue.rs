@@ -120,7 +120,8 @@ pub fn parse_packets(batch: &[u8]) -> impl Iterator<Item = Result<QueuedPacket<'
                     .get(..4)
                     .map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
                 if errno != 0 {
-                    return Some(Err(NfqError::Kernel(-errno)));
+                    // The kernel sends a negative errno; a hostile or broken one may send i32::MIN.
+                    return Some(Err(NfqError::Kernel(errno.saturating_neg())));
                 }
                 continue;
             }
@@ -658,6 +659,12 @@ mod tests {
         assert_eq!(
             parse_packets(&err).collect::<Vec<_>>(),
             vec![Err(NfqError::Kernel(1))]
+        );
+        // Found by fuzzing: an errno of i32::MIN must not overflow when negated.
+        err[16..20].copy_from_slice(&i32::MIN.to_ne_bytes());
+        assert_eq!(
+            parse_packets(&err).collect::<Vec<_>>(),
+            vec![Err(NfqError::Kernel(i32::MAX))]
         );
     }
 

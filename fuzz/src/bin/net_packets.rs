@@ -23,8 +23,9 @@ fuzz_target!(|data: &[u8]| {
         assert!(matches!(d.transport, Transport::Udp { dst_port: 270, .. }));
         assert!(d.payload.len() + 8 <= data.len());
     }
-    for p in parse_packets(data).flatten() {
-        let start = p.payload.as_ptr() as usize - data.as_ptr() as usize;
-        assert!(start + p.payload.len() <= data.len());
+    // A packet's bytes lie within the batch (a message without NFQA_PAYLOAD has none).
+    for p in parse_packets(data).flatten().filter(|p| !p.payload.is_empty()) {
+        let start = (p.payload.as_ptr() as usize).wrapping_sub(data.as_ptr() as usize);
+        assert!(start <= data.len() && p.payload.len() <= data.len() - start);
     }
 });
