@@ -215,6 +215,50 @@ fn query_answer_round_trip_through_the_real_server() {
     assert_eq!(c.addresses, 2 * cands.len() as u64 + 3);
 }
 
+/// A hostile-input defect: a query from UDP source port 0 was counted as answered although no
+/// reply can go to port 0. Sent as such a datagram (a raw socket writing the IP and UDP
+/// headers; root), it is dropped and counted under its own reason, and nothing is "answered".
+#[test]
+fn a_query_from_source_port_zero_is_dropped_and_counted() {
+    if let Some(why) = pathwise::netns::unavailable(&[]) {
+        println!("skipping a_query_from_source_port_zero_is_dropped_and_counted: {why}");
+        return;
+    }
+    let dir = Scratch::new("port0");
+    let cfg = small_config();
+    let server = start(&dir, &cfg, 1);
+    let q = query_bytes(7, &candidates(&cfg, 4, 1), Some(SOURCE));
+    // IPv4 header (no options, TTL 64, UDP) and a UDP header from port 0 with no checksum
+    // (0 is allowed over IPv4, RFC 768).
+    let (total, udp_len) = ((20 + 8 + q.len()) as u16, (8 + q.len()) as u16);
+    let mut pkt = vec![
+        0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1,
+    ];
+    pkt[2..4].copy_from_slice(&total.to_be_bytes());
+    pkt.extend_from_slice(&[0, 0]);
+    pkt.extend_from_slice(&server.local_addr().port().to_be_bytes());
+    pkt.extend_from_slice(&udp_len.to_be_bytes());
+    pkt.extend_from_slice(&[0, 0]);
+    pkt.extend_from_slice(&q);
+    let raw = socket2::Socket::new(
+        socket2::Domain::IPV4,
+        socket2::Type::RAW,
+        Some(socket2::Protocol::from(libc_ipproto_raw())),
+    )
+    .expect("raw socket");
+    let to: SocketAddr = (Ipv4Addr::LOCALHOST, 0).into();
+    raw.send_to(&pkt, &to.into()).expect("send");
+    let c = counters_when(server.socket(), |c| c.received >= 1);
+    assert_eq!(c.dropped_by_reason["source_port_zero"], 1, "{c:?}");
+    assert_eq!((c.answered, c.sent, c.send_errors), (0, 0, 0), "{c:?}");
+    assert_eq!(c.received, c.answered + c.rejected + c.dropped, "{c:?}");
+}
+
+/// IPPROTO_RAW: the socket writes whole IP packets (IP_HDRINCL implied).
+fn libc_ipproto_raw() -> i32 {
+    255
+}
+
 #[test]
 fn malformed_queries_never_crash_the_server_and_are_counted() {
     let dir = Scratch::new("malformed");

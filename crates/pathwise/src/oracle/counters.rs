@@ -22,7 +22,13 @@ pub const REJECT_REASONS: [&str; 8] = [
 ];
 
 /// Why a datagram got no reply, as counted.
-pub const DROP_REASONS: [&str; 4] = ["too_short", "not_a_query", "oversize", "bad_peer"];
+pub const DROP_REASONS: [&str; 5] = [
+    "too_short",
+    "not_a_query",
+    "oversize",
+    "bad_peer",
+    "source_port_zero",
+];
 
 /// A drop the server decides before calling `answer()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +37,9 @@ pub enum ServerDrop {
     Oversize,
     /// The source address is not an IP address.
     BadPeer,
+    /// Sent from UDP port 0, which no reply can go to (RFC 768 leaves 0 for "no port"; the
+    /// kernel refuses to send to it): dropped here rather than counted as answered.
+    SourcePortZero,
 }
 
 fn reject_slot(m: &Malformed) -> usize {
@@ -102,6 +111,7 @@ impl BatchCounts {
         let slot = match d {
             ServerDrop::Oversize => 2,
             ServerDrop::BadPeer => 3,
+            ServerDrop::SourcePortZero => 4,
         };
         self.dropped[slot] += 1;
     }

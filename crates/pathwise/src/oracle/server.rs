@@ -247,6 +247,13 @@ fn peer_ip(a: &SockaddrStorage) -> Option<IpAddr> {
     })
 }
 
+/// The UDP port a datagram came from.
+fn peer_port(a: &SockaddrStorage) -> Option<u16> {
+    a.as_sockaddr_in()
+        .map(|v4| v4.port())
+        .or_else(|| a.as_sockaddr_in6().map(|v6| v6.port()))
+}
+
 /// One worker: receive a batch, answer it against one snapshot, send the replies.
 fn worker(
     socket: &UdpSocket,
@@ -318,6 +325,10 @@ fn worker(
                     counts.server_drop(ServerDrop::BadPeer);
                     continue;
                 };
+                if peers[i].as_ref().and_then(peer_port) == Some(0) {
+                    counts.server_drop(ServerDrop::SourcePortZero);
+                    continue;
+                }
                 let out = &mut replies[m];
                 out.clear();
                 match &snap {
