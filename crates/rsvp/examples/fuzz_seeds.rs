@@ -29,8 +29,8 @@ fn write_seeds(root: &Path) -> Result<(), String> {
         dir.write(&format!("{name}.bin"), bytes)?;
     }
     // Another implementation's messages (KOM/DRAGON's GMPLS RSVP-TE, captured).
-    for (name, bytes) in kom::ALL {
-        dir.write(&format!("kom-{name}.bin"), bytes)?;
+    for (name, frame) in kom::ALL {
+        dir.write(&format!("kom-{}.bin", name.to_lowercase()), frame.rsvp)?;
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! Interoperability with the KOM RSVP Engine (DRAGON fork, GMPLS RSVP-TE), from the exact bytes
-//! of its captures (`tests/captures/kom.rs`, extracted from `shared/captures/kom/*.pcap`), fed
+//! of its captures (`pathwise_rsvp::wire::message::vectors::kom`, extracted from
+//! `shared/captures/kom/*.pcap`), fed
 //! to pathwise engines standing where KOM's neighbours stood on the five-node chain
 //! (`tests/common`).
 //!
@@ -8,12 +9,11 @@
 //! hop's address without Router Alert (RFC 3473 §10.2), and KOM answers them with a Generalized
 //! LABEL (C-Type 2, RFC 3473 §2.3) holding the MPLS label 16.
 
-mod captures;
 mod common;
 
-use captures::kom::{self, Frame};
 use common::{Chain, DOWN, UP, addr};
 use pathwise_core::mpls::{LabelOp, NextHop};
+use pathwise_rsvp::wire::message::vectors::kom::{self, Frame};
 use pathwise_rsvp::wire::{
     ExplicitRoute, IfIdTlv, Message, MsgType, RsvpHop, error_code, te::AbstractNode,
 };

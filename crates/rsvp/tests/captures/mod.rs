@@ -1,2 +1,0 @@
-//! Test vectors from other implementations' captures.
-pub mod kom;
