@@ -12,6 +12,8 @@
 //! - [`wire`]: the encapsulation header naming the chain (docs/booster-wire.md);
 //! - [`policy`]: prefix → chain policies, meta-policy rules, immutable snapshots;
 //! - [`pipeline`]: [`pipeline::Sender`] and [`pipeline::Receiver`], which run chains;
+//! - [`admission`]: which peers and chains the receiver accepts for which traffic, and the
+//!   grace period that lets the two gateways switch chains without loss;
 //! - [`adaptive`]: automatic insertion and removal from observed compressibility and loss;
 //! - [`control`]: gateway-to-gateway loss reports; [`stats`]: counters and drop reasons;
 //! - [`packet`]: buffers with headroom and the pool that makes the datapath allocation-free;
@@ -25,6 +27,7 @@
 #![warn(missing_docs)]
 
 pub mod adaptive;
+pub mod admission;
 pub mod booster;
 pub mod boosters;
 pub mod control;
@@ -35,6 +38,7 @@ pub mod stats;
 pub mod vectors;
 pub mod wire;
 
+pub use admission::PolicyEpochs;
 pub use booster::{Booster, BoosterSpec, Class};
 pub use packet::{Packet, PacketPool};
 pub use pipeline::{Receiver, Sender};
