@@ -312,16 +312,20 @@ impl PolicyEpochs {
     ) -> Result<(), DropReason> {
         let chain = chain.signature();
         let (src, dst) = ip_addresses(packet).ok_or(DropReason::NotIp)?;
-        // Strict on encryption: the current policy decides, grace or not.
+        // The current epoch first: outside a change it is the only one, so one lookup decides.
         let cur = self.last();
-        if let Some(a) = cur.snap.lookup(dst, src).and_then(|i| cur.accepted.get(i))
-            && a.encrypts
-            && !encrypts(&chain)
-        {
-            return Err(DropReason::Unencrypted);
-        }
         let mut covered = false;
-        for e in self.live_epochs(now) {
+        if let Some(a) = cur.snap.lookup(dst, src).and_then(|i| cur.accepted.get(i)) {
+            if a.contains(&chain) {
+                return Ok(());
+            }
+            // Strict on encryption: the current policy decides, grace or not.
+            if a.encrypts && !encrypts(&chain) {
+                return Err(DropReason::Unencrypted);
+            }
+            covered = true;
+        }
+        for e in self.live_epochs(now).skip(1) {
             if let Some(a) = e.snap.lookup(dst, src).and_then(|i| e.accepted.get(i)) {
                 if a.contains(&chain) {
                     return Ok(());

@@ -20,8 +20,10 @@
 //! - [`vectors`]: sample chains, packets and keys for tests and fuzz seeds.
 //!
 //! How it is driven: the gateway owns a `Sender` on its tunnel-reading thread and a `Receiver`
-//! on its socket-reading thread, passes `now` and the current [`policy::PolicySnapshot`] in, and
-//! sends or writes what comes out. Management builds new snapshots and swaps them in; the
+//! on its socket-reading thread, passes `now` and the policies in force in (the sender the
+//! [`policy::PolicySnapshot`] [`admission::PolicyEpochs::sending`] picks, the receiver the
+//! datagram's UDP source and the whole [`admission::PolicyEpochs`]), and sends or writes what
+//! comes out. Management builds new snapshots and swaps them in; the
 //! datapath picks them up on its next packet (seed §5.3: insertion cost 20–30 ms in the kernel;
 //! here a snapshot build and a pointer swap).
 #![warn(missing_docs)]
