@@ -3,11 +3,14 @@
 //!
 //! `cargo bench -p pathwise-booster --bench boosters`
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use pathwise_booster::adaptive::AdaptiveConfig;
+use pathwise_booster::admission::{DEFAULT_GRACE, PolicyEpochs};
 use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
 use pathwise_booster::pipeline::{Receiver, Sender};
 use pathwise_booster::policy::{MetaPolicy, Policy, PolicySnapshot};
 use pathwise_booster::stats::Counters;
+use pathwise_booster::vectors::PEER;
 use pathwise_booster::{BoosterSpec, Packet};
 use pathwise_core::time::Instant;
 use std::hint::black_box;
@@ -15,11 +18,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn snapshot(chain: &[&str]) -> PolicySnapshot {
+    snapshot_to("10.2.0.0/16", chain)
+}
+
+/// What the receiving gateway is configured with: the same chain towards the sender's network
+/// (admission matches it mirrored).
+fn receiver_policies(chain: &[&str]) -> PolicyEpochs {
+    PolicyEpochs::new(
+        Arc::new(snapshot_to("10.1.0.0/16", chain)),
+        DEFAULT_GRACE,
+        &AdaptiveConfig::default(),
+    )
+}
+
+fn snapshot_to(dst: &str, chain: &[&str]) -> PolicySnapshot {
     PolicySnapshot::build(
         1,
         vec![Policy {
             name: "default".into(),
-            dst: "10.2.0.0/16".parse().unwrap(),
+            dst: dst.parse().unwrap(),
             src: None,
             chain: chain
                 .iter()
@@ -87,7 +104,8 @@ fn per_packet(c: &mut Criterion) {
             };
             let snap = snapshot(&chain);
             let mut tx = Sender::new(env(1), 1400, Arc::new(Counters::default()));
-            let mut rx = Receiver::new(env(2), Arc::new(Counters::default()));
+            let mut rx = Receiver::new(env(2), &[PEER], Arc::new(Counters::default()));
+            let policies = receiver_policies(&chain);
             let mut out: Vec<Packet> = Vec::with_capacity(8);
             let mut delivered: Vec<Packet> = Vec::with_capacity(8);
             g.bench_function(BenchmarkId::from_parameter(name), |b| {
@@ -100,7 +118,7 @@ fn per_packet(c: &mut Criterion) {
                         let mut r = rx.pool().get();
                         r.set_payload(d.payload());
                         tx.recycle(d);
-                        rx.deboost(Instant::ZERO, r, &mut delivered, |_| {});
+                        rx.deboost(Instant::ZERO, PEER, &policies, r, &mut delivered, |_| {});
                     }
                     for p in delivered.drain(..) {
                         black_box(p.len());
@@ -111,6 +129,51 @@ fn per_packet(c: &mut Criterion) {
         }
         g.finish();
     }
+    // Receive side alone: each iteration deboosts a fresh datagram (boosted, untimed, in the
+    // setup) so replay windows and FEC groups see a live stream, as a gateway's ingress does.
+    let mut g = c.benchmark_group("deboost/text");
+    let data = packet(true);
+    for &name in CHAINS {
+        let chain: Vec<&str> = if name == "none" {
+            vec![]
+        } else {
+            name.split(',').collect()
+        };
+        let snap = snapshot(&chain);
+        let mut tx = Sender::new(env(1), 1400, Arc::new(Counters::default()));
+        let mut rx = Receiver::new(env(2), &[PEER], Arc::new(Counters::default()));
+        let policies = receiver_policies(&chain);
+        let mut out: Vec<Packet> = Vec::with_capacity(8);
+        let mut delivered: Vec<Packet> = Vec::with_capacity(8);
+        g.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter_batched(
+                || {
+                    let mut p = tx.pool().get();
+                    p.set_payload(&data);
+                    tx.boost(Instant::ZERO, &snap, p, &mut out);
+                    let d: Vec<Vec<u8>> = out.iter().map(|d| d.payload().to_vec()).collect();
+                    for d in out.drain(..) {
+                        tx.recycle(d);
+                    }
+                    d
+                },
+                |datagrams| {
+                    for d in &datagrams {
+                        let mut r = rx.pool().get();
+                        r.set_payload(d);
+                        rx.deboost(Instant::ZERO, PEER, &policies, r, &mut delivered, |_| {});
+                    }
+                    for p in delivered.drain(..) {
+                        black_box(p.len());
+                        rx.recycle(p);
+                    }
+                    datagrams
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    g.finish();
     // Boost side alone, so the two halves can be told apart.
     let mut g = c.benchmark_group("boost/text");
     let data = packet(true);

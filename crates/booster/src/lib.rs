@@ -12,19 +12,24 @@
 //! - [`wire`]: the encapsulation header naming the chain (docs/booster-wire.md);
 //! - [`policy`]: prefix → chain policies, meta-policy rules, immutable snapshots;
 //! - [`pipeline`]: [`pipeline::Sender`] and [`pipeline::Receiver`], which run chains;
+//! - [`admission`]: which peers and chains the receiver accepts for which traffic, and the
+//!   grace period that lets the two gateways switch chains without loss;
 //! - [`adaptive`]: automatic insertion and removal from observed compressibility and loss;
 //! - [`control`]: gateway-to-gateway loss reports; [`stats`]: counters and drop reasons;
 //! - [`packet`]: buffers with headroom and the pool that makes the datapath allocation-free;
 //! - [`vectors`]: sample chains, packets and keys for tests and fuzz seeds.
 //!
 //! How it is driven: the gateway owns a `Sender` on its tunnel-reading thread and a `Receiver`
-//! on its socket-reading thread, passes `now` and the current [`policy::PolicySnapshot`] in, and
-//! sends or writes what comes out. Management builds new snapshots and swaps them in; the
+//! on its socket-reading thread, passes `now` and the policies in force in (the sender the
+//! [`policy::PolicySnapshot`] [`admission::PolicyEpochs::sending`] picks, the receiver the
+//! datagram's UDP source and the whole [`admission::PolicyEpochs`]), and sends or writes what
+//! comes out. Management builds new snapshots and swaps them in; the
 //! datapath picks them up on its next packet (seed §5.3: insertion cost 20–30 ms in the kernel;
 //! here a snapshot build and a pointer swap).
 #![warn(missing_docs)]
 
 pub mod adaptive;
+pub mod admission;
 pub mod booster;
 pub mod boosters;
 pub mod control;
@@ -35,6 +40,7 @@ pub mod stats;
 pub mod vectors;
 pub mod wire;
 
+pub use admission::PolicyEpochs;
 pub use booster::{Booster, BoosterSpec, Class};
 pub use packet::{Packet, PacketPool};
 pub use pipeline::{Receiver, Sender};

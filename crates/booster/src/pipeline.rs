@@ -6,26 +6,29 @@
 //! Driven by the gateway, one `Sender` on the thread that reads the tunnel device and one
 //! `Receiver` on the thread that reads the socket: `boost(now, &snapshot, packet, &mut out)`
 //! per packet, `poll_timeout`/`handle_timeout(now, …)` for booster timers (FEC flush), and
-//! `deboost(now, datagram, &mut out)` per datagram. Neither reads a clock or touches a socket.
+//! `deboost(now, from, &policies, datagram, &mut out, on_control)` per datagram. Neither reads a
+//! clock or touches a socket.
 //!
 //! Runtime insertion and removal (seed §5.3): the sender takes the snapshot as an argument and
 //! notices a new generation on the next packet, keeping the instances of chains that did not
 //! change (so encryption counters and FEC groups carry on). In-flight packets are never
 //! dropped or reordered by a swap: each packet is boosted under exactly one snapshot, and the
-//! receiver deboosts by the chain written in each packet's header, not by its own policy, so
-//! packets boosted under the old chain still deboost after the change. Buffers come from a
+//! receiver deboosts by the chain written in each packet's header; what it delivers is
+//! admitted by its own policies ([`crate::admission`]: source, chain, inner packet), which
+//! accept the previous chains for a grace period so the peers can switch without loss. Buffers come from a
 //! [`PacketPool`]: after warm-up nothing is allocated per packet.
 
+use crate::admission::PolicyEpochs;
 use crate::booster::{Booster, BoosterSpec, StageCtx, StageIo, Verdict};
 use crate::boosters::{BoosterEnv, BuildError, instantiate};
 use crate::control::Control;
 use crate::packet::{Packet, PacketPool};
 use crate::policy::PolicySnapshot;
 use crate::stats::{Counters, DropReason};
-use crate::wire::{Chain, Header, MessageType};
+use crate::wire::{BoosterId, Chain, Header, MessageType};
 use pathwise_core::time::Instant;
 use pathwise_core::wire::Writer;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -449,10 +452,17 @@ impl LossMeter {
     }
 }
 
+/// `addr` with an IPv4-mapped IPv6 address written as IPv4, so a socket bound to `[::]` sees
+/// the same peer as the configuration names.
+fn canonical(addr: SocketAddr) -> SocketAddr {
+    SocketAddr::new(addr.ip().to_canonical(), addr.port())
+}
+
 /// The receiving side of a gateway.
 #[derive(Debug)]
 pub struct Receiver {
     env: BoosterEnv,
+    peers: Vec<SocketAddr>,
     pool: PacketPool,
     chains: Vec<ChainInstance>,
     q: Queues,
@@ -462,10 +472,12 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    /// A receiver counting into `counters`.
-    pub fn new(env: BoosterEnv, counters: Arc<Counters>) -> Self {
+    /// A receiver accepting datagrams from the peer gateways at `peers` (UDP source address
+    /// and port) only, counting into `counters`.
+    pub fn new(env: BoosterEnv, peers: &[SocketAddr], counters: Arc<Counters>) -> Self {
         Receiver {
             env,
+            peers: peers.iter().copied().map(canonical).collect(),
             pool: PacketPool::with_capacity(256),
             chains: Vec::new(),
             q: Queues {
@@ -520,16 +532,25 @@ impl Receiver {
         Ok(self.chains.len() - 1)
     }
 
-    /// Deboost one datagram from the peer. Original packets to write to the tunnel device are
-    /// appended to `out`; control TLVs go to `control`. Drops are counted by reason.
+    /// Deboost one datagram that arrived from UDP source `from`, admitting it under `policies`
+    /// ([`crate::admission`]: source, chain before deboosting, inner packet after). Original
+    /// packets to write to the tunnel device are appended to `out`; control TLVs go to
+    /// `control`. Drops are counted by reason.
     pub fn deboost(
         &mut self,
         now: Instant,
+        from: SocketAddr,
+        policies: &PolicyEpochs,
         mut datagram: Packet,
         out: &mut Vec<Packet>,
         mut control: impl FnMut(Control),
     ) {
         self.counters.udp_in.fetch_add(1, Relaxed);
+        if !self.peers.contains(&canonical(from)) {
+            self.counters.count_drop(DropReason::UnknownPeer);
+            self.pool.put(datagram);
+            return;
+        }
         let (header, header_len) = match Header::parse(datagram.payload()) {
             Ok((h, rest)) => (h, datagram.len() - rest.len()),
             Err(e) => {
@@ -555,7 +576,22 @@ impl Receiver {
                 return;
             }
         }
-        let ci = match self.chain_for(header.chain.signature()) {
+        let sig = header.chain.signature();
+        let admitted = if sig
+            .ids()
+            .iter()
+            .any(|id| matches!(id, BoosterId::Unknown(_)))
+        {
+            Err(DropReason::UnknownBooster)
+        } else {
+            policies.admit_chain(now, &sig)
+        };
+        if let Err(r) = admitted {
+            self.counters.count_drop(r);
+            self.pool.put(datagram);
+            return;
+        }
+        let ci = match self.chain_for(sig) {
             Ok(ci) => ci,
             Err(r) => {
                 self.counters.count_drop(r);
@@ -578,13 +614,15 @@ impl Receiver {
             &mut self.q,
             &self.counters,
         );
+        // Every packet out of the chain (FEC rebuilds included) is checked against the policy
+        // of its own addresses, after decryption where the chain encrypts.
         for pkt in self.q.work.drain(..) {
-            if ip_addresses(pkt.payload()).is_some() {
-                out.push(pkt);
-            } else {
-                // What deboosted is not an IP packet: a forged chain without authentication.
-                self.counters.count_drop(DropReason::NotIp);
-                self.pool.put(pkt);
+            match policies.admit_packet(now, &sig, pkt.payload()) {
+                Ok(()) => out.push(pkt),
+                Err(r) => {
+                    self.counters.count_drop(r);
+                    self.pool.put(pkt);
+                }
             }
         }
     }

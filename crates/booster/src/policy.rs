@@ -281,6 +281,11 @@ impl PolicySnapshot {
         &self.meta
     }
 
+    /// Whether the gateway holds a key (chains may encrypt).
+    pub fn has_key(&self) -> bool {
+        self.has_key
+    }
+
     /// The policy for a packet from `src` to `dst` (its index in [`Self::policies`]).
     pub fn lookup(&self, src: IpAddr, dst: IpAddr) -> Option<usize> {
         let (_, entries) = self.table.lookup(dst)?;
@@ -321,7 +326,7 @@ impl PolicySnapshot {
                 });
             }
             Some(pos) => try_at(pos)?,
-            None => match (0..=chain.len()).rev().find_map(|pos| try_at(pos).ok()) {
+            None => match place(chain, spec, &self.meta, self.has_key) {
                 Some(c) => c,
                 None => try_at(chain.len())?,
             },
@@ -390,6 +395,21 @@ impl PolicySnapshot {
             self.has_key,
         )
     }
+}
+
+/// `chain` with `spec` inserted at the last position the meta-policy allows (where
+/// [`PolicySnapshot::with_inserted`] puts it without a position); `None` if there is none.
+pub fn place(
+    chain: &[BoosterSpec],
+    spec: BoosterSpec,
+    meta: &MetaPolicy,
+    has_key: bool,
+) -> Option<Vec<BoosterSpec>> {
+    (0..=chain.len()).rev().find_map(|pos| {
+        let mut c = chain.to_vec();
+        c.insert(pos, spec);
+        validate_chain("", &c, meta, has_key).ok().map(|_| c)
+    })
 }
 
 fn validate_chain(

@@ -55,8 +55,19 @@ drop_reasons! {
     NoKey => "no_key",
     /// FEC header malformed or inconsistent with its group.
     FecMalformed => "fec_malformed",
-    /// A packet from the tunnel device that is not IPv4 or IPv6.
+    /// A packet from the tunnel device, or one deboosted from the peer, that is not IPv4 or
+    /// IPv6.
     NotIp => "not_ip",
+    /// A datagram whose UDP source is not a configured peer gateway (data and control alike).
+    UnknownPeer => "unknown_peer",
+    /// A datagram whose chain no policy in force accepts for its inner packet (or for any
+    /// traffic, checked before deboosting).
+    ChainNotAllowed => "chain_not_allowed",
+    /// A datagram whose chain lacks `encrypt` for traffic an encrypting policy covers.
+    Unencrypted => "unencrypted",
+    /// A deboosted packet that no policy covers (policies are matched mirrored: see
+    /// [`crate::admission`]).
+    NoPolicy => "no_policy",
     /// A control message that does not parse.
     ControlMalformed => "control_malformed",
     /// Booster output exceeded the packet buffer.

@@ -3,10 +3,16 @@
 //! boosts [`ipv4`] packets through every one of [`CHAINS`] as sender 1 (the `booster_encap`
 //! fuzz target's receiver is sender 2 with the same [`KEY`]).
 
+use crate::adaptive::AdaptiveConfig;
+use crate::admission::{DEFAULT_GRACE, PolicyEpochs};
 use crate::booster::{BoosterSpec, SpecError};
 use crate::boosters::{BoosterEnv, CryptoContext};
 use crate::policy::{MetaPolicy, Policy, PolicyError, PolicySnapshot};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
+
+/// The UDP address of the sending gateway of a test link (the receiver's configured peer).
+pub const PEER: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 7000));
 
 /// The ChaCha20-Poly1305 key of every test gateway.
 pub const KEY: [u8; 32] = [7; 32];
@@ -69,6 +75,32 @@ pub fn snapshot(generation: u64, chain: &[&str]) -> Result<PolicySnapshot, Snaps
         MetaPolicy::default(),
         true,
     )?)
+}
+
+/// The receiving gateway's own snapshot for the traffic of [`snapshot`]: policy `default`
+/// towards 10.1.0.0/16 (where [`ipv4`] comes from) through `chain`. Admission matches policies
+/// mirrored, so this is the policy that accepts what [`snapshot`] sends.
+pub fn peer_snapshot(generation: u64, chain: &[&str]) -> Result<PolicySnapshot, SnapshotError> {
+    let mut snap = snapshot(generation, chain)?.policies().to_vec();
+    for p in &mut snap {
+        p.dst = ipnet::IpNet::V4(ipnet::Ipv4Net::new_assert([10, 1, 0, 0].into(), 16));
+    }
+    Ok(PolicySnapshot::build(
+        generation,
+        snap,
+        MetaPolicy::default(),
+        true,
+    )?)
+}
+
+/// [`peer_snapshot`] as the receiver's policies in force, with the default grace period and no
+/// adaptive policy.
+pub fn peer_policies(chain: &[&str]) -> Result<PolicyEpochs, SnapshotError> {
+    Ok(PolicyEpochs::new(
+        Arc::new(peer_snapshot(1, chain)?),
+        DEFAULT_GRACE,
+        &AdaptiveConfig::default(),
+    ))
 }
 
 /// A packet of `len` bytes (at least 24) from 10.1.0.1 to 10.2.0.1 with `n` after the IPv4

@@ -2,28 +2,33 @@
 //! replays: the pipeline contract without sockets.
 
 use pathwise_booster::Packet;
+use pathwise_booster::admission::PolicyEpochs;
 use pathwise_booster::pipeline::{Receiver, Sender};
 use pathwise_booster::policy::PolicySnapshot;
 use pathwise_booster::stats::{Counters, DropReason};
-use pathwise_booster::vectors::{self, CHAINS, env, ipv4};
+use pathwise_booster::vectors::{self, CHAINS, PEER, env, ipv4, peer_policies};
 use pathwise_core::time::Instant;
 use std::sync::Arc;
 
 struct Link {
     tx: Sender,
     rx: Receiver,
+    /// What the receiving side accepts (its own policies, matched mirrored).
+    policies: PolicyEpochs,
     tx_counters: Arc<Counters>,
     rx_counters: Arc<Counters>,
     now: Instant,
 }
 
 impl Link {
-    fn new() -> Self {
+    /// A link whose two ends are both configured with `chain`.
+    fn new(chain: &[&str]) -> Self {
         let tx_counters = Arc::new(Counters::default());
         let rx_counters = Arc::new(Counters::default());
         Link {
             tx: Sender::new(env(1), 1400, tx_counters.clone()),
-            rx: Receiver::new(env(2), rx_counters.clone()),
+            rx: Receiver::new(env(2), &[PEER], rx_counters.clone()),
+            policies: peer_policies(chain).unwrap(),
             tx_counters,
             rx_counters,
             now: Instant::from_secs(1),
@@ -54,7 +59,8 @@ impl Link {
         let mut p = self.rx.pool().get();
         p.set_payload(d).unwrap();
         let mut out = Vec::new();
-        self.rx.deboost(self.now, p, &mut out, |_| {});
+        self.rx
+            .deboost(self.now, PEER, &self.policies, p, &mut out, |_| {});
         out.into_iter()
             .map(|p| {
                 let v = p.payload().to_vec();
@@ -74,7 +80,7 @@ fn snapshot(generation: u64, chain: &[&str]) -> PolicySnapshot {
 fn every_chain_round_trips_in_order_without_loss() {
     for chain in CHAINS {
         let snap = snapshot(1, chain);
-        let mut link = Link::new();
+        let mut link = Link::new(chain);
         let mut delivered = Vec::new();
         let mut sent = Vec::new();
         for n in 0..200u32 {
@@ -93,7 +99,7 @@ fn every_chain_round_trips_in_order_without_loss() {
 #[test]
 fn compression_shrinks_text_and_passes_noise_marked() {
     let snap = snapshot(1, &["lz4"]);
-    let mut link = Link::new();
+    let mut link = Link::new(&["lz4"]);
     let text = ipv4(1400, 1, true);
     let noise = ipv4(1400, 2, false);
     let d_text = link.boost(&snap, &text);
@@ -120,7 +126,7 @@ fn fec_recovers_one_loss_per_group_of_k_plus_one() {
         &["fec:4:2", "encrypt"],
     ] {
         let snap = snapshot(1, chain);
-        let mut link = Link::new();
+        let mut link = Link::new(chain);
         let mut got = Vec::new();
         let mut sent = Vec::new();
         let mut i = 0;
@@ -145,7 +151,7 @@ fn fec_recovers_one_loss_per_group_of_k_plus_one() {
 #[test]
 fn fec_flush_timer_protects_a_partial_group() {
     let snap = snapshot(1, &["fec:4:1"]);
-    let mut link = Link::new();
+    let mut link = Link::new(&["fec:4:1"]);
     let a = link.boost(&snap, &ipv4(300, 1, true));
     let b = link.boost(&snap, &ipv4(500, 2, false));
     assert_eq!((a.len(), b.len()), (1, 1));
@@ -171,7 +177,14 @@ fn swapping_chains_mid_stream_drops_and_reorders_nothing() {
         .enumerate()
         .map(|(g, c)| snapshot(g as u64 + 1, c))
         .collect();
-    let mut link = Link::new();
+    let mut link = Link::new(&[]);
+    // The receiving gateway went through the same changes just as quickly: every chain is
+    // within its grace period. It ends on the empty chain, since once the current policy
+    // encrypts, plaintext from the peer is refused whatever the grace period.
+    for c in CHAINS[1..].iter().chain([&CHAINS[0]]) {
+        let peer = vectors::peer_snapshot(2, c).unwrap();
+        link.policies = link.policies.switched(link.now, Arc::new(peer));
+    }
     let mut in_flight = Vec::new();
     let mut sent = Vec::new();
     for n in 0..2000u32 {
@@ -200,7 +213,7 @@ fn swapping_chains_mid_stream_drops_and_reorders_nothing() {
 #[test]
 fn forged_truncated_replayed_and_garbage_datagrams_are_dropped_and_counted() {
     let snap = snapshot(1, &["lz4", "encrypt"]);
-    let mut link = Link::new();
+    let mut link = Link::new(&["lz4", "encrypt"]);
     let pkt = ipv4(600, 1, true);
     let d = link.boost(&snap, &pkt).remove(0);
     assert_eq!(link.deliver(&d), vec![pkt.clone()]);
@@ -228,13 +241,13 @@ fn forged_truncated_replayed_and_garbage_datagrams_are_dropped_and_counted() {
     );
     assert!(link.deliver(&[0xde, 0xad, 0xbe, 0xef]).is_empty());
     // A reflected packet (our own sender id) is refused.
-    let mut own = Link::new();
+    let mut own = Link::new(&["lz4", "encrypt"]);
     let mine = own.boost(&snap, &pkt).remove(0);
-    let mut rx_self = Receiver::new(env(1), Arc::new(Counters::default()));
+    let mut rx_self = Receiver::new(env(1), &[PEER], Arc::new(Counters::default()));
     let mut p = rx_self.pool().get();
     p.set_payload(&mine).unwrap();
     let mut out = Vec::new();
-    rx_self.deboost(link.now, p, &mut out, |_| {});
+    rx_self.deboost(link.now, PEER, &link.policies, p, &mut out, |_| {});
     assert!(out.is_empty());
     // The genuine one still goes through.
     assert_eq!(link.deliver(&d2), vec![pkt]);
@@ -254,7 +267,7 @@ fn forged_truncated_replayed_and_garbage_datagrams_are_dropped_and_counted() {
 #[test]
 fn steady_state_allocates_no_buffers() {
     let snap = snapshot(1, &["zstd", "encrypt", "fec:4:1"]);
-    let mut link = Link::new();
+    let mut link = Link::new(&["zstd", "encrypt", "fec:4:1"]);
     let run = |link: &mut Link, count: u32| {
         for n in 0..count {
             let mut p = link.tx.pool().get();
@@ -266,7 +279,8 @@ fn steady_state_allocates_no_buffers() {
                 r.set_payload(d.payload()).unwrap();
                 link.tx.recycle(d);
                 let mut delivered = Vec::new();
-                link.rx.deboost(link.now, r, &mut delivered, |_| {});
+                link.rx
+                    .deboost(link.now, PEER, &link.policies, r, &mut delivered, |_| {});
                 for p in delivered {
                     link.rx.recycle(p);
                 }
@@ -280,4 +294,124 @@ fn steady_state_allocates_no_buffers() {
         (link.tx.pool().allocations(), link.rx.pool().allocations()),
         (tx, rx)
     );
+}
+
+/// An encapsulated data datagram naming `ids` (no booster headers: what a forger without the
+/// key can send), carrying `inner`.
+fn forged(ids: &[u8], inner: &[u8]) -> Vec<u8> {
+    let mut d = vec![0x10, ids.len() as u8, 0, 0, 0, 0, 0, 9];
+    d.extend_from_slice(ids);
+    d.extend_from_slice(inner);
+    d
+}
+
+#[test]
+fn datagrams_from_anyone_but_the_peer_are_dropped_control_included() {
+    let snap = snapshot(1, &["lz4", "encrypt"]);
+    let mut link = Link::new(&["lz4", "encrypt"]);
+    let pkt = ipv4(600, 1, true);
+    let genuine = link.boost(&snap, &pkt).remove(0);
+    let mut control = Vec::new();
+    pathwise_booster::pipeline::encode_control(
+        &[pathwise_booster::control::Control::LossReport {
+            received: 1,
+            expected: 100,
+        }],
+        &mut control,
+    );
+    let stranger: std::net::SocketAddr = "192.0.2.99:7000".parse().unwrap();
+    let other_port: std::net::SocketAddr = "192.0.2.1:7001".parse().unwrap();
+    let mapped: std::net::SocketAddr = "[::ffff:192.0.2.1]:7000".parse().unwrap();
+    let mut reports = 0;
+    for from in [stranger, other_port] {
+        for d in [&genuine, &control] {
+            let mut p = link.rx.pool().get();
+            p.set_payload(d).unwrap();
+            let mut out = Vec::new();
+            link.rx
+                .deboost(link.now, from, &link.policies, p, &mut out, |_| {
+                    reports += 1
+                });
+            assert!(out.is_empty());
+        }
+    }
+    assert_eq!(reports, 0);
+    assert_eq!(link.rx_counters.drops(DropReason::UnknownPeer), 4);
+    // The peer itself, also as an IPv4-mapped address (a socket bound to [::]).
+    let mut p = link.rx.pool().get();
+    p.set_payload(&genuine).unwrap();
+    let mut out = Vec::new();
+    link.rx
+        .deboost(link.now, mapped, &link.policies, p, &mut out, |_| {});
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].payload(), &pkt[..]);
+    assert_eq!(link.rx_counters.report().total_drops(), 4);
+}
+
+#[test]
+fn plaintext_chains_are_refused_where_the_policy_encrypts_and_counted_by_reason() {
+    let mut link = Link::new(&["lz4", "encrypt"]);
+    let pkt = ipv4(200, 1, false);
+    // Empty chain, null, dumb (all carry the packet as is), and lz4.
+    let mut lz4 = vec![0u8; 400];
+    let n = lz4_flex::block::compress_into(&pkt, &mut lz4).unwrap();
+    for d in [
+        forged(&[], &pkt),
+        forged(&[1], &pkt),
+        forged(&[4], &pkt),
+        forged(&[2], &lz4[..n]),
+        forged(&[0x82], &pkt),
+    ] {
+        assert!(link.deliver(&d).is_empty(), "{:02x?}", &d[..10]);
+    }
+    assert_eq!(link.rx_counters.drops(DropReason::Unencrypted), 5);
+    // Nothing was decompressed for them: refused before deboosting.
+    assert_eq!(link.rx_counters.report().boosters["lz4"].deboosted, 0);
+    // A plaintext policy refuses other chains, and an encrypted chain it does not have.
+    let mut plain = Link::new(&["lz4"]);
+    assert!(plain.deliver(&forged(&[1], &pkt)).is_empty());
+    assert!(plain.deliver(&forged(&[], &pkt)).is_empty());
+    assert_eq!(plain.rx_counters.drops(DropReason::ChainNotAllowed), 2);
+    assert_eq!(plain.deliver(&forged(&[0x82], &pkt)), vec![pkt.clone()]);
+    // The inner packet must match the policy: the same chain from a network the policy does
+    // not cover is refused after deboosting.
+    let mut stray = pkt.clone();
+    stray[12..16].copy_from_slice(&[192, 0, 2, 1]);
+    assert!(plain.deliver(&forged(&[0x82], &stray)).is_empty());
+    assert_eq!(plain.rx_counters.drops(DropReason::NoPolicy), 1);
+}
+
+#[test]
+fn an_encrypted_datagram_is_checked_again_after_decryption() {
+    // A key holder (sender 1) encrypts a packet from a network the receiver's policy does not
+    // cover; the chain is right, the inner packet is not.
+    let mut link = Link::new(&["lz4", "encrypt"]);
+    let wide = {
+        let p = pathwise_booster::policy::Policy {
+            name: "default".into(),
+            dst: "0.0.0.0/0".parse().unwrap(),
+            src: None,
+            chain: vec!["lz4".parse().unwrap(), "encrypt".parse().unwrap()],
+        };
+        PolicySnapshot::build(
+            1,
+            vec![p],
+            pathwise_booster::policy::MetaPolicy::default(),
+            true,
+        )
+        .unwrap()
+    };
+    let mut stray = ipv4(300, 1, true);
+    stray[12..16].copy_from_slice(&[192, 0, 2, 1]);
+    let d = link.boost(&wide, &stray).remove(0);
+    assert!(link.deliver(&d).is_empty());
+    assert_eq!(link.rx_counters.drops(DropReason::NoPolicy), 1);
+    assert_eq!(
+        link.rx_counters.report().boosters["encrypt"].deboosted,
+        1,
+        "refused after decryption"
+    );
+    let ok = ipv4(300, 2, true);
+    let d = link.boost(&wide, &ok).remove(0);
+    assert_eq!(link.deliver(&d), vec![ok]);
 }

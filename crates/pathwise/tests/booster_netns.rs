@@ -105,7 +105,8 @@ fn inserting_and_removing_boosters_during_a_transfer_does_not_break_it() {
         return;
     }
     let mut tb = Testbed::new(shaped()).unwrap();
-    tb.start_gateways(bin(), &[], false, "").unwrap();
+    tb.start_gateways(bin(), &[], false, "chain_grace_ms = 300")
+        .unwrap();
     tb.spawn(
         "iperf3-server",
         netns::HB,
@@ -130,23 +131,25 @@ fn inserting_and_removing_boosters_during_a_transfer_does_not_break_it() {
         ],
     )
     .unwrap();
-    let steps: &[(&str, &str, usize)] = &[
-        ("insert", "lz4", GA),
-        ("insert", "encrypt", GA),
-        ("insert", "encrypt", GB),
-        ("insert", "fec:4:1", GA),
-        ("remove", "lz4", GA),
-        ("insert", "zstd", GA),
-        ("remove", "encrypt", GA),
-        ("remove", "fec", GA),
-        ("remove", "encrypt", GB),
-        ("insert", "null", GB),
+    // Each change goes to both gateways, one right after the other (well within the grace
+    // period of 300 ms): a receiver accepts only the chains its own policy allows.
+    let steps: &[(&str, &str)] = &[
+        ("insert", "lz4"),
+        ("insert", "encrypt"),
+        ("insert", "fec:4:1"),
+        ("remove", "lz4"),
+        ("insert", "zstd"),
+        ("remove", "encrypt"),
+        ("remove", "fec"),
+        ("insert", "null"),
     ];
     let mut swaps = Vec::new();
-    for (verb, booster, g) in steps {
+    for (verb, booster) in steps {
         std::thread::sleep(Duration::from_millis(400));
-        let r = tb.manage(*g, verb, json!({"booster": booster})).unwrap();
-        swaps.push(r["swap_ns"].as_u64().unwrap());
+        for g in [GA, GB] {
+            let r = tb.manage(g, verb, json!({"booster": booster})).unwrap();
+            swaps.push(r["swap_ns"].as_u64().unwrap());
+        }
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let v: Value = loop {
@@ -167,40 +170,84 @@ fn inserting_and_removing_boosters_during_a_transfer_does_not_break_it() {
         .unwrap()
         / 1e6;
     assert!(mbit > 2.0, "{mbit} Mbit/s");
+    // Nothing is lost to a chain change, except by design when encryption is inserted: from
+    // then on a gateway refuses the plaintext its peer still sends for one grace period.
+    let mut unencrypted = 0;
     for g in [GA, GB] {
         let d = drops(&tb, g);
+        unencrypted += d["unencrypted"].as_u64().unwrap();
         assert_eq!(
             d.as_object()
                 .unwrap()
-                .values()
-                .filter_map(Value::as_u64)
+                .iter()
+                .filter(|(k, _)| *k != "unencrypted")
+                .filter_map(|(_, v)| v.as_u64())
                 .sum::<u64>(),
             0,
             "{d}"
         );
     }
-    let show = tb.manage(GA, "show", Value::Null).unwrap();
-    assert_eq!(show["policies"][0]["chain"], json!(["zstd"]));
+    for g in [GA, GB] {
+        let show = tb.manage(g, "show", Value::Null).unwrap();
+        assert_eq!(show["policies"][0]["chain"], json!(["zstd", "null"]));
+    }
+    println!("plaintext refused while encryption was inserted: {unencrypted}");
     println!(
         "transfer {mbit:.2} Mbit/s across {} swaps, swap_ns {swaps:?}",
         steps.len()
     );
 }
 
-/// Send `datagrams` to gateway A's UDP port from inside gateway B's namespace.
-fn inject(tb: &Testbed, datagrams: Vec<Vec<u8>>) {
-    let ns = tb.ns[GB].clone();
+/// Run `f` on a thread inside namespace `ns`.
+fn in_netns<T: Send + 'static>(ns: String, f: impl FnOnce() -> T + Send + 'static) -> T {
     std::thread::spawn(move || {
-        let f = std::fs::File::open(format!("/var/run/netns/{ns}")).unwrap();
-        nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        let s = std::net::UdpSocket::bind("192.168.77.2:0").unwrap();
+        let file = std::fs::File::open(format!("/var/run/netns/{ns}")).unwrap();
+        nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        f()
+    })
+    .join()
+    .unwrap()
+}
+
+/// Send `datagrams` to gateway A's UDP port from inside gateway B's namespace with gateway B's
+/// own source address and port (192.168.77.2:7000, which B's gateway holds): a raw socket
+/// writes the UDP header itself. This is what an attacker on the link can do.
+fn inject(tb: &Testbed, datagrams: Vec<Vec<u8>>) {
+    use nix::sys::socket::{
+        AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn, sendto, socket,
+    };
+    use std::os::fd::AsRawFd;
+    in_netns(tb.ns[GB].clone(), move || {
+        let fd = socket(
+            AddressFamily::Inet,
+            SockType::Raw,
+            SockFlag::empty(),
+            SockProtocol::Udp,
+        )
+        .unwrap();
+        let to = SockaddrIn::new(192, 168, 77, 1, 7000);
+        for d in datagrams {
+            // Source port 7000, destination 7000, length, checksum 0 (none, allowed over IPv4).
+            let mut udp = vec![0x1b, 0x58, 0x1b, 0x58];
+            udp.extend_from_slice(&((8 + d.len()) as u16).to_be_bytes());
+            udp.extend_from_slice(&[0, 0]);
+            udp.extend_from_slice(&d);
+            sendto(fd.as_raw_fd(), &udp, &to, MsgFlags::empty()).unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+}
+
+/// Send `datagrams` to gateway A's UDP port from `from`, an address of gateway B's namespace
+/// that is not the configured peer.
+fn send_from(tb: &Testbed, from: &'static str, datagrams: Vec<Vec<u8>>) {
+    in_netns(tb.ns[GB].clone(), move || {
+        let s = std::net::UdpSocket::bind(from).unwrap();
         for d in datagrams {
             s.send_to(&d, "192.168.77.1:7000").unwrap();
             std::thread::sleep(Duration::from_millis(5));
         }
-    })
-    .join()
-    .unwrap();
+    });
 }
 
 #[test]
@@ -398,10 +445,214 @@ fn the_adaptive_policy_inserts_compression_for_text_and_fec_under_loss() {
         std::thread::sleep(Duration::from_millis(200));
     };
     println!(
-        "adaptive: {mbit:.2} Mbit/s, chain {}, state {}",
-        show["policies"][0]["chain"], show["adaptive"]["state"]
+        "adaptive: {mbit:.2} Mbit/s, chain {}, state {}, drops at A {}, at B {}",
+        show["policies"][0]["chain"],
+        show["adaptive"]["state"],
+        drops(&tb, GA),
+        drops(&tb, GB)
     );
     assert_eq!(show["policies"][0]["chain"], want);
     assert!(show["adaptive"]["state"]["ratio"].as_f64().unwrap() < 0.8);
     assert!(show["adaptive"]["state"]["loss"].as_f64().unwrap() > 0.01);
+}
+
+/// The Internet checksum (RFC 1071).
+fn checksum(data: &[u8]) -> u16 {
+    let mut sum: u32 = data
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// An ICMP echo request from `src` to `dst` with correct checksums, which the host at `dst`
+/// answers if it is delivered. The payload is zeros, so LZ4 really compresses it.
+fn icmp_echo(src: [u8; 4], dst: [u8; 4], seq: u16) -> Vec<u8> {
+    let mut p = vec![0x45, 0, 0, 84, 0, 0, 0x40, 0, 64, 1, 0, 0];
+    p.extend_from_slice(&src);
+    p.extend_from_slice(&dst);
+    let c = checksum(&p);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut icmp = vec![8, 0, 0, 0, 0x70, 0x77];
+    icmp.extend_from_slice(&seq.to_be_bytes());
+    icmp.resize(64, 0);
+    let c = checksum(&icmp);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    p.extend_from_slice(&icmp);
+    p
+}
+
+/// Encapsulate `packet` through `chain` as a gateway with `env` would (whoever holds the
+/// environment's key, if any).
+fn boosted(env: &BoosterEnv, chain: &[&str], packet: &[u8]) -> Vec<u8> {
+    let mut sender = Sender::new(env.clone(), 1400, Arc::new(Counters::default()));
+    let snap = PolicySnapshot::build(
+        1,
+        vec![Policy {
+            name: "p".into(),
+            dst: "0.0.0.0/0".parse().unwrap(),
+            src: None,
+            chain: chain.iter().map(|c| c.parse().unwrap()).collect(),
+        }],
+        MetaPolicy::default(),
+        true,
+    )
+    .unwrap();
+    let mut p = sender.pool().get();
+    p.set_payload(packet).unwrap();
+    let mut out = Vec::new();
+    sender.boost(pathwise_core::time::Instant::ZERO, &snap, p, &mut out);
+    assert_eq!(out.len(), 1);
+    out[0].payload().to_vec()
+}
+
+/// Packets the kernel took from gateway `g`'s TUN device (what the gateway wrote to it).
+fn tun_rx_packets(tb: &Testbed, g: usize) -> u64 {
+    let out = tb
+        .exec_ok(g, &["ip", "-j", "-s", "link", "show", "dev", netns::TUN])
+        .unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
+    v[0]["stats64"]["rx"]["packets"].as_u64().unwrap()
+}
+
+fn counter(v: &Value, path: &[&str]) -> u64 {
+    path.iter()
+        .fold(v, |v, k| &v[*k])
+        .as_u64()
+        .unwrap_or_else(|| panic!("{path:?} in {v}"))
+}
+
+#[test]
+fn unprotected_datagrams_and_strangers_never_reach_the_tun_and_live_changes_lose_nothing() {
+    if !available(
+        "unprotected_datagrams_and_strangers_never_reach_the_tun",
+        &["ping"],
+    ) {
+        return;
+    }
+    let mut tb = Testbed::new(LinkShape::default()).unwrap();
+    tb.start_gateways(bin(), &["lz4", "encrypt"], false, "chain_grace_ms = 500")
+        .unwrap();
+    // The link works, and a third address on gateway B's side of the link.
+    let _ = netns::ping(&tb, 200, 1, "0.2");
+    assert_eq!(netns::ping(&tb, 200, 2, "0.2").unwrap().len(), 2);
+    tb.exec_ok(GB, &["ip", "addr", "add", "192.168.77.3/24", "dev", "gl1"])
+        .unwrap();
+    // An ICMP echo request host B → host A, as gateway B would deliver it to gateway A.
+    let echo = |seq| icmp_echo([10, 77, 2, 2], [10, 77, 1, 2], seq);
+    let plain = BoosterEnv { crypto: None };
+    let key = pathwise::booster::config::parse_key(netns::PSK).unwrap();
+    // A key holder (sender id 3, so its counters do not collide with gateway B's).
+    let keyed = BoosterEnv {
+        crypto: Some(Arc::new(CryptoContext::new(&key, 3, 1))),
+    };
+    let unprotected: Vec<Vec<u8>> = [&[][..], &["null"], &["dumb"], &["lz4"]]
+        .iter()
+        .zip(1..)
+        .map(|(chain, seq)| boosted(&plain, chain, &echo(seq)))
+        .collect();
+    // lz4 really compressed (no "passed" mark): the header is 9 bytes, the packet shrank.
+    assert_eq!(unprotected[3][8], 2);
+    assert!(unprotected[3].len() < 84);
+    let mut loss_report = Vec::new();
+    pathwise_booster::pipeline::encode_control(
+        &[pathwise_booster::control::Control::LossReport {
+            received: 0,
+            expected: 1000,
+        }],
+        &mut loss_report,
+    );
+
+    let before = tb.manage(GA, "stats", Value::Null).unwrap();
+    let tun_before = tun_rx_packets(&tb, GA);
+    // From a third address: everything refused, even a datagram the key holder made.
+    let mut strangers = unprotected.clone();
+    strangers.push(boosted(&keyed, &["lz4", "encrypt"], &echo(10)));
+    strangers.push(loss_report);
+    send_from(&tb, "192.168.77.3:7000", strangers);
+    // With gateway B's own address and port: the plaintext chains, an encrypted chain that is
+    // not the policy's, and an encrypted packet from a network no policy covers.
+    let mut forged = unprotected.clone();
+    forged.push(boosted(&keyed, &["encrypt"], &echo(20)));
+    forged.push(boosted(
+        &keyed,
+        &["lz4", "encrypt"],
+        &icmp_echo([192, 0, 2, 1], [10, 77, 1, 2], 21),
+    ));
+    inject(&tb, forged);
+    std::thread::sleep(Duration::from_millis(300));
+    let after = tb.manage(GA, "stats", Value::Null).unwrap();
+    let delta = |path: &[&str]| counter(&after, path) - counter(&before, path);
+    for (reason, n) in [
+        ("unknown_peer", 6),
+        ("unencrypted", 4),
+        ("chain_not_allowed", 1),
+        ("no_policy", 1),
+    ] {
+        assert_eq!(delta(&["drops", reason]), n, "{reason}: {}", after["drops"]);
+    }
+    // Besides gateway B's own loss reports (control, every 500 ms), the twelve sent here.
+    assert_eq!(delta(&["udp_in"]) - delta(&["control_in"]), 6 + 6);
+    // Nothing was written to the TUN device, so host A answered nothing: no echo reply came
+    // back into gateway A's TUN device (it would be read as tun_in) and none was sent.
+    assert_eq!(delta(&["tun_out"]), 0);
+    assert_eq!(tun_rx_packets(&tb, GA), tun_before);
+    assert_eq!(delta(&["tun_in"]), 0);
+
+    // The same echo, properly protected and from the peer's address, is delivered and answered:
+    // the forged ones above were refused for what they were, not for being malformed.
+    inject(&tb, vec![boosted(&keyed, &["lz4", "encrypt"], &echo(30))]);
+    std::thread::sleep(Duration::from_millis(300));
+    let answered = tb.manage(GA, "stats", Value::Null).unwrap();
+    assert_eq!(
+        counter(&answered, &["tun_out"]) - counter(&after, &["tun_out"]),
+        1
+    );
+    assert_eq!(tun_rx_packets(&tb, GA), tun_before + 1);
+    assert_eq!(
+        counter(&answered, &["tun_in"]) - counter(&after, &["tun_in"]),
+        1
+    );
+
+    // The text view names the reasons.
+    let text = std::process::Command::new(bin())
+        .args(["booster", "stats", "--socket"])
+        .arg(tb.socket(GA))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    for reason in [
+        "unknown_peer",
+        "unencrypted",
+        "chain_not_allowed",
+        "no_policy",
+    ] {
+        assert!(text.contains(reason), "{text}");
+    }
+
+    // Legitimate traffic flows, and live changes on both gateways lose nothing: 300 pings at
+    // 10 ms while fec:4:1 is inserted and lz4 removed.
+    assert_eq!(netns::ping(&tb, 200, 2, "0.2").unwrap().len(), 2);
+    let drops_before: Vec<Value> = [GA, GB].iter().map(|&g| drops(&tb, g)).collect();
+    let rtts = std::thread::scope(|s| {
+        let pings = s.spawn(|| netns::ping(&tb, 600, 300, "0.01").unwrap());
+        for (verb, booster) in [("insert", "fec:4:1"), ("remove", "lz4")] {
+            std::thread::sleep(Duration::from_millis(800));
+            for g in [GA, GB] {
+                tb.manage(g, verb, json!({"booster": booster})).unwrap();
+            }
+        }
+        pings.join().unwrap()
+    });
+    assert_eq!(rtts.len(), 300, "pings lost across the live changes");
+    for (i, g) in [GA, GB].into_iter().enumerate() {
+        assert_eq!(drops(&tb, g), drops_before[i], "gateway {g}");
+        let stats = tb.manage(g, "stats", Value::Null).unwrap();
+        assert!(counter(&stats, &["boosters", "fec", "boosted"]) > 0);
+        let show = tb.manage(g, "show", Value::Null).unwrap();
+        assert_eq!(show["policies"][0]["chain"], json!(["encrypt", "fec:4:1"]));
+    }
 }

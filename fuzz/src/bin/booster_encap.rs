@@ -1,12 +1,16 @@
 //! Booster encapsulation (`pathwise_booster::wire::Header::parse`) and the whole receive path
 //! behind it (`pathwise_booster::pipeline::Receiver::deboost`: every debooster, FEC recovery,
-//! control messages): parsing never panics, what parses re-emits to the same header bytes, and
-//! deboosting arbitrary datagrams never panics, only drops (counted) or delivers IP packets.
+//! control messages, admission of the peer's chains and inner packets): parsing never panics,
+//! what parses re-emits to the same header bytes, and deboosting arbitrary datagrams never
+//! panics, only drops (counted) or delivers IP packets.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use pathwise_booster::adaptive::AdaptiveConfig;
+use pathwise_booster::admission::{DEFAULT_GRACE, PolicyEpochs};
 use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
 use pathwise_booster::pipeline::{Receiver, ip_addresses};
+use pathwise_booster::policy::{MetaPolicy, Policy, PolicySnapshot};
 use pathwise_booster::stats::Counters;
 use pathwise_booster::vectors;
 use pathwise_booster::wire::Header;
@@ -21,7 +25,32 @@ fn receiver() -> &'static Mutex<Receiver> {
         let env = BoosterEnv {
             crypto: Some(Arc::new(CryptoContext::new(&vectors::KEY, 2, 1))),
         };
-        Mutex::new(Receiver::new(env, Arc::new(Counters::default())))
+        Mutex::new(Receiver::new(
+            env,
+            &[vectors::PEER],
+            Arc::new(Counters::default()),
+        ))
+    })
+}
+
+/// What the receiver admits: one policy per sample chain, each for its own network, so every
+/// debooster stays reachable and admission itself is fuzzed (the seeds' packets come from
+/// 10.1.0.1, covered by the first chain's policy; the others refuse them after deboosting).
+fn policies() -> &'static PolicyEpochs {
+    static P: OnceLock<PolicyEpochs> = OnceLock::new();
+    P.get_or_init(|| {
+        let policies = vectors::CHAINS
+            .iter()
+            .enumerate()
+            .map(|(i, chain)| Policy {
+                name: format!("p{i}"),
+                dst: format!("10.{}.0.0/16", i + 1).parse().unwrap(),
+                src: None,
+                chain: chain.iter().map(|s| s.parse().unwrap()).collect(),
+            })
+            .collect();
+        let snap = PolicySnapshot::build(1, policies, MetaPolicy::default(), true).unwrap();
+        PolicyEpochs::new(Arc::new(snap), DEFAULT_GRACE, &AdaptiveConfig::default())
     })
 }
 
@@ -41,7 +70,14 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let mut delivered = Vec::new();
-    rx.deboost(Instant::ZERO, p, &mut delivered, |_| {});
+    rx.deboost(
+        Instant::ZERO,
+        vectors::PEER,
+        policies(),
+        p,
+        &mut delivered,
+        |_| {},
+    );
     for p in delivered {
         assert!(ip_addresses(p.payload()).is_some());
         rx.recycle(p);

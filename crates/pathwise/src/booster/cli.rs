@@ -25,6 +25,8 @@ pub enum Booster {
     Show(Mgmt),
     /// Insert a booster into a policy's chain (the meta-policy picks the position unless
     /// --position is given); creates the policy when --dst is given and it does not exist.
+    /// Make the same change on the peer gateway within its `chain_grace_ms`: the new chain is
+    /// sent that long after the change, and the peer accepts only chains its policy allows.
     Insert {
         /// Booster: null, lz4, zstd[:LEVEL], dumb, encrypt, fec[:K:M].
         booster: String,
@@ -44,7 +46,8 @@ pub enum Booster {
         #[command(flatten)]
         mgmt: Mgmt,
     },
-    /// Remove a booster (by kind: `fec` removes `fec:8:2`) from a policy's chain.
+    /// Remove a booster (by kind: `fec` removes `fec:8:2`) from a policy's chain (on both
+    /// gateways, as for insert).
     Remove {
         /// Booster kind.
         booster: String,
@@ -135,11 +138,13 @@ fn print(v: &Value, json: bool, render: fn(&Value) -> String) -> anyhow::Result<
 
 fn render_change(v: &Value) -> String {
     format!(
-        "policy {} chain [{}] (generation {}, built and swapped in {} ns)\n",
+        "policy {} chain [{}] (generation {}, built and swapped in {} ns; sent from {} ms on: \
+         make the same change on the peer gateway before then)\n",
         v["policy"].as_str().unwrap_or("?"),
         v["chain"].as_str().unwrap_or(""),
         v["generation"],
-        v["swap_ns"]
+        v["swap_ns"],
+        v["sent_after_ms"]
     )
 }
 

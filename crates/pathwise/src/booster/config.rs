@@ -5,18 +5,22 @@
 //! ```toml
 //! tun = "pwb0"                        # TUN device: attached if it exists, else created
 //! listen = "192.168.77.1:7000"        # UDP address of this gateway
-//! peer = "192.168.77.2:7000"          # UDP address of the other gateway
+//! peer = "192.168.77.2:7000"          # UDP address of the other gateway: the only source
+//!                                     # whose datagrams are accepted
 //! socket = "/run/pathwise/booster.sock"   # management socket
 //! psk = "<64 hex digits>"             # pre-shared key for `encrypt` (or psk_file = "...")
 //! # sender_id = 1                     # nonce sender id; default: 1 on the lower address, else 2
 //! # mtu = 1400                        # link MTU given to boosters
 //! # batch = 32                        # packets per read/send batch
+//! # chain_grace_ms = 2000             # a chain change is sent this long after it is made, and
+//! #                                   # the previous chain still accepted for twice as long:
+//! #                                   # apply each change to both gateways within it
 //! # meta_policy = ["compression before encryption", "at most one compression"]
 //!
-//! [[policy]]
-//! name = "default"
-//! dst = "10.77.2.0/24"                # optional: src = "10.77.1.0/24"
-//! chain = ["lz4", "encrypt"]
+//! [[policy]]                          # traffic to dst (from src) is sent through chain;
+//! name = "default"                    # traffic from dst (to src) is accepted from the peer
+//! dst = "10.77.2.0/24"                # only through chain (mirrored; docs/booster-wire.md)
+//! chain = ["lz4", "encrypt"]          # optional: src = "10.77.1.0/24"
 //!
 //! [adaptive]                          # optional (seed §7)
 //! enabled = true
@@ -41,6 +45,9 @@ fn default_mtu() -> usize {
 }
 fn default_batch() -> usize {
     32
+}
+fn default_chain_grace_ms() -> u64 {
+    pathwise_booster::admission::DEFAULT_GRACE.as_millis() as u64
 }
 
 /// A parsed configuration file.
@@ -71,6 +78,10 @@ pub struct GatewayConfig {
     /// Packets per batch.
     #[serde(default = "default_batch")]
     pub batch: usize,
+    /// Grace period of a chain change, in milliseconds
+    /// ([`pathwise_booster::admission`]).
+    #[serde(default = "default_chain_grace_ms")]
+    pub chain_grace_ms: u64,
     /// Meta-policy rules; the default set when absent.
     #[serde(default)]
     pub meta_policy: Option<MetaPolicy>,
@@ -105,6 +116,12 @@ impl GatewayConfig {
         }
         if !(576..=9000).contains(&self.mtu) {
             bail!("mtu must be 576..=9000, got {}", self.mtu);
+        }
+        if self.chain_grace_ms > 600_000 {
+            bail!(
+                "chain_grace_ms must be at most 600000 (10 minutes), got {}",
+                self.chain_grace_ms
+            );
         }
         self.sender_id()?;
         self.snapshot(self.key()?.is_some())?;

@@ -8,9 +8,15 @@
 //! up to `batch` datagrams per `recvmmsg`. Packet buffers come from the pipelines' pools and
 //! the `mmsghdr` arrays are preallocated, so the steady state allocates nothing per packet.
 //!
+//! Ingress admits only datagrams from the configured `peer` and only the chains this gateway's
+//! own policies allow for the inner packet ([`pathwise_booster::admission`]); everything else
+//! is dropped and counted by reason before it reaches the TUN device.
+//!
 //! Policy changes (management `insert`/`remove`, the adaptive policy) build a new
-//! [`PolicySnapshot`] and store it in an [`ArcSwap`]: the egress thread loads the current one
-//! once per batch and never waits for a writer (seed §5.3 measured 20–30 ms per insertion through
+//! [`PolicySnapshot`] and store it, with the recent ones still in their grace period
+//! ([`PolicyEpochs`]), in an [`ArcSwap`]: both threads load it once per batch and never wait
+//! for a writer; egress boosts with a change one grace period (`chain_grace_ms`) after it is
+//! made, so a peer changed within that time already accepts it (seed §5.3 measured 20–30 ms per insertion through
 //! an ioctl; here it is a snapshot build and a pointer swap, timed and reported as `swap_ns`).
 //!
 //! `plain` mode bypasses the booster framework altogether (no header, no pipeline): the
@@ -22,6 +28,7 @@ use anyhow::Context as _;
 use arc_swap::ArcSwap;
 use nix::sys::socket::{MsgFlags, MultiHeaders, SockaddrStorage, recvmmsg, sendmmsg};
 use pathwise_booster::adaptive::{Action, Adaptive, AdaptiveConfig, AdaptiveState};
+use pathwise_booster::admission::PolicyEpochs;
 use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
 use pathwise_booster::packet::{MAX_PAYLOAD, Packet};
 use pathwise_booster::pipeline::{Receiver, Sender, encode_control};
@@ -29,7 +36,7 @@ use pathwise_booster::policy::{PolicyError, PolicySnapshot};
 use pathwise_booster::stats::{Counters, DropReason};
 use pathwise_core::time::Instant;
 use std::io::{IoSlice, IoSliceMut};
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -40,40 +47,50 @@ pub const MAX_BATCH: usize = 64;
 /// How often the receiver reports loss to the peer.
 const LOSS_REPORT_EVERY: Duration = Duration::from_millis(500);
 
-/// The policy table the datapath reads and management writes.
+/// The policy table the datapath reads and management writes: the current snapshot and the
+/// recent ones still within their grace period ([`PolicyEpochs`]).
 #[derive(Debug)]
 pub struct PolicyStore {
-    current: ArcSwap<PolicySnapshot>,
+    current: ArcSwap<PolicyEpochs>,
     writer: Mutex<()>,
     /// Nanoseconds the last update took (build + validate + swap).
     pub last_swap_ns: AtomicU64,
 }
 
 impl PolicyStore {
-    /// A store holding `snap`.
-    pub fn new(snap: PolicySnapshot) -> Self {
+    /// A store holding `epochs`.
+    pub fn new(epochs: PolicyEpochs) -> Self {
         PolicyStore {
-            current: ArcSwap::from_pointee(snap),
+            current: ArcSwap::from_pointee(epochs),
             writer: Mutex::new(()),
             last_swap_ns: AtomicU64::new(0),
         }
     }
 
-    /// The current snapshot (wait-free).
-    pub fn load(&self) -> arc_swap::Guard<Arc<PolicySnapshot>> {
+    /// The current snapshot.
+    pub fn load(&self) -> Arc<PolicySnapshot> {
+        self.current.load().current().clone()
+    }
+
+    /// The current snapshot and those within their grace period (wait-free; once per batch on
+    /// the datapath).
+    pub fn epochs(&self) -> arc_swap::Guard<Arc<PolicyEpochs>> {
         self.current.load()
     }
 
-    /// Build a new snapshot from the current one with `f` and swap it in; writers are
-    /// serialised, readers never wait. Returns it and how long the build and swap took.
+    /// Build a new snapshot from the current one with `f` and swap it in as of `now`; writers
+    /// are serialised, readers never wait. Returns it and how long the build and swap took.
     pub fn update(
         &self,
+        now: Instant,
         f: impl FnOnce(&PolicySnapshot) -> Result<PolicySnapshot, PolicyError>,
     ) -> Result<(Arc<PolicySnapshot>, u64), PolicyError> {
         let _w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let t = std::time::Instant::now();
-        let new = Arc::new(f(&self.current.load())?);
-        self.current.store(new.clone());
+        let epochs = self.current.load();
+        let new = Arc::new(f(epochs.current())?);
+        self.current
+            .store(Arc::new(epochs.switched(now, new.clone())));
         let ns = t.elapsed().as_nanos() as u64;
         self.last_swap_ns.store(ns, Relaxed);
         Ok((new, ns))
@@ -106,7 +123,8 @@ pub struct Shared {
 }
 
 impl Shared {
-    fn now(&self) -> Instant {
+    /// The datapath's clock: time since the gateway started.
+    pub fn now(&self) -> Instant {
         Instant::from_nanos(self.started.elapsed().as_nanos() as u64)
     }
 }
@@ -138,7 +156,11 @@ impl Gateway {
             crypto: key.map(|k| Arc::new(CryptoContext::new(&k, sender_id, wall_ns))),
         };
         let shared = Arc::new(Shared {
-            store: PolicyStore::new(snap),
+            store: PolicyStore::new(PolicyEpochs::new(
+                Arc::new(snap),
+                Duration::from_millis(config.chain_grace_ms),
+                &config.adaptive,
+            )),
             counters: Arc::new(Counters::default()),
             adaptive: Mutex::new(AdaptiveState::default()),
             adaptive_config: config.adaptive.clone(),
@@ -259,7 +281,9 @@ fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> an
             tun.wait_readable(wait_ms)?;
         }
         let now = shared.now();
-        let snap = shared.store.load();
+        let epochs = shared.store.epochs();
+        // A change is sent one grace period after it is made, when the peer accepts it.
+        let snap = epochs.sending(now);
         for _ in 0..batch {
             let mut p = sender.pool().get();
             match tun.read(&mut p.writable_tail()[..MAX_PAYLOAD]) {
@@ -269,7 +293,7 @@ fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> an
                         counters.tun_in.fetch_add(1, Relaxed);
                         out.push(p);
                     } else {
-                        sender.boost(now, &snap, p, &mut out);
+                        sender.boost(now, snap, p, &mut out);
                     }
                 }
                 Err(e) => {
@@ -289,7 +313,7 @@ fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> an
         if sender.poll_timeout().is_some_and(|t| t <= now) {
             sender.handle_timeout(now, &mut out);
         }
-        drop(snap);
+        drop(epochs);
         if adaptive.poll_timeout().is_some_and(|t| t <= now) {
             run_adaptive(shared, &mut sender, &mut adaptive, now);
         }
@@ -309,10 +333,10 @@ fn run_adaptive(shared: &Shared, sender: &mut Sender, adaptive: &mut Adaptive, n
         recv.min(u64::from(u32::MAX)) as u32,
         exp.min(u64::from(u32::MAX)) as u32,
     );
-    let snap = shared.store.load_full();
+    let snap = shared.store.load();
     if let Some(action) = adaptive.poll(now, &snap) {
         let policy = adaptive.config().policy.clone();
-        let r = shared.store.update(|s| match action {
+        let r = shared.store.update(now, |s| match action {
             Action::Insert(spec) => s.with_inserted(&policy, spec, None),
             Action::Remove(spec) => s.with_removed(&policy, spec),
         });
@@ -329,18 +353,20 @@ fn run_adaptive(shared: &Shared, sender: &mut Sender, adaptive: &mut Adaptive, n
     *shared.adaptive.lock().unwrap_or_else(|e| e.into_inner()) = adaptive.state().clone();
 }
 
-impl PolicyStore {
-    /// The current snapshot as an owned `Arc`.
-    pub fn load_full(&self) -> Arc<PolicySnapshot> {
-        self.current.load_full()
+/// The IPv4 or IPv6 socket address in `addr`, if it is one.
+fn socket_addr(addr: &SockaddrStorage) -> Option<SocketAddr> {
+    if let Some(a) = addr.as_sockaddr_in() {
+        return Some(SocketAddr::from((a.ip(), a.port())));
     }
+    addr.as_sockaddr_in6()
+        .map(|a| SocketAddr::from((a.ip(), a.port())))
 }
 
 fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> anyhow::Result<()> {
     let cfg = &shared.config;
     let batch = cfg.batch.min(MAX_BATCH);
     let counters = &shared.counters;
-    let mut receiver = Receiver::new(env, counters.clone());
+    let mut receiver = Receiver::new(env, &[cfg.peer], counters.clone());
     let mut headers = MultiHeaders::<SockaddrStorage>::preallocate(MAX_BATCH, None);
     let mut slots: Vec<Packet> = (0..MAX_BATCH).map(|_| receiver.pool().get()).collect();
     let mut out: Vec<Packet> = Vec::with_capacity(4 * MAX_BATCH);
@@ -348,6 +374,7 @@ fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> a
     let mut next_report = shared.now();
     while !shared.stop.load(Relaxed) {
         let mut lens = [0usize; MAX_BATCH];
+        let mut sources: [Option<SocketAddr>; MAX_BATCH] = [None; MAX_BATCH];
         let received = {
             let mut it = slots.iter_mut();
             let mut iovs: [[IoSliceMut<'_>; 1]; MAX_BATCH] = std::array::from_fn(|_| {
@@ -366,6 +393,7 @@ fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> a
                     let mut n = 0;
                     for (i, r) in results.enumerate() {
                         lens[i] = r.bytes;
+                        sources[i] = r.address.as_ref().and_then(socket_addr);
                         n = i + 1;
                     }
                     n
@@ -380,16 +408,26 @@ fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> a
             }
         };
         let now = shared.now();
+        let epochs = shared.store.epochs();
         for (i, &len) in lens.iter().enumerate().take(received) {
             let fresh = receiver.pool().get();
             let mut p = std::mem::replace(&mut slots[i], fresh);
             p.set_len(len);
+            // No source (not an IP socket address) is nobody's: the receiver refuses it.
+            let from = sources[i].unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
             if shared.plain {
                 counters.udp_in.fetch_add(1, Relaxed);
-                out.push(p);
+                if from.ip().to_canonical() == cfg.peer.ip().to_canonical()
+                    && from.port() == cfg.peer.port()
+                {
+                    out.push(p);
+                } else {
+                    counters.count_drop(DropReason::UnknownPeer);
+                    receiver.recycle(p);
+                }
                 continue;
             }
-            receiver.deboost(now, p, &mut out, |c| {
+            receiver.deboost(now, from, &epochs, p, &mut out, |c| {
                 if let pathwise_booster::control::Control::LossReport { received, expected } = c {
                     let mut l = shared.peer_loss.lock().unwrap_or_else(|e| e.into_inner());
                     l.0 += u64::from(received);
@@ -397,6 +435,7 @@ fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> a
                 }
             });
         }
+        drop(epochs);
         for p in out.drain(..) {
             match tun.write(p.payload()) {
                 Ok(_) => {

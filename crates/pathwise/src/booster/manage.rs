@@ -6,7 +6,7 @@
 //! | verb | args | answer |
 //! |---|---|---|
 //! | `show` | — | gateway, policies, meta-policy, adaptive policy |
-//! | `insert` | `booster`, `policy` (default `"default"`), optional `position`, optional `dst`/`src` to create the policy | new generation, chain, `swap_ns` |
+//! | `insert` | `booster`, `policy` (default `"default"`), optional `position`, optional `dst`/`src` to create the policy | new generation, chain, `swap_ns`, `sent_after_ms` (the grace period) |
 //! | `remove` | `booster`, `policy` | same |
 //! | `stats` | — | every counter and drops by reason |
 
@@ -53,7 +53,7 @@ pub fn handle(shared: &Shared, verb: &str, args: &Value) -> Result<Value, String
                 .map_err(|e| format!("src: {e}"))?;
             let (snap, ns) = shared
                 .store
-                .update(|s| {
+                .update(shared.now(), |s| {
                     let exists = s.policies().iter().any(|p| p.name == policy);
                     match (verb, exists, dst) {
                         ("insert", false, Some(dst)) => s.with_policy(Policy {
@@ -78,6 +78,7 @@ pub fn handle(shared: &Shared, verb: &str, args: &Value) -> Result<Value, String
                 "policy": policy,
                 "chain": chain,
                 "swap_ns": ns,
+                "sent_after_ms": shared.config.chain_grace_ms,
             }))
         }
         _ => Err(format!(
@@ -100,6 +101,8 @@ fn show(shared: &Shared) -> Value {
         "batch": c.batch,
         "generation": snap.generation(),
         "last_swap_ns": shared.store.last_swap_ns.load(std::sync::atomic::Ordering::Relaxed),
+        "chain_grace_ms": c.chain_grace_ms,
+        "sending_generation": shared.store.epochs().sending(shared.now()).generation(),
         "meta_policy": snap.meta(),
         "policies": snap.policies(),
         "adaptive": {

@@ -97,6 +97,11 @@ impl Testbed {
         for g in [GA, GB] {
             tb.forward(g)?;
             tb.exec_ok(g, &["ip", "tuntap", "add", "dev", TUN, "mode", "tun"])?;
+            // The lab tunnels IPv4 only. Without this the kernel sends IPv6 router and
+            // multicast listener solicitations into the TUN device; no policy covers them, so
+            // the peer refuses them (counted) and the tests could not expect zero drops.
+            let disable_ipv6 = format!("net.ipv6.conf.{TUN}.disable_ipv6=1");
+            let _ = tb.exec(g, &["sysctl", "-q", "-w", &disable_ipv6]);
             tb.exec_ok(g, &["ip", "link", "set", TUN, "up", "mtu", "1400"])?;
         }
         tb.route_tun(TUN)?;
@@ -201,7 +206,8 @@ impl Testbed {
     }
 
     /// Write a gateway configuration for side `g` (GA or GB) with `chain` toward the far host
-    /// network; returns the path. `extra` is appended verbatim (TOML).
+    /// network; returns the path. `extra` is TOML: its top-level keys (the lines before its
+    /// first table header) go before the policy table, the rest after it.
     pub fn gateway_config(&self, g: usize, chain: &[&str], extra: &str) -> anyhow::Result<PathBuf> {
         let (listen, peer, far) = if g == GA {
             ("192.168.77.1:7000", "192.168.77.2:7000", "10.77.2.0/24")
@@ -209,10 +215,18 @@ impl Testbed {
             ("192.168.77.2:7000", "192.168.77.1:7000", "10.77.1.0/24")
         };
         let chain: Vec<String> = chain.iter().map(|c| format!("{c:?}")).collect();
+        let split = extra
+            .lines()
+            .position(|l| l.trim_start().starts_with('['))
+            .unwrap_or(extra.lines().count());
+        let top: Vec<&str> = extra.lines().take(split).collect();
+        let tables: Vec<&str> = extra.lines().skip(split).collect();
         let text = format!(
-            "tun = \"{TUN}\"\nlisten = \"{listen}\"\npeer = \"{peer}\"\nsocket = \"{}\"\npsk = \"{PSK}\"\n\n[[policy]]\nname = \"default\"\ndst = \"{far}\"\nchain = [{}]\n{extra}\n",
+            "tun = \"{TUN}\"\nlisten = \"{listen}\"\npeer = \"{peer}\"\nsocket = \"{}\"\npsk = \"{PSK}\"\n{}\n\n[[policy]]\nname = \"default\"\ndst = \"{far}\"\nchain = [{}]\n{}\n",
             self.socket(g).display(),
-            chain.join(", ")
+            top.join("\n"),
+            chain.join(", "),
+            tables.join("\n")
         );
         let path = self.dir.join(format!("gw-{g}.toml"));
         std::fs::write(&path, text)?;
