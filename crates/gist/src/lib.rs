@@ -42,5 +42,5 @@ pub mod wire;
 pub use engine::{
     Config, CookieMode, Counters, GistEngine, GistEvent, InterfaceConfig, MaState, MaTransport,
     MrsKey, QueryingState, RespondingState, RouterAlertValues, RoutingStateView, StateStats,
-    StreamInput, StreamOp, StreamTransmit,
+    StreamInput, StreamOp, StreamTransmit, StreamVetting,
 };
