@@ -430,6 +430,19 @@ cookie_mode = "random"
         );
         assert_eq!(g.cookie_mode, super::CookieModeName::Random);
         assert_eq!(g.secret_rotation.get_ref().0.as_secs(), 60);
+        // Default cap: 15 minutes, or three refresh periods if longer.
+        assert_eq!(g.max_state_lifetime().as_secs(), 900);
+        let c = NodeConfig::parse(
+            "node.toml",
+            &format!("{GOOD}max_state_lifetime = \"2min\"\n"),
+        )
+        .unwrap();
+        assert_eq!(c.gist.unwrap().max_state_lifetime().as_secs(), 120);
+        let e = NodeConfig::parse(
+            "node.toml",
+            &format!("{GOOD}max_state_lifetime = \"10ms\"\n"),
+        );
+        assert!(e.is_err());
         assert_eq!(g.ipv6_router_alert, super::DEFAULT_IPV6_ROUTER_ALERT);
         assert_eq!(g.interception, super::Interception::Auto);
         assert!(g.relay.get_ref().is_empty());
