@@ -40,7 +40,7 @@ pub mod sim_stream;
 pub mod wire;
 
 pub use engine::{
-    Config, CookieMode, Counters, GistEngine, GistEvent, InterfaceConfig, MaState, MaTransport,
-    MrsKey, QueryingState, RespondingState, RouterAlertValues, RoutingStateView, StateStats,
-    StreamInput, StreamOp, StreamTransmit,
+    Config, CookieMode, Counters, GistEngine, GistEvent, InterfaceConfig, MAX_STREAM_MESSAGE,
+    MaState, MaTransport, MrsKey, QueryingState, RespondingState, RouterAlertValues,
+    RoutingStateView, StateStats, StreamInput, StreamOp, StreamTransmit, StreamVetting,
 };

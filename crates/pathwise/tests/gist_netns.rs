@@ -337,7 +337,12 @@ fn send_udp(lab: &Lab, dest: &str, payloads: &[Vec<u8>]) {
         s.spawn(|| {
             let f = std::fs::File::open(&ns).expect("open netns");
             setns(&f, CloneFlags::CLONE_NEWNET).expect("setns");
-            let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+            let any = if dest.contains(':') {
+                "[::]:0"
+            } else {
+                "0.0.0.0:0"
+            };
+            let sock = std::net::UdpSocket::bind(any).unwrap();
             for p in payloads {
                 sock.send_to(p, (dest, 270)).expect("send");
             }
@@ -796,4 +801,243 @@ fn nsiska_query_with_router_alert_42_is_intercepted() {
             assert_eq!(counters()["messages_in"]["Query"], 0);
         }
     }
+}
+
+/// A Ping NSLP Query (or Q-mode Data) from H1 for the flow H1 → `dst`, as an attacker on the
+/// link sends it.
+fn ping_towards(src: &str, dst: &str, sid: u32, data: bool) -> Vec<u8> {
+    use pathwise_core::time::Instant;
+    use pathwise_gist::nslp::ping::{NSLPID, PingKind, PingMessage};
+    use pathwise_gist::wire::{
+        Body, Cookie, Data, Message, Mri, Nli, PathCoupledMri, Query, SessionId,
+    };
+    let (src, dst): (IpAddr, IpAddr) = (src.parse().unwrap(), dst.parse().unwrap());
+    let mri = Mri::PathCoupled(PathCoupledMri::flow(src, dst));
+    let mut session = [0x5a; 16];
+    session[..4].copy_from_slice(&sid.to_be_bytes());
+    let nli = Nli {
+        ip_ttl: 64,
+        rs_validity_ms: 30_000,
+        peer_identity: vec![0xa7; 16],
+        interface_address: src,
+    };
+    let payload = PingMessage {
+        kind: PingKind::Request,
+        seq: sid,
+        sent_at: Instant::ZERO,
+        hops: Vec::new(),
+    }
+    .emit();
+    let body = if data {
+        Body::Data(Data {
+            mri,
+            session_id: SessionId(session),
+            nli: Some(nli),
+            nslp_data: payload,
+            ..Data::default()
+        })
+    } else {
+        Body::Query(Query {
+            mri,
+            session_id: SessionId(session),
+            nli,
+            query_cookie: Cookie(sid.to_be_bytes().to_vec()),
+            nslp_data: Some(payload),
+            ..Query::default()
+        })
+    };
+    Message {
+        gist_hops: 32,
+        nslpid: NSLPID,
+        c_flag: true,
+        s_flag: true,
+        r_flag: !data,
+        e_flag: false,
+        body,
+    }
+    .to_datagram()
+}
+
+fn count(c: &Value, path: &[&str]) -> u64 {
+    path.iter().fold(c, |v, k| &v[*k]).as_u64().unwrap_or(0)
+}
+
+/// The forwarding loop: Queries and Data whose MRI points at loopback or the unspecified
+/// address used to make R1 send each to itself about 600 times. Now each is refused once with
+/// MRI Validation Failure and counted, nothing is sent on, and pings go on working.
+#[test]
+fn queries_towards_loopback_are_refused_not_looped() {
+    let test = "queries_towards_loopback_are_refused_not_looped";
+    if skip(test, &["sysctl"]) {
+        return;
+    }
+    let _g = serial();
+    let lab = chain(&Options::default());
+    ping(&lab, H2_V4, 1);
+    let before = counters(&lab, R1);
+    let mut v4 = Vec::new();
+    let mut v6 = Vec::new();
+    for i in 0..200u32 {
+        let (dst4, dst6) = match i % 4 {
+            0 | 1 => ("127.0.0.1", "::1"),
+            2 => ("0.0.0.0", "::"),
+            _ => ("127.1.2.3", "::1"),
+        };
+        v4.push(ping_towards("10.91.1.1", dst4, i, i % 5 == 4));
+        v6.push(ping_towards("fd00:91:1::1", dst6, i, i % 5 == 4));
+    }
+    send_udp(&lab, "10.91.1.2", &v4);
+    send_udp(&lab, "fd00:91:1::2", &v6);
+    let bad = |c: &Value| {
+        ["mri_loopback", "mri_unspecified"]
+            .iter()
+            .map(|r| count(c, &["drops", r]))
+            .sum::<u64>()
+    };
+    let after = wait_for(Duration::from_secs(10), "400 refusals at R1", || {
+        let c = counters(&lab, R1);
+        (bad(&c) >= bad(&before) + 400).then_some(c)
+    })
+    .unwrap_or_else(|e| panic!("{e}: {:#}", counters(&lab, R1)));
+    assert_eq!(bad(&after), bad(&before) + 400, "{after:#}");
+    // Nothing was sent on, and nothing came back to R1 from itself.
+    for t in ["Query", "Data"] {
+        assert_eq!(
+            count(&after, &["messages_out", t]),
+            count(&before, &["messages_out", t]),
+            "{t}: {after:#}"
+        );
+    }
+    assert_eq!(count(&after, &["drops", "from_self"]), 0, "{after:#}");
+    assert_eq!(count(&after, &["drops", "own_message"]), 0, "{after:#}");
+    // One MRI Validation Failure (code 12) per message, to H1.
+    assert_eq!(
+        count(&after, &["errors_sent", "12"]),
+        count(&before, &["errors_sent", "12"]) + 400
+    );
+    // A second later the node is idle: no message is still going round.
+    std::thread::sleep(Duration::from_secs(1));
+    let idle = counters(&lab, R1);
+    assert_eq!(idle["messages_in"], after["messages_in"], "{idle:#}");
+    for r in ping(&lab, H2_V4, 2) {
+        assert_eq!(path_nodes(&r), ["r1", "r2", "r3", "h2"], "{r}");
+    }
+    ping(&lab, H2_V6, 1);
+}
+
+/// A TCP client in node `i` from `src` to `dst`:`port` that sends `n` zero bytes and reads
+/// until the stream ends; prints the bytes it got and how the stream ended ("eof", "reset"
+/// or "timeout" after `wait` seconds).
+fn zeros_over_tcp(lab: &Lab, i: usize, src: &str, dst: &str, n: usize, wait: u32) -> (u64, String) {
+    let script = "import socket, sys\n\
+        src, dst, n, wait = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])\n\
+        s = socket.socket(socket.AF_INET6 if ':' in dst else socket.AF_INET, socket.SOCK_STREAM)\n\
+        s.bind((src, 0))\n\
+        s.connect((dst, 30000))\n\
+        s.settimeout(wait)\n\
+        try:\n    s.sendall(bytes(n))\nexcept OSError:\n    pass\n\
+        got, end = 0, 'timeout'\n\
+        try:\n    while True:\n        b = s.recv(65536)\n        if not b:\n            end = 'eof'\n            break\n        got += len(b)\n\
+        except ConnectionResetError:\n    end = 'reset'\n\
+        except socket.timeout:\n    end = 'timeout'\n\
+        print(got, end)\n";
+    let (n, wait) = (n.to_string(), wait.to_string());
+    let out = lab
+        .exec_ok(i, &["python3", "-c", script, src, dst, &n, &wait])
+        .unwrap_or_else(|e| panic!("tcp client: {e}"));
+    let mut it = out.split_whitespace();
+    let got = it.next().and_then(|x| x.parse().ok()).unwrap_or(u64::MAX);
+    (got, it.next().unwrap_or("").to_string())
+}
+
+/// 64 KiB of zeros on a messaging-association stream used to be answered with 8,192 Errors
+/// while the stream stayed open: now at most one Error, and the stream is closed.
+#[test]
+fn zeros_on_an_association_stream_get_one_error_and_a_close() {
+    let test = "zeros_on_an_association_stream_get_one_error_and_a_close";
+    if skip(test, &["sysctl", "python3"]) {
+        return;
+    }
+    let _g = serial();
+    let lab = chain(&Options::default());
+    let before = counters(&lab, R1);
+    let (got, end) = zeros_over_tcp(&lab, H1, "10.91.1.1", "10.91.1.2", 64 * 1024, 10);
+    assert!(
+        end == "eof" || end == "reset",
+        "the stream stays open: {end}"
+    );
+    assert!(got < 256, "{got} bytes back for 64 KiB of zeros");
+    let after = wait_for(
+        Duration::from_secs(5),
+        "R1 counts the refused stream",
+        || {
+            let c = counters(&lab, R1);
+            (count(&c, &["streams_refused"]) > count(&before, &["streams_refused"])).then_some(c)
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}: {:#}", counters(&lab, R1)));
+    assert_eq!(count(&after, &["streams_refused"]), 1, "{after:#}");
+    assert_eq!(
+        count(&after, &["messages_out", "Error"]),
+        count(&before, &["messages_out", "Error"]) + 1,
+        "{after:#}"
+    );
+    assert_eq!(count(&after, &["drops", "unknown_version"]), 1, "{after:#}");
+    assert_eq!(count(&after, &["mas"]), 0, "{after:#}");
+    // The stream is gone on R1 too.
+    let ma = cli(&lab, R1, &["show", "ma"]).unwrap();
+    assert_eq!(ma["tcp"]["open"], 0, "{ma:#}");
+    for r in ping_over(&lab, H2_V4, 1, "tcp") {
+        assert_eq!(path_nodes(&r), ["r1", "r2", "r3", "h2"], "{r}");
+    }
+}
+
+/// A second TCP connection to R2 from R1's address used to replace R1's working association.
+/// Now it is held until its first message proves it (a Confirm with R2's cookie); garbage is
+/// refused, the association stays and pings over it go on.
+#[test]
+fn a_second_connection_from_a_peer_does_not_take_its_association_over() {
+    let test = "a_second_connection_from_a_peer_does_not_take_its_association_over";
+    if skip(test, &["sysctl", "python3"]) {
+        return;
+    }
+    let _g = serial();
+    let lab = chain(&Options::default());
+    for r in ping_over(&lab, H2_V4, 2, "tcp") {
+        assert_eq!(path_nodes(&r), ["r1", "r2", "r3", "h2"], "{r}");
+    }
+    assert_eq!(associations(&lab, R2), [("r1", 1), ("r3", 1)]);
+    let r1_before = counters(&lab, R1);
+    let r2_before = counters(&lab, R2);
+    // From R1's namespace and address, as an attacker with R1's address would.
+    let (got, end) = zeros_over_tcp(&lab, R1, "10.91.2.1", "10.91.2.2", 64, 10);
+    assert!(
+        end == "eof" || end == "reset",
+        "the candidate stays open: {end}"
+    );
+    assert_eq!(got, 0, "a refused candidate is answered with nothing");
+    let r2 = wait_for(Duration::from_secs(5), "R2 refuses the candidate", || {
+        let c = counters(&lab, R2);
+        (count(&c, &["streams", "takeovers_refused"]) >= 1).then_some(c)
+    })
+    .unwrap_or_else(|e| panic!("{e}: {:#}", counters(&lab, R2)));
+    assert_eq!(count(&r2, &["streams", "takeover_candidates"]), 1, "{r2:#}");
+    assert_eq!(count(&r2, &["streams", "takeovers"]), 0, "{r2:#}");
+    assert_eq!(count(&r2, &["drops", "ma_takeover_malformed"]), 1, "{r2:#}");
+    assert_eq!(r2["mas_closed"], r2_before["mas_closed"], "{r2:#}");
+    // R1 never saw its association go.
+    let r1 = counters(&lab, R1);
+    assert_eq!(r1["mas_closed"], r1_before["mas_closed"], "{r1:#}");
+    assert_eq!(associations(&lab, R2), [("r1", 1), ("r3", 1)]);
+    // A new session over the same association.
+    for r in ping_over(&lab, H2_V4, 2, "tcp") {
+        assert_eq!(path_nodes(&r), ["r1", "r2", "r3", "h2"], "{r}");
+    }
+    assert_eq!(associations(&lab, R2), [("r1", 2), ("r3", 2)]);
+    let ma = cli(&lab, R2, &["show", "ma"]).unwrap();
+    assert_eq!(
+        ma["tcp"]["opened"].as_u64().unwrap() + ma["tcp"]["accepted"].as_u64().unwrap(),
+        2,
+        "the first two streams serve: {ma:#}"
+    );
 }

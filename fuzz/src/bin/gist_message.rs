@@ -54,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
                 src_port: 270,
                 dst_port: 270,
             },
-            router_alert: false,
+            router_alert: None,
             ttl: 64,
             payload: data,
         },
@@ -66,11 +66,23 @@ fuzz_target!(|data: &[u8]| {
             peer: "10.0.0.1".parse().unwrap(),
         },
     );
+    let peer = "10.0.0.1".parse().unwrap();
+    // A second stream's first bytes, judged without side effects.
+    let _ = e.vet_replacement_stream(
+        Instant::from_secs(1),
+        peer,
+        pathwise_gist::MaTransport::Tcp,
+        data,
+    );
+    assert_eq!(e.state_stats().routing_states, 0);
     e.handle_stream(
         Instant::from_secs(1),
-        pathwise_gist::StreamInput::Data {
-            peer: "10.0.0.1".parse().unwrap(),
-            bytes: data,
-        },
+        pathwise_gist::StreamInput::Data { peer, bytes: data },
     );
+    // Whatever came over the stream, the engine answers with few messages (a framing error
+    // closes the stream after one Error; each well-framed message gets at most one answer).
+    let answers = std::iter::from_fn(|| e.poll_stream())
+        .filter(|s| matches!(s.op, pathwise_gist::StreamOp::Send(_)))
+        .count();
+    assert!(answers <= data.len() / 8 + 1, "{answers} answers");
 });

@@ -2,16 +2,21 @@
 //!
 //! Hash mode: `Cookie(R) = liveness data + hash`, where the liveness data is the secret's
 //! generation and the interface the Query arrived on, and the hash is HMAC-SHA256 (truncated to
-//! 128 bits) keyed with a local secret over that liveness data, the querying node's Peer
-//! Identity and interface address (its NLI), the MRI and the NSLPID. The responder keeps no
-//! state per Query; a Confirm echoing the cookie proves the querier saw the Response. The
-//! secret rotates every `rotation`; cookies of the current and the previous generation verify,
-//! so a cookie lives between one and two rotation periods.
+//! 128 bits) keyed with a local secret over that liveness data and everything the Confirm will
+//! install — what a responder keeping state would have stored (seed 000 §2.3.3; RFC 5971 §8.5
+//! "Binding: The cookie must be bound to the routing state that will be installed, to prevent
+//! use with different routing state, e.g., in a modified Confirm"): the querying node's Peer
+//! Identity, interface address and Routing State Validity Time (its NLI), the MRI, the NSLPID
+//! and the Session ID. A captured Confirm replayed with a fresh Session ID, another validity or
+//! another flow does not verify. The responder keeps no state per Query; a Confirm echoing the
+//! cookie proves the querier saw the Response. The secret rotates every `rotation`; only
+//! cookies of the current and the previous generation verify (§8.5 "Liveness"), so a cookie
+//! lives between one and two rotation periods.
 //!
 //! Layout (28 bytes, seven words like the reference implementation's):
 //! `generation (4) | ifindex (4) | HMAC-SHA256 truncated (16) | reserved (4)`.
 
-use crate::wire::{Cookie, Mri, Nli};
+use crate::wire::{Cookie, Mri, Nli, SessionId};
 use hmac::{Hmac, Mac};
 use pathwise_core::io::IfIndex;
 use pathwise_core::rand::Rng;
@@ -22,6 +27,43 @@ use sha2::Sha256;
 
 /// Responder cookie length.
 pub const COOKIE_LEN: usize = 28;
+
+/// Why a cookie was refused (each counted under its own reason).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CookieRefusal {
+    /// Not a cookie of this node's format.
+    Malformed,
+    /// Its secret's generation is neither the current nor the previous one: too old (or
+    /// never minted here).
+    Expired,
+    /// The hash does not match what the Confirm would install: a forgery, or a replay with
+    /// another Session ID, NLI, validity, MRI or NSLPID.
+    Mismatch,
+}
+
+impl CookieRefusal {
+    /// The drop reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            CookieRefusal::Malformed => "cookie_malformed",
+            CookieRefusal::Expired => "cookie_expired",
+            CookieRefusal::Mismatch => "cookie_mismatch",
+        }
+    }
+}
+
+/// What a responder cookie binds: the routing state a Confirm installs (RFC 5971 §8.5).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CookieBinding<'a> {
+    /// The querying node's NLI (Peer Identity, interface address, validity).
+    pub nli: &'a Nli,
+    /// The MRI (its direction flag aside: the Response inverts it).
+    pub mri: &'a Mri,
+    /// The NSLPID.
+    pub nslpid: u16,
+    /// The Session ID.
+    pub session_id: SessionId,
+}
 
 /// The secrets and the code that mints and checks hash cookies.
 #[derive(Debug)]
@@ -64,23 +106,19 @@ impl CookieMint {
         }
     }
 
-    fn mac(
-        &mut self,
-        generation: u32,
-        ifindex: IfIndex,
-        nli: &Nli,
-        mri: &Mri,
-        nslpid: u16,
-    ) -> [u8; 16] {
+    fn mac(&mut self, generation: u32, ifindex: IfIndex, b: CookieBinding<'_>) -> [u8; 16] {
         self.scratch.clear();
         let w = &mut Writer::new(&mut self.scratch);
+        let nli = b.nli;
         w.u32(generation);
         w.u32(ifindex.0);
-        w.u16(nslpid);
+        w.u16(b.nslpid);
+        w.bytes(&b.session_id.0);
+        w.u32(nli.rs_validity_ms);
         w.u8(nli.peer_identity.len().min(255) as u8);
         w.bytes(&nli.peer_identity[..nli.peer_identity.len().min(255)]);
         w.ip(nli.interface_address);
-        mri.with_direction(false).emit(w);
+        b.mri.with_direction(false).emit(w);
         let key = &self.secrets[(generation & 1) as usize];
         let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else {
             return [0; 16]; // HMAC takes keys of any length; not reached.
@@ -92,19 +130,18 @@ impl CookieMint {
         out
     }
 
-    /// A cookie for a Query from `nli` about `mri`/`nslpid` that arrived on `ifindex`.
+    /// A cookie for a Query that arrived on `ifindex`, bound to the state its Confirm would
+    /// install.
     pub fn mint(
         &mut self,
         rng: &mut SeededRng,
         now: Instant,
         ifindex: IfIndex,
-        nli: &Nli,
-        mri: &Mri,
-        nslpid: u16,
+        binding: CookieBinding<'_>,
     ) -> Cookie {
         self.rotate(rng, now);
         let g = self.generation;
-        let mac = self.mac(g, ifindex, nli, mri, nslpid);
+        let mac = self.mac(g, ifindex, binding);
         let mut v = Vec::with_capacity(COOKIE_LEN);
         v.extend_from_slice(&g.to_be_bytes());
         v.extend_from_slice(&ifindex.0.to_be_bytes());
@@ -113,34 +150,39 @@ impl CookieMint {
         Cookie(v)
     }
 
-    /// Check a cookie echoed in a Confirm from `nli`; the interface the Query came in on.
+    /// Check a cookie echoed in a Confirm against the state the Confirm would install; the
+    /// interface the Query came in on.
     pub fn verify(
         &mut self,
         rng: &mut SeededRng,
         now: Instant,
         cookie: &[u8],
-        nli: &Nli,
-        mri: &Mri,
-        nslpid: u16,
-    ) -> Option<IfIndex> {
+        binding: CookieBinding<'_>,
+    ) -> Result<IfIndex, CookieRefusal> {
         self.rotate(rng, now);
         if cookie.len() != COOKIE_LEN {
-            return None;
+            return Err(CookieRefusal::Malformed);
         }
         let g = u32::from_be_bytes([cookie[0], cookie[1], cookie[2], cookie[3]]);
+        // RFC 5971 §8.5 Liveness: only the current secret and the one before it; the
+        // liveness data is checked before any hashing (§8.5 "Validation simplicity").
         if g != self.generation && g != self.generation.wrapping_sub(1) {
-            return None;
+            return Err(CookieRefusal::Expired);
         }
         let ifindex = IfIndex(u32::from_be_bytes([
             cookie[4], cookie[5], cookie[6], cookie[7],
         ]));
-        let mac = self.mac(g, ifindex, nli, mri, nslpid);
+        let mac = self.mac(g, ifindex, binding);
         // Constant-time comparison: a timing difference must not reveal how much matched.
         let diff = mac
             .iter()
             .zip(&cookie[8..24])
             .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        (diff == 0).then_some(ifindex)
+        if diff == 0 {
+            Ok(ifindex)
+        } else {
+            Err(CookieRefusal::Mismatch)
+        }
     }
 }
 
@@ -159,6 +201,15 @@ mod tests {
         }
     }
 
+    fn b<'a>(nli: &'a Nli, mri: &'a Mri, nslpid: u16, sid: u8) -> CookieBinding<'a> {
+        CookieBinding {
+            nli,
+            mri,
+            nslpid,
+            session_id: SessionId([sid; 16]),
+        }
+    }
+
     #[test]
     fn hash_cookie_verifies_only_for_its_query_and_for_two_generations() {
         let mut rng = pathwise_core::rng::seeded(1);
@@ -168,30 +219,55 @@ mod tests {
             IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
             IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9)),
         ));
+        let (n1, n2) = (nli(1), nli(2));
         let t0 = Instant::from_secs(1);
-        let c = m.mint(&mut rng, t0, IfIndex(3), &nli(1), &mri, 42);
+        let c = m.mint(&mut rng, t0, IfIndex(3), b(&n1, &mri, 42, 7));
         assert_eq!(c.0.len(), COOKIE_LEN);
         assert_eq!(
-            m.verify(&mut rng, t0, &c.0, &nli(1), &mri, 42),
-            Some(IfIndex(3))
+            m.verify(&mut rng, t0, &c.0, b(&n1, &mri, 42, 7)),
+            Ok(IfIndex(3))
         );
-        // Another querier, NSLP or flow: rejected.
-        assert_eq!(m.verify(&mut rng, t0, &c.0, &nli(2), &mri, 42), None);
-        assert_eq!(m.verify(&mut rng, t0, &c.0, &nli(1), &mri, 43), None);
+        // Another querier, NSLP, flow or session: rejected.
+        let mismatch = Err(CookieRefusal::Mismatch);
+        assert_eq!(m.verify(&mut rng, t0, &c.0, b(&n2, &mri, 42, 7)), mismatch);
+        assert_eq!(m.verify(&mut rng, t0, &c.0, b(&n1, &mri, 43, 7)), mismatch);
+        assert_eq!(m.verify(&mut rng, t0, &c.0, b(&n1, &mri, 42, 8)), mismatch);
+        // Another Routing State Validity Time: rejected (a replay asking for 49.7 days).
+        let mut long = nli(1);
+        long.rs_validity_ms = u32::MAX;
         assert_eq!(
-            m.verify(&mut rng, t0, &c.0, &nli(1), &mri.with_direction(true), 42),
-            Some(IfIndex(3))
+            m.verify(&mut rng, t0, &c.0, b(&long, &mri, 42, 7)),
+            mismatch
+        );
+        let up = mri.with_direction(true);
+        assert_eq!(
+            m.verify(&mut rng, t0, &c.0, b(&n1, &up, 42, 7)),
+            Ok(IfIndex(3))
         );
         let mut bad = c.0.clone();
         bad[10] ^= 1;
-        assert_eq!(m.verify(&mut rng, t0, &bad, &nli(1), &mri, 42), None);
+        assert_eq!(m.verify(&mut rng, t0, &bad, b(&n1, &mri, 42, 7)), mismatch);
         bad = c.0.clone();
         bad[7] ^= 1; // the interface is covered by the hash
-        assert_eq!(m.verify(&mut rng, t0, &bad, &nli(1), &mri, 42), None);
+        assert_eq!(m.verify(&mut rng, t0, &bad, b(&n1, &mri, 42, 7)), mismatch);
+        assert_eq!(
+            m.verify(&mut rng, t0, &c.0[..20], b(&n1, &mri, 42, 7)),
+            Err(CookieRefusal::Malformed)
+        );
         // Survives one rotation, not two.
         let t1 = Instant::from_secs(61);
-        assert!(m.verify(&mut rng, t1, &c.0, &nli(1), &mri, 42).is_some());
+        assert!(m.verify(&mut rng, t1, &c.0, b(&n1, &mri, 42, 7)).is_ok());
         let t2 = Instant::from_secs(121);
-        assert!(m.verify(&mut rng, t2, &c.0, &nli(1), &mri, 42).is_none());
+        assert_eq!(
+            m.verify(&mut rng, t2, &c.0, b(&n1, &mri, 42, 7)),
+            Err(CookieRefusal::Expired)
+        );
+        // A generation number from the future is refused the same way.
+        bad = c.0.clone();
+        bad[3] = bad[3].wrapping_add(5);
+        assert_eq!(
+            m.verify(&mut rng, t2, &bad, b(&n1, &mri, 42, 7)),
+            Err(CookieRefusal::Expired)
+        );
     }
 }

@@ -25,8 +25,12 @@ pub struct Counters {
     pub queries_forwarded: u64,
     /// Responder cookies minted (hash) or drawn (random).
     pub cookies_minted: u64,
-    /// Confirms whose cookie did not verify.
+    /// Confirms whose cookie did not verify (by reason in `drops`: `cookie_malformed`,
+    /// `cookie_expired`, `cookie_mismatch`).
     pub cookies_rejected: u64,
+    /// Confirms asking for a Routing State Validity Time beyond `max_state_lifetime`, kept
+    /// for that maximum instead.
+    pub validity_capped: u64,
     /// Downstream halves whose handshake ran out of retransmissions.
     pub handshake_failures: u64,
     /// Upstream halves that expired without a refresh.
@@ -39,6 +43,15 @@ pub struct Counters {
     pub mas_opened: u64,
     /// Messaging associations closed.
     pub mas_closed: u64,
+    /// Streams torn down for what came over them: a Common Header Parse Error (framing
+    /// lost) or a message longer than `MAX_STREAM_MESSAGE`.
+    pub streams_refused: u64,
+    /// Second streams from a peer that proved themselves (a Confirm with a valid cookie as
+    /// their first message) and replaced its association.
+    pub ma_takeovers: u64,
+    /// Second streams from a peer refused, the working association kept (by reason in
+    /// `drops`: `ma_takeover_*`).
+    pub ma_takeovers_refused: u64,
     /// Confirms sent again for a repeated Response in Established (a lost Confirm; RFC 5971
     /// §6.2).
     pub confirm_retransmits: u64,

@@ -56,6 +56,26 @@ impl GistEngine {
         if !matches!(msg.mri, Mri::PathCoupled(_)) {
             return Err(ApiError::UnsupportedMri);
         }
+        if msg.gist_hops == Some(0) {
+            // RFC 5971 §4.3.2: "GIST MUST reject messages for which the signalling application
+            // has specified a value of zero."
+            return Err(ApiError::ZeroHopCount);
+        }
+        // RFC 5971 §5.8.1.1: flow addresses "MUST be real node addresses"; a flow towards
+        // this node has no downstream peer — sending its Query would loop back here (§4.3.4).
+        let bad =
+            |a: Option<IpAddr>| a.is_none_or(|a| super::validate::next_hop_fault(a).is_some());
+        if bad(msg.mri.destination())
+            || bad(msg.mri.source())
+            || (!msg.mri.is_upstream()
+                && msg
+                    .mri
+                    .destination()
+                    .is_some_and(|d| self.local.contains(&d)))
+        {
+            self.counters.drop("api_invalid_mri");
+            return Err(ApiError::InvalidMri);
+        }
         let key = MrsKey::new(&msg.mri, msg.nslpid, msg.session_id);
         if msg.mri.is_upstream() {
             let idx = self.lookup(&key).ok_or(ApiError::NoRoutingState)?;
@@ -65,6 +85,7 @@ impl GistEngine {
                 data: msg.nslp_data,
                 transfer: msg.transfer,
                 report: msg.report_dispatch,
+                hops: msg.gist_hops,
             };
             let established = self.mrs[idx as usize]
                 .up
@@ -102,6 +123,7 @@ impl GistEngine {
             data: msg.nslp_data,
             transfer: msg.transfer,
             report: msg.report_dispatch,
+            hops: msg.gist_hops,
         };
         let idx = self.lookup(&key);
         let state = idx.and_then(|i| self.mrs[i as usize].down.as_ref().map(|d| d.state));
@@ -225,10 +247,12 @@ impl GistEngine {
         key: &MrsKey,
         upstream: bool,
         nli_addr: Option<IpAddr>,
-        data: Vec<u8>,
+        p: &mut Pending,
     ) -> Message {
+        let data = std::mem::take(&mut p.data);
         Message {
-            gist_hops: self.cfg.gist_hops,
+            // The NSLP's hop count, kept as the message is forwarded (RFC 5971 §4.3.2).
+            gist_hops: p.hops.unwrap_or(self.cfg.gist_hops),
             nslpid: key.nslpid,
             c_flag: false,
             s_flag: true,
@@ -246,7 +270,7 @@ impl GistEngine {
     }
 
     /// Send to the downstream peer: over the state's MA if it has one, else D-mode.
-    pub(super) fn send_data_down(&mut self, now: Instant, idx: u32, p: Pending) {
+    pub(super) fn send_data_down(&mut self, now: Instant, idx: u32, mut p: Pending) {
         let s = &self.mrs[idx as usize];
         let Some(d) = s.down.as_ref() else { return };
         let Some(peer) = d.peer.and_then(|p| self.peer_addr(p)) else {
@@ -260,7 +284,7 @@ impl GistEngine {
             Some(ma) => {
                 let t = self.ma_transfer(ma);
                 self.dispatched(&key, p.handle, p.report, t);
-                let m = self.data_msg(&key, false, None, p.data);
+                let m = self.data_msg(&key, false, None, &mut p);
                 self.ma_send(now, ma, &m);
             }
             None if p.transfer.reliable || p.transfer.secure => {
@@ -272,7 +296,7 @@ impl GistEngine {
             None => {
                 self.dispatched(&key, p.handle, p.report, TransferAttributes::default());
                 let src = self.source_for(peer);
-                let m = self.data_msg(&key, false, src, p.data);
+                let m = self.data_msg(&key, false, src, &mut p);
                 self.send_dmode(
                     &m,
                     src,
@@ -286,7 +310,7 @@ impl GistEngine {
     }
 
     /// Send to the upstream peer: over the MA its Confirm came by, else D-mode.
-    fn send_data_up(&mut self, now: Instant, idx: u32, p: Pending) {
+    fn send_data_up(&mut self, now: Instant, idx: u32, mut p: Pending) {
         let s = &self.mrs[idx as usize];
         let Some(up) = s.up.as_ref() else { return };
         let Some(peer) = self.peer_addr(up.peer) else {
@@ -303,13 +327,13 @@ impl GistEngine {
             Some(ma) => {
                 let t = self.ma_transfer(ma);
                 self.dispatched(&key, p.handle, p.report, t);
-                let m = self.data_msg(&key, true, None, p.data);
+                let m = self.data_msg(&key, true, None, &mut p);
                 self.ma_send(now, ma, &m);
             }
             None => {
                 self.dispatched(&key, p.handle, p.report, TransferAttributes::default());
                 let src = self.source_for(peer);
-                let m = self.data_msg(&key, true, src, p.data);
+                let m = self.data_msg(&key, true, src, &mut p);
                 self.send_dmode(
                     &m,
                     src,

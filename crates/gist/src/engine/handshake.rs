@@ -55,6 +55,20 @@ impl GistEngine {
     /// A parsed message from either mode.
     pub(super) fn on_message(&mut self, now: Instant, ctx: Inbound, msg: Message, raw: &[u8]) {
         self.counters.count_in(msg.msg_type());
+        if !self.admit(ctx, &msg) {
+            return;
+        }
+        // RFC 5971 §4.3.1: "Any message with a GIST hop count of zero MUST be rejected with a
+        // 'Hop Limit Exceeded' error message" (never an Error for an Error, §5.6).
+        if msg.gist_hops == 0 {
+            self.drop_msg("hop_limit");
+            self.reply_error(
+                ctx,
+                &msg,
+                ErrorObject::new(error_code::HOP_LIMIT_EXCEEDED, 0, msg.header()),
+            );
+            return;
+        }
         let nslpid = msg.nslpid;
         if !matches!(msg.body, Body::Error(_) | Body::MaHello(_)) && !self.served.contains(&nslpid)
         {
@@ -103,6 +117,21 @@ impl GistEngine {
             .refresh_period
             .min(validity)
             .mul_f64(self.rng.random_range(0.75..1.0))
+    }
+
+    /// How long to keep state a peer asks to be kept for `validity_ms` (its NLI's Routing
+    /// State Validity Time, A.3.4): at least a second, at most [`super::Config::max_state_lifetime`]
+    /// (RFC 5971 §8.4 overload protection: a peer cannot pin state for 49.7 days). The querier
+    /// refreshes by its own timer, so a capped lifetime shorter than its refresh period only
+    /// makes it refresh earlier after a lapse (§6.2 Rule 3 via No Routing State).
+    pub(super) fn accepted_validity(&mut self, validity_ms: u32) -> Duration {
+        let asked = Duration::from_millis(u64::from(validity_ms.max(1000)));
+        if asked > self.cfg.max_state_lifetime {
+            self.counters.validity_capped += 1;
+            self.cfg.max_state_lifetime
+        } else {
+            asked
+        }
     }
 
     fn initial_rto_ms(&self) -> u32 {
@@ -246,15 +275,6 @@ impl GistEngine {
     /// installation); or forward the Query onwards.
     fn on_query(&mut self, now: Instant, ctx: Inbound, msg: Message, raw: &[u8]) {
         let Body::Query(q) = &msg.body else { return };
-        if msg.gist_hops == 0 {
-            self.drop_msg("hop_limit");
-            self.reply_error(
-                ctx,
-                &msg,
-                ErrorObject::new(error_code::HOP_LIMIT_EXCEEDED, 0, msg.header()),
-            );
-            return;
-        }
         let path_coupled_down = matches!(&q.mri, Mri::PathCoupled(p) if !p.upstream);
         if !path_coupled_down {
             // Only downstream path-coupled Queries are supported (upstream Q-mode and other
@@ -298,8 +318,13 @@ impl GistEngine {
         let Body::Query(q) = msg.body else { return };
         let cookie = match self.cfg.cookie_mode {
             CookieMode::Hash => {
-                self.cookies
-                    .mint(&mut self.rng, now, ctx.ifindex, &q.nli, &q.mri, msg.nslpid)
+                let binding = super::cookie::CookieBinding {
+                    nli: &q.nli,
+                    mri: &q.mri,
+                    nslpid: msg.nslpid,
+                    session_id: q.session_id,
+                };
+                self.cookies.mint(&mut self.rng, now, ctx.ifindex, binding)
             }
             CookieMode::Random => {
                 let mut c = [0u8; 16];
@@ -394,8 +419,19 @@ impl GistEngine {
 
     /// The NSLP declined: send the Query on unchanged but for the GIST hop count.
     fn forward_query(&mut self, ctx: Inbound, msg: &Message, raw: &[u8]) {
-        if msg.gist_hops <= 1 || ctx.ttl <= 1 {
+        // RFC 5971 §4.3.4: in transit "the IP-layer TTL MUST be decremented just as if the
+        // message was a normal IP forwarded packet" and the GIST hop count as on input; a
+        // message with either exhausted goes no further (counted apart: TTL 0 or 1 is an IP
+        // matter, hop count 1 a GIST loop or too small a count, A.4.4.2).
+        if ctx.ttl <= 1 {
+            self.drop_msg("forward_ttl_expired");
+            return;
+        }
+        if msg.gist_hops <= 1 {
             self.drop_msg("forward_hop_limit");
+            return;
+        }
+        if !self.may_send_to(ctx.dst) {
             return;
         }
         let mut payload = Vec::with_capacity(raw.len() + 4);
@@ -639,20 +675,36 @@ impl GistEngine {
             .as_ref()
             .map(|x| x.0.as_slice())
             .unwrap_or(&[]);
-        let valid = match self.cfg.cookie_mode {
-            CookieMode::Hash => self
-                .cookies
-                .verify(&mut self.rng, now, rc, &c.nli, &c.mri, msg.nslpid)
-                .is_some(),
-            CookieMode::Random => self
-                .lookup(&key)
-                .and_then(|i| self.mrs[i as usize].up.as_ref())
-                .and_then(|u| u.cookie.as_deref())
-                .is_some_and(|k| k.as_slice() == rc),
+        let verdict = match self.cfg.cookie_mode {
+            CookieMode::Hash => {
+                let binding = super::cookie::CookieBinding {
+                    nli: &c.nli,
+                    mri: &c.mri,
+                    nslpid: msg.nslpid,
+                    session_id: c.session_id,
+                };
+                self.cookies
+                    .verify(&mut self.rng, now, rc, binding)
+                    .map(|_| ())
+                    .map_err(|r| r.reason())
+            }
+            CookieMode::Random => {
+                let stored = self
+                    .lookup(&key)
+                    .and_then(|i| self.mrs[i as usize].up.as_ref())
+                    .and_then(|u| u.cookie.as_deref());
+                match stored {
+                    Some(k) if k.as_slice() == rc => Ok(()),
+                    Some(_) => Err("cookie_mismatch"),
+                    // Nothing awaits a Confirm for this state: expired (confirm_wait), already
+                    // used, or never handed out.
+                    None => Err("cookie_expired"),
+                }
+            }
         };
-        if !valid {
+        if let Err(reason) = verdict {
             self.counters.cookies_rejected += 1;
-            self.drop_msg("invalid_cookie");
+            self.drop_msg(reason);
             let mut e = ErrorObject::new(
                 error_code::OBJECT_VALUE_ERROR,
                 ValueFault::InvalidCookie.subcode(),
@@ -692,7 +744,7 @@ impl GistEngine {
         }
         let idx = self.lookup_or_insert(key.clone());
         let peer = self.peer_ref(c.nli.interface_address, &c.nli.peer_identity);
-        let validity = Duration::from_millis(u64::from(c.nli.rs_validity_ms.max(1000)));
+        let validity = self.accepted_validity(c.nli.rs_validity_ms);
         let mut notify = None;
         match self.mrs[idx as usize].up.as_mut() {
             Some(up) => {

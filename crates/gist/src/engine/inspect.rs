@@ -94,6 +94,11 @@ impl GistEngine {
             .iter()
             .map(|(_, m)| (m.peer, m.transport, m.state, m.users))
     }
+
+    /// Whether an association to `peer` over `transport` exists (connecting or connected).
+    pub fn has_association(&self, peer: IpAddr, transport: super::MaTransport) -> bool {
+        self.ma_index.contains_key(&(peer, transport))
+    }
 }
 
 /// Same shape as `slab`'s private entry type, to size slab slots.

@@ -11,6 +11,10 @@ use pathwise_core::rand::Rng;
 use pathwise_core::time::{Duration, Instant};
 use std::net::IpAddr;
 
+/// The longest message accepted over a stream: a common header and 16 KiB words of objects
+/// (four full NSLP-Data objects); the length field allows 256 KiB.
+pub const MAX_STREAM_MESSAGE: usize = 64 * 1024;
+
 impl GistEngine {
     /// A stream event from the driver (C-mode input) on a TCP stream.
     pub fn handle_stream(&mut self, now: Instant, input: StreamInput<'_>) {
@@ -39,6 +43,83 @@ impl GistEngine {
             }
         }
         self.dispatch_upcalls(now);
+    }
+
+    /// A second stream from a peer that already has an association over `transport`: may it
+    /// replace that association? `bytes` is everything the new stream has sent so far.
+    ///
+    /// RFC 5971 §4.4.3: "A messaging association is associated with the NLI object that was
+    /// provided by the peer in the Query/Response/Confirm at the time the association was
+    /// first set up", and the first message the querying node sends on a new association is
+    /// the Confirm (§4.4.1, §5.7.1), whose Responder-Cookie the responder MUST verify, tearing
+    /// the MA down if it fails "If this is the first message on a new MA" (§5.7.1). So a new
+    /// connection becomes the peer's association only once its first message is a Confirm
+    /// from that peer (NLI interface address) with a cookie this node minted for it; until
+    /// then the working association stays (§8.2/§8.3: an attacker able to open a connection
+    /// from the peer's address must not be able to close the peer's association).
+    /// Nothing is installed here: once the driver swaps the streams, the Confirm is fed as
+    /// the new association's first message.
+    pub fn vet_replacement_stream(
+        &mut self,
+        now: Instant,
+        peer: IpAddr,
+        transport: MaTransport,
+        bytes: &[u8],
+    ) -> StreamVetting {
+        self.now = self.now.max(now);
+        if !self.ma_index.contains_key(&(peer, transport)) {
+            return StreamVetting::Accept; // no association to protect
+        }
+        let refuse = |e: &mut GistEngine, reason: &'static str| {
+            e.drop_msg(reason);
+            e.counters.ma_takeovers_refused += 1;
+            StreamVetting::Refuse(reason)
+        };
+        let Some(n) = frame_len(bytes) else {
+            return StreamVetting::NeedMore;
+        };
+        if n > MAX_STREAM_MESSAGE {
+            return refuse(self, "ma_takeover_too_large");
+        }
+        let Some(frame) = bytes.get(..n) else {
+            return StreamVetting::NeedMore;
+        };
+        let Ok(msg) = Message::parse(frame) else {
+            return refuse(self, "ma_takeover_malformed");
+        };
+        let Body::Confirm(c) = &msg.body else {
+            return refuse(self, "ma_takeover_not_confirm");
+        };
+        if c.nli.interface_address.to_canonical() != peer.to_canonical() {
+            return refuse(self, "ma_takeover_wrong_peer");
+        }
+        let rc = c
+            .responder_cookie
+            .as_ref()
+            .map_or(&[][..], |x| x.0.as_slice());
+        let valid = match self.cfg.cookie_mode {
+            super::CookieMode::Hash => {
+                let binding = super::cookie::CookieBinding {
+                    nli: &c.nli,
+                    mri: &c.mri,
+                    nslpid: msg.nslpid,
+                    session_id: c.session_id,
+                };
+                self.cookies.verify(&mut self.rng, now, rc, binding).is_ok()
+            }
+            super::CookieMode::Random => {
+                let key = super::MrsKey::new(&c.mri, msg.nslpid, c.session_id);
+                self.lookup(&key)
+                    .and_then(|i| self.mrs[i as usize].up.as_ref())
+                    .and_then(|u| u.cookie.as_deref())
+                    .is_some_and(|k| k.as_slice() == rc)
+            }
+        };
+        if !valid {
+            return refuse(self, "ma_takeover_bad_cookie");
+        }
+        self.counters.ma_takeovers += 1;
+        StreamVetting::Accept
     }
 
     fn new_ma(
@@ -116,6 +197,8 @@ impl GistEngine {
         };
         let m = &mut self.mas[ma as usize];
         m.last_rx = now;
+        // Bounded: at most one whole message waits here (the length field is read as soon as
+        // the common header is in; a longer message is refused below).
         m.rx_buf.extend_from_slice(bytes);
         let port = m.port;
         let ifindex = self.fib.lookup(peer).map_or(IfIndex(0), |(_, &i)| i);
@@ -132,13 +215,44 @@ impl GistEngine {
             let Some(m) = self.mas.get_mut(ma as usize) else {
                 return;
             };
-            let Some(n) = frame_len(&m.rx_buf).filter(|&n| n <= m.rx_buf.len()) else {
+            let Some(n) = frame_len(&m.rx_buf) else {
                 break;
             };
+            if n > MAX_STREAM_MESSAGE {
+                // Nothing this node accepts is that long, and waiting for it would hold up to
+                // 256 KiB per stream: refuse the stream.
+                m.rx_buf.clear();
+                self.drop_msg("stream_message_too_large");
+                self.counters.streams_refused += 1;
+                self.close_ma(ma, true);
+                return;
+            }
+            if n > m.rx_buf.len() {
+                break;
+            }
             let frame: Vec<u8> = m.rx_buf.drain(..n).collect();
             match Message::parse(&frame) {
                 Ok(msg) => self.on_message(now, ctx, msg, &frame),
-                Err(e) => self.on_parse_error(now, ctx, &e, &frame),
+                Err(e) => {
+                    let framing = e.kind.error_code().is_some_and(|(_, code, _)| {
+                        code == crate::wire::error_code::COMMON_HEADER_PARSE_ERROR
+                    });
+                    self.on_parse_error(now, ctx, &e, &frame);
+                    if framing {
+                        // A Common Header Parse Error (A.4.4.1: "not process the message
+                        // further") on a byte stream loses the message boundaries: C-mode has
+                        // no magic number to find the next one by (§5.4.1). One Error has
+                        // gone back; the rest of the stream is not parsed (answering each 8
+                        // bytes of garbage would send 7.5 times what came in) and the MA is
+                        // torn down, as a failed first message tears it down (§5.7.1).
+                        self.counters.streams_refused += 1;
+                        if let Some(m) = self.mas.get_mut(ma as usize) {
+                            m.rx_buf.clear();
+                        }
+                        self.close_ma(ma, true);
+                        return;
+                    }
+                }
             }
         }
         self.schedule_ma(ma);
@@ -354,6 +468,10 @@ impl GistEngine {
             return;
         };
         self.ma_index.remove(&(m.peer, m.transport));
+        if !m.rx_buf.is_empty() {
+            // Part of a message was still to come when the stream ended: it is lost.
+            self.drop_msg("stream_partial_message");
+        }
         if let Some(h) = m.timer {
             self.timers.cancel(h);
         }
@@ -401,6 +519,20 @@ impl GistEngine {
             }
         }
     }
+}
+
+/// The verdict on a stream that would replace a peer's association
+/// ([`GistEngine::vet_replacement_stream`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamVetting {
+    /// Its first message is not complete yet.
+    NeedMore,
+    /// Its first message is a Confirm from the peer with a valid cookie: it may replace the
+    /// association (the driver closes the old stream, reports the new one `Accepted` and
+    /// feeds it the bytes).
+    Accept,
+    /// Not a proven association: close it, keep the old one (the reason is counted).
+    Refuse(&'static str),
 }
 
 /// Send an MA-Hello after this long without sending anything (`Ma::hello_gap_ms`).

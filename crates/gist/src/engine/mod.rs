@@ -22,11 +22,13 @@ mod ma;
 pub mod router_alert;
 pub mod state;
 mod timers;
+mod validate;
 
 pub use cookie::COOKIE_LEN;
 pub use counters::{Counters, StateStats};
 pub use data::MAX_ERROR_RESTARTS;
 pub use inspect::RoutingStateView;
+pub use ma::{MAX_STREAM_MESSAGE, StreamVetting};
 pub use router_alert::RouterAlertValues;
 pub use state::{MaState, MrsKey, QueryingState, RespondingState};
 
@@ -102,8 +104,13 @@ pub struct Config {
     /// Random-cookie mode: how long per-Query state waits for the Confirm (thesis §4.5.1: 2 s);
     /// also how long upstream messages wait for a Confirm.
     pub confirm_wait: Duration,
-    /// Hash cookies: secret rotation period.
+    /// Hash cookies: secret rotation period. A cookie verifies under the current and the
+    /// previous secret only, so it lives one to two periods (RFC 5971 §8.5 Liveness).
     pub secret_rotation: Duration,
+    /// The longest a peer may have this node keep routing state without a refresh: the
+    /// Routing State Validity Time in a Confirm's NLI is capped at this (RFC 5971 §8.4; the
+    /// validity field allows 49.7 days). Default 15 minutes (five 180 s refresh periods).
+    pub max_state_lifetime: Duration,
     /// IP TTL of messages this node sends.
     pub ip_ttl: u8,
     /// Initial GIST hop count.
@@ -146,6 +153,7 @@ impl Default for Config {
             cookie_mode: CookieMode::Hash,
             confirm_wait: Duration::from_secs(2),
             secret_rotation: Duration::from_secs(60),
+            max_state_lifetime: Duration::from_secs(900),
             ip_ttl: 64,
             gist_hops: 32,
             piggyback: true,
@@ -533,6 +541,9 @@ impl GistEngine {
         router_alert: bool,
         ttl: u8,
     ) {
+        if !self.may_send_to(dst) {
+            return;
+        }
         self.counters.count_out(msg.msg_type());
         self.transmits.push_back(Transmit {
             src,

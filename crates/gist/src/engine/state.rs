@@ -80,6 +80,9 @@ pub(crate) struct Pending {
     pub transfer: TransferAttributes,
     /// Report its dispatch with a MessageStatus (B.3; [`crate::nslp::SendMessage::report_dispatch`]).
     pub report: bool,
+    /// The GIST hop count the NSLP asked for (RFC 5971 §4.3.2: preserved as the message is
+    /// forwarded, the lightweight loop control); `None`: the configured one.
+    pub hops: Option<u8>,
 }
 
 /// Upstream messages waiting for a Confirm, and until when.

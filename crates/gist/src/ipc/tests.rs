@@ -49,6 +49,8 @@ fn api_error() -> impl Strategy<Value = ApiError> {
         Just(ApiError::NoRoutingState),
         Just(ApiError::NoLocalAddress),
         Just(ApiError::Unsupported),
+        Just(ApiError::InvalidMri),
+        Just(ApiError::ZeroHopCount),
     ]
 }
 

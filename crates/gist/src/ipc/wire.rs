@@ -747,6 +747,8 @@ fn api_error_code(e: ApiError) -> (u8, u16) {
         ApiError::NoRoutingState => (4, 0),
         ApiError::NoLocalAddress => (5, 0),
         ApiError::Unsupported => (6, 0),
+        ApiError::InvalidMri => (7, 0),
+        ApiError::ZeroHopCount => (8, 0),
     }
 }
 
@@ -758,6 +760,8 @@ fn api_error_from(code: u8, arg: u16) -> Result<ApiError, IpcError> {
         (4, 0) => ApiError::NoRoutingState,
         (5, 0) => ApiError::NoLocalAddress,
         (6, 0) => ApiError::Unsupported,
+        (7, 0) => ApiError::InvalidMri,
+        (8, 0) => ApiError::ZeroHopCount,
         (c, _) => return Err(bad("api error", c)),
     })
 }

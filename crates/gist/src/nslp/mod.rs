@@ -287,6 +287,15 @@ pub enum ApiError {
     /// Secure transfer requested; pathwise has no channel security yet.
     #[error("secure transfer unsupported")]
     Unsupported,
+    /// The MRI names a flow no message may be routed along: a loopback, unspecified,
+    /// multicast or broadcast address, or (downstream) this node itself (RFC 5971 §5.8.1.1:
+    /// "real node addresses"; §4.3.4: no looping).
+    #[error("MRI names no routable flow")]
+    InvalidMri,
+    /// A GIST hop count of zero (RFC 5971 §4.3.2: "GIST MUST reject messages for which the
+    /// signalling application has specified a value of zero").
+    #[error("GIST hop count of zero")]
+    ZeroHopCount,
 }
 
 /// What a plug-in NSLP reports to the application above it (events the driver collects).

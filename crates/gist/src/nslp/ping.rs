@@ -227,6 +227,11 @@ pub struct PingStats {
     pub replies: u64,
     /// Messages that did not parse.
     pub malformed: u64,
+    /// Messages not forwarded because their GIST hop count ran out (RFC 5971 §4.3.2: the
+    /// NSLP preserves the incoming hop count, decremented, as loop control).
+    pub hop_limit: u64,
+    /// Messages GIST refused to send on (an MRI naming no routable flow, …).
+    pub refused: u64,
 }
 
 /// The Ping NSLP: daemon (forward, answer) and client (send, collect) in one.
@@ -359,11 +364,19 @@ impl PingNslp {
         mri: Mri,
         data: Vec<u8>,
     ) {
+        // RFC 5971 §4.3.2: the incoming hop count, one less, goes on with the message; at
+        // zero the message stops here (a loop, or too small an initial count).
+        let hops = m.gist_hops.saturating_sub(1);
+        if hops == 0 {
+            self.stats.hop_limit += 1;
+            return;
+        }
         let mut s = SendMessage::new(self.cfg.nslpid, m.session_id, mri, data);
-        s.gist_hops = Some(m.gist_hops.saturating_sub(1).max(1));
+        s.gist_hops = Some(hops);
         s.transfer.reliable = self.cfg.reliable || m.transfer.reliable;
         s.transfer.secure = m.transfer.secure;
         if let Err(e) = gist.send_message(now, s) {
+            self.stats.refused += 1;
             tracing::debug!(error = %e, "ping not forwarded");
         }
     }

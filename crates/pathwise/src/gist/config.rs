@@ -7,6 +7,9 @@
 //! cookie_mode = "hash"               # "hash" (late state installation) or "random"
 //! secret_rotation = "60s"            # hash cookies: how often the secret rotates
 //! confirm_wait = "2s"                # random cookies: how long a Query's state waits
+//! max_state_lifetime = "15min"       # longest a peer may have state kept without refresh
+//!                                    # (its NLI's validity is capped; default: 15 min or
+//!                                    # 3 refresh periods, whichever is longer)
 //! interception = "auto"             # how Queries in transit are taken off the path (below)
 //! nfqueue = 270                      # netfilter queue number of "netfilter" interception
 //! ipv4_router_alert = 0              # Router Alert value of NSLPs with none registered or
@@ -96,6 +99,11 @@ pub struct GistSection {
     /// Random cookies: how long per-Query state waits for the Confirm.
     #[serde(default = "default_confirm_wait")]
     pub confirm_wait: Spanned<TimeSpan>,
+    /// The longest a peer may have this node keep routing state without a refresh: the
+    /// Routing State Validity Time of its Confirms is capped at this (RFC 5971 §8.4; the
+    /// field allows 49.7 days). Default: 15 minutes or three refresh periods, the longer.
+    #[serde(default)]
+    pub max_state_lifetime: Option<Spanned<TimeSpan>>,
     /// How Queries in transit are intercepted.
     #[serde(default)]
     pub interception: Interception,
@@ -225,6 +233,14 @@ fn default_ipv6_ra() -> u16 {
 }
 
 impl GistSection {
+    /// The cap on the state lifetime peers may ask for (`max_state_lifetime`).
+    pub fn max_state_lifetime(&self) -> std::time::Duration {
+        match &self.max_state_lifetime {
+            Some(v) => v.get_ref().0,
+            None => std::time::Duration::from_secs(900).max(self.refresh_period.get_ref().0 * 3),
+        }
+    }
+
     /// The TCP port messaging associations are accepted on, if C-mode is on.
     pub fn tcp_port(&self) -> Option<u16> {
         self.transports
@@ -273,6 +289,15 @@ impl GistSection {
                     format!("{:?} is too short: at least {min}ms", v.get_ref().0),
                 ));
             }
+        }
+        if let Some(v) = &self.max_state_lifetime
+            && v.get_ref().0 < std::time::Duration::from_secs(1)
+        {
+            return Err(cx.line(
+                at(v),
+                "gist.max_state_lifetime",
+                format!("{:?} is too short: at least 1s", v.get_ref().0),
+            ));
         }
         if self.refresh_period.get_ref().0 > std::time::Duration::from_secs(24 * 3600) {
             return Err(cx.line(
@@ -405,6 +430,19 @@ cookie_mode = "random"
         );
         assert_eq!(g.cookie_mode, super::CookieModeName::Random);
         assert_eq!(g.secret_rotation.get_ref().0.as_secs(), 60);
+        // Default cap: 15 minutes, or three refresh periods if longer.
+        assert_eq!(g.max_state_lifetime().as_secs(), 900);
+        let c = NodeConfig::parse(
+            "node.toml",
+            &format!("{GOOD}max_state_lifetime = \"2min\"\n"),
+        )
+        .unwrap();
+        assert_eq!(c.gist.unwrap().max_state_lifetime().as_secs(), 120);
+        let e = NodeConfig::parse(
+            "node.toml",
+            &format!("{GOOD}max_state_lifetime = \"10ms\"\n"),
+        );
+        assert!(e.is_err());
         assert_eq!(g.ipv6_router_alert, super::DEFAULT_IPV6_ROUTER_ALERT);
         assert_eq!(g.interception, super::Interception::Auto);
         assert!(g.relay.get_ref().is_empty());

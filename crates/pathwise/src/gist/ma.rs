@@ -11,7 +11,10 @@
 
 use super::tls::TlsContext;
 use pathwise_core::time::Instant;
-use pathwise_gist::{GistEngine, MaTransport, StreamInput, StreamOp, StreamTransmit};
+use pathwise_gist::{
+    GistEngine, MAX_STREAM_MESSAGE, MaTransport, StreamInput, StreamOp, StreamTransmit,
+    StreamVetting,
+};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -22,6 +25,20 @@ use std::os::fd::{AsFd, BorrowedFd};
 const READ_BUDGET: usize = 1 << 20;
 /// Bytes queued towards one peer before its association is given up as stuck.
 const MAX_QUEUED: usize = 16 << 20;
+/// Second connections waiting to prove themselves, over all peers.
+const MAX_CANDIDATES: usize = 64;
+/// How long a second connection has to send its first message.
+const CANDIDATE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A second connection from a peer whose association is up: not an association until its
+/// first message proves it ([`GistEngine::vet_replacement_stream`]; RFC 5971 §4.4.3, §5.7.1).
+#[derive(Debug)]
+struct Candidate {
+    stream: TcpStream,
+    /// What it has sent so far (at most one message).
+    buf: Vec<u8>,
+    since: std::time::Instant,
+}
 
 /// One stream.
 #[derive(Debug)]
@@ -72,6 +89,19 @@ pub struct StreamStats {
     /// TLS handshakes that failed (untrusted or missing certificate, protocol errors): the
     /// peer was refused.
     pub tls_handshake_failures: u64,
+    /// Second connections from a peer whose association was up, held until their first
+    /// message proved them.
+    pub takeover_candidates: u64,
+    /// Of those, connections that proved themselves and replaced the association.
+    pub takeovers: u64,
+    /// Of those, connections refused, the association kept: a first message that was not a
+    /// valid Confirm from the peer (the engine's `ma_takeover_*` drops), silence for
+    /// `CANDIDATE_WAIT`, a close, a newer candidate, too many candidates, or TLS.
+    pub takeovers_refused: u64,
+    /// Streams given up because more than `MAX_QUEUED` bytes waited to be sent to the peer.
+    pub send_overflows: u64,
+    /// Streams this node closed at the engine's request (framing error, idle, silence).
+    pub closed_by_engine: u64,
 }
 
 /// TCP for the engine's messaging associations.
@@ -79,6 +109,7 @@ pub struct StreamStats {
 pub struct MaStreams {
     listener: TcpListener,
     conns: HashMap<IpAddr, Conn>,
+    candidates: HashMap<IpAddr, Candidate>,
     stats: StreamStats,
     transport: MaTransport,
     tls: Option<TlsContext>,
@@ -104,6 +135,7 @@ impl MaStreams {
         Ok(MaStreams {
             listener: s.into(),
             conns: HashMap::new(),
+            candidates: HashMap::new(),
             stats: StreamStats::default(),
             transport: MaTransport::Tcp,
             tls: None,
@@ -173,6 +205,7 @@ impl MaStreams {
                 c.connecting || tls_out || (c.ready && !c.out.is_empty()),
             )
         }));
+        v.extend(self.candidates.values().map(|c| (c.stream.as_fd(), false)));
         v
     }
 
@@ -202,6 +235,7 @@ impl MaStreams {
                 Some(c) => {
                     c.out.extend_from_slice(&bytes);
                     if c.out.len() > MAX_QUEUED {
+                        self.stats.send_overflows += 1;
                         self.fail(engine, now, t.peer);
                     } else if c.ready {
                         self.write(engine, now, t.peer);
@@ -210,7 +244,13 @@ impl MaStreams {
                 None => self.tell(engine, now, StreamInput::Closed { peer: t.peer }),
             },
             StreamOp::Close => {
+                if self.conns.contains_key(&t.peer) {
+                    // What the engine sent last (an Error before a framing-error close) goes
+                    // out first, as far as the kernel takes it now.
+                    self.write(engine, now, t.peer);
+                }
                 if let Some(mut c) = self.conns.remove(&t.peer) {
+                    self.stats.closed_by_engine += 1;
                     if let Some(tls) = c.tls.as_mut() {
                         tls.send_close_notify();
                         let _ = tls.write_tls(&mut c.stream);
@@ -238,6 +278,7 @@ impl MaStreams {
                 }
             }
         }
+        self.poll_candidates(engine, now);
         let peers: Vec<IpAddr> = self.conns.keys().copied().collect();
         for peer in peers {
             let Some(c) = self.conns.get_mut(&peer) else {
@@ -277,6 +318,34 @@ impl MaStreams {
             return;
         }
         let _ = stream.set_nodelay(true);
+        if self
+            .conns
+            .get(&peer)
+            .is_some_and(|c| c.ready && !c.connecting)
+        {
+            // The peer's association is up: a new connection from its address does not replace
+            // it until it proves itself (RFC 5971 §4.4.3, §5.7.1).
+            self.stats.takeover_candidates += 1;
+            let full =
+                self.candidates.len() >= MAX_CANDIDATES && !self.candidates.contains_key(&peer);
+            if self.tls.is_some() || full {
+                // TLS: the working association is authenticated; a new one is taken only once
+                // the old one has gone (the peer's next connection after it).
+                self.stats.takeovers_refused += 1;
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+            let c = Candidate {
+                stream,
+                buf: Vec::new(),
+                since: std::time::Instant::now(),
+            };
+            if let Some(old) = self.candidates.insert(peer, c) {
+                self.stats.takeovers_refused += 1;
+                let _ = old.stream.shutdown(std::net::Shutdown::Both);
+            }
+            return;
+        }
         if let Some(ours) = self.conns.get(&peer) {
             // Both ends opened at once: keep the stream the lower address opened, on both ends.
             let local = stream.local_addr().map(|a| canonical(a.ip()));
@@ -299,6 +368,71 @@ impl MaStreams {
         self.stats.accepted += 1;
         self.conns.insert(peer, Conn::new(stream, false, false));
         self.accepted_ready(engine, now, peer);
+    }
+
+    /// Read the second connections on probation and let the engine judge their first message:
+    /// promote the proven, close the rest (each counted).
+    fn poll_candidates(&mut self, engine: &mut GistEngine, now: Instant) {
+        let peers: Vec<IpAddr> = self.candidates.keys().copied().collect();
+        for peer in peers {
+            let Some(c) = self.candidates.get_mut(&peer) else {
+                continue;
+            };
+            let mut buf = [0u8; 4096];
+            let mut closed = false;
+            while c.buf.len() <= MAX_STREAM_MESSAGE {
+                match c.stream.read(&mut buf) {
+                    Ok(0) => {
+                        closed = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        self.stats.bytes_in += n as u64;
+                        c.buf.extend_from_slice(&buf[..n]);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        closed = true;
+                        break;
+                    }
+                }
+            }
+            let verdict = engine.vet_replacement_stream(now, peer, self.transport, &c.buf);
+            let expired = c.since.elapsed() > CANDIDATE_WAIT;
+            match verdict {
+                StreamVetting::Accept => {
+                    let Some(c) = self.candidates.remove(&peer) else {
+                        continue;
+                    };
+                    self.stats.takeovers += 1;
+                    tracing::info!(%peer, "a new connection proved itself: association replaced");
+                    if let Some(old) = self.conns.remove(&peer) {
+                        let _ = old.stream.shutdown(std::net::Shutdown::Both);
+                        self.tell(engine, now, StreamInput::Closed { peer });
+                    }
+                    self.stats.accepted += 1;
+                    self.conns.insert(peer, Conn::new(c.stream, false, false));
+                    self.tell(engine, now, StreamInput::Accepted { peer });
+                    self.tell(
+                        engine,
+                        now,
+                        StreamInput::Data {
+                            peer,
+                            bytes: &c.buf,
+                        },
+                    );
+                }
+                StreamVetting::NeedMore if !closed && !expired => {}
+                v => {
+                    if let Some(c) = self.candidates.remove(&peer) {
+                        let _ = c.stream.shutdown(std::net::Shutdown::Both);
+                    }
+                    self.stats.takeovers_refused += 1;
+                    tracing::info!(%peer, verdict = ?v, closed, expired, "second connection refused; the association stays");
+                }
+            }
+        }
     }
 
     /// A stream is accepted: TCP is up at once; TLS waits for the client's handshake.
@@ -374,6 +508,13 @@ impl MaStreams {
                             bytes: &buf[..n],
                         },
                     );
+                    if !engine.has_association(peer, self.transport) {
+                        // The engine tore the association down (a framing error): read no
+                        // more of it. Its last words (the one Error) and the Close are
+                        // queued in the engine and carried out as soon as this poll returns
+                        // (`StreamOp::Close` writes what is pending first).
+                        return;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -90,6 +90,11 @@ pub struct GistService {
     /// Router Alert datagrams for port 270 intercepted in transit that the engine did not want
     /// (another NSLP's Queries), sent on.
     transit_forwarded: u64,
+    /// Datagrams intercepted in transit that were not sent on: their TTL was 0 or 1 (RFC 5971
+    /// §4.3.4: decremented as if IP-forwarded), or their destination is loopback or
+    /// unspecified (sending them on would loop through this node).
+    transit_ttl_expired: u64,
+    transit_bad_destination: u64,
     send_errors: u64,
     /// Returns from the daemon loop's poll(2), and those that timed out before the deadline
     /// they waited for (work for nothing; 0 unless the loop's timeout arithmetic is wrong).
@@ -153,6 +158,7 @@ impl GistService {
             state_lifetime: refresh.max(std::time::Duration::from_secs(30)) * 3,
             cookie_mode: cfg.cookie_mode.into(),
             secret_rotation: cfg.secret_rotation.get_ref().0,
+            max_state_lifetime: cfg.max_state_lifetime(),
             confirm_wait: cfg.confirm_wait.get_ref().0,
             cmode_port: cfg.tcp_port(),
             tls_port: cfg.tls_port(),
@@ -225,6 +231,8 @@ impl GistService {
             interfaces,
             pings: Vec::new(),
             transit_forwarded: 0,
+            transit_ttl_expired: 0,
+            transit_bad_destination: 0,
             send_errors: 0,
             wakeups: 0,
             early_wakeups: 0,
@@ -326,7 +334,13 @@ impl GistService {
                 Ok(batch) => {
                     for d in batch {
                         if in_transit(&self.engine, &d) && !self.engine.wants_router_alert(&d) {
-                            pass_on.push(forward(&d));
+                            match forward(&d) {
+                                Ok(t) => pass_on.push(t),
+                                Err(TransitDrop::TtlExpired) => self.transit_ttl_expired += 1,
+                                Err(TransitDrop::BadDestination) => {
+                                    self.transit_bad_destination += 1
+                                }
+                            }
                             continue;
                         }
                         self.engine.handle_datagram(now, d);
@@ -335,7 +349,7 @@ impl GistService {
                 Err(e) => tracing::warn!(error = %e, "GIST socket receive failed"),
             }
         }
-        for t in pass_on.into_iter().flatten() {
+        for t in pass_on {
             self.transit_forwarded += 1;
             self.send(&t);
         }
@@ -770,7 +784,7 @@ impl GistService {
         let relay = super::nslp_cli::relay_json(&mut self.engine, now);
         let c = self.engine.counters();
         let st = self.engine.state_stats();
-        json!({
+        let mut v = json!({
             "messages_in": by_type(&|t| c.received(t)),
             "messages_out": by_type(&|t| c.sent(t)),
             "drops": self.drops(),
@@ -819,11 +833,32 @@ impl GistService {
                 "replies_forwarded": ping.replies_forwarded,
                 "replies": ping.replies,
                 "malformed": ping.malformed,
+                "hop_limit": ping.hop_limit,
+                "refused": ping.refused,
             },
             "interfaces": self.interfaces.iter().map(|(i, _)| self.name(*i)).collect::<Vec<_>>(),
             "ipc": self.ipc.as_ref().map(ipc_json),
             "relay": relay,
-        })
+        });
+        // What hostile input met (docs/gist.md, "Hostile input").
+        for (k, x) in [
+            ("transit_ttl_expired", json!(self.transit_ttl_expired)),
+            (
+                "transit_bad_destination",
+                json!(self.transit_bad_destination),
+            ),
+            ("validity_capped", json!(c.validity_capped)),
+            ("streams_refused", json!(c.streams_refused)),
+            ("ma_takeovers", json!(c.ma_takeovers)),
+            ("ma_takeovers_refused", json!(c.ma_takeovers_refused)),
+            (
+                "streams",
+                json!(self.streams.as_ref().map(|s| stream_json(&s.stats()))),
+            ),
+        ] {
+            v[k] = x;
+        }
+        v
     }
 
     /// Prometheus text exposition of the counters (names as the RSVP service's, `gist` for
@@ -863,11 +898,37 @@ impl GistService {
             ),
             ("handshake_failures", c.handshake_failures),
             ("cookies_rejected", c.cookies_rejected),
+            ("validity_capped", c.validity_capped),
+            ("streams_refused", c.streams_refused),
+            ("ma_takeovers", c.ma_takeovers),
+            ("ma_takeovers_refused", c.ma_takeovers_refused),
+            ("transit_ttl_expired", self.transit_ttl_expired),
+            ("transit_bad_destination", self.transit_bad_destination),
+            (
+                "stream_send_overflows",
+                self.streams
+                    .as_ref()
+                    .map_or(0, |s| s.stats().send_overflows),
+            ),
             ("send_errors", self.send_errors),
             ("wakeups", self.wakeups),
             ("early_wakeups", self.early_wakeups),
         ]);
     }
+}
+
+/// The TCP stream layer's counters of what came over its connections.
+fn stream_json(st: &super::ma::StreamStats) -> Value {
+    json!({
+        "accepted": st.accepted,
+        "opened": st.opened,
+        "closed_by_peer": st.closed_by_peer,
+        "closed_by_engine": st.closed_by_engine,
+        "takeover_candidates": st.takeover_candidates,
+        "takeovers": st.takeovers,
+        "takeovers_refused": st.takeovers_refused,
+        "send_overflows": st.send_overflows,
+    })
 }
 
 /// The IPC server's clients and counters.
@@ -923,10 +984,26 @@ fn in_transit(engine: &GistEngine, d: &Received<'_>) -> bool {
     d.router_alert.is_some() && !engine.is_local(d.dst) && !d.dst.is_multicast()
 }
 
+/// Why a datagram in transit was not sent on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TransitDrop {
+    /// TTL 0 or 1: the kernel would not have forwarded it either.
+    TtlExpired,
+    /// Towards loopback or the unspecified address: it would come straight back.
+    BadDestination,
+}
+
 /// `d` sent on towards its destination as the kernel would have: same addresses, ports and
-/// Router Alert, TTL one less (`None` when the TTL has run out).
-fn forward(d: &Received<'_>) -> Option<Transmit> {
-    (d.ttl > 1).then(|| Transmit {
+/// Router Alert, TTL one less (RFC 5971 §4.3.4).
+fn forward(d: &Received<'_>) -> Result<Transmit, TransitDrop> {
+    let dst = d.dst.to_canonical();
+    if dst.is_loopback() || dst.is_unspecified() {
+        return Err(TransitDrop::BadDestination);
+    }
+    if d.ttl <= 1 {
+        return Err(TransitDrop::TtlExpired);
+    }
+    Ok(Transmit {
         src: Some(d.src),
         dst: d.dst,
         ifindex: None,
