@@ -114,7 +114,11 @@ fn build_error_field(cfg: &OracleConfig, e: &BuildError) -> String {
             .iter()
             .enumerate()
             .filter(|(_, r)| r.address == *addr);
-        let i = if last { found.next_back() } else { found.next() };
+        let i = if last {
+            found.next_back()
+        } else {
+            found.next()
+        };
         i.map_or_else(|| "router".into(), |(i, _)| format!("router[{i}]"))
     };
     // The last network of `kind` at router `at` (with `prefix`, if given).
