@@ -108,9 +108,24 @@ impl GatewayConfig {
         let cfg: GatewayConfig =
             toml::from_str(&text).map_err(|e| vec![toml_error(&file, &text, &e)])?;
         let doc = Document::parse(&text);
-        let errs: Vec<ConfigError> = cfg
-            .problems()
+        // `pathwise_booster::policy::Policy` takes unknown keys (management requests are
+        // lenient); in the file a misspelt key must not be ignored.
+        let mut unknown = Vec::new();
+        for i in 0..cfg.policy.len() {
+            for (key, _) in doc.keys_of(&format!("policy[{i}]")) {
+                if !["name", "dst", "src", "chain"].contains(&key.as_str()) {
+                    unknown.push((
+                        format!("policy[{i}].{key}"),
+                        format!(
+                            "unknown field `{key}`, expected one of `name`, `dst`, `src`, `chain`"
+                        ),
+                    ));
+                }
+            }
+        }
+        let errs: Vec<ConfigError> = unknown
             .into_iter()
+            .chain(cfg.problems())
             .map(|(field, message)| ConfigError {
                 file: file.clone(),
                 line: doc.line_of_field(&field),

@@ -19,11 +19,11 @@ pub struct Document<'a> {
 }
 
 impl<'a> Document<'a> {
-    /// Parse `text` (a document with syntax errors locates nothing).
+    /// Parse `text`; in a document with syntax errors, what the parser recovered.
     pub fn parse(text: &'a str) -> Document<'a> {
         Document {
             text,
-            root: DeTable::parse(text).ok().map(Spanned::into_inner),
+            root: Some(DeTable::parse_recoverable(text).0.into_inner()),
         }
     }
 
@@ -66,6 +66,34 @@ impl<'a> Document<'a> {
             }
         }
         found
+    }
+
+    /// The keys of the table at `path` (`policy[0]`), with their spans.
+    pub fn keys_of(&self, path: &str) -> Vec<(String, Range<usize>)> {
+        let mut table = self.root.as_ref();
+        for part in path.split('.').filter(|p| !p.is_empty()) {
+            let (name, index) = match part.split_once('[') {
+                Some((n, i)) => (n, i.trim_end_matches(']').parse::<usize>().ok()),
+                None => (part, None),
+            };
+            let value = table.and_then(|t| t.iter().find(|(k, _)| k.get_ref() == name));
+            let mut value = value.map(|(_, v)| v);
+            if let Some(i) = index {
+                value = match value.map(Spanned::get_ref) {
+                    Some(DeValue::Array(items)) => items.get(i),
+                    _ => None,
+                };
+            }
+            table = match value.map(Spanned::get_ref) {
+                Some(DeValue::Table(t)) => Some(t),
+                _ => None,
+            };
+        }
+        table.map_or_else(Vec::new, |t| {
+            t.iter()
+                .map(|(k, _)| (k.get_ref().to_string(), k.span()))
+                .collect()
+        })
     }
 
     /// The 1-based line of the field at `path`; 0 when it is not in the file (a default).
@@ -191,6 +219,13 @@ mod tests {
         assert_eq!(d.line_of_field("rsvp.interface[1].hello.interval"), 8);
         assert_eq!(d.line_of_field("gist.interfaces"), 10);
         assert_eq!(d.line_of_field("gist.nothing"), 0);
+        let keys: Vec<String> = d
+            .keys_of("rsvp.interface[1]")
+            .into_iter()
+            .map(|k| k.0)
+            .collect();
+        assert_eq!(keys, ["hello", "name"]);
+        assert!(d.keys_of("rsvp.interface[2]").is_empty());
         let at = |s: &str| d.field_at(TEXT.find(s).unwrap()).unwrap();
         assert_eq!(at("\"5s\""), "rsvp.refresh");
         assert_eq!(at("\"b\""), "rsvp.interface[1].name");
