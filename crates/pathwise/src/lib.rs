@@ -8,6 +8,7 @@
 //! and checking `node.toml`), [`mgmt`] (the management socket), [`metrics`] (the Prometheus
 //! writer), [`netns`] (network-namespace labs and the five-node chain), [`bench`] (what the
 //! benchmarks share), [`demo`] and [`cli`] (which only assembles the services' commands).
+//! [`build_info`] says which version and commit this is.
 #![warn(missing_docs)]
 
 pub mod bench;
@@ -22,3 +23,21 @@ pub mod mgmt;
 pub mod netns;
 pub mod oracle;
 pub mod rsvp;
+
+/// What this binary is: its version and the git commit it was built from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuildInfo {
+    /// The package version (`Cargo.toml`).
+    pub version: &'static str,
+    /// `git rev-parse --short HEAD` at build time; "unknown" when built outside a git
+    /// checkout (or `PATHWISE_GIT_COMMIT` when set at build time, e.g. by a packager).
+    pub commit: &'static str,
+}
+
+/// This build's version and commit (for `--version` and metrics).
+pub fn build_info() -> BuildInfo {
+    BuildInfo {
+        version: env!("CARGO_PKG_VERSION"),
+        commit: env!("PATHWISE_GIT_COMMIT"),
+    }
+}

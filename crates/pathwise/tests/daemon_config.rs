@@ -65,7 +65,7 @@ fn rsvp_te_keys_are_checked_with_file_line_and_field() {
         (
             "mpls = \"hardware\"",
             "",
-            "node.toml:5: -: unknown variant `hardware`, expected `memory` or `kernel`",
+            "node.toml:5: rsvp.mpls: unknown variant `hardware`, expected `memory` or `kernel`",
         ),
         (
             "labels = [10, 100]",
@@ -86,7 +86,7 @@ fn rsvp_te_keys_are_checked_with_file_line_and_field() {
         (
             "explicit_null = \"yes\"",
             "",
-            "node.toml:5: -: invalid type",
+            "node.toml:5: rsvp.explicit_null: invalid type",
         ),
         (
             "",
@@ -121,22 +121,22 @@ fn rsvp_te_keys_are_checked_with_file_line_and_field() {
         (
             "",
             &format!("{LSP}bandwidth = \"fast\"\n"),
-            "node.toml:13: -: \"fast\" does not start with a number",
+            "node.toml:13: rsvp.lsp[0].bandwidth: \"fast\" does not start with a number",
         ),
         (
             "",
             "\n[[rsvp.lsp]]\nname = \"t1\"\nto = \"10.91.4\"\n",
-            "node.toml:12: -: invalid IP address syntax",
+            "node.toml:12: rsvp.lsp[0].to: invalid IP address syntax",
         ),
         (
             "",
             "\n[[rsvp.lsp]]\nname = \"t1\"\n",
-            "node.toml:10: -: missing field `to`",
+            "node.toml:10: rsvp.lsp[0]: missing field `to`",
         ),
         (
             "",
             &format!("{LSP}colour = \"blue\"\n"),
-            "node.toml:13: -: unknown field `colour`",
+            "node.toml:13: rsvp.lsp[0].colour: unknown field `colour`",
         ),
         (
             "",

@@ -12,10 +12,17 @@ use std::path::PathBuf;
 pub enum Booster {
     /// Run a gateway: boost packets routed into the TUN device and send them to the peer
     /// gateway over UDP; deboost what the peer sends and write it to the TUN device.
+    /// `--check FILE` checks a configuration without starting.
+    #[command(after_long_help = crate::booster::config::CHECK_HELP)]
     Gateway {
         /// Configuration file (TOML; see docs/booster-wire.md and the README).
-        #[arg(long)]
-        config: PathBuf,
+        #[arg(long, required_unless_present = "check", value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Check FILE and exit without starting (no TUN device, no sockets, no root needed):
+        /// print every error found with its file, line and field and exit 1, or a one-line
+        /// summary.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["config", "plain"])]
+        check: Option<PathBuf>,
         /// Forward packets with no encapsulation and no boosters (a plain TUN forwarder, the
         /// baseline for measurements).
         #[arg(long)]
@@ -82,7 +89,19 @@ impl Mgmt {
 /// Run a booster command.
 pub fn run(b: Booster) -> anyhow::Result<()> {
     match b {
-        Booster::Gateway { config, plain } => {
+        Booster::Gateway {
+            check: Some(file), ..
+        } => crate::booster::config::check(&file).finish(),
+        Booster::Gateway {
+            config: None,
+            check: None,
+            ..
+        } => anyhow::bail!("give --config FILE or --check FILE"),
+        Booster::Gateway {
+            config: Some(config),
+            plain,
+            ..
+        } => {
             let cfg = GatewayConfig::load(&config)?;
             eprintln!(
                 "pathwise booster gateway: {} <-> {} via {}, management on {}{}",

@@ -27,6 +27,8 @@
 //! policy = "default"
 //! ```
 
+use crate::config::ConfigError;
+use crate::config::check::{Document, toml_error};
 use anyhow::{Context as _, bail};
 use pathwise_booster::adaptive::AdaptiveConfig;
 use pathwise_booster::policy::{MetaPolicy, Policy, PolicySnapshot};
@@ -94,38 +96,126 @@ pub struct GatewayConfig {
 }
 
 impl GatewayConfig {
-    /// Read and check a configuration file.
+    /// Read and check a configuration file; the first error, with its file, line and field.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let cfg: GatewayConfig =
-            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        cfg.check()?;
-        Ok(cfg)
+        Self::load_all(path).map_err(|errs| match errs.into_iter().next() {
+            Some(e) => anyhow::Error::new(e),
+            None => anyhow::anyhow!("{}: invalid configuration", path.display()),
+        })
     }
 
+    /// Read and check a configuration file; every error found: the first TOML error (parsing
+    /// stops there), else every setting and every policy that is wrong. Reads `psk_file`.
+    pub fn load_all(path: &Path) -> Result<Self, Vec<ConfigError>> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            vec![ConfigError {
+                file: file.clone(),
+                line: 0,
+                field: "-".into(),
+                message: e.to_string(),
+            }]
+        })?;
+        let cfg: GatewayConfig =
+            toml::from_str(&text).map_err(|e| vec![toml_error(&file, &text, &e)])?;
+        let doc = Document::parse(&text);
+        // `pathwise_booster::policy::Policy` takes unknown keys (management requests are
+        // lenient); in the file a misspelt key must not be ignored.
+        let mut unknown = Vec::new();
+        for i in 0..cfg.policy.len() {
+            for (key, _) in doc.keys_of(&format!("policy[{i}]")) {
+                if !["name", "dst", "src", "chain"].contains(&key.as_str()) {
+                    unknown.push((
+                        format!("policy[{i}].{key}"),
+                        format!(
+                            "unknown field `{key}`, expected one of `name`, `dst`, `src`, `chain`"
+                        ),
+                    ));
+                }
+            }
+        }
+        let errs: Vec<ConfigError> = unknown
+            .into_iter()
+            .chain(cfg.problems())
+            .map(|(field, message)| ConfigError {
+                file: file.clone(),
+                line: doc.line_of_field(&field),
+                field,
+                message,
+            })
+            .collect();
+        if errs.is_empty() { Ok(cfg) } else { Err(errs) }
+    }
+
+    #[cfg(test)]
     fn check(&self) -> anyhow::Result<()> {
+        match self.problems().into_iter().next() {
+            Some((field, message)) => bail!("{field}: {message}"),
+            None => Ok(()),
+        }
+    }
+
+    /// What is wrong, as (field, message) pairs: each setting, the key, each policy on its
+    /// own, then the policies together.
+    fn problems(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut problem = |field: &str, message: String| out.push((field.to_string(), message));
         if self.tun.is_empty() || self.tun.len() > 15 {
-            bail!(
-                "tun: interface names are 1 to 15 characters, got {:?}",
-                self.tun
+            problem(
+                "tun",
+                format!("interface names are 1 to 15 characters, got {:?}", self.tun),
             );
         }
         if !(1..=256).contains(&self.batch) {
-            bail!("batch must be 1..=256, got {}", self.batch);
+            problem("batch", format!("must be 1..=256, got {}", self.batch));
         }
         if !(576..=9000).contains(&self.mtu) {
-            bail!("mtu must be 576..=9000, got {}", self.mtu);
+            problem("mtu", format!("must be 576..=9000, got {}", self.mtu));
         }
         if self.chain_grace_ms > 600_000 {
-            bail!(
-                "chain_grace_ms must be at most 600000 (10 minutes), got {}",
-                self.chain_grace_ms
+            problem(
+                "chain_grace_ms",
+                format!(
+                    "must be at most 600000 (10 minutes), got {}",
+                    self.chain_grace_ms
+                ),
             );
         }
-        self.sender_id()?;
-        self.snapshot(self.key()?.is_some())?;
-        Ok(())
+        if let Err(e) = self.sender_id() {
+            problem("sender_id", e.to_string());
+        }
+        if let Err(e) = self.key() {
+            let field = if self.psk.is_some() {
+                "psk"
+            } else {
+                "psk_file"
+            };
+            problem(field, format!("{e:#}"));
+        }
+        // A configured key that is wrong is reported above; the chains are checked as if it
+        // were right.
+        let has_key = self.psk.is_some() || self.psk_file.is_some();
+        let meta = self.meta_policy.clone().unwrap_or_default();
+        let mut each_fine = true;
+        for (i, p) in self.policy.iter().enumerate() {
+            if let Err(e) = PolicySnapshot::build(1, vec![p.clone()], meta.clone(), has_key) {
+                problem(&format!("policy[{i}].chain"), e.to_string());
+                each_fine = false;
+            }
+        }
+        if each_fine && let Err(e) = self.snapshot(has_key) {
+            use pathwise_booster::policy::PolicyError;
+            let at = |name: &str| self.policy.iter().rposition(|p| p.name == name);
+            let field = match &e.downcast_ref::<PolicyError>() {
+                Some(PolicyError::DuplicateName(n)) => at(n).map(|i| format!("policy[{i}].name")),
+                Some(PolicyError::DuplicateMatch(_, n)) => {
+                    at(n).map(|i| format!("policy[{i}].dst"))
+                }
+                _ => None,
+            };
+            problem(field.as_deref().unwrap_or("policy"), e.to_string());
+        }
+        out
     }
 
     /// The pre-shared key, if configured.
@@ -163,6 +253,47 @@ impl GatewayConfig {
             has_key,
         )?)
     }
+}
+
+/// What `--check` reports, for `--help`.
+pub const CHECK_HELP: &str = "\
+--check reports the errors of a gateway configuration, one per line as FILE:LINE: FIELD: \
+MESSAGE (line 0: a default, or the file as a whole), and exits 1 if there is any:
+  - a TOML syntax error, a value of the wrong type or an unknown key: the first one (parsing \
+stops there);
+  - then every setting that is wrong, the pre-shared key (psk_file is read), every policy \
+whose chain breaks the meta-policy, and the policies together (names and prefixes).
+The TUN device and the sockets are not checked (they need the running gateway, as root).";
+
+/// `pathwise booster gateway --check FILE`.
+pub fn check(path: &Path) -> crate::config::check::CheckReport {
+    let mut report = crate::config::check::CheckReport {
+        file: path.display().to_string(),
+        ..Default::default()
+    };
+    match GatewayConfig::load_all(path) {
+        Ok(cfg) => {
+            report.summary = format!(
+                "tun {}, {} <-> {}, {} policies{}",
+                cfg.tun,
+                cfg.listen,
+                cfg.peer,
+                cfg.policy.len(),
+                if cfg.adaptive.enabled {
+                    ", adaptive"
+                } else {
+                    ""
+                }
+            );
+            report.skipped.push(
+                "the TUN device, the UDP socket and the management socket: they need the \
+                 running gateway (as root)"
+                    .into(),
+            );
+        }
+        Err(errors) => report.errors = errors,
+    }
+    report
 }
 
 /// Parse 64 hex digits.

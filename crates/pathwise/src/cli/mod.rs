@@ -2,11 +2,21 @@
 //! `oracle::cli`, `booster::cli`, and its benchmarks in `…::bench`); this module only assembles
 //! them into one `pathwise` command. `main.rs` only parses and dispatches.
 
+pub mod docs;
+
 use clap::{Parser, Subcommand};
+
+/// `pathwise --version`: the version and the commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PATHWISE_GIT_COMMIT"),
+    ")"
+);
 
 /// Path-aware network control services: RSVP, GIST, a locality oracle and protocol boosters.
 #[derive(Debug, Parser)]
-#[command(name = "pathwise", version, about)]
+#[command(name = "pathwise", version = VERSION, about)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -45,6 +55,11 @@ pub enum Command {
         #[command(subcommand)]
         which: Bench,
     },
+    /// Print a shell completion script, e.g. `pathwise completions bash >
+    /// /etc/bash_completion.d/pathwise`.
+    Completions(docs::CompletionsArgs),
+    /// Write the manual pages (pathwise.1 and one per subcommand) into a directory.
+    Man(docs::ManArgs),
 }
 
 /// The macro-benchmarks, each declared by its service.
@@ -76,6 +91,8 @@ impl Cli {
             Command::Gist(a) => crate::gist::cli::run(a),
             Command::Oracle { what } => crate::oracle::cli::run(what),
             Command::Booster { what } => crate::booster::cli::run(what),
+            Command::Completions(a) => docs::completions(a),
+            Command::Man(a) => docs::man(a),
             Command::Bench { which } => match which {
                 Bench::Rsvp(b) => crate::rsvp::bench::run(b),
                 Bench::Gist(b) => crate::gist::bench::run(b),

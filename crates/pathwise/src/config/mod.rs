@@ -17,6 +17,8 @@
 //! of `[rsvp]` and `[gist]` must be present. This module loads the file, holds `[daemon]` and
 //! locates errors; each service checks its own section.
 
+pub mod check;
+
 use crate::gist::config::GistSection;
 use crate::rsvp::config::{IntegritySection, InterfaceSection, RsvpSection};
 use serde::Deserialize;
@@ -86,21 +88,38 @@ pub struct ConfigError {
     pub message: String,
 }
 
+/// The first of a check's errors (a failed check has at least one).
+fn first(errs: Vec<ConfigError>) -> ConfigError {
+    errs.into_iter().next().unwrap_or_else(|| ConfigError {
+        file: "-".into(),
+        line: 0,
+        field: "-".into(),
+        message: "invalid configuration".into(),
+    })
+}
+
 pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
 impl NodeConfig {
-    /// Read and check `path`.
+    /// Read and check `path`; the first error found.
     pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
+        Self::load_all(path).map_err(first)
+    }
+
+    /// Read and check `path`; every error found (see [`check`] for what "every" can mean).
+    pub fn load_all(path: &Path) -> Result<NodeConfig, Vec<ConfigError>> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: file.clone(),
-            line: 0,
-            field: "-".into(),
-            message: e.to_string(),
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            vec![ConfigError {
+                file: file.clone(),
+                line: 0,
+                field: "-".into(),
+                message: e.to_string(),
+            }]
         })?;
-        let cfg = Self::parse(&file, &text)?;
+        let cfg = Self::parse_all(&file, &text)?;
         let inline = cfg.rsvp.iter().flat_map(|r| &r.interfaces).any(|i| {
             i.integrity
                 .as_ref()
@@ -110,7 +129,7 @@ impl NodeConfig {
             use std::os::unix::fs::PermissionsExt;
             let mode = std::fs::metadata(path).map_or(0, |m| m.permissions().mode() & 0o7777);
             if mode & 0o077 != 0 {
-                return Err(ConfigError {
+                return Err(vec![ConfigError {
                     file,
                     line: 0,
                     field: "rsvp.interface.integrity.keys".into(),
@@ -119,29 +138,66 @@ impl NodeConfig {
                          accessible by group or others (chmod 600), or move the keys to a \
                          key_file"
                     ),
-                });
+                }]);
             }
         }
         Ok(cfg)
     }
 
-    /// Parse and check the text of `file`.
+    /// Parse and check the text of `file`; the first error found.
     pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ConfigError> {
+        Self::parse_all(file, text).map_err(first)
+    }
+
+    /// Parse and check the text of `file`; every error found. Each section is deserialized on
+    /// its own, so a bad value in `[rsvp]` does not hide one in `[gist]`.
+    pub fn parse_all(file: &str, text: &str) -> Result<NodeConfig, Vec<ConfigError>> {
+        use serde::de::IntoDeserializer as _;
+        use toml::de::{DeTable, ValueDeserializer};
         let cx = Source { file, text };
-        let mut cfg: NodeConfig = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(0, |s| line_of(text, s.start));
-            cx.line(line, "-", e.message().to_string())
-        })?;
+        let (root, syntax) = DeTable::parse_recoverable(text);
+        if !syntax.is_empty() {
+            return Err(syntax
+                .iter()
+                .map(|e| check::toml_error(file, text, e))
+                .collect());
+        }
+        let mut errs = Vec::new();
+        let mut cfg = NodeConfig {
+            daemon: DaemonSection::default(),
+            rsvp: None,
+            gist: None,
+            source: (file.to_string(), text.to_string()),
+        };
+        for (key, value) in root.into_inner() {
+            let de: ValueDeserializer<'_> = value.into_deserializer();
+            let parsed = match key.get_ref().as_ref() {
+                "daemon" => DaemonSection::deserialize(de).map(|d| cfg.daemon = d),
+                "rsvp" => RsvpSection::deserialize(de).map(|r| cfg.rsvp = Some(r)),
+                "gist" => GistSection::deserialize(de).map(|g| cfg.gist = Some(g)),
+                other => {
+                    errs.push(cx.at(
+                        key.span(),
+                        other,
+                        format!("unknown section `{other}`, expected `daemon`, `rsvp` or `gist`"),
+                    ));
+                    continue;
+                }
+            };
+            if let Err(e) = parsed {
+                errs.push(check::toml_error(file, text, &e));
+            }
+        }
         if let Some(r) = &cfg.rsvp {
-            r.check(&cx)?;
+            r.check(&cx, &mut errs);
         }
         if let Some(g) = &cfg.gist {
-            g.check(&cx)?;
+            g.check(&cx, &mut errs);
         }
         if let Some(m) = &cfg.daemon.metrics
             && m.get_ref().parse::<std::net::SocketAddr>().is_err()
         {
-            return Err(cx.at(
+            errs.push(cx.at(
                 m.span(),
                 "daemon.metrics",
                 format!("{:?} is not an address:port", m.get_ref()),
@@ -151,14 +207,13 @@ impl NodeConfig {
             cfg.daemon.log.as_str(),
             "error" | "warn" | "info" | "debug" | "trace"
         ) {
-            return Err(cx.line(
-                0,
+            errs.push(cx.line(
+                check::Document::parse(text).line_of_field("daemon.log"),
                 "daemon.log",
                 format!("{:?}: error, warn, info, debug or trace", cfg.daemon.log),
             ));
         }
-        cfg.source = (file.to_string(), text.to_string());
-        Ok(cfg)
+        if errs.is_empty() { Ok(cfg) } else { Err(errs) }
     }
 
     /// The integrity policy of the `n`th RSVP interface (off when it has no integrity

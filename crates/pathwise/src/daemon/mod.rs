@@ -9,6 +9,7 @@
 //! the loop; dropping the services removes what they installed (traffic-control classes) and
 //! the management socket.
 
+pub mod check;
 pub mod cli;
 
 use crate::config::NodeConfig;

@@ -257,10 +257,10 @@ impl GistSection {
     }
 
     /// Check what can be checked without the running system.
-    pub(crate) fn check(&self, cx: &Source<'_>) -> Result<(), ConfigError> {
+    pub(crate) fn check(&self, cx: &Source<'_>, errs: &mut Vec<ConfigError>) {
         let names = self.interfaces.get_ref();
         if names.is_empty() {
-            return Err(cx.at(
+            errs.push(cx.at(
                 self.interfaces.span(),
                 "gist.interfaces",
                 "lists no interface: GIST needs at least one".into(),
@@ -269,7 +269,7 @@ impl GistSection {
         let mut seen = std::collections::BTreeSet::new();
         for n in names {
             if !seen.insert(n) {
-                return Err(cx.at(
+                errs.push(cx.at(
                     self.interfaces.span(),
                     "gist.interfaces",
                     format!("interface {n:?} listed twice"),
@@ -283,7 +283,7 @@ impl GistSection {
             ("gist.confirm_wait", &self.confirm_wait, 10),
         ] {
             if v.get_ref().0 < std::time::Duration::from_millis(min) {
-                return Err(cx.line(
+                errs.push(cx.line(
                     at(v),
                     field,
                     format!("{:?} is too short: at least {min}ms", v.get_ref().0),
@@ -293,14 +293,14 @@ impl GistSection {
         if let Some(v) = &self.max_state_lifetime
             && v.get_ref().0 < std::time::Duration::from_secs(1)
         {
-            return Err(cx.line(
+            errs.push(cx.line(
                 at(v),
                 "gist.max_state_lifetime",
                 format!("{:?} is too short: at least 1s", v.get_ref().0),
             ));
         }
         if self.refresh_period.get_ref().0 > std::time::Duration::from_secs(24 * 3600) {
-            return Err(cx.line(
+            errs.push(cx.line(
                 at(&self.refresh_period),
                 "gist.refresh_period",
                 "more than a day: routing state would outlive any route".into(),
@@ -309,7 +309,7 @@ impl GistSection {
         let transports = self.transports.get_ref();
         for t in transports {
             if !matches!(t.as_str(), "udp" | "tcp" | "tls") {
-                return Err(cx.at(
+                errs.push(cx.at(
                     self.transports.span(),
                     "gist.transports",
                     format!("{t:?}: \"udp\", \"tcp\" or \"tls\""),
@@ -317,7 +317,7 @@ impl GistSection {
             }
         }
         if transports.iter().any(|t| t == "tls") && self.tls.is_none() {
-            return Err(cx.at(
+            errs.push(cx.at(
                 self.transports.span(),
                 "gist.transports",
                 "\"tls\" needs a [gist.tls] section (certificate, key, ca)".into(),
@@ -326,14 +326,14 @@ impl GistSection {
         if let Some(t) = &self.tls {
             let tls = t.get_ref();
             if tls.verify_peer && tls.ca.is_none() {
-                return Err(cx.at(
+                errs.push(cx.at(
                     t.span(),
                     "gist.tls.ca",
                     "verify_peer needs a CA to check peers against (or verify_peer = false)".into(),
                 ));
             }
             if tls.port == 0 || tls.port == GIST_UDP_PORT || Some(tls.port) == self.tcp_port() {
-                return Err(cx.at(
+                errs.push(cx.at(
                     t.span(),
                     "gist.tls.port",
                     format!("{} cannot be the TLS association port", tls.port),
@@ -341,14 +341,14 @@ impl GistSection {
             }
         }
         if !transports.iter().any(|t| t == "udp") {
-            return Err(cx.at(
+            errs.push(cx.at(
                 self.transports.span(),
                 "gist.transports",
                 "needs \"udp\": Queries always go D-mode (RFC 5971 §4.4.1)".into(),
             ));
         }
         if self.tcp_port == 0 || self.tcp_port == GIST_UDP_PORT {
-            return Err(cx.line(
+            errs.push(cx.line(
                 0,
                 "gist.tcp_port",
                 format!("{} cannot be the messaging association port", self.tcp_port),
@@ -368,7 +368,7 @@ impl GistSection {
                 None
             };
             if let Some(why) = why {
-                return Err(cx.at(self.relay.span(), "gist.relay", why));
+                errs.push(cx.at(self.relay.span(), "gist.relay", why));
             }
         }
         for (field, v) in [
@@ -376,12 +376,12 @@ impl GistSection {
             ("gist.ipv6_router_alert", self.ipv6_router_alert),
         ] {
             if v == u16::MAX {
-                return Err(cx.line(0, field, "65535 is reserved (RFC 5350 §3)".into()));
+                errs.push(cx.line(0, field, "65535 is reserved (RFC 5350 §3)".into()));
             }
         }
-        self.router_alert_values()
-            .map_err(|m| cx.at(self.router_alert.span(), "gist.router_alert", m))?;
-        Ok(())
+        if let Err(m) = self.router_alert_values() {
+            errs.push(cx.at(self.router_alert.span(), "gist.router_alert", m));
+        }
     }
 
     /// The Router Alert values of the engine's Q-mode messages (see the module documentation),
@@ -484,8 +484,8 @@ cookie_mode = "random"
                 "gist.interfaces",
             ),
             ("\"30s\"", "\"0s\"", 7, "gist.refresh_period"),
-            ("\"30s\"", "\"2days\"", 7, "-"),
-            ("\"random\"", "\"strong\"", 8, "-"),
+            ("\"30s\"", "\"2days\"", 7, "gist.refresh_period"),
+            ("\"random\"", "\"strong\"", 8, "gist.cookie_mode"),
             (
                 "cookie_mode = \"random\"",
                 "secret_rotation = \"1ms\"",
@@ -520,9 +520,9 @@ cookie_mode = "random"
                 "cookie_mode = \"random\"",
                 "interception = \"magic\"",
                 8,
-                "-",
+                "gist.interception",
             ),
-            ("cookie_mode", "cookie_mod", 8, "-"),
+            ("cookie_mode", "cookie_mod", 8, "gist.cookie_mod"),
             (
                 "cookie_mode = \"random\"",
                 "transports = [\"tcp\"]",
@@ -551,7 +551,7 @@ cookie_mode = "random"
                 "cookie_mode = \"random\"",
                 "[gist.tls]\ncertificate = \"a.pem\"\nkey = \"a.key\"\nverify = false",
                 11,
-                "-",
+                "gist.tls.verify",
             ),
             (
                 "cookie_mode = \"random\"",
@@ -566,8 +566,13 @@ cookie_mode = "random"
                 8,
                 "gist.relay",
             ),
-            ("cookie_mode = \"random\"", "relay = [70000]", 8, "-"),
-            ("cookie_mode = \"random\"", "relay = 42", 8, "-"),
+            (
+                "cookie_mode = \"random\"",
+                "relay = [70000]",
+                8,
+                "gist.relay[0]",
+            ),
+            ("cookie_mode = \"random\"", "relay = 42", 8, "gist.relay"),
         ] {
             let e = NodeConfig::parse("node.toml", &GOOD.replace(from, to)).unwrap_err();
             assert_eq!((e.line, e.field.as_str()), (line, field), "{to}: {e}");

@@ -30,7 +30,9 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Subcommand)]
 pub enum Oracle {
     /// Serve Proxidor v0.2 queries over UDP with N workers (SO_REUSEPORT, recvmmsg/sendmmsg),
-    /// with the console on a management socket. Runs until Ctrl-C / SIGTERM.
+    /// with the console on a management socket. Runs until Ctrl-C / SIGTERM. `--check FILE`
+    /// checks a database without serving it.
+    #[command(after_long_help = crate::oracle::check::CHECK_HELP)]
     Serve(ServeArgs),
     /// Show the running server's summary (default), counters, routers, prefixes, networks, or
     /// rank addresses as it would.
@@ -120,8 +122,12 @@ impl Mgmt {
 pub struct ServeArgs {
     /// The database: TOML (`*.toml`, e.g. from `pathwise oracle generate`) or the seed's main
     /// configuration file (Fig. 10) with its router files.
-    #[arg(long)]
-    config: PathBuf,
+    #[arg(long, required_unless_present = "check", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Check FILE (a database as for --config) and exit without serving (no sockets): print
+    /// every error found with its file, line and field and exit 1, or a one-line summary.
+    #[arg(long, value_name = "FILE", conflicts_with = "config")]
+    check: Option<PathBuf>,
     /// Worker threads [default: the configuration's `threads`].
     #[arg(long)]
     workers: Option<usize>,
@@ -450,15 +456,20 @@ fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
 }
 
 fn serve(a: ServeArgs) -> anyhow::Result<()> {
+    let config = match (&a.check, &a.config) {
+        (Some(file), _) => return crate::oracle::check::check(file).finish(),
+        (None, Some(config)) => config.clone(),
+        (None, None) => anyhow::bail!("give --config FILE or --check FILE"),
+    };
     let t = Instant::now();
-    let cfg = pathwise_oracle::config::load_file(&a.config)?;
+    let cfg = pathwise_oracle::config::load_file(&config)?;
     let workers = a.workers.unwrap_or(usize::from(cfg.oracle.threads)).max(1);
     let snap = pathwise_oracle::TopologySnapshot::build(&cfg)
-        .with_context(|| format!("{}: the database is inconsistent", a.config.display()))?;
+        .with_context(|| format!("{}: the database is inconsistent", config.display()))?;
     drop(cfg);
     let build = t.elapsed();
     let opts = ServeOptions {
-        config: a.config.clone(),
+        config: config.clone(),
         udp: UdpOptions {
             address: a.address,
             port: a.port,
@@ -474,7 +485,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
     eprintln!(
         "pathwise oracle: {routers} routers, {prefixes} prefixes from {} (built in {:.0} ms); \
          serving udp {} with {} worker(s); console on {}",
-        a.config.display(),
+        config.display(),
         build.as_secs_f64() * 1e3,
         server.local_addr(),
         server.workers(),

@@ -18,6 +18,7 @@
 //! [`OracleServer`] ties the server and the console together (`pathwise oracle serve`).
 
 pub mod bench;
+pub mod check;
 pub mod cli;
 pub mod clients;
 pub mod console;

@@ -237,12 +237,12 @@ impl HelloSection {
 impl RsvpSection {
     /// Check what parsing cannot: interfaces listed once, Hello and integrity settings,
     /// reservable bandwidth, labels and LSPs, the timer wheel.
-    pub(crate) fn check(&self, cx: &Source<'_>) -> Result<(), ConfigError> {
+    pub(crate) fn check(&self, cx: &Source<'_>, errs: &mut Vec<ConfigError>) {
         let mut seen = std::collections::BTreeSet::new();
         for (n, i) in self.interfaces.iter().enumerate() {
             let field = |f: &str| format!("rsvp.interface[{n}].{f}");
             if !seen.insert(i.name.get_ref().clone()) {
-                return Err(cx.at(
+                errs.push(cx.at(
                     i.name.span(),
                     &field("name"),
                     format!("interface {:?} listed twice", i.name.get_ref()),
@@ -252,19 +252,19 @@ impl RsvpSection {
                 && (h.interval.0.is_zero()
                     || !(h.failure_multiplier.is_finite() && h.failure_multiplier >= 1.0))
             {
-                return Err(cx.at(
+                errs.push(cx.at(
                     i.name.span(),
                     &field("hello"),
                     "needs a non-zero interval and a failure_multiplier of at least 1".into(),
                 ));
             }
             if let Some(integrity) = &i.integrity {
-                integrity.check(cx, &field("integrity"))?;
+                errs.extend(integrity.check(cx, &field("integrity")).err());
             }
             if let Some(res) = &i.reservable
                 && res.get_ref().0 > i.bandwidth.0
             {
-                return Err(cx.at(
+                errs.push(cx.at(
                     res.span(),
                     &field("reservable"),
                     format!(
@@ -275,20 +275,18 @@ impl RsvpSection {
                 ));
             }
         }
-        te::check(cx, self.labels.as_ref(), &self.lsps)?;
-        self.check_lsp_setup(cx)?;
+        te::check(cx, self.labels.as_ref(), &self.lsps, errs);
+        errs.extend(self.check_lsp_setup(cx).err());
         if self.timer_wheel.slots < 2
             || self.timer_wheel.levels < 1
             || self.timer_wheel.slot_width.0.is_zero()
         {
-            return Err(cx.line(
+            errs.push(cx.line(
                 0,
                 "rsvp.timer_wheel",
                 "needs slots ≥ 2, levels ≥ 1 and a non-zero slot width".into(),
             ));
         }
-
-        Ok(())
     }
 
     /// The LSP setup timeout and retry back-off: a zero timeout would give every LSP up
@@ -410,10 +408,30 @@ mod tests {
                 "at least 1",
             ),
             // Strict parsing: a misspelt key, a duration without a unit, a negative count.
-            ("lsp_retry = { frist = \"1s\" }", 3, "-", "frist"),
-            ("lsp_setup_timeout = \"90\"", 3, "-", "unit"),
-            ("lsp_retry = { attempts = -1 }", 3, "-", ""),
-            ("lsp_setup_timout = \"1s\"", 3, "-", "lsp_setup_timout"),
+            (
+                "lsp_retry = { frist = \"1s\" }",
+                3,
+                "rsvp.lsp_retry.frist",
+                "frist",
+            ),
+            (
+                "lsp_setup_timeout = \"90\"",
+                3,
+                "rsvp.lsp_setup_timeout",
+                "unit",
+            ),
+            (
+                "lsp_retry = { attempts = -1 }",
+                3,
+                "rsvp.lsp_retry.attempts",
+                "",
+            ),
+            (
+                "lsp_setup_timout = \"1s\"",
+                3,
+                "rsvp.lsp_setup_timout",
+                "lsp_setup_timout",
+            ),
         ] {
             let e = NodeConfig::parse("node.toml", &node(keys)).unwrap_err();
             assert_eq!(

@@ -177,14 +177,15 @@ pub(crate) fn check(
     cx: &Source<'_>,
     labels: Option<&Spanned<Vec<u32>>>,
     lsps: &[LspSection],
-) -> Result<(), ConfigError> {
+    errs: &mut Vec<ConfigError>,
+) {
     if let Some(l) = labels {
         use pathwise_core::mpls::{FIRST_UNRESERVED, MAX_LABEL};
         let ok = matches!(l.get_ref().as_slice(), &[first, last]
             if (FIRST_UNRESERVED..=MAX_LABEL).contains(&first)
                 && (first..=MAX_LABEL).contains(&last));
         if !ok {
-            return Err(cx.at(
+            errs.push(cx.at(
                 l.span(),
                 "rsvp.labels",
                 format!(
@@ -199,13 +200,12 @@ pub(crate) fn check(
     for (n, lsp) in lsps.iter().enumerate() {
         let field = format!("rsvp.lsp[{n}]");
         if !seen.insert(lsp.name.get_ref().as_str()) {
-            return Err(cx.at(
+            errs.push(cx.at(
                 lsp.name.span(),
                 &format!("{field}.name"),
                 format!("LSP {:?} listed twice", lsp.name.get_ref()),
             ));
         }
-        lsp.check(cx, &field)?;
+        errs.extend(lsp.check(cx, &field).err());
     }
-    Ok(())
 }
