@@ -33,6 +33,16 @@ pub enum ValueFault {
 
 /// Why a message could not be parsed. Each kind names the INFO-SPEC a RESPONSE would carry
 /// ([`ParseErrorKind::info_spec`]).
+///
+/// Where RFC 5974 is unclear, we read it so:
+/// - "Wrong message length" (0x02): the common header has no length field (GIST's NSLP-Data
+///   delimits the message), so it is used for a message shorter than the header and for bytes
+///   after the last object that cannot be an object.
+/// - "Bad flags value" (0x03, 0x04): §5.1.1 says undefined bits "MUST be ignored on receiving",
+///   so undefined bits are never an error and 0x04 is never raised; the one "combination of
+///   flags" the text rules out (ACK-REQ with an RII, a lowercase "must not") is 0x03.
+/// - An RSN-LIST without a SESSION-ID-LIST is reported as the missing list (0x05) rather than
+///   as an illegal RSN-LIST (0x06): the grammar nests the one in the other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum ParseErrorKind {
     /// Shorter than the common header (Protocol Error 0x02, Wrong message length).

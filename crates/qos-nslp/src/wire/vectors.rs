@@ -15,8 +15,8 @@ use super::{
 /// An initial sender-initiated RESERVE (RFC 5974 §4.1), laid out from §5.1.1, §5.1.2.1,
 /// §5.1.3.1–§5.1.3.3, §5.1.3.5 and §5.1.3.11 with RFC 5975 §5.1.1, §5.1.2, §5.2.1, §5.2.3:
 /// REPLACE set, RSN 1 in epoch 0x01020304, RII 42, REFRESH-PERIOD 30 s, a PACKET-CLASSIFIER
-/// (X, Y, P, B) and a QSPEC whose QoS Desired holds <TMOD-1> (1 Mbit/s, 3000-octet bucket,
-/// infinite peak, m 64, MPS 1500) and <Path Latency> 20 ms.
+/// (X, Y, P, B) and a QSPEC whose QoS Desired holds `<TMOD-1>` (1 Mbit/s, 3000-octet bucket,
+/// infinite peak, m 64, MPS 1500) and `<Path Latency>` 20 ms.
 #[rustfmt::skip]
 pub const RESERVE_INITIAL: [u8; 84] = [
     // Common header: RESERVE, flags R, no generic flags.
@@ -43,7 +43,7 @@ pub const RESERVE_INITIAL: [u8; 84] = [
     0x00, 0x03, 0x00, 0x01, 0x00, 0x00, 0x4e, 0x20,
 ];
 
-/// The controlled-load-like <TMOD-1> of the samples.
+/// The controlled-load-like `<TMOD-1>` of the samples.
 pub fn tmod() -> Tmod {
     Tmod {
         rate: 125_000.0,

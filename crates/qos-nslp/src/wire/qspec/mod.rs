@@ -165,7 +165,7 @@ impl QspecObject {
         self.params.iter().find(|p| p.value.id() == id)
     }
 
-    /// The <TMOD-1> of this object, if any.
+    /// The `<TMOD-1>` of this object, if any.
     pub fn tmod1(&self) -> Option<&Tmod> {
         match self.param(parameter_id::TMOD_1).map(|p| &p.value) {
             Some(ParamValue::Tmod1(t)) => Some(t),
@@ -462,8 +462,8 @@ mod tests {
     use super::*;
 
     /// A controlled-load-like sender-initiated QSPEC (§4.3.1, message sequence 0, object
-    /// combination 1): QoS Desired with <TMOD-1> (M) and <Path Latency>, QoS Available with
-    /// <TMOD-1> and <Path Latency> to be collected on the way.
+    /// combination 1): QoS Desired with `<TMOD-1>` (M) and `<Path Latency>`, QoS Available with
+    /// `<TMOD-1>` and `<Path Latency>` to be collected on the way.
     #[rustfmt::skip]
     pub(crate) const CONTROLLED_LOAD: [u8; 76] = [
         // Common QSPEC header: version 0, I=0, type 0, procedure 0/1, length 18 words.

@@ -21,33 +21,33 @@ mod field {
 
 /// Parameter IDs (§5.2, IANA §7).
 pub mod parameter_id {
-    /// <TMOD-1> (§5.2.1).
+    /// `<TMOD-1>` (§5.2.1).
     pub const TMOD_1: u16 = 1;
-    /// <TMOD-2> (§5.2.2).
+    /// `<TMOD-2>` (§5.2.2).
     pub const TMOD_2: u16 = 2;
-    /// <Path Latency> (§5.2.3).
+    /// `<Path Latency>` (§5.2.3).
     pub const PATH_LATENCY: u16 = 3;
-    /// <Path Jitter> (§5.2.4).
+    /// `<Path Jitter>` (§5.2.4).
     pub const PATH_JITTER: u16 = 4;
-    /// <Path PLR> (§5.2.5).
+    /// `<Path PLR>` (§5.2.5).
     pub const PATH_PLR: u16 = 5;
-    /// <Path PER> (§5.2.6).
+    /// `<Path PER>` (§5.2.6).
     pub const PATH_PER: u16 = 6;
-    /// <Slack Term> (§5.2.7).
+    /// `<Slack Term>` (§5.2.7).
     pub const SLACK_TERM: u16 = 7;
-    /// <Preemption Priority> and <Defending Priority> (§5.2.8).
+    /// `<Preemption Priority>` and `<Defending Priority>` (§5.2.8).
     pub const PREEMPTION_PRIORITY: u16 = 8;
-    /// <Admission Priority> (§5.2.9).
+    /// `<Admission Priority>` (§5.2.9).
     pub const ADMISSION_PRIORITY: u16 = 9;
-    /// <RPH Priority> (§5.2.10).
+    /// `<RPH Priority>` (§5.2.10).
     pub const RPH_PRIORITY: u16 = 10;
-    /// <Excess Treatment> (§5.2.11).
+    /// `<Excess Treatment>` (§5.2.11).
     pub const EXCESS_TREATMENT: u16 = 11;
-    /// <PHB Class> (§5.2.12).
+    /// `<PHB Class>` (§5.2.12).
     pub const PHB_CLASS: u16 = 12;
-    /// <DSTE Class Type> (§5.2.13).
+    /// `<DSTE Class Type>` (§5.2.13).
     pub const DSTE_CLASS_TYPE: u16 = 13;
-    /// <Y.1541 QoS Class> (§5.2.14).
+    /// `<Y.1541 QoS Class>` (§5.2.14).
     pub const Y1541_QOS_CLASS: u16 = 14;
 }
 
@@ -63,7 +63,7 @@ pub struct ParamFlags {
 }
 
 impl ParamFlags {
-    /// Flags with only M set: what a QNI sets on <TMOD-1> (§5.2.1 shows `|1|E|0|r|`).
+    /// Flags with only M set: what a QNI sets on `<TMOD-1>` (§5.2.1 shows `|1|E|0|r|`).
     pub const MANDATORY: ParamFlags = ParamFlags {
         mandatory: true,
         error: false,
@@ -71,7 +71,7 @@ impl ParamFlags {
     };
 }
 
-/// A traffic model, <TMOD-1> or <TMOD-2> (§3.3.1, §5.2.1, §5.2.2): a token bucket after
+/// A traffic model, `<TMOD-1>` or `<TMOD-2>` (§3.3.1, §5.2.1, §5.2.2): a token bucket after
 /// RFC 2212. Rates and bucket size are IEEE single-precision floats; `peak_rate` may be
 /// infinity ("If the peak rate is unknown or unspecified, then p MUST be set to infinity").
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -102,7 +102,7 @@ impl Tmod {
     }
 }
 
-/// <Path Jitter> (§5.2.4): four statistics in microseconds.
+/// `<Path Jitter>` (§5.2.4): four statistics in microseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PathJitter {
     /// STAT1: variance.
@@ -115,7 +115,7 @@ pub struct PathJitter {
     pub reserved: u32,
 }
 
-/// <Excess Treatment> values (§5.2.11, IANA §7).
+/// `<Excess Treatment>` values (§5.2.11, IANA §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ExcessTreatment {
     /// 0: drop.
@@ -152,7 +152,7 @@ impl ExcessTreatment {
     }
 }
 
-/// The 16-bit PHB Field of <PHB Class> (§5.2.12, RFC 3140 §2), decoded by
+/// The 16-bit PHB Field of `<PHB Class>` (§5.2.12, RFC 3140 §2), decoded by
 /// [`ParamValue::phb`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Phb {
@@ -169,28 +169,28 @@ pub enum Phb {
 /// A parameter's value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ParamValue {
-    /// <TMOD-1> (ID 1).
+    /// `<TMOD-1>` (ID 1).
     Tmod1(Tmod),
-    /// <TMOD-2> (ID 2).
+    /// `<TMOD-2>` (ID 2).
     Tmod2(Tmod),
-    /// <Path Latency> (ID 3): microseconds; 2^32-1 is "indeterminate".
+    /// `<Path Latency>` (ID 3): microseconds; 2^32-1 is "indeterminate".
     PathLatency(u32),
-    /// <Path Jitter> (ID 4).
+    /// `<Path Jitter>` (ID 4).
     PathJitter(PathJitter),
-    /// <Path PLR> (ID 5): a loss ratio (IEEE float, non-negative, finite).
+    /// `<Path PLR>` (ID 5): a loss ratio (IEEE float, non-negative, finite).
     PathPlr(f32),
-    /// <Path PER> (ID 6): an error ratio (IEEE float, non-negative, finite).
+    /// `<Path PER>` (ID 6): an error ratio (IEEE float, non-negative, finite).
     PathPer(f32),
-    /// <Slack Term> (ID 7): microseconds.
+    /// `<Slack Term>` (ID 7): microseconds.
     SlackTerm(u32),
-    /// <Preemption Priority> and <Defending Priority> (ID 8).
+    /// `<Preemption Priority>` and `<Defending Priority>` (ID 8).
     PreemptionPriority {
         /// Preemption priority of the new flow.
         preemption: u16,
         /// Defending priority once admitted.
         defending: u16,
     },
-    /// <Admission Priority> (ID 9).
+    /// `<Admission Priority>` (ID 9).
     AdmissionPriority {
         /// Y.2171 admission priority: 0 best effort, 1 normal, 2 high; 255 ("all ones") when
         /// the locally significant field is used instead.
@@ -198,25 +198,25 @@ pub enum ParamValue {
         /// Admission priority.
         admission: u8,
     },
-    /// <RPH Priority> (ID 10).
+    /// `<RPH Priority>` (ID 10).
     RphPriority {
         /// RPH namespace (RFC 4412 registry).
         namespace: u16,
         /// RPH priority.
         priority: u8,
     },
-    /// <Excess Treatment> (ID 11).
+    /// `<Excess Treatment>` (ID 11).
     ExcessTreatment {
         /// What to do with out-of-profile traffic.
         treatment: ExcessTreatment,
         /// DSCP to re-mark to (6 bits).
         remark: u8,
     },
-    /// <PHB Class> (ID 12): the PHB Field as received.
+    /// `<PHB Class>` (ID 12): the PHB Field as received.
     PhbClass(u16),
-    /// <DSTE Class Type> (ID 13): 0–7 allowed; other values kept for the RMF to judge.
+    /// `<DSTE Class Type>` (ID 13): 0–7 allowed; other values kept for the RMF to judge.
     DsteClassType(u8),
-    /// <Y.1541 QoS Class> (ID 14): 0–7 allowed; other values kept for the RMF to judge.
+    /// `<Y.1541 QoS Class>` (ID 14): 0–7 allowed; other values kept for the RMF to judge.
     Y1541QosClass(u8),
     /// A parameter this codec does not know, its body kept as received.
     Unknown {
@@ -260,7 +260,7 @@ impl ParamValue {
         }
     }
 
-    /// The PHB of a <PHB Class> parameter in one of the four forms of §5.2.12, or `None` for
+    /// The PHB of a `<PHB Class>` parameter in one of the four forms of §5.2.12, or `None` for
     /// another parameter or a PHB Field that matches none of them.
     pub fn phb(&self) -> Option<Phb> {
         let ParamValue::PhbClass(f) = *self else {
@@ -417,7 +417,7 @@ impl ParamValue {
     }
 }
 
-/// A <Path PLR> or <Path PER> value: sign bit zero, neither infinite nor NaN.
+/// A `<Path PLR>` or `<Path PER>` value: sign bit zero, neither infinite nor NaN.
 fn valid_ratio(bits: u32) -> bool {
     bits >> 31 == 0 && (bits >> 23) & 0xff != 0xff
 }
