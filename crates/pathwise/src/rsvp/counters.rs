@@ -81,7 +81,7 @@ fn hello_events(h: &HelloCounters) -> [(&'static str, u64); 4] {
     ]
 }
 
-fn refresh_events(r: &RefreshCounters) -> [(&'static str, u64); 9] {
+fn refresh_events(r: &RefreshCounters) -> [(&'static str, u64); 11] {
     let RefreshCounters {
         identified,
         summarized,
@@ -92,6 +92,8 @@ fn refresh_events(r: &RefreshCounters) -> [(&'static str, u64); 9] {
         nacks_received,
         bundles_sent,
         bundles_received,
+        epoch_changes,
+        unforwarded_ids,
     } = *r;
     [
         ("identified", identified),
@@ -103,6 +105,8 @@ fn refresh_events(r: &RefreshCounters) -> [(&'static str, u64); 9] {
         ("nacks_received", nacks_received),
         ("bundles_sent", bundles_sent),
         ("bundles_received", bundles_received),
+        ("epoch_changes", epoch_changes),
+        ("unforwarded_ids", unforwarded_ids),
     ]
 }
 
@@ -340,6 +344,8 @@ mod tests {
                 nacks_received: n(),
                 bundles_sent: n(),
                 bundles_received: n(),
+                epoch_changes: n(),
+                unforwarded_ids: n(),
             },
         };
         let all = (1001..=next).collect();

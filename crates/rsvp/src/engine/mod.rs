@@ -546,7 +546,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 "rsvp object outside the message grammar skipped"
             );
         }
-        self.on_refresh_objects(&hdr, &msg, &refresh, rx.src, rx.ifindex);
+        if !self.on_refresh_objects(&hdr, &msg, &refresh, rx.src, rx.ifindex) {
+            return;
+        }
         match msg {
             Message::Path(p) => self.on_path(now, rx, &hdr, p),
             Message::PathTear(t) => self.on_path_tear(t),
@@ -557,7 +559,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             Message::ResvConf(c) => self.on_resv_conf(rx, c),
             Message::Hello(h) => self.on_hello(now, rx, h),
             Message::Ack(_) => {}
-            Message::Srefresh(sr) => self.on_srefresh(&sr, rx.src, rx.ifindex),
+            Message::Srefresh(sr) => self.on_srefresh(&sr, rx),
             // Consumed by `check_integrity` before parsing.
             Message::IntegrityChallenge(_) | Message::IntegrityResponse(_) => {}
         }

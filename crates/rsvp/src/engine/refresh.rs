@@ -5,19 +5,29 @@
 //!
 //! The sending side keys each Path (per outgoing interface) and Resv (per previous hop) by the
 //! state it refreshes and remembers a digest of its contents: the same contents keep their
-//! Message_Identifier, changed contents get a new one. The receiving side maps (neighbour,
-//! identifier) to the state the message installed, so an Srefresh can extend its lifetime, and
-//! answers identifiers it does not know with MESSAGE_ID_NACK.
+//! Message_Identifier, changed contents get a new one. Path state of multicast sessions is
+//! identified but always refreshed by full Path messages: §5.3 lets the summary refresh of
+//! multicast Path state (SRC_LIST, MCAST_LIST) be used, never requires it.
+//!
+//! The receiving side maps (neighbour, Epoch, identifier) to the state the message installed,
+//! so an Srefresh can extend its lifetime (any of the §5.1 list forms), and answers identifiers
+//! it does not know with MESSAGE_ID_NACK. Per state it keeps the last identifier received, so a
+//! message older than the one the state was last changed by is dropped as out of order (§4.5);
+//! per neighbour it keeps the Epoch, so a restart is noticed (§4.5) and the neighbour is sent
+//! this node's state towards it at once instead of at the next refresh.
 
 use super::state::{PsbId, SessionId};
 use super::{RsvpEngine, TrafficControl};
-use crate::wire::te::{AckKind, MessageId, MessageIdAck, MessageIdList, REFRESH_REDUCTION_CAPABLE};
+use crate::wire::te::{
+    AckKind, ListedId, MessageId, MessageIdAck, MessageIdList, MessageIds,
+    REFRESH_REDUCTION_CAPABLE,
+};
 use crate::wire::{
     CommonHeader, FilterSpec, Message, MsgType, Packet, Session,
     message::refresh::emit_bundle,
     message::{Refresh, Srefresh},
 };
-use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Transmit, Transport};
+use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transmit, Transport};
 use pathwise_core::table::{KeyedMap, KeyedState, keyed_map};
 use pathwise_core::time::{Duration, Instant};
 use std::collections::BTreeSet;
@@ -59,6 +69,22 @@ struct OutMsg {
     /// Who acknowledged it (the Srefresh goes there).
     neighbor: Option<IpAddr>,
     tries: u8,
+    /// (Epoch, Message_Identifier) of the last PathErr or ResvErr received about this state,
+    /// for the out-of-order check (RFC 2961 §4.5).
+    err_id: Option<(u32, u32)>,
+}
+
+/// What a neighbour's identified messages about one state (a sender's Path state, or its
+/// Resv state for a session) last said.
+#[derive(Clone, Copy, Debug)]
+struct InIds {
+    /// Epoch of `last` and `installing`.
+    epoch: u32,
+    /// The Message_Identifier of the last message about the state (Path, Resv or a teardown)
+    /// that was not out of order (RFC 2961 §4.5).
+    last: u32,
+    /// The identifier of the Path or Resv that installed it, which an Srefresh names.
+    installing: Option<u32>,
 }
 
 /// What the state an identified incoming message installed is.
@@ -91,6 +117,12 @@ pub struct RefreshCounters {
     pub bundles_sent: u64,
     /// Bundle messages received.
     pub bundles_received: u64,
+    /// Neighbours found restarted by a changed Epoch (RFC 2961 §4.5), each sent this node's
+    /// state towards it at once.
+    pub epoch_changes: u64,
+    /// Unmatched identifiers of SRC_LIST and MCAST_LIST objects ignored because this node
+    /// would not forward the sender's data to the group (RFC 2961 §5.3, the RPF check).
+    pub unforwarded_ids: u64,
 }
 
 /// Refresh-reduction state of an engine.
@@ -103,10 +135,13 @@ pub struct RefreshState {
     /// Capable neighbours by address, and the last heard on each interface.
     capable: KeyedMap<IpAddr, IfIndex>,
     on_iface: KeyedMap<IfIndex, IpAddr>,
-    /// (neighbour, identifier) → the state its message installed.
-    installed: KeyedMap<(IpAddr, u32), InState>,
-    /// The identifier currently installing each (neighbour, session, sender).
-    current: KeyedMap<(IpAddr, Session, Option<FilterSpec>), u32>,
+    /// (neighbour, Epoch, identifier) → the state its message installed.
+    installed: KeyedMap<(IpAddr, u32, u32), InState>,
+    /// The identifiers last received about each (neighbour, session, sender) (`None`: the
+    /// neighbour's Resv state); forgotten with the state.
+    current: KeyedMap<(IpAddr, Session, Option<FilterSpec>), InIds>,
+    /// The Epoch last received from each neighbour (RFC 2961 §4.5).
+    epochs: KeyedMap<IpAddr, u32>,
     acks: Vec<(IpAddr, IfIndex, MessageIdAck)>,
     summaries: Vec<(IpAddr, IfIndex, u32)>,
     /// When the queued summaries go out.
@@ -127,6 +162,7 @@ impl RefreshState {
             on_iface: keyed_map(rng),
             installed: keyed_map(rng),
             current: keyed_map(rng),
+            epochs: keyed_map(rng),
             acks: Vec::new(),
             summaries: Vec::new(),
             summaries_due: None,
@@ -155,6 +191,7 @@ impl RefreshState {
             + map(&self.on_iface)
             + map(&self.installed)
             + map(&self.current)
+            + map(&self.epochs)
     }
 
     /// Forget an outgoing message (its state went).
@@ -162,6 +199,51 @@ impl RefreshState {
         if let Some(o) = self.out.remove(key) {
             self.by_id.remove(&o.id);
         }
+    }
+
+    /// Forget what a neighbour's messages about one state said (the state went).
+    fn forget_received(&mut self, slot: &(IpAddr, Session, Option<FilterSpec>)) {
+        if let Some(ids) = self.current.remove(slot)
+            && let Some(id) = ids.installing
+        {
+            self.installed.remove(&(slot.0, ids.epoch, id));
+        }
+    }
+}
+
+/// Whether `new` is below `old` with wrap-around (RFC 2961 §4.5:
+/// `if ((int) old_id - (int) new_id > 0) { new value is less than old value; }`).
+fn is_older(new: u32, old: u32) -> bool {
+    (old.wrapping_sub(new) as i32) > 0
+}
+
+/// Where the identifier of a message about some state was last kept (RFC 2961 §4.5 "the value
+/// previously received for the state associated with the message").
+enum IdSlot {
+    /// Path, PathTear (`Some(sender)`), Resv, ResvTear (`None`) from a neighbour.
+    Received((IpAddr, Session, Option<FilterSpec>)),
+    /// PathErr or ResvErr about state this node sent.
+    Error(OutKey),
+}
+
+/// Whether an outgoing key is Path state of a multicast session.
+fn is_multicast_path(key: &OutKey) -> bool {
+    matches!(key, OutKey::Path(s, ..) if s.dest.is_multicast())
+}
+
+/// Whether installed state is what a listed identifier may name (RFC 2961 §5.3): from a LIST,
+/// Resv state or Path state of a unicast session; from a SRC_LIST or MCAST_LIST, Path state of
+/// the multicast session `group` from `e.source`.
+fn listed_as(st: InState, e: &ListedId, group: Option<IpAddr>) -> bool {
+    match (e.source, st.sender) {
+        (None, None) => true,
+        (None, Some(_)) => !st.session.dest.is_multicast(),
+        (Some(source), Some(sender)) => {
+            st.session.dest.is_multicast()
+                && Some(st.session.dest) == group
+                && sender.src() == source
+        }
+        (Some(_), None) => false,
     }
 }
 
@@ -230,7 +312,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let digest = self.rr.hasher.hash_one(body);
         let now = self.now;
         let id = match self.rr.out.get(&key).copied() {
-            Some(o) if o.digest == digest && o.acked => {
+            // RFC 2961 §5.3: multicast Path state is refreshed in full (see the module doc).
+            Some(o) if o.digest == digest && o.acked && !is_multicast_path(&key) => {
                 if let Some(n) = o.neighbor {
                     let ifx = match key {
                         OutKey::Path(_, _, ifx) => ifx,
@@ -261,6 +344,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                         acked: false,
                         neighbor: None,
                         tries: 0,
+                        err_id: None,
                     },
                 );
                 self.rr.by_id.insert(id, key);
@@ -279,7 +363,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// Before a message is dispatched: note a capable neighbour, take the acknowledgements it
-    /// carries, and remember what its identifier installs (acknowledging it if asked).
+    /// carries, notice a neighbour's restart by its Epoch, drop a message out of order, and
+    /// remember what its identifier installs (acknowledging it if asked). Whether the message
+    /// is to be processed.
     pub(super) fn on_refresh_objects(
         &mut self,
         hdr: &CommonHeader,
@@ -287,22 +373,47 @@ impl<T: TrafficControl> RsvpEngine<T> {
         refresh: &Refresh,
         src: IpAddr,
         ifindex: IfIndex,
-    ) {
+    ) -> bool {
         if !self.cfg.refresh_reduction {
-            return;
+            return true;
         }
         let nbr = neighbor_of(msg, src);
         if hdr.flags & REFRESH_REDUCTION_CAPABLE != 0 && !self.is_local(nbr) {
             self.rr.capable.insert(nbr, ifindex);
             self.rr.on_iface.insert(ifindex, nbr);
         }
+        // Acknowledgements are taken even from a message dropped below: an acknowledgement
+        // stays true however late it comes, and ignoring it only draws retransmissions.
         for a in &refresh.acks {
             self.on_ack(a, nbr);
         }
         let Some(mid) = refresh.message_id else {
-            return;
+            return true;
         };
-        let state = match msg {
+        // §4.5: "If the received Epoch values differs from the value previously received from
+        // the message sender, the message is a trigger message and the receiver MUST fully
+        // process the message" -- and "MUST NOT treat the message as out of order".
+        let restarted = self
+            .rr
+            .epochs
+            .insert(nbr, mid.epoch)
+            .is_some_and(|e| e != mid.epoch);
+        if restarted {
+            self.counters.refresh.epoch_changes += 1;
+            tracing::info!(neighbor = %nbr, epoch = mid.epoch, "rsvp neighbour restarted (new Epoch), resending state");
+            self.resync_neighbor(nbr, ifindex);
+        }
+        let slot = self.id_slot(msg, nbr, ifindex);
+        if !restarted
+            && let Some(slot) = &slot
+            && self.is_out_of_order(slot, mid)
+        {
+            // §4.5: "Out of order messages SHOULD be ignored, i.e., silently dropped", and
+            // only "a non-out of order message" is acknowledged.
+            self.drop_msg("out_of_order");
+            return false;
+        }
+        let installs = match msg {
             Message::Path(p) => Some(InState {
                 session: p.session,
                 sender: Some(p.sender.template),
@@ -315,17 +426,135 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }),
             _ => None,
         };
-        if let Some(st) = state {
-            let slot = (nbr, st.session, st.sender);
-            if let Some(old) = self.rr.current.insert(slot, mid.message_id)
-                && old != mid.message_id
-            {
-                self.rr.installed.remove(&(nbr, old));
+        match slot {
+            Some(IdSlot::Received(slot)) => {
+                let old = self.rr.current.get(&slot).copied();
+                // A teardown leaves the installing identifier of the same Epoch in place.
+                let mut installing = old
+                    .filter(|o| o.epoch == mid.epoch)
+                    .and_then(|o| o.installing);
+                if let Some(st) = installs {
+                    installing = Some(mid.message_id);
+                    self.rr
+                        .installed
+                        .insert((nbr, mid.epoch, mid.message_id), st);
+                }
+                if let Some(o) = old
+                    && let Some(id) = o.installing
+                    && (o.epoch, Some(id)) != (mid.epoch, installing)
+                {
+                    self.rr.installed.remove(&(nbr, o.epoch, id));
+                }
+                self.rr.current.insert(
+                    slot,
+                    InIds {
+                        epoch: mid.epoch,
+                        last: mid.message_id,
+                        installing,
+                    },
+                );
             }
-            self.rr.installed.insert((nbr, mid.message_id), st);
+            Some(IdSlot::Error(key)) => {
+                if let Some(o) = self.rr.out.get_mut(&key) {
+                    o.err_id = Some((mid.epoch, mid.message_id));
+                }
+            }
+            None => {}
         }
         if mid.flags & MessageId::ACK_DESIRED != 0 {
             self.queue_ack(nbr, ifindex, AckKind::Ack, mid.epoch, mid.message_id);
+        }
+        true
+    }
+
+    /// Where the identifiers of messages about the state `msg` installs or changes are kept,
+    /// for the six messages §4.5 names ("at least: Path, Resv, PathTear, ResvTear, PathErr and
+    /// ResvErr"); `None` for the others.
+    fn id_slot(&self, msg: &Message, nbr: IpAddr, ifindex: IfIndex) -> Option<IdSlot> {
+        Some(match msg {
+            Message::Path(p) => IdSlot::Received((nbr, p.session, Some(p.sender.template))),
+            Message::PathTear(t) => IdSlot::Received((nbr, t.session, Some(t.sender_template?))),
+            Message::Resv(r) => IdSlot::Received((nbr, r.session, None)),
+            Message::ResvTear(t) => IdSlot::Received((nbr, t.session, None)),
+            // A PathErr comes from a next hop about the Path state sent out of the interface
+            // it arrived on; a ResvErr from the previous hop about the Resv sent to it.
+            Message::PathErr(e) => IdSlot::Error(OutKey::Path(
+                e.session,
+                e.sender.as_ref()?.template,
+                ifindex,
+            )),
+            Message::ResvErr(e) => IdSlot::Error(OutKey::Resv(e.session, nbr)),
+            _ => return None,
+        })
+    }
+
+    /// RFC 2961 §4.5: with the neighbour's Epoch unchanged, a message is out of order when
+    /// local state can be associated with it and its Message_Identifier is less than the one
+    /// most recently received for that state. "If no local state information can be
+    /// associated with the message, the receiver MUST NOT treat the message as out of order."
+    /// (Checking the state's own value directly needs no comparison with the sender's largest
+    /// identifier first, which §4.5 offers only as a shortcut.)
+    fn is_out_of_order(&self, slot: &IdSlot, mid: MessageId) -> bool {
+        let prev = match slot {
+            IdSlot::Received(key) => {
+                let (nbr, session, sender) = *key;
+                let Some(sid) = self.find_session(&session) else {
+                    return false;
+                };
+                let held = match sender {
+                    Some(sender) => self.find_psb(sid, &sender).is_some_and(|p| {
+                        self.psbs[p]
+                            .phop
+                            .is_some_and(|ph| self.phops[ph].hop.addr == nbr)
+                    }),
+                    None => self.rsbs_of(sid).any(|r| {
+                        self.rsbs[r]
+                            .nhop
+                            .is_some_and(|h| self.hops.get(h).addr == nbr)
+                    }),
+                };
+                if !held {
+                    return false;
+                }
+                self.rr.current.get(key).map(|i| (i.epoch, i.last))
+            }
+            IdSlot::Error(key) => self.rr.out.get(key).and_then(|o| o.err_id),
+        };
+        prev.is_some_and(|(epoch, last)| epoch == mid.epoch && is_older(mid.message_id, last))
+    }
+
+    /// A neighbour restarted (its Epoch changed, RFC 2961 §4.5): it lost the state this node
+    /// gave it. §4.5 and §5.4 only require that it be resent when the neighbour NACKs an
+    /// Srefresh naming it -- at this node's next refresh, up to 1.5 R later (RFC 2205 §3.7).
+    /// Sending a refresh early is always allowed (RFC 2205 §3.6 does so towards a new
+    /// previous hop), and this happens once per restart, so every identified Path out of the
+    /// interface the neighbour is on and every Resv to it is resent now in full, and
+    /// retransmitted until the new incarnation acknowledges it (§6).
+    fn resync_neighbor(&mut self, nbr: IpAddr, ifindex: IfIndex) {
+        let now = self.now;
+        let mut keys: Vec<OutKey> = self
+            .rr
+            .out
+            .keys()
+            .filter(|k| match **k {
+                OutKey::Path(_, _, ifx) => ifx == ifindex,
+                OutKey::Resv(_, addr) => addr == nbr,
+            })
+            .copied()
+            .collect();
+        // One Resv refresh per session sends to every previous hop.
+        keys.sort_unstable_by_key(|k| match k {
+            OutKey::Path(s, f, i) => (1, *s, Some(*f), Some(*i)),
+            OutKey::Resv(s, _) => (0, *s, None, None),
+        });
+        keys.dedup_by(|a, b| matches!((a, b), (OutKey::Resv(x, _), OutKey::Resv(y, _)) if x == y));
+        for key in keys {
+            if let Some(o) = self.rr.out.get_mut(&key) {
+                o.acked = false;
+                o.tries = 0;
+                self.rr.retransmit.insert((now + RAPID_RETRANSMIT, o.id));
+            }
+            self.resend(key);
         }
     }
 
@@ -361,6 +590,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 o.neighbor = Some(nbr);
             }
             AckKind::Nack => {
+                // §5.4: the neighbour has no state for it; send it in full.
                 self.counters.refresh.nacks_received += 1;
                 o.acked = false;
                 self.resend(key);
@@ -388,24 +618,51 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// Srefresh (RFC 2961 §5.3): each identifier known from this neighbour refreshes the state
-    /// its message installed; unknown ones are answered with MESSAGE_ID_NACK.
-    pub(super) fn on_srefresh(&mut self, s: &Srefresh, src: IpAddr, ifindex: IfIndex) {
+    /// its message installed; unknown ones are answered with MESSAGE_ID_NACK (§5.4). A LIST
+    /// names Resv state and Path state of unicast sessions; a SRC_LIST or MCAST_LIST names
+    /// Path state of multicast sessions by sender and group (for a SRC_LIST the group is the
+    /// Srefresh's IP destination), and an unknown one of those is NACKed only if this node
+    /// would forward that sender's data to the group (the RPF check), else ignored.
+    pub(super) fn on_srefresh(&mut self, s: &Srefresh, rx: &Received<'_>) {
         // Srefresh has no RSVP_HOP: the neighbour is the IP source.
-        let nbr = src;
+        let nbr = rx.src;
         let now = self.now;
-        for &id in &s.list.message_ids {
-            let refreshed = self
-                .rr
-                .installed
-                .get(&(nbr, id))
-                .copied()
-                .is_some_and(|st| self.refresh_installed(nbr, st, now));
-            if !refreshed {
-                self.rr.installed.remove(&(nbr, id));
+        for list in &s.lists {
+            for e in list.ids.iter() {
+                let group = match list.ids {
+                    MessageIds::List(_) => None,
+                    MessageIds::Ipv4SrcList(_) | MessageIds::Ipv6SrcList(_) => Some(rx.dst),
+                    _ => e.destination,
+                };
+                let key = (nbr, list.epoch, e.message_id);
+                let refreshed = self.rr.installed.get(&key).copied().is_some_and(|st| {
+                    listed_as(st, &e, group) && self.refresh_installed(nbr, st, now)
+                });
+                if refreshed {
+                    continue;
+                }
+                if let (Some(source), Some(group)) = (e.source, group)
+                    && !self.would_forward(source, group, rx.ifindex)
+                {
+                    // §5.3: "If the node would not forward packets to the identified group
+                    // from a listed sender, a corresponding unmatched Message_Identifier field
+                    // is silently ignored."
+                    self.counters.refresh.unforwarded_ids += 1;
+                    continue;
+                }
+                self.rr.installed.remove(&key);
                 self.counters.refresh.nacks_sent += 1;
-                self.queue_ack(nbr, ifindex, AckKind::Nack, s.list.epoch, id);
+                self.queue_ack(nbr, rx.ifindex, AckKind::Nack, list.epoch, e.message_id);
             }
         }
+    }
+
+    /// The RPF check of RFC 2961 §5.3: data from `source` to `group` arriving on `iif` is
+    /// forwarded by this node (downstream interfaces or a local member).
+    fn would_forward(&self, source: IpAddr, group: IpAddr, iif: IfIndex) -> bool {
+        self.mcast
+            .get(&(source, group))
+            .is_some_and(|m| m.iif == Some(iif) && (!m.oifs.is_empty() || m.local_member))
     }
 
     /// Extend the lifetime of state an Srefresh names; whether it was there.
@@ -478,6 +735,26 @@ impl<T: TrafficControl> RsvpEngine<T> {
         for ifx in psb.oifs.iter().flatten() {
             self.rr.forget(&OutKey::Path(session, psb.sender, *ifx));
         }
+        if let Some(ph) = psb.phop {
+            let slot = (self.phops[ph].hop.addr, session, Some(psb.sender));
+            self.rr.forget_received(&slot);
+        }
+    }
+
+    /// Forget what a next hop said about a session's Resv state once none of its
+    /// reservations is left.
+    pub(super) fn forget_resv_from(&mut self, sid: SessionId, nhop: IpAddr) {
+        if !self.cfg.refresh_reduction
+            || self.rsbs_of(sid).any(|r| {
+                self.rsbs[r]
+                    .nhop
+                    .is_some_and(|h| self.hops.get(h).addr == nhop)
+            })
+        {
+            return;
+        }
+        let session = self.sessions[sid].key;
+        self.rr.forget_received(&(nhop, session, None));
     }
 
     /// Forget a session's Resv identifiers towards `phop`.
@@ -526,11 +803,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
             for chunk in group.chunks(IDS_PER_SREFRESH) {
                 let msg = Message::Srefresh(Srefresh {
                     integrity: None,
-                    list: MessageIdList {
+                    lists: vec![MessageIdList {
                         flags: 0,
                         epoch: self.rr.epoch,
-                        message_ids: chunk.iter().map(|x| x.2).collect(),
-                    },
+                        ids: MessageIds::List(chunk.iter().map(|x| x.2).collect()),
+                    }],
                 });
                 self.send_to_neighbor(&msg, &Refresh::default(), nbr, ifx);
             }

@@ -564,11 +564,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let r = self.rsbs.remove(id);
         self.flowspecs.release(r.flowspec);
         if let Some(h) = r.nhop {
+            let addr = self.hops.get(h).addr;
             if let Some(oi) = r.oi {
-                let addr = self.hops.get(h).addr;
                 self.hello_release(oi, addr);
             }
             self.hops.release(h);
+            self.forget_resv_from(sid, addr);
         }
     }
 

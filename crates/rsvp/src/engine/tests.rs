@@ -695,3 +695,4 @@ mod hostile;
 mod kom;
 mod lsp_timeout;
 mod receiver;
+mod refresh_reduction;

@@ -27,10 +27,9 @@
 //! RECORD_ROUTE; each FILTER_SPEC of a Resv-family flow descriptor its LABEL and RECORD_ROUTE
 //! ([`FilterTe`](super::FilterTe)); [`Message::parse`](super::Message::parse) says where each
 //! is accepted. HELLO (class 22) is carried by the Hello message
-//! ([`Hello`](super::message::Hello), RFC 3209 §5.1). MESSAGE_ID, MESSAGE_ID_ACK and
-//! MESSAGE_ID_LIST (classes 23–25) are not yet part of message parsing: there they are unknown
-//! classes of the form 0bbbbbbb (error 13), and the Bundle, Ack and Srefresh messages unknown
-//! message types.
+//! ([`Hello`](super::message::Hello), RFC 3209 §5.1). MESSAGE_ID and MESSAGE_ID_ACK/NACK
+//! (classes 23, 24) go in front of any message's own objects and MESSAGE_ID_LIST (class 25) in
+//! the Srefresh message ([`message::refresh`](super::message::refresh), RFC 2961).
 //!
 //! Every object has the codec surface of [`objects`](super::objects): `parse(ctype, body)` on
 //! the body after the 4-byte object header (a known class with an unknown C-Type is
@@ -55,7 +54,7 @@ pub mod generalized;
 mod hello;
 mod label;
 #[cfg(test)]
-pub(super) mod proptests;
+pub(crate) mod proptests;
 mod refresh_reduction;
 mod rro;
 mod session_attribute;
@@ -64,7 +63,10 @@ pub use ero::{AbstractNode, EroSubobject, ExplicitRoute};
 pub use generalized::{GeneralizedLabel, GeneralizedLabelRequest, lsp_encoding, switching};
 pub use hello::{Hello, HelloKind};
 pub use label::{AtmLabelRange, FrameRelayLabelRange, Label, LabelRange, LabelRequest};
-pub use refresh_reduction::{AckKind, MessageId, MessageIdAck, MessageIdList};
+pub use refresh_reduction::{
+    AckKind, ListedId, MessageId, MessageIdAck, MessageIdList, MessageIds, MulticastMessageId,
+    SourceMessageId,
+};
 pub use rro::{RecordRoute, RroSubobject};
 pub use session_attribute::{ResourceAffinities, SessionAttribute};
 
@@ -129,8 +131,16 @@ pub mod ctype {
     pub const MESSAGE_ID_ACK: u8 = 1;
     /// MESSAGE_ID_NACK, in the MESSAGE_ID_ACK class (RFC 2961 §4.3).
     pub const MESSAGE_ID_NACK: u8 = 2;
-    /// MESSAGE_ID_LIST (RFC 2961 §5.1).
+    /// MESSAGE_ID LIST (RFC 2961 §5.1).
     pub const MESSAGE_ID_LIST: u8 = 1;
+    /// IPv4/MESSAGE_ID SRC_LIST (RFC 2961 §5.1).
+    pub const MESSAGE_ID_SRC_LIST_IPV4: u8 = 2;
+    /// IPv6/MESSAGE_ID SRC_LIST (RFC 2961 §5.1).
+    pub const MESSAGE_ID_SRC_LIST_IPV6: u8 = 3;
+    /// IPv4/MESSAGE_ID MCAST_LIST (RFC 2961 §5.1).
+    pub const MESSAGE_ID_MCAST_LIST_IPV4: u8 = 4;
+    /// IPv6/MESSAGE_ID MCAST_LIST (RFC 2961 §5.1).
+    pub const MESSAGE_ID_MCAST_LIST_IPV6: u8 = 5;
 }
 
 /// Message types added by RFC 2961 and RFC 3209 (the numbers of RFC 2205's are in

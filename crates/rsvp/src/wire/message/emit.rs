@@ -242,7 +242,13 @@ impl Message {
                 }
                 Message::Hello(m) => opt_len!(m.integrity) + m.object.buffer_len(),
                 Message::Ack(m) => opt_len!(m.integrity),
-                Message::Srefresh(m) => opt_len!(m.integrity) + m.list.buffer_len(),
+                Message::Srefresh(m) => {
+                    opt_len!(m.integrity)
+                        + m.lists
+                            .iter()
+                            .map(crate::wire::te::MessageIdList::buffer_len)
+                            .sum::<usize>()
+                }
                 Message::IntegrityChallenge(m) => m.challenge.buffer_len(),
                 Message::IntegrityResponse(m) => opt_len!(m.integrity) + m.challenge.buffer_len(),
             }
@@ -377,7 +383,7 @@ impl Message {
             Message::Ack(m) => opt_emit!(m.integrity, w),
             Message::Srefresh(m) => {
                 opt_emit!(m.integrity, w);
-                m.list.emit(w);
+                m.lists.iter().for_each(|l| l.emit(w));
             }
             // <Integrity Challenge message> ::= <Common Header> <CHALLENGE>
             Message::IntegrityChallenge(m) => m.challenge.emit(w),

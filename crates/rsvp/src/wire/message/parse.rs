@@ -49,8 +49,8 @@ struct Collected {
     forward: Vec<Opaque>,
     /// MESSAGE_ID and MESSAGE_ID_ACK/NACK (RFC 2961 §4).
     refresh: Refresh,
-    /// Srefresh's MESSAGE_ID_LIST (RFC 2961 §5.1).
-    id_list: Option<MessageIdList>,
+    /// Srefresh's MESSAGE_ID_LIST objects (RFC 2961 §5.1, §5.2).
+    id_lists: Vec<MessageIdList>,
     /// Known objects outside the message's grammar that were skipped (see [`skipped`]).
     skipped: Vec<SkippedObject>,
 }
@@ -144,7 +144,20 @@ impl Collected {
                 })?,
                 te::class::MESSAGE_ID_ACK => self.refresh.acks.push(MessageIdAck::parse(ct, body)?),
                 te::class::MESSAGE_ID_LIST => {
-                    once(&mut self.id_list, cls, || MessageIdList::parse(ct, body))?
+                    let list = MessageIdList::parse(ct, body)?;
+                    // RFC 2961 §5.2: "MESSAGE_ID SRC_LIST can not be combined in Srefresh
+                    // messages with the other objects."
+                    if self
+                        .id_lists
+                        .first()
+                        .is_some_and(|l| l.ids.is_src_list() != list.ids.is_src_list())
+                    {
+                        return Err(ParseErrorKind::UnexpectedObject {
+                            class: cls,
+                            ctype: ct,
+                        });
+                    }
+                    self.id_lists.push(list);
                 }
                 class::POLICY_DATA => {
                     if ct != ctype::TYPE_1 {
@@ -291,7 +304,13 @@ impl Collected {
             MsgType::Srefresh => {
                 return Ok(Message::Srefresh(Srefresh {
                     integrity: self.integrity,
-                    list: required(self.id_list, te::class::MESSAGE_ID_LIST)?,
+                    lists: if self.id_lists.is_empty() {
+                        return Err(ParseErrorKind::MissingObject {
+                            class: te::class::MESSAGE_ID_LIST,
+                        });
+                    } else {
+                        self.id_lists
+                    },
                 }));
             }
             // RFC 3209 §5.1: <Common Header> [ <INTEGRITY> ] <HELLO>

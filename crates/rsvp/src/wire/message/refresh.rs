@@ -11,13 +11,16 @@
 //!                            [ [<MESSAGE_ID_ACK> | <MESSAGE_ID_NACK>] ... ]  (§4.4)
 //! <Srefresh Message>     ::= <Common Header> [ <INTEGRITY> ]
 //!                            [ [<MESSAGE_ID_ACK> | <MESSAGE_ID_NACK>] ... ]
-//!                            [ <MESSAGE_ID> ] <MESSAGE_ID_LIST>              (§5.1)
+//!                            [ <MESSAGE_ID> ]
+//!                            <srefresh list> | <source srefresh list>       (§5.2)
+//! <srefresh list>        ::= <MESSAGE_ID LIST> | <MESSAGE_ID MCAST_LIST> [ <srefresh list> ]
+//! <source srefresh list> ::= <MESSAGE_ID SRC_LIST> [ <source srefresh list> ]
 //! <Bundle Message>       ::= <Common Header> [ <INTEGRITY> ]
 //!                            <RSVP Message> [ <RSVP Message> ... ]          (§3.1)
 //! ```
 //!
-//! Only MESSAGE_ID_LIST's C-Type 1 (unicast state) is decoded; see
-//! [`MessageIdList`](crate::wire::te::MessageIdList).
+//! Every form of MESSAGE_ID_LIST is decoded ([`MessageIds`](crate::wire::te::MessageIds)); a
+//! SRC_LIST next to a LIST or MCAST_LIST is refused, as §5.2 does not allow it.
 
 use pathwise_core::wire::Writer;
 
@@ -63,14 +66,15 @@ pub struct Ack {
     pub integrity: Option<Integrity>,
 }
 
-/// Srefresh (RFC 2961 §5.1, message type 15): refreshes the state installed by the messages
+/// Srefresh (RFC 2961 §5.2, message type 15): refreshes the state installed by the messages
 /// whose identifiers it lists.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Srefresh {
     /// INTEGRITY (RFC 2747), when the message was signed.
     pub integrity: Option<Integrity>,
-    /// The identifiers refreshed.
-    pub list: MessageIdList,
+    /// The identifiers refreshed: one or more MESSAGE_ID_LIST objects, in order; either
+    /// SRC_LISTs only or LISTs and MCAST_LISTs (§5.2).
+    pub lists: Vec<MessageIdList>,
 }
 
 /// The messages of a Bundle (RFC 2961 §3.1), each a whole RSVP message with its own common
@@ -139,7 +143,7 @@ pub fn emit_bundle<'a>(flags: u8, messages: impl IntoIterator<Item = &'a [u8]>, 
 mod tests {
     use super::*;
     use crate::wire::Message;
-    use crate::wire::te::AckKind;
+    use crate::wire::te::{AckKind, MessageIds};
     use proptest::prelude::*;
 
     fn arb_ack() -> impl Strategy<Value = MessageIdAck> {
@@ -171,7 +175,7 @@ mod tests {
             ack.emit_with(1, 1, &Refresh { acks, message_id: None }, &mut a);
             let sr = Message::Srefresh(Srefresh {
                 integrity: None,
-                list: MessageIdList { flags: 0, epoch: 3, message_ids: ids },
+                lists: vec![MessageIdList { flags: 0, epoch: 3, ids: MessageIds::List(ids) }],
             });
             let mut b = Vec::new();
             sr.emit_with(1, 1, &refresh, &mut b);
@@ -191,6 +195,42 @@ mod tests {
                 prop_assert!(m.len() >= CommonHeader::LEN);
             }
         }
+    }
+
+    proptest! {
+        /// An Srefresh of several lists of any form round-trips when §5.2 allows the mix (SRC_LISTs
+        /// alone, or LISTs and MCAST_LISTs), and is refused otherwise.
+        #[test]
+        fn srefresh_lists_round_trip(
+            lists in proptest::collection::vec(crate::wire::te::proptests::message_id_list(), 1..5),
+        ) {
+            let sr = Message::Srefresh(Srefresh { integrity: None, lists: lists.clone() });
+            let mut b = Vec::new();
+            sr.emit_with(1, 1, &Refresh::default(), &mut b);
+            let mixed = lists.iter().any(|l| l.ids.is_src_list())
+                && lists.iter().any(|l| !l.ids.is_src_list());
+            match Message::parse(&b) {
+                Ok((_, m)) => prop_assert!(!mixed && m == sr),
+                Err(e) => prop_assert!(
+                    mixed && matches!(e.kind, ParseErrorKind::UnexpectedObject { class: 25, .. }),
+                    "{e:?}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn an_srefresh_needs_a_list() {
+        let mut out = Vec::new();
+        let sr = Message::Srefresh(Srefresh {
+            integrity: None,
+            lists: Vec::new(),
+        });
+        sr.emit(1, &mut out);
+        assert_eq!(
+            Message::parse(&out).map(|_| ()).map_err(|e| e.kind),
+            Err(ParseErrorKind::MissingObject { class: 25 })
+        );
     }
 
     #[test]

@@ -550,3 +550,45 @@ fn hello_vectors() {
         crate::wire::ParseErrorKind::MissingObject { class: 22 }
     );
 }
+
+#[test]
+fn srefresh_vectors_of_every_list_form() {
+    use crate::wire::message::{Refresh, Srefresh};
+    use crate::wire::te::{MessageIdList, MessageIds, MulticastMessageId, SourceMessageId};
+    let list = |ids| MessageIdList {
+        flags: 0,
+        epoch: 42,
+        ids,
+    };
+    let cases = [
+        (
+            SREFRESH_LIST_MCAST_V4,
+            vec![
+                list(MessageIds::List(vec![1])),
+                list(MessageIds::Ipv4McastList(vec![MulticastMessageId {
+                    message_id: 2,
+                    source: [10, 0, 0, 1].into(),
+                    destination: [224, 1, 1, 1].into(),
+                }])),
+            ],
+        ),
+        (
+            SREFRESH_SRC_V6,
+            vec![list(MessageIds::Ipv6SrcList(vec![SourceMessageId {
+                message_id: 3,
+                source: "2001:db8::1".parse().unwrap(),
+            }]))],
+        ),
+    ];
+    for (bytes, lists) in cases {
+        let m = Message::Srefresh(Srefresh {
+            integrity: None,
+            lists,
+        });
+        let (h, parsed) = Message::parse(bytes).unwrap();
+        assert_eq!((h.flags, &parsed), (1, &m));
+        let mut out = Vec::new();
+        m.emit_with(1, 1, &Refresh::default(), &mut out);
+        assert_eq!(out, bytes);
+    }
+}

@@ -451,6 +451,28 @@ pub const HELLO_ACK_SIGNED: &[u8] = &[
     0x00, 0x0c, 0x16, 0x02, 0x9a, 0xbc, 0xde, 0xf0, 0x12, 0x34, 0x56, 0x78,
 ];
 
+/// Srefresh (RFC 2961 §5.2) to the RSVP next hop refreshing Resv or unicast Path state by a
+/// MESSAGE_ID LIST and multicast Path state by an IPv4 MESSAGE_ID MCAST_LIST (§5.1).
+pub const SREFRESH_LIST_MCAST_V4: &[u8] = &[
+    // common header: Vers 1, flags 1 (Refresh-Reduction-Capable, RFC 2961 §2), Srefresh (15), checksum 0xd048, Send_TTL 1, RSVP Length 40
+    0x11, 0x0f, 0xd0, 0x48, 0x01, 0x00, 0x00, 0x28,
+    // MESSAGE_ID LIST (class 25, C-Type 1): Epoch 42, Message_Identifier 1, length 12
+    0x00, 0x0c, 0x19, 0x01, 0x00, 0x00, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x01,
+    // IPv4/MESSAGE_ID MCAST_LIST (class 25, C-Type 4): Epoch 42; Message_Identifier 2, source 10.0.0.1, group 224.1.1.1; length 20
+    0x00, 0x14, 0x19, 0x04, 0x00, 0x00, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x02, 0x0a, 0x00, 0x00, 0x01,
+    0xe0, 0x01, 0x01, 0x01,
+];
+
+/// Srefresh (RFC 2961 §5.2) to a multicast session's group refreshing its Path state by an IPv6
+/// MESSAGE_ID SRC_LIST (§5.1).
+pub const SREFRESH_SRC_V6: &[u8] = &[
+    // common header: Vers 1, flags 1, Srefresh (15), checksum 0xa6c6, Send_TTL 1, RSVP Length 36
+    0x11, 0x0f, 0xa6, 0xc6, 0x01, 0x00, 0x00, 0x24,
+    // IPv6/MESSAGE_ID SRC_LIST (class 25, C-Type 3): Epoch 42; Message_Identifier 3, source 2001:db8::1; length 28
+    0x00, 0x1c, 0x19, 0x03, 0x00, 0x00, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x03, 0x20, 0x01, 0x0d, 0xb8,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+];
+
 /// Every vector by name: the file names (without `.bin`) of the `rsvp_message` fuzz seeds.
 pub const ALL: &[(&str, &[u8])] = &[
     ("path_v4", PATH_V4),
@@ -480,4 +502,6 @@ pub const ALL: &[(&str, &[u8])] = &[
     ("path_err_te_v4", PATH_ERR_TE_V4),
     ("hello_request", HELLO_REQUEST),
     ("hello_ack_signed", HELLO_ACK_SIGNED),
+    ("srefresh_list_mcast_v4", SREFRESH_LIST_MCAST_V4),
+    ("srefresh_src_v6", SREFRESH_SRC_V6),
 ];

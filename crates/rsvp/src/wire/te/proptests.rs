@@ -320,14 +320,46 @@ fn message_id_ack() -> impl Strategy<Value = MessageIdAck> {
     })
 }
 
-fn message_id_list() -> impl Strategy<Value = MessageIdList> {
-    (any::<u8>(), epoch(), vec(any::<u32>(), 0..40)).prop_map(|(flags, epoch, message_ids)| {
-        MessageIdList {
-            flags,
-            epoch,
-            message_ids,
-        }
+fn source_ids<A: std::fmt::Debug>(
+    a: impl Strategy<Value = A>,
+) -> impl Strategy<Value = Vec<crate::wire::te::SourceMessageId<A>>> {
+    vec((any::<u32>(), a), 0..20).prop_map(|v| {
+        v.into_iter()
+            .map(|(message_id, source)| crate::wire::te::SourceMessageId { message_id, source })
+            .collect()
     })
+}
+
+fn multicast_ids<A: std::fmt::Debug + Clone>(
+    a: impl Strategy<Value = A> + Clone,
+) -> impl Strategy<Value = Vec<crate::wire::te::MulticastMessageId<A>>> {
+    vec((any::<u32>(), a.clone(), a), 0..20).prop_map(|v| {
+        v.into_iter()
+            .map(
+                |(message_id, source, destination)| crate::wire::te::MulticastMessageId {
+                    message_id,
+                    source,
+                    destination,
+                },
+            )
+            .collect()
+    })
+}
+
+/// A MESSAGE_ID_LIST of any of its five forms (RFC 2961 §5.1).
+pub(crate) fn message_id_list() -> impl Strategy<Value = MessageIdList> {
+    use crate::wire::te::MessageIds;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+    let v4 = any::<[u8; 4]>().prop_map(Ipv4Addr::from);
+    let v6 = any::<[u8; 16]>().prop_map(Ipv6Addr::from);
+    let ids = prop_oneof![
+        vec(any::<u32>(), 0..40).prop_map(MessageIds::List),
+        source_ids(v4.clone()).prop_map(MessageIds::Ipv4SrcList),
+        source_ids(v6.clone()).prop_map(MessageIds::Ipv6SrcList),
+        multicast_ids(v4).prop_map(MessageIds::Ipv4McastList),
+        multicast_ids(v6).prop_map(MessageIds::Ipv6McastList),
+    ];
+    (any::<u8>(), epoch(), ids).prop_map(|(flags, epoch, ids)| MessageIdList { flags, epoch, ids })
 }
 
 /// Any object, emitted: (C-Type, body).
