@@ -39,6 +39,12 @@ pub enum Command {
     Rsvp(crate::rsvp::cli::Args),
     /// GIST on a running daemon: ping along a path, routing state, associations, counters.
     Gist(crate::gist::cli::Args),
+    /// Simulations: fault campaigns over many seeds.
+    Sim {
+        /// What to do.
+        #[command(subcommand)]
+        what: crate::sim::SimCommand,
+    },
     /// Benchmarks that print a table (and JSON with --json).
     Bench {
         /// Which benchmark.
@@ -76,6 +82,7 @@ impl Cli {
             Command::Gist(a) => crate::gist::cli::run(a),
             Command::Oracle { what } => crate::oracle::cli::run(what),
             Command::Booster { what } => crate::booster::cli::run(what),
+            Command::Sim { what } => crate::sim::run(what),
             Command::Bench { which } => match which {
                 Bench::Rsvp(b) => crate::rsvp::bench::run(b),
                 Bench::Gist(b) => crate::gist::bench::run(b),
