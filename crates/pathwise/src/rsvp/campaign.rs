@@ -9,6 +9,7 @@ use crate::sim::invariants::{self as inv, Checks, InstalledOn, Invariant, Violat
 use crate::sim::{Activity, Phases, SeedRun, Stage, Workload, drive};
 use pathwise_auth::Policy;
 use pathwise_core::engine::Engine;
+use pathwise_core::io::Transmit;
 use pathwise_core::rand::Rng;
 use pathwise_core::rng::SeededRng;
 use pathwise_core::time::{Duration, Instant};
@@ -423,7 +424,7 @@ impl Workload for RsvpWorkload {
                 e.state_stats().out_isbs as u64,
             );
             out.add(
-                "LSPs up at settle",
+                "LSP hops up at settle (head, transit, egress)",
                 e.lsps()
                     .iter()
                     .filter(|v| v.status == LspStatus::Up)
@@ -462,8 +463,8 @@ impl Workload for RsvpWorkload {
 
 /// Lets an injected message through unless it would hold state for longer than the run can
 /// wait (a TIME_VALUES beyond [`MAX_INJECTED_REFRESH_MS`]).
-fn vet(bytes: &[u8]) -> bool {
-    match Message::parse_full(bytes) {
+fn vet(t: &Transmit) -> bool {
+    match Message::parse_full(&t.payload) {
         Ok(p) => match p.message {
             Message::Path(m) => m.time_values.refresh_ms <= MAX_INJECTED_REFRESH_MS,
             Message::Resv(m) => m.time_values.refresh_ms <= MAX_INJECTED_REFRESH_MS,

@@ -161,10 +161,11 @@ impl FaultPlan {
     }
 }
 
-/// Decides whether a mutated message may be injected: `false` redraws it. Campaigns use it
-/// to keep out messages that would legitimately hold state beyond the run (an RSVP TIME_VALUES
-/// of weeks), which no quiescent phase could wait out.
-pub type Vet = fn(&[u8]) -> bool;
+/// Decides whether a message may be injected (checked on what a hostile node hears and sends,
+/// and again on each mutated copy: `false` redraws it). Campaigns use it to keep out messages
+/// that would legitimately hold state beyond the run (an RSVP TIME_VALUES of weeks), which no
+/// quiescent phase could wait out, and datagrams that are not the protocol's own messages.
+pub type Vet = fn(&Transmit) -> bool;
 
 /// Which datagrams [`Probe`] counts as handed to the engine's own message handling.
 pub type Counted = fn(&Received<'_>) -> bool;
@@ -185,6 +186,9 @@ const SEEN: usize = 64;
 
 impl Hostile {
     fn remember(&mut self, t: Transmit) {
+        if !(self.vet)(&t) {
+            return;
+        }
         if self.seen.len() == SEEN {
             self.seen.pop_front();
         }
@@ -219,7 +223,7 @@ impl Hostile {
                     }
                 }
             }
-            if !(self.vet)(&t.payload) {
+            if !(self.vet)(&t) {
                 continue;
             }
             t.ifindex = Some(self.ifaces[self.rng.random_range(0..self.ifaces.len())]);

@@ -244,9 +244,10 @@ pub fn run(cmd: SimCommand) -> anyhow::Result<()> {
         }
     };
     let report = campaign(a.protocol, first_seed, a.seeds, |f| {
+        // The replay command is printed once, in the report.
         eprintln!(
-            "seed {} failed: {}\n  drawn: {}\n  replay: {}",
-            f.seed, f.violation, f.drawn, f.replay
+            "seed {} failed: {}\n  drawn: {}",
+            f.seed, f.violation, f.drawn
         );
     });
     if a.json {
