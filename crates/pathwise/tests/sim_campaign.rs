@@ -49,3 +49,19 @@ fn rsvp_te_campaign() {
 fn gist_campaign() {
     run(Protocol::Gist);
 }
+
+/// Gist seed 2485318213037986 hung: a messaging association still connecting after its hold
+/// time, that had heard from its peer meanwhile, re-armed its timer at the passed deadline and
+/// fired for ever inside one `handle_timeout` (fixed in `GistEngine::on_ma_timer`). Run on a
+/// thread so a regression fails instead of hanging.
+#[test]
+fn gist_seed_2485318213037986_does_not_livelock() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(Protocol::Gist.run_seed(2485318213037986));
+    });
+    let run = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the seed finishes");
+    assert!(run.violation.is_none(), "{:?}", run.violation);
+}
