@@ -6,8 +6,9 @@
 //! [`rsvp`], [`gist`], [`oracle`], [`booster`]. The machinery they share has folders of its
 //! own: [`daemon`] (the event loop that drives the RSVP and GIST services), [`config`] (loading
 //! and checking `node.toml`), [`mgmt`] (the management socket), [`metrics`] (the Prometheus
-//! writer), [`netns`] (network-namespace labs and the five-node chain), [`bench`] (what the
-//! benchmarks share), [`demo`] and [`cli`] (which only assembles the services' commands).
+//! writer), [`netns`] (network-namespace labs and the five-node chain), [`sim`] (fault
+//! campaigns: the runner, invariants and faults the services' campaigns share), [`bench`] (what
+//! the benchmarks share), [`demo`] and [`cli`] (which only assembles the services' commands).
 //! [`build_info`] says which version and commit this is.
 #![warn(missing_docs)]
 
@@ -23,6 +24,7 @@ pub mod mgmt;
 pub mod netns;
 pub mod oracle;
 pub mod rsvp;
+pub mod sim;
 
 /// What this binary is: its version and the git commit it was built from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -448,8 +448,18 @@ impl GistEngine {
             && m.idle_since
                 .is_some_and(|t| t + self.cfg.ma_idle_timeout <= now);
         let silent = m.last_rx + self.cfg.ma_hold_time <= now;
-        if idle || silent {
-            self.drop_msg(if idle { "ma_idle" } else { "ma_silent" });
+        // A stream that did not come up within the hold time is given up. Without this, one
+        // that heard from the peer meanwhile (`last_rx` fresh, so not silent) was re-armed at
+        // its passed deadline and fired again at once, for ever.
+        let unconnected = m.state != MaState::Connected && m.last_tx + self.cfg.ma_hold_time <= now;
+        if idle || silent || unconnected {
+            self.drop_msg(if idle {
+                "ma_idle"
+            } else if silent {
+                "ma_silent"
+            } else {
+                "ma_connect_timeout"
+            });
             self.close_ma(ma, true);
             return;
         }

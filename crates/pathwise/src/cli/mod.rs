@@ -49,6 +49,12 @@ pub enum Command {
     Rsvp(crate::rsvp::cli::Args),
     /// GIST on a running daemon: ping along a path, routing state, associations, counters.
     Gist(crate::gist::cli::Args),
+    /// Simulations: fault campaigns over many seeds.
+    Sim {
+        /// What to do.
+        #[command(subcommand)]
+        what: crate::sim::SimCommand,
+    },
     /// Benchmarks that print a table (and JSON with --json).
     Bench {
         /// Which benchmark.
@@ -93,6 +99,7 @@ impl Cli {
             Command::Booster { what } => crate::booster::cli::run(what),
             Command::Completions(a) => docs::completions(a),
             Command::Man(a) => docs::man(a),
+            Command::Sim { what } => crate::sim::run(what),
             Command::Bench { which } => match which {
                 Bench::Rsvp(b) => crate::rsvp::bench::run(b),
                 Bench::Gist(b) => crate::gist::bench::run(b),

@@ -7,11 +7,13 @@
 //!   daemon; [`config`]: its `[gist]` section of `node.toml`;
 //! - [`cli`]: `pathwise gist …`; [`nslp_cli`]: `pathwise gist send` and `listen` (any NSLPID
 //!   over the IPC NSLP API); [`attack`]: `pathwise gist attack` (test networks only);
-//! - [`sim`]: GIST nodes on the simulator (the demo); [`chain`]: the five-node namespace lab;
+//! - [`sim`]: GIST nodes on the simulator (the demo); [`campaign`]: `pathwise sim campaign
+//!   gist`; [`chain`]: the five-node namespace lab;
 //! - [`bench`]: `pathwise bench gist-chain`, `gist-api`.
 
 pub mod attack;
 pub mod bench;
+pub mod campaign;
 pub mod chain;
 pub mod cli;
 pub mod config;

@@ -12,7 +12,12 @@ use std::net::IpAddr;
 
 /// A GIST node running the Ping NSLP, recording its router id in pings.
 pub fn ping_node(setup: &NodeSetup) -> StreamAdapter {
-    let cfg = Config {
+    ping_node_with(setup, |_| {})
+}
+
+/// [`ping_node`] with its GIST configuration changed by `tweak`.
+pub fn ping_node_with(setup: &NodeSetup, tweak: impl FnOnce(&mut Config)) -> StreamAdapter {
+    let mut cfg = Config {
         seed: setup.seed,
         interfaces: setup
             .interfaces
@@ -25,6 +30,7 @@ pub fn ping_node(setup: &NodeSetup) -> StreamAdapter {
         local_addrs: setup.loopbacks().iter().map(|n| n.addr()).collect(),
         ..Config::default()
     };
+    tweak(&mut cfg);
     let ping = PingConfig {
         record_addr: Some(IpAddr::V4(setup.router_id())),
         seed: setup.seed ^ 0x5a5a,

@@ -8,10 +8,11 @@
 //! - [`verbs`] and [`te`]: the management verbs (sessions, reservations, LSPs) as the daemon
 //!   answers them and the CLI builds them; [`cli`]: `pathwise rsvp …`;
 //! - [`sim`] and [`te_sim`]: RSVP engines on the simulator (the demo, the simulation tests,
-//!   `bench rsvp-refresh`); [`chain`]: the five-node namespace lab with a daemon on every node;
+//!   `bench rsvp-refresh`); [`campaign`]: `pathwise sim campaign rsvp` and `rsvp-te`; [`chain`]: the five-node namespace lab with a daemon on every node;
 //! - [`bench`]: `pathwise bench rsvp`, `rsvp-refresh`, `rsvp-chain`, `rsvp-integrity`.
 
 pub mod bench;
+pub mod campaign;
 pub mod chain;
 pub mod cli;
 pub mod config;
