@@ -6,7 +6,7 @@
 use crate::gist::sim::ping_node_with;
 use crate::sim::faults::{FaultPlan, Probe, is_udp_to, random_network, v4};
 use crate::sim::invariants::{self as inv, Checks, Invariant, Violation};
-use crate::sim::{Activity, Phases, SeedRun, Stage, Workload, drive};
+use crate::sim::{Activity, Phases, SeedRun, Stage, Workload, run_plan};
 use pathwise_core::io::{Transmit, Transport};
 use pathwise_core::rand::Rng;
 use pathwise_core::time::{Duration, Instant};
@@ -271,37 +271,5 @@ pub fn run_seed(seed: u64) -> SeedRun {
             next_at: Instant::from_millis(rng.random_range(1..=2000)),
         });
     }
-    let _ = write!(
-        drawn,
-        " {} impaired links, {} timed faults, {} hostile",
-        plan.impaired.len(),
-        plan.timed.len(),
-        plan.hostile.len()
-    );
-    for (l, p) in &plan.impaired {
-        sim.apply(pathwise_sim::Control::SetLinkParams {
-            link: *l,
-            direction: None,
-            params: p.clone(),
-        });
-    }
-    let mut checks = Checks::default();
-    let mut activity = Activity::default();
-    let violation = drive(
-        &mut sim,
-        &mut w,
-        &plan.timed,
-        FaultPlan::restore(&original),
-        phases,
-        &mut checks,
-        &mut activity,
-    )
-    .err();
-    SeedRun {
-        virtual_time: sim.now() - Instant::ZERO,
-        checks,
-        violation,
-        drawn,
-        activity,
-    }
+    run_plan(&mut sim, &mut w, &plan, &original, phases, drawn, |_, _| {})
 }

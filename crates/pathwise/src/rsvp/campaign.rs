@@ -6,7 +6,7 @@
 use crate::rsvp::sim::node_config;
 use crate::sim::faults::{FaultPlan, Probe, random_network, v4};
 use crate::sim::invariants::{self as inv, Checks, InstalledOn, Invariant, Violation};
-use crate::sim::{Activity, Phases, SeedRun, Stage, Workload, drive};
+use crate::sim::{Activity, Phases, SeedRun, Stage, Workload, run_plan};
 use pathwise_auth::Policy;
 use pathwise_core::engine::Engine;
 use pathwise_core::io::Transmit;
@@ -514,40 +514,17 @@ pub fn run_seed(seed: u64, te: bool) -> SeedRun {
     } else {
         RsvpWorkload::draw_sessions(&mut rng, sim.topology(), &mut drawn)
     };
-    let _ = write!(
-        drawn,
-        " {} impaired links, {} timed faults, {} hostile",
-        plan.impaired.len(),
-        plan.timed.len(),
-        plan.hostile.len()
-    );
-    for (l, p) in &plan.impaired {
-        sim.apply(pathwise_sim::Control::SetLinkParams {
-            link: *l,
-            direction: None,
-            params: p.clone(),
-        });
-    }
-    for n in sim.topology().node_ids() {
-        w.start_node(&mut sim, n);
-    }
-    let mut checks = Checks::default();
-    let mut activity = Activity::default();
-    let violation = drive(
+    run_plan(
         &mut sim,
         &mut w,
-        &plan.timed,
-        FaultPlan::restore(&original),
+        &plan,
+        &original,
         phases,
-        &mut checks,
-        &mut activity,
-    )
-    .err();
-    SeedRun {
-        virtual_time: sim.now() - Instant::ZERO,
-        checks,
-        violation,
         drawn,
-        activity,
-    }
+        |sim, w| {
+            for n in sim.topology().node_ids() {
+                w.start_node(sim, n);
+            }
+        },
+    )
 }

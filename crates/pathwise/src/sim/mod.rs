@@ -309,6 +309,54 @@ pub struct Phases {
     pub check_every: u32,
 }
 
+/// Run a drawn seed: note the fault plan in `drawn`, impair the links it names, let `start`
+/// prepare the nodes, then [`drive`] the phases (restoring `original` for the quiet one).
+pub fn run_plan<W: Workload>(
+    sim: &mut Sim<W::Engine>,
+    w: &mut W,
+    plan: &faults::FaultPlan,
+    original: &pathwise_sim::Topology,
+    phases: Phases,
+    mut drawn: String,
+    start: impl FnOnce(&mut Sim<W::Engine>, &mut W),
+) -> SeedRun {
+    use std::fmt::Write as _;
+    let _ = write!(
+        drawn,
+        " {} impaired links, {} timed faults, {} hostile",
+        plan.impaired.len(),
+        plan.timed.len(),
+        plan.hostile.len()
+    );
+    for (l, p) in &plan.impaired {
+        sim.apply(Control::SetLinkParams {
+            link: *l,
+            direction: None,
+            params: p.clone(),
+        });
+    }
+    start(sim, w);
+    let mut checks = Checks::default();
+    let mut activity = Activity::default();
+    let violation = drive(
+        sim,
+        w,
+        &plan.timed,
+        faults::FaultPlan::restore(original),
+        phases,
+        &mut checks,
+        &mut activity,
+    )
+    .err();
+    SeedRun {
+        virtual_time: sim.now() - Instant::ZERO,
+        checks,
+        violation,
+        drawn,
+        activity,
+    }
+}
+
 /// Run a workload through the three phases: faults (from `timed`, applied at their instants),
 /// settling (after `restore` turned them off), quiescence (after teardown). Stops at the first
 /// violation.
