@@ -1120,6 +1120,7 @@ fn dissector_flags_exactly_what_the_codec_rejects() {
         corpus.extend((1..b.len()).map(|n| b[..n].to_vec()));
         corpus.push([&b[..], &[0, 0, 0, 0]].concat());
         corpus.push([&b[..], &[0x40, 0x0c, 0, 0]].concat());
+        corpus.extend(structural_mutations(&b));
         for _ in 0..120 {
             let mut x = b.clone();
             for _ in 0..1 + rng.below(2) {
@@ -1129,6 +1130,14 @@ fn dissector_flags_exactly_what_the_codec_rejects() {
             corpus.push(x);
         }
     }
+    // Codec-built but invalid: an empty QSPEC object next to a full one, a QSPEC without
+    // objects (RFC 5975 §5.1: "Empty QSPECs and empty QSPEC Objects MUST NOT be used").
+    let mut q = vectors::qspec_desired();
+    q.objects
+        .push(QspecObject::new(QspecObjectType::MinimumQos, vec![]));
+    corpus.push(Message::new(Body::Query(Query::new(q))).to_bytes());
+    let empty = Qspec::new(QspecProcedure::default(), vec![]);
+    corpus.push(Message::new(Body::Query(Query::new(empty))).to_bytes());
     // Hand-made: header only, unknown types, random bytes.
     corpus.push(vec![1, 0, 0, 0]);
     corpus.push(vec![0, 0, 0, 0]);
@@ -1188,6 +1197,146 @@ fn dissector_flags_exactly_what_the_codec_rejects() {
         "{rejected} of {} rejected",
         payloads.len()
     );
+}
+
+/// Where the headers of a well-formed message are: NSLP objects, QSPEC common headers, QSPEC
+/// objects and parameters (with their IDs).
+#[derive(Debug, Default)]
+struct Layout {
+    objects: Vec<usize>,
+    qspecs: Vec<usize>,
+    qspec_objects: Vec<usize>,
+    params: Vec<(usize, u16)>,
+}
+
+fn word_len(b: &[u8], at: usize) -> usize {
+    usize::from(u16::from_be_bytes([b[at + 2], b[at + 3]]) & 0x0fff) * 4
+}
+
+/// Walks a QSPEC at `[at, end)` (RFC 5975 §5.1: lengths in words, headers excluded; a Local
+/// QSPEC's Initiator QSPEC after its objects).
+fn walk_qspec(b: &[u8], at: usize, end: usize, out: &mut Layout) {
+    out.qspecs.push(at);
+    let objects_end = at + 4 + word_len(b, at);
+    let mut o = at + 4;
+    while o < objects_end {
+        out.qspec_objects.push(o);
+        let params_end = o + 4 + word_len(b, o);
+        let mut p = o + 4;
+        while p < params_end {
+            let id = u16::from_be_bytes([b[p], b[p + 1]]) & 0x0fff;
+            out.params.push((p, id));
+            p += 4 + word_len(b, p);
+        }
+        o = params_end;
+    }
+    if objects_end < end {
+        walk_qspec(b, objects_end, end, out);
+    }
+}
+
+fn layout(b: &[u8]) -> Layout {
+    let mut out = Layout::default();
+    let mut at = 4;
+    while at < b.len() {
+        out.objects.push(at);
+        let end = at + 4 + word_len(b, at);
+        if u16::from_be_bytes([b[at], b[at + 1]]) & 0x0fff == object_type::QSPEC {
+            walk_qspec(b, at + 4, end, &mut out);
+        }
+        at = end;
+    }
+    out
+}
+
+/// Targeted mutations of a well-formed message, to reach every check the codec makes: every
+/// message type and generic flag combination; each object retyped to every known type (so
+/// illegal, duplicate and alternative objects occur), given each AB with an unknown type, and
+/// one word longer or shorter; each QSPEC with another version, the other I bit and another
+/// length; each QSPEC object retyped (duplicates) and resized; each parameter renumbered to
+/// every ID (duplicates, wrong lengths for the ID) and resized; each float of a TMOD, PLR or
+/// PER set to values RFC 5975 prohibits or allows at the edge.
+fn structural_mutations(b: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut with = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut x = b.to_vec();
+        f(&mut x);
+        out.push(x);
+    };
+    for t in 0..=5 {
+        with(&|x| x[0] = t);
+    }
+    for g in 0..16 {
+        with(&|x| x[3] = (x[3] & 0xf0) | g);
+    }
+    with(&|x| x[1] = 0xff);
+    let resize = |x: &mut Vec<u8>, at: usize, delta: i32| {
+        let words = u16::from_be_bytes([x[at + 2], x[at + 3]]) & 0x0fff;
+        let words = (i32::from(words) + delta).clamp(0, 0x0fff) as u16;
+        x[at + 2] = (x[at + 2] & 0xf0) | (words >> 8) as u8;
+        x[at + 3] = words as u8;
+    };
+    let retype = |x: &mut Vec<u8>, at: usize, t: u16| {
+        x[at] = (x[at] & 0xf0) | (t >> 8) as u8;
+        x[at + 1] = t as u8;
+    };
+    let l = layout(b);
+    for &at in &l.objects {
+        for t in 1..=12 {
+            with(&|x| retype(x, at, t));
+        }
+        for ab in 0..4u8 {
+            with(&|x| {
+                retype(x, at, 0x100);
+                x[at] = (x[at] & 0x3f) | (ab << 6);
+            });
+        }
+        for d in [-1, 1] {
+            with(&|x| resize(x, at, d));
+        }
+    }
+    for &at in &l.qspecs {
+        with(&|x| x[at] |= 0x10);
+        with(&|x| x[at] ^= 0x08);
+        for d in [-1, 1] {
+            with(&|x| resize(x, at, d));
+        }
+    }
+    for &at in &l.qspec_objects {
+        for t in 0..=4 {
+            with(&|x| retype(x, at, t));
+        }
+        for d in [-1, 1] {
+            with(&|x| resize(x, at, d));
+        }
+    }
+    for &(at, id) in &l.params {
+        for t in 0..=15 {
+            with(&|x| retype(x, at, t));
+        }
+        for d in [-1, 1] {
+            with(&|x| resize(x, at, d));
+        }
+        let floats: &[usize] = match id {
+            1 | 2 => &[0, 4, 8],
+            5 | 6 => &[0],
+            _ => &[],
+        };
+        for &f in floats {
+            for bits in [
+                0x7fc0_0000u32, // NaN
+                0x7f80_0000,    // infinity
+                0xbf80_0000,    // -1
+                0x3f00_0000,    // 0.5
+                0x3f80_0000,    // 1
+                0x0000_0001,    // the smallest subnormal
+                0x8000_0000,    // -0
+            ] {
+                with(&|x| x[at + 4 + f..at + 8 + f].copy_from_slice(&bits.to_be_bytes()));
+            }
+        }
+    }
+    out
 }
 
 #[test]
