@@ -1357,6 +1357,59 @@ fn registers_whatever_the_load_order() {
     check_codec_capture(&home, Load::Plugins, &pcap, &frames);
 }
 
+/// Every `qos_nslp.*` field and expert item the dissector registers is in
+/// `contrib/wireshark/README.md`'s list, and every one the README names exists.
+#[test]
+fn readme_lists_every_field() {
+    if !have_tshark("readme_lists_every_field") {
+        return;
+    }
+    let home = Scratch::new("fields");
+    let lua = |name| format!("lua_script:{}", script(name).display());
+    let out = Command::new("tshark")
+        .env("HOME", &home.0)
+        .env_remove("XDG_CONFIG_HOME")
+        .args([
+            "-G",
+            "fields",
+            "-X",
+            &lua("gist.lua"),
+            "-X",
+            &lua("qos_nslp.lua"),
+        ])
+        .output()
+        .expect("run tshark -G fields");
+    assert!(out.status.success(), "tshark -G fields: {}", out.status);
+    let registered: std::collections::BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split('\t').nth(2))
+        .filter(|f| f.starts_with("qos_nslp."))
+        .map(str::to_string)
+        .collect();
+    assert!(registered.len() > 100, "{} fields", registered.len());
+    let readme = std::fs::read_to_string(script("README.md")).expect("README.md");
+    let mut named = std::collections::BTreeSet::new();
+    for (at, _) in readme.match_indices("`qos_nslp.") {
+        let rest = &readme[at + 1..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .unwrap_or(rest.len());
+        if !rest[..end].ends_with(".lua") {
+            named.insert(rest[..end].to_string());
+        }
+    }
+    let unlisted: Vec<_> = registered.difference(&named).collect();
+    let unknown: Vec<_> = named.difference(&registered).collect();
+    assert!(
+        unlisted.is_empty(),
+        "fields missing from README.md: {unlisted:?}"
+    );
+    assert!(
+        unknown.is_empty(),
+        "README.md names fields that do not exist: {unknown:?}"
+    );
+}
+
 /// A small deterministic generator for the mutation corpus.
 #[derive(Debug)]
 struct XorShift(u64);
