@@ -651,9 +651,9 @@ local function dissect_param_value(tvb, off, len, id, tree)
     return len .. " bytes"
 end
 
--- The objects of a QSPEC at [off, off + len) (len a multiple of four). Returns false where the
--- codec stops.
-local function dissect_qspec_objects(tvb, off, len, tree)
+-- The objects of a QSPEC at [off, off + len) (len a multiple of four), their names appended to
+-- `names`. Returns false where the codec stops.
+local function dissect_qspec_objects(tvb, off, len, tree, names)
     local stop = off + len
     local pos = off
     local seen_objects = {}
@@ -675,6 +675,7 @@ local function dissect_qspec_objects(tvb, off, len, tree)
             return false
         end
         local item = tree:add(f.qobj, tvb(pos, 4 + olen))
+        names[#names + 1] = oname
         item:add(f.qobj_e, tvb(pos, 4))
         item:add(f.qobj_type, tvb(pos, 4))
         item:add(f.qobj_length, tvb(pos, 4))
@@ -747,14 +748,14 @@ local function dissect_qspec_objects(tvb, off, len, tree)
 end
 
 -- A QSPEC (§5.1) at [off, off + len); `depth` 1 for the Initiator QSPEC inside a Local QSPEC.
--- Returns whether the codec accepts it, and whether it is a Local QSPEC.
+-- Returns whether the codec accepts it, whether it is a Local QSPEC, and a summary.
 local dissect_qspec
 dissect_qspec = function(tvb, off, len, tree, depth)
     if len < 4 then
         tree:add(f.qspec_data, tvb(off, len))
         tree:add_proto_expert_info(ex.qspec_length, len .. " bytes: shorter than the common"
             .. " QSPEC header" .. pe(12))
-        return false, false
+        return false, false, "truncated"
     end
     local hr = tvb(off, 4)
     local h = hr:uint()
@@ -780,7 +781,7 @@ dissect_qspec = function(tvb, off, len, tree, depth)
         if len > 4 then
             tree:add(f.qspec_data, tvb(off + 4, len - 4))
         end
-        return false, is_local
+        return false, is_local, "version " .. version
     end
     -- §4.3, IANA §7: message sequences 0 and 1 with combinations 0-2, sequence 2 with 0.
     if not (((seq == 0 or seq == 1) and comb <= 2) or (seq == 2 and comb == 0)) then
@@ -793,9 +794,11 @@ dissect_qspec = function(tvb, off, len, tree, depth)
         if len > 4 then
             tree:add(f.qspec_data, tvb(off + 4, len - 4))
         end
-        return false, is_local
+        return false, is_local, "bad length"
     end
-    local ok = dissect_qspec_objects(tvb, off + 4, words * 4, tree)
+    local names = {}
+    local ok = dissect_qspec_objects(tvb, off + 4, words * 4, tree, names)
+    local summary = (is_local and "Local: " or "Initiator: ") .. table.concat(names, ", ")
     if words == 0 then
         -- §5.1: "Empty QSPECs ... MUST NOT be used".
         l_item:add_proto_expert_info(ex.qspec, "QSPEC without objects" .. pe(12))
@@ -808,7 +811,8 @@ dissect_qspec = function(tvb, off, len, tree, depth)
             -- §4.1, Figure 3: a Local QSPEC carries the Initiator QSPEC after its own objects.
             local inner = tree:add(f.qspec, tvb(at, rest))
             inner:append_text(" (encapsulated Initiator QSPEC)")
-            local inner_ok, inner_local = dissect_qspec(tvb, at, rest, inner, 1)
+            local inner_ok, inner_local, inner_summary = dissect_qspec(tvb, at, rest, inner, 1)
+            summary = summary .. "; " .. inner_summary
             if inner_local then
                 inner:add_proto_expert_info(ex.qspec,
                     "A Local QSPEC inside a Local QSPEC" .. pe(12))
@@ -824,7 +828,7 @@ dissect_qspec = function(tvb, off, len, tree, depth)
             ok = false
         end
     end
-    return ok, is_local
+    return ok, is_local, summary
 end
 
 ------------------------------------------------------------------------------------------------
@@ -1021,7 +1025,8 @@ local function dissect_body(tvb, off, len, t, item, info)
         for at = off, off + len - 16, 16 do
             item:add(f.sid_list_sid, tvb(at, 16))
         end
-        return (len / 16) .. " sessions", true
+        local n = len / 16
+        return string.format("%d session%s", n, n == 1 and "" or "s"), true
     elseif t == RSN_LIST then
         if len < 4 then
             item:add_proto_expert_info(ex.obj_length, "RSN-LIST without its Epoch Identifier"
@@ -1048,8 +1053,8 @@ local function dissect_body(tvb, off, len, t, item, info)
             return nil, false
         end
         local q = item:add(f.qspec, tvb(off, len))
-        local ok = dissect_qspec(tvb, off, len, q, 0)
-        return nil, ok
+        local ok, _, summary = dissect_qspec(tvb, off, len, q, 0)
+        return summary, ok
     end
     return nil, true
 end
