@@ -275,8 +275,11 @@ fn worst_severity(home: &Scratch, pcap: &Path) -> BTreeMap<usize, u64> {
 }
 
 // ------------------------------------------------------------------------------------------
-// Captures: a classic pcap writer (Ethernet, IPv4, UDP)
+// Captures: a classic pcap writer (Ethernet, IPv4, UDP and TCP)
 // ------------------------------------------------------------------------------------------
+
+/// A TCP direction: source address and port, destination address and port.
+type Flow = ([u8; 4], u16, [u8; 4], u16);
 
 #[derive(Debug)]
 struct PcapWriter {
@@ -304,10 +307,57 @@ impl PcapWriter {
         l4.extend_from_slice(&u16::try_from(8 + payload.len()).unwrap().to_be_bytes());
         l4.extend_from_slice(&[0, 0]);
         l4.extend_from_slice(payload);
+        self.ipv4([10, 0, 0, 1], [10, 0, 0, 2], 17, &l4);
+    }
+
+    /// A TCP segment (checksum left 0; tshark does not check it by default).
+    fn tcp(&mut self, flow: Flow, seq: u32, ack: u32, flags: u8, payload: &[u8]) {
+        let (src, sport, dst, dport) = flow;
+        let mut l4 = Vec::new();
+        l4.extend_from_slice(&sport.to_be_bytes());
+        l4.extend_from_slice(&dport.to_be_bytes());
+        l4.extend_from_slice(&seq.to_be_bytes());
+        l4.extend_from_slice(&ack.to_be_bytes());
+        l4.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+        l4.extend_from_slice(payload);
+        self.ipv4(src, dst, 6, &l4);
+    }
+
+    /// A TCP connection from `flow`'s source: handshake, then `stream` in segments of the
+    /// given sizes (cycled), each acknowledged. Returns the frame number of each stream byte.
+    fn tcp_stream(&mut self, flow: Flow, stream: &[u8], sizes: &[usize]) -> Vec<u32> {
+        const SYN: u8 = 0x02;
+        const SYN_ACK: u8 = 0x12;
+        const ACK: u8 = 0x10;
+        const PSH_ACK: u8 = 0x18;
+        let back = (flow.2, flow.3, flow.0, flow.1);
+        let (isn, server_isn) = (1000u32, 9000u32);
+        self.tcp(flow, isn, 0, SYN, &[]);
+        self.tcp(back, server_isn, isn + 1, SYN_ACK, &[]);
+        self.tcp(flow, isn + 1, server_isn + 1, ACK, &[]);
+        let mut owner = Vec::with_capacity(stream.len());
+        let mut at = 0;
+        for &size in sizes.iter().cycle() {
+            if at >= stream.len() {
+                break;
+            }
+            let end = (at + size).min(stream.len());
+            let seq = isn + 1 + at as u32;
+            self.tcp(flow, seq, server_isn + 1, PSH_ACK, &stream[at..end]);
+            owner.extend(std::iter::repeat_n(self.frames, end - at));
+            self.tcp(back, server_isn + 1, isn + 1 + end as u32, ACK, &[]);
+            at = end;
+        }
+        owner
+    }
+
+    fn ipv4(&mut self, src: [u8; 4], dst: [u8; 4], protocol: u8, l4: &[u8]) {
         let total = u16::try_from(20 + l4.len()).expect("fits an IPv4 packet");
         let mut ip = vec![0x45, 0];
         ip.extend_from_slice(&total.to_be_bytes());
-        ip.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+        ip.extend_from_slice(&[0, 0, 0x40, 0, 64, protocol, 0, 0]);
+        ip.extend_from_slice(&src);
+        ip.extend_from_slice(&dst);
         let sum = ip
             .chunks(2)
             .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
@@ -317,7 +367,7 @@ impl PcapWriter {
         ip[10..12].copy_from_slice(&sum.to_be_bytes());
         let mut frame = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00];
         frame.extend_from_slice(&ip);
-        frame.extend_from_slice(&l4);
+        frame.extend_from_slice(l4);
 
         self.frames += 1;
         let len = u32::try_from(frame.len()).unwrap();
@@ -1104,6 +1154,61 @@ fn codec_built_messages_decode_as_the_codec_reads_them() {
         first.contains("QoS NSLP RESERVE [R] RSN=1 RII=42"),
         "Info column: {first}"
     );
+}
+
+#[test]
+fn messages_back_to_back_on_a_c_mode_stream() {
+    if !have_tshark("messages_back_to_back_on_a_c_mode_stream") {
+        return;
+    }
+    let home = Scratch::new("cmode");
+    // Every codec-built message in a GIST Data on one TCP connection to port 270 (RFC 5971
+    // §5.4.2), cut into segments that end inside headers and objects and that complete two
+    // messages at once.
+    let mut stream = Vec::new();
+    let mut ends = Vec::new();
+    let mut payloads = Vec::new();
+    for (i, (_, m)) in codec_messages().into_iter().enumerate() {
+        let nslpid = 1 + i as u16;
+        let b = m.to_bytes();
+        gist_data(nslpid, b.clone()).emit(&mut stream);
+        ends.push(stream.len() - 1);
+        payloads.push((nslpid, b));
+    }
+    let mut w = PcapWriter::new();
+    let owner = w.tcp_stream(
+        ([10, 0, 0, 1], 40_000, [10, 0, 0, 2], GIST_PORT),
+        &stream,
+        &[3, 61, 200, 17, 1000],
+    );
+    let pcap = home.path("cmode.pcap");
+    w.save(&pcap);
+    // A message shows in the frame that holds its last byte, where TCP reassembles it.
+    let mut want: BTreeMap<usize, BTreeMap<&'static str, Vec<String>>> = BTreeMap::new();
+    for (end, (nslpid, b)) in ends.iter().zip(&payloads) {
+        let frame = want.entry(owner[*end] as usize).or_default();
+        for (k, v) in expected_fields(*nslpid, b) {
+            frame.entry(k).or_default().extend(v);
+        }
+    }
+    assert!(
+        want.values().any(|f| f["qos_nslp.type"].len() > 1),
+        "some segment completes two messages"
+    );
+    let decoded = tshark_fields(&home, Load::GistFirst, &pcap, FIELDS);
+    for (frame, cols) in &decoded {
+        let want = want.get(frame);
+        for (field, got) in FIELDS.iter().zip(cols) {
+            let want = want
+                .and_then(|w| w.get(field))
+                .map(|v| v.join(","))
+                .unwrap_or_default();
+            assert_eq!(got, &want, "C-mode frame {frame}: {field}");
+        }
+    }
+    for (frame, worst) in worst_severity(&home, &pcap) {
+        assert!(worst < PI_WARN, "frame {frame}: expert severity {worst:#x}");
+    }
 }
 
 #[test]
