@@ -1,19 +1,20 @@
 //! The Wireshark dissector `contrib/wireshark/qos_nslp.lua` reads the QoS NSLP the way this
 //! crate's codec does.
 //!
-//! Each test writes a capture of GIST D-mode datagrams (Query and Data, built with
-//! `pathwise_gist::wire`) whose NSLP-Data is a QoS NSLP message built with
-//! [`pathwise_qos_nslp::wire`], runs `tshark -X lua_script:gist.lua -X lua_script:qos_nslp.lua`
+//! Each test writes a capture of GIST messages (Query and Data, built with `pathwise_gist::wire`)
+//! whose NSLP-Data is a QoS NSLP message built with [`pathwise_qos_nslp::wire`], runs `tshark -X lua_script:gist.lua -X lua_script:qos_nslp.lua`
 //! on it and checks that tshark succeeds with no Lua error, no malformed packet and no
 //! dissector bug; then:
 //!
 //! - for messages the codec built (the wire crate's samples and messages here that cover every
 //!   object and every QSPEC object and parameter): per frame, the message type, flags, object
 //!   types and AB flags, RSN, RII, refresh period, the INFO-SPEC and the QSPEC's header, objects
-//!   and parameter values match what the codec parses, with no expert warning or error;
+//!   and parameter values match what the codec parses, with no expert warning or error, in
+//!   D-mode datagrams and back to back on a C-mode stream cut across TCP segments;
 //! - for truncated and mutated payloads: the dissector flags (an expert warning or error)
 //!   exactly the messages [`Message::parse`] rejects;
-//! - loaded before `gist.lua`, or both installed as plug-ins, the dissector still registers.
+//! - loaded before `gist.lua`, or both installed as plug-ins, the dissector still registers;
+//! - `contrib/wireshark/README.md` lists every field the dissector registers.
 //!
 //! Without `tshark` every test prints why on stderr and passes.
 
