@@ -11,6 +11,7 @@
 //! | `stats` | — | every counter and drops by reason |
 
 use super::gateway::Shared;
+use crate::metrics::{Snapshot, Unit};
 use pathwise_booster::BoosterSpec;
 use pathwise_booster::policy::{Policy, chain_text};
 use serde_json::{Value, json};
@@ -110,4 +111,94 @@ fn show(shared: &Shared) -> Value {
             "state": *shared.adaptive.lock().unwrap_or_else(|e| e.into_inner()),
         },
     })
+}
+
+/// The gateway's metric families (`pathwise_booster_*`, see [`crate::metrics`]): every counter
+/// of `stats`, drops in one family by reason, and the policy in force.
+pub fn metrics(shared: &Shared) -> Snapshot {
+    let r = shared.counters.report();
+    let mut m = Snapshot::new("booster");
+    let s = |a: &str, b: &str| [a.to_string(), b.to_string()];
+    m.counters(
+        "packets",
+        "Packets read from and written to the tunnel device, datagrams received from and sent to the peer gateway.",
+        ["link", "direction"],
+        [
+            (s("tun", "received"), r.tun_in),
+            (s("tun", "sent"), r.tun_out),
+            (s("peer", "received"), r.udp_in),
+            (s("peer", "sent"), r.udp_out),
+        ],
+    )
+    .counters_in(
+        "packet",
+        Unit::Bytes,
+        "Bytes read from the tunnel device and sent to the peer gateway.",
+        ["link", "direction"],
+        [
+            (s("tun", "received"), r.tun_in_bytes),
+            (s("peer", "sent"), r.udp_out_bytes),
+        ],
+    )
+    .counter(
+        "control_messages_received",
+        "Control messages (loss reports) received from the peer gateway.",
+        r.control_in,
+    )
+    .counter(
+        "over_mtu",
+        "Boosted datagrams larger than the link MTU, sent for the kernel to fragment.",
+        r.over_mtu,
+    )
+    .counter(
+        "policy_switches",
+        "Policy snapshots the datapath switched to.",
+        r.snapshot_switches,
+    )
+    .counters(
+        "drops",
+        "Packets and datagrams dropped, by reason.",
+        ["reason"],
+        r.drops.iter().map(|(k, n)| ([k.clone()], *n)),
+    )
+    .counters(
+        "booster_packets",
+        "Packets through each booster, by event: boosted, passed unchanged, extra (FEC parity), deboosted, recovered (FEC).",
+        ["booster", "event"],
+        r.boosters.iter().flat_map(|(b, c)| {
+            [
+                ("boosted", c.boosted),
+                ("passed", c.passed),
+                ("extra", c.extra),
+                ("deboosted", c.deboosted),
+                ("recovered", c.recovered),
+            ]
+            .map(|(e, n)| (s(b, e), n))
+        }),
+    )
+    .counters_in(
+        "booster",
+        Unit::Bytes,
+        "Bytes into and out of each booster on the boost side.",
+        ["booster", "side"],
+        r.boosters.iter().flat_map(|(b, c)| {
+            [(s(b, "input"), c.bytes_in), (s(b, "output"), c.bytes_out)]
+        }),
+    );
+    let swap_ns = shared
+        .store
+        .last_swap_ns
+        .load(std::sync::atomic::Ordering::Relaxed);
+    m.gauge(
+        "policy_generation",
+        "Generation of the policy snapshot in force (each change makes a new one).",
+        shared.store.load().generation(),
+    )
+    .gauge_in(
+        "last_policy_swap",
+        Unit::Seconds,
+        "Time the last policy change took to build, check and swap in.",
+        swap_ns as f64 / 1e9,
+    );
+    m
 }
