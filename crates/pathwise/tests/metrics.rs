@@ -481,3 +481,35 @@ fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static)
     .join()
     .unwrap()
 }
+
+#[test]
+fn gateway_check_knows_the_metrics_key() {
+    let dir = Scratch::new("gw-check");
+    let check = |metrics: &str| {
+        let path = dir.0.join("gw.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "tun = \"pwb0\"\nlisten = \"192.168.77.1:7000\"\npeer = \"192.168.77.2:7000\"\n\
+                 metrics = {metrics}\n"
+            ),
+        )
+        .unwrap();
+        let out = std::process::Command::new(bin())
+            .args(["booster", "gateway", "--check"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = check("\"127.0.0.1:9466\"");
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("gw.toml: OK"), "{stdout}");
+    let (code, _, stderr) = check("\"localhost\"");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("gw.toml:4: metrics: "), "{stderr}");
+}
