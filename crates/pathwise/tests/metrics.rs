@@ -416,6 +416,15 @@ fn daemon_metrics_label_rsvp_and_gist_messages_and_drops_and_pass_promtool() {
         Some(0),
         "{page}"
     );
+    // Queries in transit not sent on are drops too.
+    assert_eq!(
+        value(
+            &page,
+            "pathwise_gist_drops_total{reason=\"transit_ttl_expired\"}"
+        ),
+        Some(0),
+        "{page}"
+    );
     // The watched integrity reasons are listed from zero.
     assert_eq!(
         value(

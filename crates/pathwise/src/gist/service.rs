@@ -887,7 +887,15 @@ impl GistService {
             ["reason"],
             self.drops()
                 .into_iter()
-                .chain([(crate::metrics::KERNEL_RECEIVE_BUFFER.to_string(), kernel)])
+                .chain([
+                    (crate::metrics::KERNEL_RECEIVE_BUFFER.to_string(), kernel),
+                    // Queries in transit not sent on (docs/gist.md, "Hostile input").
+                    ("transit_ttl_expired".to_string(), self.transit_ttl_expired),
+                    (
+                        "transit_bad_destination".to_string(),
+                        self.transit_bad_destination,
+                    ),
+                ])
                 .map(|(r, n)| ([r], n)),
         );
         let errors = |dir: &'static str, by_code: &std::collections::BTreeMap<u16, u64>| {
@@ -1024,16 +1032,6 @@ impl GistService {
                 "ma_takeovers_refused",
                 "Second streams refused, the working association kept.",
                 c.ma_takeovers_refused,
-            ),
-            (
-                "transit_ttl_expired",
-                "Datagrams in transit not sent on: TTL expired.",
-                self.transit_ttl_expired,
-            ),
-            (
-                "transit_bad_destination",
-                "Datagrams in transit not sent on: loopback or unspecified destination.",
-                self.transit_bad_destination,
             ),
             (
                 "stream_send_overflows",

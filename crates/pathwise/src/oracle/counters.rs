@@ -426,3 +426,69 @@ impl CounterReport {
         m
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pathwise_oracle::proxidor::Malformed;
+
+    #[test]
+    fn every_count_is_in_one_labelled_family() {
+        let counters = Counters::new(2);
+        let mut b = BatchCounts::default();
+        for len in [40, 2, 3000, 44] {
+            b.received(len);
+        }
+        b.outcome(&Outcome::Answered {
+            addresses: 10,
+            placed: 7,
+        });
+        b.outcome(&Outcome::Rejected {
+            rcode: Rcode::BadVersion,
+            reason: Malformed::Version(1),
+        });
+        b.outcome(&Outcome::Dropped(DropReason::NotAQuery));
+        b.server_drop(ServerDrop::Oversize);
+        b.sent(30);
+        b.sent(12);
+        counters.worker(1).unwrap().flush(&mut b);
+        let snap = counters.report().snapshot();
+        crate::metrics::tests::assert_well_formed(&snap);
+        let text = snap.openmetrics();
+        for sample in [
+            "pathwise_oracle_datagrams_total{direction=\"received\"} 4\n",
+            "pathwise_oracle_datagrams_total{direction=\"sent\"} 2\n",
+            "pathwise_oracle_datagram_bytes_total{direction=\"received\"} 3086\n",
+            "pathwise_oracle_datagram_bytes_total{direction=\"sent\"} 42\n",
+            "pathwise_oracle_answered_total 1\n",
+            "pathwise_oracle_candidates_ranked_total 10\n",
+            "pathwise_oracle_candidates_placed_total 7\n",
+            "pathwise_oracle_rejections_total{reason=\"version\"} 1\n",
+            "pathwise_oracle_drops_total{reason=\"not_a_query\"} 1\n",
+            "pathwise_oracle_drops_total{reason=\"oversize\"} 1\n",
+            "pathwise_oracle_drops_total{reason=\"too_short\"} 0\n",
+            "pathwise_oracle_worker_datagrams_total{worker=\"0\"} 0\n",
+            "pathwise_oracle_worker_datagrams_total{worker=\"1\"} 4\n",
+            "pathwise_oracle_workers 2\n",
+        ] {
+            assert!(text.contains(sample), "{sample} in\n{text}");
+        }
+        // Every reason from zero, each family once.
+        let drops = snap.family("drops").unwrap();
+        assert_eq!(drops.samples.len(), DROP_REASONS.len());
+        assert!(
+            drops
+                .samples
+                .iter()
+                .all(|(l, _)| l.len() == 1 && l[0].0 == "reason")
+        );
+        assert_eq!(
+            snap.family("rejections").unwrap().samples.len(),
+            REJECT_REASONS.len()
+        );
+        assert_eq!(
+            snap.family("datagram").unwrap().unit,
+            Some(crate::metrics::Unit::Bytes)
+        );
+    }
+}
