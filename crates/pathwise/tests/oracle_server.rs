@@ -604,6 +604,7 @@ fn console_verbs_work_and_report_errors_clearly() {
             .unwrap()
             .contains("pathwise_oracle_answered_total 0\n")
     );
+    assert!(m.as_str().unwrap().contains("pathwise_build_info{"), "{m}");
     let e = error(
         &sock,
         "show",

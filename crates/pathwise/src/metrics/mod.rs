@@ -314,6 +314,16 @@ pub fn registry(services: impl IntoIterator<Item = ServiceCollector>) -> Registr
     r
 }
 
+/// The whole page of a process whose services are now `snapshots`, as OpenMetrics text: what a
+/// scrape would read (the oracle console's `show metrics`).
+pub fn page(snapshots: impl IntoIterator<Item = Snapshot>) -> String {
+    let services = snapshots.into_iter().map(|s| {
+        let s = Arc::new(s);
+        ServiceCollector::live_arc(move || s.clone())
+    });
+    encode(&registry(services), http::Format::OpenMetrics)
+}
+
 /// The page as `format`; empty if a collector failed to write (it writes to a `String`, which
 /// cannot fail).
 pub fn encode(registry: &Registry, format: http::Format) -> String {

@@ -394,9 +394,10 @@ impl Console {
         match what {
             Show::Summary => json(&self.summary()),
             Show::Counters => json(&self.counters.report()),
-            Show::Metrics => Ok(Value::String(
-                super::metrics(&self.counters, &self.shared).openmetrics(),
-            )),
+            Show::Metrics => Ok(Value::String(crate::metrics::page([super::metrics(
+                &self.counters,
+                &self.shared,
+            )]))),
             Show::Router { address } => {
                 let router = need_router(&snap, *address)?;
                 let cfg = snap.to_config();
