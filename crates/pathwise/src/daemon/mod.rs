@@ -6,9 +6,8 @@
 //! socket ([`crate::mgmt`]) is served on its own thread, which hands each request to the loop
 //! and waits for the answer, so engines are never shared between threads. Metrics (opt-in,
 //! [`crate::metrics`]) are served on their own thread from snapshots the loop publishes every
-//! second. SIGINT and SIGTERM stop
-//! the loop; dropping the services removes what they installed (traffic-control classes) and
-//! the management socket.
+//! second. SIGINT and SIGTERM stop the loop; dropping the services removes what they installed
+//! (traffic-control classes) and the management socket.
 
 pub mod check;
 pub mod cli;

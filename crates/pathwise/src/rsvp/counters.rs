@@ -37,8 +37,8 @@ pub struct DaemonCounts {
     pub receiver_requests: usize,
 }
 
-/// Counters of the engine that are single numbers, by name.
-fn engine_totals(c: &Counters) -> [(&'static str, u64); 9] {
+/// Counters of the engine that are single numbers: name, help text, value.
+fn engine_totals(c: &Counters) -> [(&'static str, &'static str, u64); 9] {
     let Counters {
         rx: _,
         tx: _,
@@ -57,15 +57,51 @@ fn engine_totals(c: &Counters) -> [(&'static str, u64); 9] {
         label_allocation_failures,
     } = *c;
     [
-        ("path_timeouts", path_timeouts),
-        ("resv_timeouts", resv_timeouts),
-        ("admission_failures", admission_failures),
-        ("local_repairs", local_repairs),
-        ("preemptions", preemptions),
-        ("lsp_setup_timeouts", lsp_setup_timeouts),
-        ("label_allocation_failures", label_allocation_failures),
-        ("skipped_objects", skipped_objects),
-        ("unsent", unsent),
+        (
+            "path_timeouts",
+            "Path states timed out (RFC 2205 section 3.7).",
+            path_timeouts,
+        ),
+        (
+            "resv_timeouts",
+            "Reservation states timed out (RFC 2205 section 3.7).",
+            resv_timeouts,
+        ),
+        (
+            "admission_failures",
+            "Reservations refused by admission control.",
+            admission_failures,
+        ),
+        (
+            "local_repairs",
+            "Local repairs after a route change (RFC 2205 section 3.6).",
+            local_repairs,
+        ),
+        (
+            "preemptions",
+            "Reservations or LSPs preempted.",
+            preemptions,
+        ),
+        (
+            "lsp_setup_timeouts",
+            "LSPs not set up in time.",
+            lsp_setup_timeouts,
+        ),
+        (
+            "label_allocation_failures",
+            "Label requests that found no free label.",
+            label_allocation_failures,
+        ),
+        (
+            "skipped_objects",
+            "Unknown objects skipped as their class allows (RFC 2205 section 3.10).",
+            skipped_objects,
+        ),
+        (
+            "unsent",
+            "Messages the engine could not build or route.",
+            unsent,
+        ),
     ]
 }
 
@@ -209,7 +245,7 @@ pub fn counters_json(c: &Counters, st: &StateStats, d: &DaemonCounts) -> Value {
         "drops".into(),
         object(c.drops.iter().map(|(r, n)| (*r, *n))),
     );
-    for (k, n) in engine_totals(c) {
+    for (k, _, n) in engine_totals(c) {
         v.insert(k.into(), json!(n));
     }
     v.insert(
@@ -313,8 +349,8 @@ pub fn snapshot(c: &Counters, st: &StateStats, d: &DaemonCounts) -> Snapshot {
             "Reservation requests of local receivers kept, installed or waiting for path state.",
             d.receiver_requests,
         );
-    for (name, n) in engine_totals(c) {
-        m.counter(name, total_help(name), n);
+    for (name, help, n) in engine_totals(c) {
+        m.counter(name, help, n);
     }
     m.counter(
         "send_errors",
@@ -327,24 +363,6 @@ pub fn snapshot(c: &Counters, st: &StateStats, d: &DaemonCounts) -> Snapshot {
         d.dataplane_errors,
     );
     m
-}
-
-/// The `# HELP` text of each of [`engine_totals`].
-fn total_help(name: &str) -> &'static str {
-    match name {
-        "path_timeouts" => "Path states timed out (RFC 2205 section 3.7).",
-        "resv_timeouts" => "Reservation states timed out (RFC 2205 section 3.7).",
-        "admission_failures" => "Reservations refused by admission control.",
-        "local_repairs" => "Local repairs after a route change (RFC 2205 section 3.6).",
-        "preemptions" => "Reservations or LSPs preempted.",
-        "lsp_setup_timeouts" => "LSPs not set up in time.",
-        "label_allocation_failures" => "Label requests that found no free label.",
-        "skipped_objects" => {
-            "Unknown objects skipped as their class allows (RFC 2205 section 3.10)."
-        }
-        "unsent" => "Messages the engine could not build or route.",
-        _ => "RSVP engine event.",
-    }
 }
 
 #[cfg(test)]
