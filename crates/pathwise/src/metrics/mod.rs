@@ -16,10 +16,10 @@
 //! Where the snapshot comes from is the one thing that differs, and it follows from who owns
 //! the figures:
 //!
-//! - the daemon's RSVP and GIST engines are single-threaded and own their state (nothing in
-//!   them is `Sync`, and locking them from another thread would stall the event loop), so the
-//!   loop takes a snapshot every second and [`Published::publish`]es it; a scrape reads the last
-//!   one, never the engines;
+//! - the daemon's RSVP and GIST engines are single-threaded and own their state (plain
+//!   integers, owned by the event loop's thread; sharing them behind a lock would make a scrape
+//!   stall the loop), so the loop takes a snapshot every second and
+//!   [`Published::publish`]es it; a scrape reads the last one, never the engines;
 //! - the oracle's and the booster gateway's counters are relaxed atomics that any thread may
 //!   read, so their collectors take the snapshot at scrape time ([`ServiceCollector::live`]).
 //!
