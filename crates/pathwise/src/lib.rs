@@ -5,8 +5,8 @@
 //! daemon side, its command-line verbs, its benchmarks, its simulation and namespace labs:
 //! [`rsvp`], [`gist`], [`oracle`], [`booster`]. The machinery they share has folders of its
 //! own: [`daemon`] (the event loop that drives the RSVP and GIST services), [`config`] (loading
-//! and checking `node.toml`), [`mgmt`] (the management socket), [`metrics`] (the Prometheus
-//! writer), [`netns`] (network-namespace labs and the five-node chain), [`sim`] (fault
+//! and checking `node.toml`), [`mgmt`] (the management socket), [`metrics`] (what every
+//! service serves over HTTP for Prometheus), [`netns`] (network-namespace labs and the five-node chain), [`sim`] (fault
 //! campaigns: the runner, invariants and faults the services' campaigns share), [`bench`] (what
 //! the benchmarks share), [`demo`] and [`cli`] (which only assembles the services' commands).
 //! [`build_info`] says which version and commit this is.

@@ -68,6 +68,7 @@ fn start(dir: &Scratch, cfg: &OracleConfig, workers: usize) -> OracleServer {
             ..UdpOptions::default()
         },
         socket: dir.path("oracle.sock"),
+        metrics: None,
     })
     .expect("server starts")
 }
@@ -601,8 +602,9 @@ fn console_verbs_work_and_report_errors_clearly() {
     assert!(
         m.as_str()
             .unwrap()
-            .contains("pathwise_oracle_answered_total 0")
+            .contains("pathwise_oracle_answered_total 0\n")
     );
+    assert!(m.as_str().unwrap().contains("pathwise_build_info{"), "{m}");
     let e = error(
         &sock,
         "show",

@@ -8,6 +8,7 @@
 //! peer = "192.168.77.2:7000"          # UDP address of the other gateway: the only source
 //!                                     # whose datagrams are accepted
 //! socket = "/run/pathwise/booster.sock"   # management socket
+//! # metrics = "127.0.0.1:9466"        # serve metrics on http://…/metrics (OpenMetrics)
 //! psk = "<64 hex digits>"             # pre-shared key for `encrypt` (or psk_file = "...")
 //! # sender_id = 1                     # nonce sender id; default: 1 on the lower address, else 2
 //! # mtu = 1400                        # link MTU given to boosters
@@ -65,6 +66,9 @@ pub struct GatewayConfig {
     /// Management socket path.
     #[serde(default = "default_socket")]
     pub socket: PathBuf,
+    /// Address to serve metrics on over HTTP (opt-in; [`crate::metrics`]).
+    #[serde(default)]
+    pub metrics: Option<SocketAddr>,
     /// Pre-shared key, 64 hex digits.
     #[serde(default)]
     pub psk: Option<String>,
@@ -319,6 +323,7 @@ mod tests {
             listen = "192.168.77.1:7000"
             peer = "192.168.77.2:7000"
             psk = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+            metrics = "127.0.0.1:9466"
             [[policy]]
             name = "default"
             dst = "10.77.2.0/24"
@@ -330,6 +335,7 @@ mod tests {
         cfg.check().unwrap();
         assert_eq!(cfg.sender_id().unwrap(), 1);
         assert_eq!(cfg.key().unwrap().unwrap()[31], 0x1f);
+        assert_eq!(cfg.metrics, Some("127.0.0.1:9466".parse().unwrap()));
         let bad: GatewayConfig =
             toml::from_str(&text.replace(r#"["lz4", "encrypt"]"#, r#"["encrypt", "lz4"]"#))
                 .unwrap();

@@ -3,7 +3,8 @@
 //! from the peer are deboosted and written to the TUN device.
 //!
 //! Three threads: *egress* (TUN → boost → UDP), *ingress* (UDP → deboost → TUN) and the
-//! management server ([`crate::mgmt`]). Egress drains up to `batch` packets per wake-up from
+//! management server ([`crate::mgmt`]); a fourth serves metrics when `metrics` is configured
+//! ([`crate::metrics`]). Egress drains up to `batch` packets per wake-up from
 //! the non-blocking TUN descriptor and sends the datagrams with one `sendmmsg`; ingress takes
 //! up to `batch` datagrams per `recvmmsg`. Packet buffers come from the pipelines' pools and
 //! the `mmsghdr` arrays are preallocated, so the steady state allocates nothing per packet.
@@ -136,6 +137,7 @@ pub struct Gateway {
     pub shared: Arc<Shared>,
     threads: Vec<std::thread::JoinHandle<anyhow::Result<()>>>,
     _mgmt: crate::mgmt::ServerHandle,
+    _metrics: Option<crate::metrics::http::MetricsServer>,
 }
 
 impl Gateway {
@@ -176,6 +178,16 @@ impl Gateway {
         let mgmt = server.spawn(move |verb: &str, args: &serde_json::Value| {
             super::manage::handle(&handler_shared, verb, args)
         })?;
+        let metrics = match shared.config.metrics {
+            Some(addr) => {
+                let s = shared.clone();
+                let page =
+                    crate::metrics::ServiceCollector::live(move || super::manage::metrics(&s));
+                let registry = crate::metrics::registry([page]);
+                Some(crate::metrics::http::MetricsServer::start(addr, registry)?)
+            }
+            None => None,
+        };
         let (s1, s2) = (shared.clone(), shared.clone());
         let (tun2, sock2) = (tun.try_clone()?, socket.try_clone()?);
         let env2 = env.clone();
@@ -189,6 +201,7 @@ impl Gateway {
             shared,
             threads: vec![egress, ingress],
             _mgmt: mgmt,
+            _metrics: metrics,
         })
     }
 

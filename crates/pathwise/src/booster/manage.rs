@@ -11,6 +11,7 @@
 //! | `stats` | — | every counter and drops by reason |
 
 use super::gateway::Shared;
+use crate::metrics::{Snapshot, Unit};
 use pathwise_booster::BoosterSpec;
 use pathwise_booster::policy::{Policy, chain_text};
 use serde_json::{Value, json};
@@ -110,4 +111,177 @@ fn show(shared: &Shared) -> Value {
             "state": *shared.adaptive.lock().unwrap_or_else(|e| e.into_inner()),
         },
     })
+}
+
+/// The gateway's metric families (`pathwise_booster_*`, see [`crate::metrics`]): every counter
+/// of `stats`, drops in one family by reason, and the policy in force.
+pub fn metrics(shared: &Shared) -> Snapshot {
+    let r = shared.counters.report();
+    let mut m = Snapshot::new("booster");
+    let s = |a: &str, b: &str| [a.to_string(), b.to_string()];
+    m.counters(
+        "packets",
+        "Packets read from and written to the tunnel device, datagrams received from and sent to the peer gateway.",
+        ["link", "direction"],
+        [
+            (s("tun", "received"), r.tun_in),
+            (s("tun", "sent"), r.tun_out),
+            (s("peer", "received"), r.udp_in),
+            (s("peer", "sent"), r.udp_out),
+        ],
+    )
+    .counters_in(
+        "packet",
+        Unit::Bytes,
+        "Bytes read from the tunnel device and sent to the peer gateway.",
+        ["link", "direction"],
+        [
+            (s("tun", "received"), r.tun_in_bytes),
+            (s("peer", "sent"), r.udp_out_bytes),
+        ],
+    )
+    .counter(
+        "control_messages_received",
+        "Control messages (loss reports) received from the peer gateway.",
+        r.control_in,
+    )
+    .counter(
+        "over_mtu",
+        "Boosted datagrams larger than the link MTU, sent for the kernel to fragment.",
+        r.over_mtu,
+    )
+    .counter(
+        "policy_switches",
+        "Policy snapshots the datapath switched to.",
+        r.snapshot_switches,
+    )
+    .counters(
+        "drops",
+        "Packets and datagrams dropped, by reason.",
+        ["reason"],
+        r.drops.iter().map(|(k, n)| ([k.clone()], *n)),
+    )
+    .counters(
+        "booster_packets",
+        "Packets through each booster, by event: boosted, passed unchanged, extra (FEC parity), deboosted, recovered (FEC).",
+        ["booster", "event"],
+        r.boosters.iter().flat_map(|(b, c)| {
+            [
+                ("boosted", c.boosted),
+                ("passed", c.passed),
+                ("extra", c.extra),
+                ("deboosted", c.deboosted),
+                ("recovered", c.recovered),
+            ]
+            .map(|(e, n)| (s(b, e), n))
+        }),
+    )
+    .counters_in(
+        "booster",
+        Unit::Bytes,
+        "Bytes into and out of each booster on the boost side.",
+        ["booster", "side"],
+        r.boosters.iter().flat_map(|(b, c)| {
+            [(s(b, "input"), c.bytes_in), (s(b, "output"), c.bytes_out)]
+        }),
+    );
+    let swap_ns = shared
+        .store
+        .last_swap_ns
+        .load(std::sync::atomic::Ordering::Relaxed);
+    m.gauge(
+        "policy_generation",
+        "Generation of the policy snapshot in force (each change makes a new one).",
+        shared.store.load().generation(),
+    )
+    .gauge_in(
+        "last_policy_swap",
+        Unit::Seconds,
+        "Time the last policy change took to build, check and swap in.",
+        swap_ns as f64 / 1e9,
+    );
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pathwise_booster::admission::PolicyEpochs;
+    use pathwise_booster::stats::DropReason;
+    use std::sync::atomic::Ordering::Relaxed;
+    use std::sync::{Arc, Mutex};
+
+    fn shared() -> Shared {
+        let config: super::super::config::GatewayConfig = toml::from_str(
+            "tun = \"pwb0\"\nlisten = \"192.168.77.1:7000\"\npeer = \"192.168.77.2:7000\"\n\
+             [[policy]]\nname = \"default\"\ndst = \"10.77.2.0/24\"\nchain = [\"lz4\"]\n",
+        )
+        .unwrap();
+        let snap = config.snapshot(false).unwrap();
+        Shared {
+            store: super::super::gateway::PolicyStore::new(PolicyEpochs::new(
+                Arc::new(snap),
+                std::time::Duration::from_millis(config.chain_grace_ms),
+                &config.adaptive,
+            )),
+            counters: Arc::default(),
+            adaptive: Mutex::default(),
+            adaptive_config: config.adaptive.clone(),
+            peer_loss: Mutex::new((0, 0)),
+            plain: false,
+            sender_id: 1,
+            started: std::time::Instant::now(),
+            stop: std::sync::atomic::AtomicBool::new(false),
+            config,
+        }
+    }
+
+    #[test]
+    fn every_counter_of_stats_is_in_the_metrics_by_link_booster_and_reason() {
+        let s = shared();
+        let c = &s.counters;
+        c.tun_in.store(5, Relaxed);
+        c.tun_in_bytes.store(500, Relaxed);
+        c.udp_out.store(6, Relaxed);
+        c.udp_out_bytes.store(660, Relaxed);
+        c.udp_in.store(7, Relaxed);
+        c.tun_out.store(8, Relaxed);
+        c.count_drop(DropReason::Replay);
+        c.count_drop(DropReason::Replay);
+        c.booster(pathwise_booster::wire::BoosterId::from_u8(1))
+            .boosted
+            .store(3, Relaxed);
+        s.store.last_swap_ns.store(1_500_000, Relaxed);
+        let snap = metrics(&s);
+        crate::metrics::tests::assert_well_formed(&snap);
+        let text = snap.openmetrics();
+        for sample in [
+            "pathwise_booster_packets_total{link=\"tun\",direction=\"received\"} 5\n",
+            "pathwise_booster_packets_total{link=\"tun\",direction=\"sent\"} 8\n",
+            "pathwise_booster_packets_total{link=\"peer\",direction=\"received\"} 7\n",
+            "pathwise_booster_packets_total{link=\"peer\",direction=\"sent\"} 6\n",
+            "pathwise_booster_packet_bytes_total{link=\"tun\",direction=\"received\"} 500\n",
+            "pathwise_booster_packet_bytes_total{link=\"peer\",direction=\"sent\"} 660\n",
+            "pathwise_booster_drops_total{reason=\"replay\"} 2\n",
+            "pathwise_booster_drops_total{reason=\"auth_failed\"} 0\n",
+            "pathwise_booster_policy_generation 1\n",
+            "pathwise_booster_last_policy_swap_seconds 0.0015\n",
+            "# UNIT pathwise_booster_last_policy_swap_seconds seconds\n",
+        ] {
+            assert!(text.contains(sample), "{sample} in\n{text}");
+        }
+        let boosted: Vec<_> = snap
+            .family("booster_packets")
+            .unwrap()
+            .samples
+            .iter()
+            .filter(|(_, n)| *n == crate::metrics::Number::Int(3))
+            .collect();
+        assert_eq!(boosted.len(), 1, "{text}");
+        assert_eq!(boosted[0].0[1], ("event", "boosted".to_string()));
+        assert_eq!(
+            snap.family("drops").unwrap().samples.len(),
+            DropReason::ALL.len()
+        );
+    }
 }

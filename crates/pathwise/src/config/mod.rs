@@ -4,7 +4,7 @@
 //! ```toml
 //! [daemon]
 //! socket = "/run/pathwise/pathwise.sock"   # management socket (CLI verbs)
-//! metrics = "127.0.0.1:9464"               # optional: Prometheus text on http://…/metrics
+//! metrics = "127.0.0.1:9464"               # optional: OpenMetrics on http://…/metrics
 //! log = "info"                              # error | warn | info | debug | trace
 //!
 //! [rsvp]                                    # present: RSVP runs
@@ -48,7 +48,7 @@ pub struct DaemonSection {
     /// Management socket path.
     #[serde(default = "default_socket")]
     pub socket: PathBuf,
-    /// Address to serve Prometheus metrics on (opt-in).
+    /// Address to serve metrics on over HTTP (opt-in; [`crate::metrics`], docs/metrics.md).
     pub metrics: Option<Spanned<String>>,
     /// Log level.
     #[serde(default = "default_log")]

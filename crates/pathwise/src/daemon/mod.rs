@@ -4,10 +4,10 @@
 //! the Ping NSLP ([`crate::gist::service`]). One thread owns the protocol engines and runs a `poll(2)` loop over their sockets, the
 //! routing feed and a wake-up socket, sleeping until the engines' next deadline. The management
 //! socket ([`crate::mgmt`]) is served on its own thread, which hands each request to the loop
-//! and waits for the answer, so engines are never shared between threads. Prometheus metrics
-//! (opt-in) are served from a snapshot the loop refreshes every second. SIGINT and SIGTERM stop
-//! the loop; dropping the services removes what they installed (traffic-control classes) and
-//! the management socket.
+//! and waits for the answer, so engines are never shared between threads. Metrics (opt-in,
+//! [`crate::metrics`]) are served on their own thread from snapshots the loop publishes every
+//! second. SIGINT and SIGTERM stop the loop; dropping the services removes what they installed
+//! (traffic-control classes) and the management socket.
 
 pub mod check;
 pub mod cli;
@@ -17,7 +17,6 @@ use anyhow::Context as _;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -80,10 +79,28 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
     tracing::info!(socket = %cfg.daemon.socket.display(), "management socket ready");
     let _server = server.spawn(handler);
 
-    let metrics = Arc::new(Mutex::new(String::new()));
-    if let Some(addr) = &cfg.daemon.metrics {
-        serve_metrics(addr.get_ref(), Arc::clone(&metrics))?;
-    }
+    // The engines publish a snapshot every second; scrapes read the last one (crate::metrics).
+    let (rsvp_page, gist_page) = (
+        crate::metrics::Published::new("rsvp"),
+        crate::metrics::Published::new("gist"),
+    );
+    let metrics_server = match &cfg.daemon.metrics {
+        Some(addr) => {
+            let addr = addr
+                .get_ref()
+                .parse()
+                .with_context(|| format!("daemon.metrics: {:?}", addr.get_ref()))?;
+            let pages = [
+                rsvp.is_some()
+                    .then(|| crate::metrics::ServiceCollector::published(rsvp_page.clone())),
+                gist.is_some()
+                    .then(|| crate::metrics::ServiceCollector::published(gist_page.clone())),
+            ];
+            let registry = crate::metrics::registry(pages.into_iter().flatten());
+            Some(crate::metrics::http::MetricsServer::start(addr, registry)?)
+        }
+        None => None,
+    };
 
     let mut last_metrics = Instant::now() - Duration::from_secs(1);
     while !stop.load(Ordering::Relaxed) {
@@ -175,16 +192,12 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
                 g.on_timeout();
             }
         }
-        if last_metrics.elapsed() >= Duration::from_secs(1) {
-            let mut text = String::new();
+        if metrics_server.is_some() && last_metrics.elapsed() >= Duration::from_secs(1) {
             if let Some(r) = &rsvp {
-                r.metrics(&mut text);
+                rsvp_page.publish(r.metrics());
             }
             if let Some(g) = &gist {
-                g.metrics(&mut text);
-            }
-            if let Ok(mut m) = metrics.lock() {
-                *m = text;
+                gist_page.publish(g.metrics());
             }
             last_metrics = Instant::now();
         }
@@ -214,26 +227,6 @@ fn poll_timeout(
         PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
         deadline,
     )
-}
-
-/// Serve the metrics snapshot as Prometheus text on `addr` (any path).
-fn serve_metrics(addr: &str, snapshot: Arc<Mutex<String>>) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(addr).with_context(|| format!("metrics: binding {addr}"))?;
-    tracing::info!(%addr, "metrics on http://{addr}/metrics");
-    std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
-            let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
-            let mut req = [0u8; 1024];
-            let _ = conn.read(&mut req);
-            let body = snapshot.lock().map(|s| s.clone()).unwrap_or_default();
-            let _ = write!(
-                conn,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    Ok(())
 }
 
 #[cfg(test)]

@@ -861,59 +861,198 @@ impl GistService {
         v
     }
 
-    /// Prometheus text exposition of the counters (names as the RSVP service's, `gist` for
-    /// `rsvp`).
-    pub fn metrics(&self, out: &mut String) {
+    /// The counters as metric families (`pathwise_gist_*`, see [`crate::metrics`]; named as
+    /// the RSVP service's where both count the same thing).
+    pub fn metrics(&self) -> crate::metrics::Snapshot {
         let c = self.engine.counters();
         let st = self.engine.state_stats();
-        let mut m = crate::metrics::Metrics::new(out, "gist");
-        m.labelled(
+        let mut m = crate::metrics::Snapshot::new("gist");
+        m.counters(
             "messages",
+            "GIST messages sent and received, by message type.",
+            ["direction", "type"],
             MsgType::ALL.into_iter().flat_map(|t| {
-                [("in", c.received(t)), ("out", c.sent(t))]
-                    .map(|(dir, n)| (format!("direction=\"{dir}\",type=\"{t:?}\""), n))
+                [("received", c.received(t)), ("sent", c.sent(t))]
+                    .map(|(dir, n)| ([dir.to_string(), format!("{t:?}")], n))
             }),
         );
-        m.labelled(
+        let kernel: u64 = self
+            .sockets
+            .iter()
+            .map(|s| s.raw().stats().kernel_drops)
+            .sum();
+        m.counters(
             "drops",
+            "Datagrams and messages dropped, by reason: by the engine, by the sockets, by the kernel for want of receive buffer.",
+            ["reason"],
             self.drops()
                 .into_iter()
-                .map(|(r, n)| (format!("reason=\"{r}\""), n)),
+                .chain([
+                    (crate::metrics::KERNEL_RECEIVE_BUFFER.to_string(), kernel),
+                    // Queries in transit not sent on (docs/gist.md, "Hostile input").
+                    ("transit_ttl_expired".to_string(), self.transit_ttl_expired),
+                    (
+                        "transit_bad_destination".to_string(),
+                        self.transit_bad_destination,
+                    ),
+                ])
+                .map(|(r, n)| ([r], n)),
         );
-        m.gauges([
-            ("routing_states", st.routing_states),
-            ("peers", st.peers),
-            ("messaging_associations", st.mas),
-            ("state_bytes", st.bytes),
-        ]);
-        m.counters([
-            ("query_retransmits", c.query_retransmits),
-            ("confirm_retransmits", c.confirm_retransmits),
-            ("error_restarts", c.error_restarts),
-            ("peer_error_teardowns", c.peer_error_teardowns),
-            ("transit_intercepted", self.transit_intercepted),
+        let errors = |dir: &'static str, by_code: &std::collections::BTreeMap<u16, u64>| {
+            by_code
+                .iter()
+                .map(move |(code, n)| ([dir.to_string(), code.to_string()], *n))
+                .collect::<Vec<_>>()
+        };
+        m.counters(
+            "errors",
+            "GIST Error messages sent and received, by error code (RFC 5971 appendix A.4.4).",
+            ["direction", "code"],
+            errors("received", &c.errors_received)
+                .into_iter()
+                .chain(errors("sent", &c.errors_sent)),
+        );
+        m.gauge(
+            "routing_states",
+            "Message routing states.",
+            st.routing_states,
+        )
+        .gauge("peers", "Peers known.", st.peers)
+        .gauge("messaging_associations", "Messaging associations.", st.mas)
+        .gauge_in(
+            "state",
+            crate::metrics::Unit::Bytes,
+            "Estimated heap held by the engine's state.",
+            st.bytes,
+        );
+        let transit_passed =
+            self.transit_passed + self.transit.as_ref().map_or(0, |q| q.stats().passed);
+        let stream_send_overflows = self
+            .streams
+            .as_ref()
+            .map_or(0, |s| s.stats().send_overflows);
+        for (name, help, n) in [
+            (
+                "query_retransmits",
+                "Query retransmissions.",
+                c.query_retransmits,
+            ),
+            ("refreshes", "Refresh handshakes started.", c.refreshes),
+            (
+                "queries_forwarded",
+                "Queries intercepted that the NSLP declined and GIST forwarded.",
+                c.queries_forwarded,
+            ),
+            (
+                "confirm_retransmits",
+                "Confirms sent again for a repeated Response (RFC 5971 section 6.2).",
+                c.confirm_retransmits,
+            ),
+            (
+                "error_restarts",
+                "Handshakes restarted after an Error from the peer (RFC 5971 section 4.4.6).",
+                c.error_restarts,
+            ),
+            (
+                "peer_error_teardowns",
+                "Routing-state halves deleted after repeated Errors from the peer.",
+                c.peer_error_teardowns,
+            ),
+            (
+                "transit_intercepted",
+                "Datagrams in transit intercepted for this node.",
+                self.transit_intercepted,
+            ),
             (
                 "transit_passed",
-                self.transit_passed + self.transit.as_ref().map_or(0, |q| q.stats().passed),
+                "Datagrams in transit passed on untouched.",
+                transit_passed,
             ),
-            ("handshake_failures", c.handshake_failures),
-            ("cookies_rejected", c.cookies_rejected),
-            ("validity_capped", c.validity_capped),
-            ("streams_refused", c.streams_refused),
-            ("ma_takeovers", c.ma_takeovers),
-            ("ma_takeovers_refused", c.ma_takeovers_refused),
-            ("transit_ttl_expired", self.transit_ttl_expired),
-            ("transit_bad_destination", self.transit_bad_destination),
+            (
+                "cookies_minted",
+                "Responder cookies minted.",
+                c.cookies_minted,
+            ),
+            (
+                "cookies_rejected",
+                "Confirms whose responder cookie did not verify.",
+                c.cookies_rejected,
+            ),
+            (
+                "handshake_failures",
+                "Handshakes that ran out of retransmissions.",
+                c.handshake_failures,
+            ),
+            (
+                "upstream_expiries",
+                "Upstream routing-state halves expired without a refresh.",
+                c.upstream_expiries,
+            ),
+            (
+                "downstream_lapses",
+                "Downstream routing-state halves the NSLP let lapse.",
+                c.downstream_lapses,
+            ),
+            (
+                "peer_changes",
+                "Refreshes that found a different peer.",
+                c.peer_changes,
+            ),
+            (
+                "messaging_associations_opened",
+                "Messaging associations opened or accepted.",
+                c.mas_opened,
+            ),
+            (
+                "messaging_associations_closed",
+                "Messaging associations closed.",
+                c.mas_closed,
+            ),
+            (
+                "tls_refused_by_peer",
+                "Secure handshakes whose responder offered no TLS.",
+                c.tls_refused_by_peer,
+            ),
+            (
+                "validity_capped",
+                "Confirms whose state lifetime was capped to max_state_lifetime.",
+                c.validity_capped,
+            ),
+            (
+                "streams_refused",
+                "Streams torn down for a parse error or an oversize message.",
+                c.streams_refused,
+            ),
+            (
+                "ma_takeovers",
+                "Messaging associations replaced by a second stream that proved itself.",
+                c.ma_takeovers,
+            ),
+            (
+                "ma_takeovers_refused",
+                "Second streams refused, the working association kept.",
+                c.ma_takeovers_refused,
+            ),
             (
                 "stream_send_overflows",
-                self.streams
-                    .as_ref()
-                    .map_or(0, |s| s.stats().send_overflows),
+                "Messages a stream's full send buffer could not take.",
+                stream_send_overflows,
             ),
-            ("send_errors", self.send_errors),
-            ("wakeups", self.wakeups),
-            ("early_wakeups", self.early_wakeups),
-        ]);
+            (
+                "send_errors",
+                "Datagrams the sockets would not send.",
+                self.send_errors,
+            ),
+            ("wakeups", "Event-loop wake-ups.", self.wakeups),
+            (
+                "early_wakeups",
+                "Event-loop wake-ups before the deadline waited for.",
+                self.early_wakeups,
+            ),
+        ] {
+            m.counter(name, help, n);
+        }
+        m
     }
 }
 

@@ -143,6 +143,10 @@ pub struct ServeArgs {
     /// Datagrams per recvmmsg.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=64))]
     batch: u16,
+    /// Serve metrics (OpenMetrics) on http://ADDR/metrics, e.g. 127.0.0.1:9465 [default: not
+    /// served].
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
 }
 
 /// What the queries carry and where they go.
@@ -478,6 +482,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
             ..UdpOptions::default()
         },
         socket: a.socket.clone(),
+        metrics: a.metrics,
     };
     let stop = interrupt_flag()?;
     let (routers, prefixes) = (snap.router_count(), snap.prefix_count());
@@ -491,6 +496,9 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         server.workers(),
         server.socket().display()
     );
+    if let Some(addr) = server.metrics_addr() {
+        eprintln!("pathwise oracle: metrics on http://{addr}/metrics");
+    }
     while !stop.load(Relaxed) {
         std::thread::sleep(Duration::from_millis(200));
     }

@@ -68,7 +68,7 @@ pub enum Show {
     Summary,
     /// Counters: datagrams received, answered, rejected by Rcode and reason, dropped by reason.
     Counters,
-    /// The counters in the Prometheus text format.
+    /// The counters as the metrics page shows them (OpenMetrics text).
     Metrics,
     /// One router: state, NICs with their links, routes, attached networks.
     Router {
@@ -394,7 +394,10 @@ impl Console {
         match what {
             Show::Summary => json(&self.summary()),
             Show::Counters => json(&self.counters.report()),
-            Show::Metrics => Ok(Value::String(self.counters.report().prometheus())),
+            Show::Metrics => Ok(Value::String(crate::metrics::page([super::metrics(
+                &self.counters,
+                &self.shared,
+            )]))),
             Show::Router { address } => {
                 let router = need_router(&snap, *address)?;
                 let cfg = snap.to_config();

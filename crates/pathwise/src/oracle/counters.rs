@@ -2,6 +2,7 @@
 //! reason) or dropped (by reason). Each worker owns one cache-line-aligned block of atomics and
 //! adds to it once per batch; readers (the console) sum the blocks.
 
+use crate::metrics::{Snapshot, Unit};
 use pathwise_oracle::Outcome;
 use pathwise_oracle::proxidor::{DropReason, Malformed, Rcode};
 use serde::Serialize;
@@ -348,69 +349,146 @@ impl CounterReport {
         s
     }
 
-    /// The report in the Prometheus text exposition format.
-    pub fn prometheus(&self) -> String {
-        let mut s = String::new();
-        let mut counter = |name: &str, help: &str, rows: &[(String, u64)]| {
-            let _ = writeln!(s, "# HELP pathwise_oracle_{name} {help}");
-            let _ = writeln!(s, "# TYPE pathwise_oracle_{name} counter");
-            for (labels, v) in rows {
-                let _ = writeln!(s, "pathwise_oracle_{name}{labels} {v}");
-            }
+    /// The counters as metric families (`pathwise_oracle_*`, see [`crate::metrics`]).
+    pub fn snapshot(&self) -> Snapshot {
+        let mut m = Snapshot::new("oracle");
+        let by_direction = |received: u64, sent: u64| {
+            [
+                (["received".to_string()], received),
+                (["sent".to_string()], sent),
+            ]
         };
-        let one = |v: u64| [(String::new(), v)];
-        counter(
-            "datagrams_received_total",
-            "Datagrams received.",
-            &one(self.received),
-        );
-        counter(
-            "bytes_received_total",
-            "Bytes received.",
-            &one(self.bytes_in),
-        );
-        counter(
-            "answered_total",
+        m.counters(
+            "datagrams",
+            "Datagrams received (queries) and sent (replies).",
+            ["direction"],
+            by_direction(self.received, self.sent),
+        )
+        .counters_in(
+            "datagram",
+            Unit::Bytes,
+            "Bytes of the datagrams received and sent.",
+            ["direction"],
+            by_direction(self.bytes_in, self.bytes_out),
+        )
+        .counter(
+            "answered",
             "Queries answered with a ranking.",
-            &one(self.answered),
-        );
-        counter(
-            "addresses_total",
+            self.answered,
+        )
+        .counter(
+            "candidates_ranked",
             "Candidate addresses ranked.",
-            &one(self.addresses),
-        );
-        counter(
-            "placed_total",
-            "Candidate addresses the oracle could place.",
-            &one(self.placed),
-        );
-        let labelled = |m: &BTreeMap<String, u64>, label: &str| -> Vec<(String, u64)> {
-            m.iter()
-                .map(|(k, v)| (format!("{{{label}=\"{k}\"}}"), *v))
-                .collect()
-        };
-        counter(
-            "rejected_total",
+            self.addresses,
+        )
+        .counter(
+            "candidates_placed",
+            "Candidate addresses ranked that the oracle could place in its network.",
+            self.placed,
+        )
+        .counters(
+            "rejections",
             "Queries answered with an error Rcode, by reason.",
-            &labelled(&self.rejected_by_reason, "reason"),
-        );
-        counter(
-            "dropped_total",
-            "Datagrams not answered, by reason.",
-            &labelled(&self.dropped_by_reason, "reason"),
-        );
-        counter("replies_sent_total", "Replies sent.", &one(self.sent));
-        counter("bytes_sent_total", "Bytes sent.", &one(self.bytes_out));
-        counter(
-            "send_errors_total",
+            ["reason"],
+            self.rejected_by_reason
+                .iter()
+                .map(|(r, n)| ([r.clone()], *n)),
+        )
+        .counters(
+            "drops",
+            "Datagrams not answered at all, by reason.",
+            ["reason"],
+            self.dropped_by_reason
+                .iter()
+                .map(|(r, n)| ([r.clone()], *n)),
+        )
+        .counter(
+            "send_errors",
             "Replies the kernel refused.",
-            &one(self.send_errors),
+            self.send_errors,
+        )
+        .counter("receive_errors", "Failed receive calls.", self.recv_errors)
+        .counter(
+            "receive_batches",
+            "Receive batches (recvmmsg calls that returned datagrams).",
+            self.batches,
+        )
+        .counters(
+            "worker_datagrams",
+            "Datagrams received by each worker (how SO_REUSEPORT spread them).",
+            ["worker"],
+            self.received_per_worker
+                .iter()
+                .enumerate()
+                .map(|(i, n)| ([i.to_string()], *n)),
+        )
+        .gauge("workers", "Worker threads.", self.received_per_worker.len());
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pathwise_oracle::proxidor::Malformed;
+
+    #[test]
+    fn every_count_is_in_one_labelled_family() {
+        let counters = Counters::new(2);
+        let mut b = BatchCounts::default();
+        for len in [40, 2, 3000, 44] {
+            b.received(len);
+        }
+        b.outcome(&Outcome::Answered {
+            addresses: 10,
+            placed: 7,
+        });
+        b.outcome(&Outcome::Rejected {
+            rcode: Rcode::BadVersion,
+            reason: Malformed::Version(1),
+        });
+        b.outcome(&Outcome::Dropped(DropReason::NotAQuery));
+        b.server_drop(ServerDrop::Oversize);
+        b.sent(30);
+        b.sent(12);
+        counters.worker(1).unwrap().flush(&mut b);
+        let snap = counters.report().snapshot();
+        crate::metrics::tests::assert_well_formed(&snap);
+        let text = snap.openmetrics();
+        for sample in [
+            "pathwise_oracle_datagrams_total{direction=\"received\"} 4\n",
+            "pathwise_oracle_datagrams_total{direction=\"sent\"} 2\n",
+            "pathwise_oracle_datagram_bytes_total{direction=\"received\"} 3086\n",
+            "pathwise_oracle_datagram_bytes_total{direction=\"sent\"} 42\n",
+            "pathwise_oracle_answered_total 1\n",
+            "pathwise_oracle_candidates_ranked_total 10\n",
+            "pathwise_oracle_candidates_placed_total 7\n",
+            "pathwise_oracle_rejections_total{reason=\"version\"} 1\n",
+            "pathwise_oracle_drops_total{reason=\"not_a_query\"} 1\n",
+            "pathwise_oracle_drops_total{reason=\"oversize\"} 1\n",
+            "pathwise_oracle_drops_total{reason=\"too_short\"} 0\n",
+            "pathwise_oracle_worker_datagrams_total{worker=\"0\"} 0\n",
+            "pathwise_oracle_worker_datagrams_total{worker=\"1\"} 4\n",
+            "pathwise_oracle_workers 2\n",
+        ] {
+            assert!(text.contains(sample), "{sample} in\n{text}");
+        }
+        // Every reason from zero, each family once.
+        let drops = snap.family("drops").unwrap();
+        assert_eq!(drops.samples.len(), DROP_REASONS.len());
+        assert!(
+            drops
+                .samples
+                .iter()
+                .all(|(l, _)| l.len() == 1 && l[0].0 == "reason")
         );
-        counter(
-            "receive_errors_total",
-            "Failed receive calls.",
-            &one(self.recv_errors),
+        assert_eq!(
+            snap.family("rejections").unwrap().samples.len(),
+            REJECT_REASONS.len()
         );
-        s
+        assert_eq!(
+            snap.family("datagram").unwrap().unit,
+            Some(crate::metrics::Unit::Bytes)
+        );
     }
 }

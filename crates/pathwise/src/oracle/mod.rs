@@ -46,6 +46,8 @@ pub struct ServeOptions {
     pub udp: UdpOptions,
     /// Management socket for the console.
     pub socket: PathBuf,
+    /// Where to serve metrics over HTTP (`None`: not served).
+    pub metrics: Option<SocketAddr>,
 }
 
 /// A running oracle server: UDP workers and the console. Dropping it stops both and removes
@@ -58,6 +60,7 @@ pub struct OracleServer {
     shared: Arc<SharedSnapshot>,
     socket: PathBuf,
     build: Duration,
+    metrics: Option<crate::metrics::http::MetricsServer>,
 }
 
 impl OracleServer {
@@ -91,13 +94,29 @@ impl OracleServer {
         );
         let handle =
             mgmt.spawn(move |verb: &str, args: &serde_json::Value| console.handle(verb, args))?;
+        let metrics = match opts.metrics {
+            Some(addr) => {
+                let (counters, shared) = (udp.counters().clone(), shared.clone());
+                let page =
+                    crate::metrics::ServiceCollector::live(move || metrics(&counters, &shared));
+                let registry = crate::metrics::registry([page]);
+                Some(crate::metrics::http::MetricsServer::start(addr, registry)?)
+            }
+            None => None,
+        };
         Ok(OracleServer {
             _mgmt: handle,
             udp,
             shared,
             socket: opts.socket.clone(),
             build: Duration::ZERO,
+            metrics,
         })
+    }
+
+    /// Where the metrics are served, if they are.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|m| m.local_addr())
     }
 
     /// The UDP address queries go to.
@@ -129,4 +148,27 @@ impl OracleServer {
     pub fn build_time(&self) -> Duration {
         self.build
     }
+}
+
+/// The oracle's metric families: the workers' counters and the database being served.
+pub fn metrics(counters: &Counters, shared: &SharedSnapshot) -> crate::metrics::Snapshot {
+    let mut m = counters.report().snapshot();
+    let snap = shared.load();
+    m.gauge(
+        "routers",
+        "Routers in the database served.",
+        snap.router_count(),
+    )
+    .gauge("links", "Links in the database served.", snap.link_count())
+    .gauge(
+        "prefixes",
+        "External prefixes in the database served.",
+        snap.prefix_count(),
+    )
+    .gauge(
+        "database_generation",
+        "Generation of the database served (each update or reload makes a new one).",
+        snap.generation(),
+    );
+    m
 }

@@ -4,6 +4,8 @@
 //! the engine's counter structs field by field, so a counter the engine gains does not compile
 //! here until it is shown.
 
+use crate::metrics::{Snapshot, Unit};
+use pathwise_net::ip::DropReason as SocketDrop;
 use pathwise_rsvp::engine::counters::MSG_TYPES;
 use pathwise_rsvp::engine::martian::Martian;
 use pathwise_rsvp::engine::refresh::RefreshCounters;
@@ -19,9 +21,10 @@ pub struct DaemonCounts {
     pub send_errors: u64,
     /// Label changes the kernel refused (`mpls = "kernel"`).
     pub dataplane_errors: u64,
-    /// Datagrams the raw sockets dropped before the engine saw them, any reason.
-    pub socket_drops: u64,
-    /// Of those, the ones the kernel dropped for want of receive buffer.
+    /// Datagrams the raw sockets dropped before the engine saw them, by reason (indexed as
+    /// [`SocketDrop::ALL`]).
+    pub socket_drops: [u64; SocketDrop::ALL.len()],
+    /// Datagrams the kernel dropped for want of receive buffer.
     pub kernel_drops: u64,
     /// The engine's estimate of its state's heap, bytes.
     pub state_bytes: usize,
@@ -34,8 +37,8 @@ pub struct DaemonCounts {
     pub receiver_requests: usize,
 }
 
-/// Counters of the engine that are single numbers, by name.
-fn engine_totals(c: &Counters) -> [(&'static str, u64); 9] {
+/// Counters of the engine that are single numbers: name, help text, value.
+fn engine_totals(c: &Counters) -> [(&'static str, &'static str, u64); 9] {
     let Counters {
         rx: _,
         tx: _,
@@ -54,15 +57,51 @@ fn engine_totals(c: &Counters) -> [(&'static str, u64); 9] {
         label_allocation_failures,
     } = *c;
     [
-        ("path_timeouts", path_timeouts),
-        ("resv_timeouts", resv_timeouts),
-        ("admission_failures", admission_failures),
-        ("local_repairs", local_repairs),
-        ("preemptions", preemptions),
-        ("lsp_setup_timeouts", lsp_setup_timeouts),
-        ("label_allocation_failures", label_allocation_failures),
-        ("skipped_objects", skipped_objects),
-        ("unsent", unsent),
+        (
+            "path_timeouts",
+            "Path states timed out (RFC 2205 section 3.7).",
+            path_timeouts,
+        ),
+        (
+            "resv_timeouts",
+            "Reservation states timed out (RFC 2205 section 3.7).",
+            resv_timeouts,
+        ),
+        (
+            "admission_failures",
+            "Reservations refused by admission control.",
+            admission_failures,
+        ),
+        (
+            "local_repairs",
+            "Local repairs after a route change (RFC 2205 section 3.6).",
+            local_repairs,
+        ),
+        (
+            "preemptions",
+            "Reservations or LSPs preempted.",
+            preemptions,
+        ),
+        (
+            "lsp_setup_timeouts",
+            "LSPs not set up in time.",
+            lsp_setup_timeouts,
+        ),
+        (
+            "label_allocation_failures",
+            "Label requests that found no free label.",
+            label_allocation_failures,
+        ),
+        (
+            "skipped_objects",
+            "Unknown objects skipped as their class allows (RFC 2205 section 3.10).",
+            skipped_objects,
+        ),
+        (
+            "unsent",
+            "Messages the engine could not build or route.",
+            unsent,
+        ),
     ]
 }
 
@@ -151,15 +190,22 @@ pub fn watched_drop_reasons() -> impl Iterator<Item = &'static str> {
     )
 }
 
-/// Every drop reason with its count for the metrics: those that happened, and the watched ones
-/// at zero.
-fn drops(c: &Counters) -> Vec<(&'static str, u64)> {
-    let mut all: Vec<(&'static str, u64)> = c.drops.iter().map(|(r, n)| (*r, *n)).collect();
+/// Every drop reason with its count for the metrics: the engine's that happened, the watched
+/// ones at zero, the raw sockets' by reason and the kernel's.
+fn drops(c: &Counters, d: &DaemonCounts) -> Vec<(String, u64)> {
+    let mut all: Vec<(String, u64)> = c.drops.iter().map(|(r, n)| (r.to_string(), *n)).collect();
     for r in watched_drop_reasons() {
         if !c.drops.contains_key(r) {
-            all.push((r, 0));
+            all.push((r.to_string(), 0));
         }
     }
+    for (r, n) in SocketDrop::ALL.iter().zip(d.socket_drops) {
+        all.push((crate::metrics::ip_drop_reason(*r), n));
+    }
+    all.push((
+        crate::metrics::KERNEL_RECEIVE_BUFFER.to_string(),
+        d.kernel_drops,
+    ));
     all.sort_unstable();
     all
 }
@@ -199,7 +245,7 @@ pub fn counters_json(c: &Counters, st: &StateStats, d: &DaemonCounts) -> Value {
         "drops".into(),
         object(c.drops.iter().map(|(r, n)| (*r, *n))),
     );
-    for (k, n) in engine_totals(c) {
+    for (k, _, n) in engine_totals(c) {
         v.insert(k.into(), json!(n));
     }
     v.insert(
@@ -228,7 +274,7 @@ pub fn counters_json(c: &Counters, st: &StateStats, d: &DaemonCounts) -> Value {
     let rest = json!({
         "send_errors": send_errors,
         "dataplane_errors": dataplane_errors,
-        "socket_drops": socket_drops,
+        "socket_drops": socket_drops.iter().sum::<u64>(),
         "kernel_drops": kernel_drops,
         "lsps": lsps,
         "labels_in_use": labels_in_use,
@@ -245,43 +291,78 @@ pub fn counters_json(c: &Counters, st: &StateStats, d: &DaemonCounts) -> Value {
     Value::Object(v)
 }
 
-/// Prometheus text exposition of the counters.
-pub fn write_metrics(out: &mut String, c: &Counters, st: &StateStats, d: &DaemonCounts) {
-    let mut m = crate::metrics::Metrics::new(out, "rsvp");
-    m.labelled(
+/// The counters as metric families (`pathwise_rsvp_*`, see [`crate::metrics`]).
+pub fn snapshot(c: &Counters, st: &StateStats, d: &DaemonCounts) -> Snapshot {
+    let mut m = Snapshot::new("rsvp");
+    m.counters(
         "messages",
+        "RSVP messages sent and received, by message type.",
+        ["direction", "type"],
         MSG_TYPES.iter().flat_map(|&t| {
-            [("in", c.received(t)), ("out", c.sent(t))]
-                .map(|(dir, n)| (format!("direction=\"{dir}\",type=\"{t:?}\""), n))
+            [("received", c.received(t)), ("sent", c.sent(t))]
+                .map(|(dir, n)| ([dir.to_string(), format!("{t:?}")], n))
         }),
     );
-    m.labelled(
+    m.counters(
         "drops",
-        drops(c)
-            .into_iter()
-            .map(|(r, n)| (format!("reason=\"{r}\""), n)),
+        "Datagrams and messages dropped, by reason: by the engine, by the raw sockets, by the kernel for want of receive buffer.",
+        ["reason"],
+        drops(c, d).into_iter().map(|(r, n)| ([r], n)),
     );
-    let event = |(what, n): (&str, u64)| (format!("event=\"{what}\""), n);
-    m.labelled("hello", hello_events(&c.hello).map(event));
-    m.labelled("refresh_reduction", refresh_events(&c.refresh).map(event));
-    m.labelled("integrity", integrity_events(&c.integrity).map(event));
-    m.gauges([
-        ("sessions", st.sessions),
-        ("path_states", st.psbs),
-        ("resv_states", st.rsbs),
-        ("reservations", st.out_isbs),
-        ("state_bytes", d.state_bytes),
-        ("lsps", d.lsps),
-        ("labels_in_use", d.labels_in_use),
-        ("receiver_requests", d.receiver_requests),
-    ]);
-    m.counters(engine_totals(c));
-    m.counters([
-        ("send_errors", d.send_errors),
-        ("dataplane_errors", d.dataplane_errors),
-        ("socket_drops", d.socket_drops),
-        ("kernel_drops", d.kernel_drops),
-    ]);
+    let event = |(what, n): (&str, u64)| ([what.to_string()], n);
+    m.counters(
+        "hello",
+        "Hello events (RFC 3209 section 5), by event.",
+        ["event"],
+        hello_events(&c.hello).map(event),
+    );
+    m.counters(
+        "refresh_reduction",
+        "Refresh-reduction events (RFC 2961), by event.",
+        ["event"],
+        refresh_events(&c.refresh).map(event),
+    );
+    m.counters(
+        "integrity",
+        "Message-integrity events (RFC 2747), by event.",
+        ["event"],
+        integrity_events(&c.integrity).map(event),
+    );
+    m.gauge("sessions", "Sessions with state.", st.sessions)
+        .gauge("path_states", "Path state blocks.", st.psbs)
+        .gauge("resv_states", "Reservation state blocks.", st.rsbs)
+        .gauge(
+            "reservations",
+            "Reservations installed on outgoing interfaces.",
+            st.out_isbs,
+        )
+        .gauge_in(
+            "state",
+            Unit::Bytes,
+            "Estimated heap held by the engine's state.",
+            d.state_bytes,
+        )
+        .gauge("lsps", "RSVP-TE LSPs known.", d.lsps)
+        .gauge("labels_in_use", "MPLS labels allocated.", d.labels_in_use)
+        .gauge(
+            "receiver_requests",
+            "Reservation requests of local receivers kept, installed or waiting for path state.",
+            d.receiver_requests,
+        );
+    for (name, help, n) in engine_totals(c) {
+        m.counter(name, help, n);
+    }
+    m.counter(
+        "send_errors",
+        "Datagrams the raw sockets would not send.",
+        d.send_errors,
+    )
+    .counter(
+        "dataplane_errors",
+        "Label changes the kernel refused.",
+        d.dataplane_errors,
+    );
+    m
 }
 
 #[cfg(test)]
@@ -366,8 +447,9 @@ mod tests {
         let (c, values) = distinct();
         let st = StateStats::default();
         let d = DaemonCounts::default();
-        let mut text = String::new();
-        write_metrics(&mut text, &c, &st, &d);
+        let snap = snapshot(&c, &st, &d);
+        crate::metrics::tests::assert_well_formed(&snap);
+        let text = snap.openmetrics();
         let samples: Vec<u64> = text
             .lines()
             .filter(|l| !l.starts_with('#'))
@@ -395,18 +477,46 @@ mod tests {
                 "{name}"
             );
         }
+        // Messages: one family labelled by direction and type; events: one per kind.
+        for (dir, n) in [
+            ("received", c.received(MsgType::Path)),
+            ("sent", c.sent(MsgType::Path)),
+        ] {
+            assert!(text.contains(&format!(
+                "pathwise_rsvp_messages_total{{direction=\"{dir}\",type=\"Path\"}} {n}\n"
+            )));
+        }
+        let messages = snap.family("messages").unwrap();
+        assert_eq!(messages.samples.len(), 2 * MSG_TYPES.len());
         assert!(text.contains(&format!(
-            "pathwise_rsvp_messages_total{{direction=\"in\",type=\"Path\"}} {}\n",
-            c.received(MsgType::Path)
+            "pathwise_rsvp_hello_total{{event=\"neighbor_failures\"}} {}\n",
+            c.hello.neighbor_failures
         )));
+        assert!(
+            text.contains("# UNIT pathwise_rsvp_state_bytes bytes\n"),
+            "{text}"
+        );
     }
 
     #[test]
     fn every_drop_reason_is_shown_and_watched_ones_from_zero() {
         let (c, _) = distinct();
-        let mut text = String::new();
-        let (st, d) = (StateStats::default(), DaemonCounts::default());
-        write_metrics(&mut text, &c, &st, &d);
+        let st = StateStats::default();
+        let d = DaemonCounts {
+            socket_drops: std::array::from_fn(|i| 10 * i as u64),
+            kernel_drops: 5,
+            ..DaemonCounts::default()
+        };
+        let text = snapshot(&c, &st, &d).openmetrics();
+        // One family for every drop, whoever dropped it.
+        assert_eq!(
+            text.matches("# TYPE pathwise_rsvp_drops counter").count(),
+            1
+        );
+        assert!(text.contains("pathwise_rsvp_drops_total{reason=\"kernel_receive_buffer\"} 5\n"));
+        assert!(text.contains("pathwise_rsvp_drops_total{reason=\"oversize\"} 0\n"));
+        assert!(text.contains("pathwise_rsvp_drops_total{reason=\"ip_bad_options\"} 50\n"));
+        assert_eq!(counters_json(&c, &st, &d)["socket_drops"], json!(360));
         let json = counters_json(&c, &st, &d);
         for (r, n) in &c.drops {
             assert!(
@@ -418,8 +528,7 @@ mod tests {
             assert_eq!(json["drops"][*r], json!(n), "{r}");
         }
         let empty = Counters::default();
-        let mut text = String::new();
-        write_metrics(&mut text, &empty, &st, &d);
+        let text = snapshot(&empty, &st, &d).openmetrics();
         let json = counters_json(&empty, &st, &d);
         assert_eq!(
             json["drops"],

@@ -523,7 +523,9 @@ impl RsvpService {
         DaemonCounts {
             send_errors: self.send_errors,
             dataplane_errors: self.dataplane_errors,
-            socket_drops: self.sockets.iter().map(|s| s.stats().total_drops()).sum(),
+            socket_drops: std::array::from_fn(|i| {
+                self.sockets.iter().map(|s| s.stats().drops[i]).sum()
+            }),
             kernel_drops: self.sockets.iter().map(|s| s.stats().kernel_drops).sum(),
             state_bytes: self.engine.state_bytes(),
             lsps: self.engine.lsp_count(),
@@ -540,14 +542,13 @@ impl RsvpService {
         )
     }
 
-    /// Prometheus text exposition of the counters.
-    pub fn metrics(&self, out: &mut String) {
-        counters::write_metrics(
-            out,
+    /// The counters as metric families ([`crate::metrics`]).
+    pub fn metrics(&self) -> crate::metrics::Snapshot {
+        counters::snapshot(
             self.engine.counters(),
             &self.engine.state_stats(),
             &self.daemon_counts(),
-        );
+        )
     }
 }
 
