@@ -68,6 +68,7 @@ fn start(dir: &Scratch, cfg: &OracleConfig, workers: usize) -> OracleServer {
             ..UdpOptions::default()
         },
         socket: dir.path("oracle.sock"),
+        socket_group: None,
     })
     .expect("server starts")
 }

@@ -171,7 +171,11 @@ impl Gateway {
             stop: AtomicBool::new(false),
             config,
         });
-        let server = crate::mgmt::Server::bind(&shared.config.socket)?;
+        let group = shared
+            .config
+            .socket_group()
+            .map_err(|e| anyhow::anyhow!("socket_group: {e}"))?;
+        let server = crate::mgmt::Server::bind_with(&shared.config.socket, group)?;
         let handler_shared = shared.clone();
         let mgmt = server.spawn(move |verb: &str, args: &serde_json::Value| {
             super::manage::handle(&handler_shared, verb, args)

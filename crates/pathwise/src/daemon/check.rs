@@ -43,6 +43,9 @@ pub fn check(path: &Path) -> CheckReport {
             message: "no service enabled (add an [rsvp] or a [gist] section)".into(),
         });
     }
+    if let Err(e) = cfg.socket_group() {
+        report.errors.push(e);
+    }
     check_interfaces(&cfg, &mut report);
     if let Some(r) = &cfg.rsvp {
         for (n, i) in r.interfaces.iter().enumerate() {
@@ -137,5 +140,8 @@ fn summary(cfg: &NodeConfig) -> String {
         ));
     }
     parts.push(format!("management socket {}", cfg.daemon.socket.display()));
+    if let Some(g) = &cfg.daemon.socket_group {
+        parts.push(format!("socket group {}", g.get_ref()));
+    }
     parts.join("; ")
 }

@@ -76,8 +76,9 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
         rx.recv_timeout(Duration::from_secs(10))
             .map_err(|_| "daemon did not answer".to_string())?
     };
-    let server = crate::mgmt::Server::bind(&cfg.daemon.socket)?;
-    tracing::info!(socket = %cfg.daemon.socket.display(), "management socket ready");
+    let server = crate::mgmt::Server::bind_with(&cfg.daemon.socket, cfg.socket_group()?)?;
+    tracing::info!(socket = %cfg.daemon.socket.display(), allowed = %server.access().describe(),
+        "management socket ready");
     let _server = server.spawn(handler);
 
     let metrics = Arc::new(Mutex::new(String::new()));

@@ -137,9 +137,13 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0")]
     address: IpAddr,
-    /// Management socket for the console.
+    /// Management socket for the console (mode 0600: the server's user and root only).
     #[arg(long, default_value = DEFAULT_SOCKET)]
     socket: PathBuf,
+    /// Let this group's members use the console too (the socket gets mode 0660 and the
+    /// group; the server must be a member of it).
+    #[arg(long, value_name = "GROUP")]
+    socket_group: Option<String>,
     /// Datagrams per recvmmsg.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=64))]
     batch: u16,
@@ -461,6 +465,12 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         (None, Some(config)) => config.clone(),
         (None, None) => anyhow::bail!("give --config FILE or --check FILE"),
     };
+    let socket_group = a
+        .socket_group
+        .as_deref()
+        .map(crate::mgmt::SocketGroup::lookup)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--socket-group: {e}"))?;
     let t = Instant::now();
     let cfg = pathwise_oracle::config::load_file(&config)?;
     let workers = a.workers.unwrap_or(usize::from(cfg.oracle.threads)).max(1);
@@ -478,6 +488,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
             ..UdpOptions::default()
         },
         socket: a.socket.clone(),
+        socket_group,
     };
     let stop = interrupt_flag()?;
     let (routers, prefixes) = (snap.router_count(), snap.prefix_count());

@@ -46,6 +46,8 @@ pub struct ServeOptions {
     pub udp: UdpOptions,
     /// Management socket for the console.
     pub socket: PathBuf,
+    /// A group whose members may use the console too (besides the server's user and root).
+    pub socket_group: Option<crate::mgmt::SocketGroup>,
 }
 
 /// A running oracle server: UDP workers and the console. Dropping it stops both and removes
@@ -79,7 +81,7 @@ impl OracleServer {
         snapshot: TopologySnapshot,
     ) -> anyhow::Result<OracleServer> {
         // Claim the management socket first: a second server fails before touching UDP.
-        let mgmt = crate::mgmt::Server::bind(&opts.socket)?;
+        let mgmt = crate::mgmt::Server::bind_with(&opts.socket, opts.socket_group.clone())?;
         let shared = Arc::new(SharedSnapshot::new(snapshot));
         let udp = UdpServer::start(&opts.udp, Service::Oracle(shared.clone()))?;
         let config = std::fs::canonicalize(&opts.config).unwrap_or_else(|_| opts.config.clone());
@@ -108,6 +110,11 @@ impl OracleServer {
     /// The management socket.
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// Management connections refused (their user was not allowed).
+    pub fn mgmt_refused(&self) -> u64 {
+        self._mgmt.refused()
     }
 
     /// The snapshot the workers serve.

@@ -1,0 +1,268 @@
+//! Running pathwise as a service (contrib/systemd, README "Running pathwise as a service"):
+//! management sockets that refuse other users, SIGHUP reloads, the services under an
+//! unprivileged uid with only their capabilities, and the systemd units.
+//!
+//! The tests that switch users need root and `setpriv` (util-linux); they skip with a message
+//! otherwise.
+
+use pathwise::mgmt;
+use pathwise::oracle::server::UdpOptions;
+use pathwise::oracle::{OracleServer, ServeOptions};
+use pathwise_oracle::config;
+use pathwise_oracle::generate::{SyntheticSpec, synthetic};
+use serde_json::json;
+use std::net::{IpAddr, Ipv4Addr};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The unprivileged user the tests switch to (`nobody` on Debian).
+const NOBODY: &str = "65534";
+
+static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// A fresh directory for one test, removed at the end; traversable by every user (the
+/// sockets in it are what is being tested).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("pw-service-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Scratch(dir)
+    }
+
+    fn path(&self, f: &str) -> PathBuf {
+        self.0.join(f)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_pathwise")
+}
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Why a test that switches users cannot run here, if it cannot.
+fn cannot_switch_users() -> Option<String> {
+    if !is_root() {
+        return Some("not root (switching to another uid needs it)".into());
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        return Some("setpriv (util-linux) is not installed".into());
+    }
+    // The binary must be reachable by the other user.
+    let reachable = Command::new("setpriv")
+        .args([
+            "--reuid",
+            NOBODY,
+            "--regid",
+            NOBODY,
+            "--clear-groups",
+            bin(),
+            "--version",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !reachable {
+        return Some(format!("uid {NOBODY} cannot run {}", bin()));
+    }
+    None
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `pathwise oracle show --socket SOCKET` as uid 65534 with `setpriv_groups` (setpriv's group
+/// arguments).
+fn oracle_show_as_nobody(socket: &Path, setpriv_groups: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid", NOBODY, "--regid", NOBODY])
+        .args(setpriv_groups)
+        .arg(bin())
+        .args(["oracle", "show", "--socket"])
+        .arg(socket)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap()
+}
+
+fn oracle(dir: &Scratch, group: Option<mgmt::SocketGroup>) -> OracleServer {
+    let path = dir.path("oracle.toml");
+    let cfg = synthetic(&SyntheticSpec::new(6, 50, 2));
+    std::fs::write(&path, config::to_toml_string(&cfg).unwrap()).unwrap();
+    OracleServer::start(&ServeOptions {
+        config: path,
+        udp: UdpOptions {
+            address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            workers: 1,
+            batch: 8,
+            ..UdpOptions::default()
+        },
+        socket: dir.path("oracle.sock"),
+        socket_group: group,
+    })
+    .expect("oracle starts")
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn management_socket_is_private_and_refuses_other_users() {
+    let dir = Scratch::new();
+    let server = oracle(&dir, None);
+    let socket = dir.path("oracle.sock");
+    // Created 0600 (no other user can connect), and no private directory is left behind.
+    assert_eq!(mode(&socket), 0o600);
+    let left: Vec<_> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "only the database and the socket: {left:?}");
+    // The owner gets answers.
+    let v = mgmt::request(&socket, "oracle server", "show", json!({"what": "summary"})).unwrap();
+    assert!(v.get("routers").is_some(), "{v}");
+    if let Some(why) = cannot_switch_users() {
+        println!(
+            "skipping the other-user half of management_socket_is_private_and_refuses_other_users: {why}"
+        );
+        return;
+    }
+    // Another user: the kernel refuses at connect (mode 0600); the client says why.
+    let o = oracle_show_as_nobody(&socket, &["--clear-groups"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("Permission denied") && err.contains("admits only its user"),
+        "{}",
+        text(&o)
+    );
+    // A mode widened by hand does not let them in: the peer's credentials are checked.
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let o = oracle_show_as_nobody(&socket, &["--clear-groups"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("permission denied: uid 65534 may not use this management socket"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(server.mgmt_refused(), 1);
+    // The owner still gets answers.
+    assert!(mgmt::request(&socket, "oracle server", "show", json!({"what": "summary"})).is_ok());
+}
+
+#[test]
+fn management_socket_admits_its_group() {
+    let dir = Scratch::new();
+    // "users" (gid 100) exists on Debian; any group will do, as long as nobody is not in it.
+    let Ok(group) = mgmt::SocketGroup::lookup("users") else {
+        println!("skipping management_socket_admits_its_group: no group \"users\"");
+        return;
+    };
+    let server = oracle(&dir, Some(group.clone()));
+    let socket = dir.path("oracle.sock");
+    assert_eq!(mode(&socket), 0o660);
+    use std::os::unix::fs::MetadataExt as _;
+    assert_eq!(std::fs::metadata(&socket).unwrap().gid(), group.gid);
+    if let Some(why) = cannot_switch_users() {
+        println!("skipping management_socket_admits_its_group: {why}");
+        return;
+    }
+    // A member (a supplementary group) is admitted...
+    let gid = group.gid.to_string();
+    let o = oracle_show_as_nobody(&socket, &["--groups", &gid]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("routers"),
+        "{}",
+        text(&o)
+    );
+    // ... someone else is not, even with the mode widened.
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let o = oracle_show_as_nobody(&socket, &["--clear-groups"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("members of group users"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(server.mgmt_refused(), 1);
+}
+
+/// `pathwise <command…> --check FILE` with `text` as FILE: (exit code, stdout, stderr).
+fn check(command: &[&str], file: &Path, text: &str) -> (i32, String, String) {
+    std::fs::write(file, text).unwrap();
+    let o = Command::new(bin())
+        .args(command)
+        .arg("--check")
+        .arg(file)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn check_reports_an_unknown_socket_group_at_its_line() {
+    let dir = Scratch::new();
+    let node = dir.path("node.toml");
+    let text = "[daemon]\nsocket = \"/run/pathwise/pathwise.sock\"\nsocket_group = \"GROUP\"\n\n\
+                [rsvp]\ntraffic_control = \"memory\"\n\n[[rsvp.interface]]\nname = \"lo\"\n\
+                bandwidth = \"10Mbit\"\n";
+    let (code, _, stderr) = check(
+        &["daemon"],
+        &node,
+        &text.replace("GROUP", "pathwise-no-such-group"),
+    );
+    assert_eq!(code, 1, "{stderr}");
+    let want = format!(
+        "{}:3: daemon.socket_group: no group \"pathwise-no-such-group\"",
+        node.display()
+    );
+    assert!(stderr.contains(&want), "{stderr}");
+    let (code, stdout, stderr) = check(&["daemon"], &node, &text.replace("GROUP", "root"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("socket group root"), "{stdout}");
+
+    let gw = dir.path("gw.toml");
+    let text = "tun = \"pwb0\"\nlisten = \"192.168.77.1:7000\"\npeer = \"192.168.77.2:7000\"\n\
+                socket_group = \"GROUP\"\n";
+    let (code, _, stderr) = check(
+        &["booster", "gateway"],
+        &gw,
+        &text.replace("GROUP", "pathwise-no-such-group"),
+    );
+    assert_eq!(code, 1, "{stderr}");
+    let want = format!(
+        "{}:4: socket_group: no group \"pathwise-no-such-group\"",
+        gw.display()
+    );
+    assert!(stderr.contains(&want), "{stderr}");
+    let (code, _, stderr) = check(&["booster", "gateway"], &gw, &text.replace("GROUP", "root"));
+    assert_eq!(code, 0, "{stderr}");
+}
