@@ -266,3 +266,113 @@ fn check_reports_an_unknown_socket_group_at_its_line() {
     let (code, _, stderr) = check(&["booster", "gateway"], &gw, &text.replace("GROUP", "root"));
     assert_eq!(code, 0, "{stderr}");
 }
+
+/// A child process killed when dropped.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Send `child` a signal (`HUP`, `TERM`) with kill(1).
+fn signal(child: &Child, sig: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(child.0.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{sig} {}", child.0.id());
+}
+
+/// Ask `socket` for `verb` until it answers with something `ok` accepts (10 s at most).
+fn wait_for(
+    socket: &Path,
+    daemon: &str,
+    verb: &str,
+    args: serde_json::Value,
+    ok: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let answer = mgmt::request(socket, daemon, verb, args.clone());
+        match answer {
+            Ok(v) if ok(&v) => return v,
+            _ if std::time::Instant::now() > deadline => {
+                panic!("{verb} on {}: {answer:?}", socket.display())
+            }
+            _ => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+}
+
+/// Wait until `file` contains `what` (10 s at most); its text.
+fn wait_in_file(file: &Path, what: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        if text.contains(what) {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {what:?} in\n{text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn oracle_serve_reloads_on_sighup_and_keeps_serving_after_a_bad_file() {
+    let dir = Scratch::new();
+    let db = dir.path("oracle.toml");
+    let socket = dir.path("oracle.sock");
+    let log = dir.path("oracle.log");
+    let write = |routers: usize| {
+        let cfg = synthetic(&SyntheticSpec::new(routers, 50, 2));
+        std::fs::write(&db, config::to_toml_string(&cfg).unwrap()).unwrap();
+    };
+    write(6);
+    let child = Child(
+        Command::new(bin())
+            .args([
+                "oracle",
+                "serve",
+                "--port",
+                "0",
+                "--address",
+                "127.0.0.1",
+                "--config",
+            ])
+            .arg(&db)
+            .arg("--socket")
+            .arg(&socket)
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let summary = json!({"what": "summary"});
+    wait_for(&socket, "oracle server", "show", summary.clone(), |v| {
+        v["routers"] == 6
+    });
+    write(9);
+    signal(&child, "HUP");
+    let v = wait_for(&socket, "oracle server", "show", summary.clone(), |v| {
+        v["routers"] == 9
+    });
+    assert_eq!(v["swaps"], 1, "{v}");
+    wait_in_file(&log, "SIGHUP: operation successful: reloaded");
+    // A file that does not load: the running database stays, and the log says why.
+    std::fs::write(&db, "[oracle]\nthreads = \"many\"\n").unwrap();
+    signal(&child, "HUP");
+    let text = wait_in_file(&log, "still serving the previous database");
+    assert!(text.contains("reload: "), "{text}");
+    let v = wait_for(&socket, "oracle server", "show", summary, |_| true);
+    assert_eq!(
+        (v["routers"].as_u64(), v["swaps"].as_u64()),
+        (Some(9), Some(1)),
+        "{v}"
+    );
+}

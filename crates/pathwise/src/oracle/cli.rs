@@ -30,8 +30,9 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Subcommand)]
 pub enum Oracle {
     /// Serve Proxidor v0.2 queries over UDP with N workers (SO_REUSEPORT, recvmmsg/sendmmsg),
-    /// with the console on a management socket. Runs until Ctrl-C / SIGTERM. `--check FILE`
-    /// checks a database without serving it.
+    /// with the console on a management socket. Runs until Ctrl-C / SIGTERM; SIGHUP reloads
+    /// the database as the console's `reload` does. `--check FILE` checks a database without
+    /// serving it.
     #[command(after_long_help = crate::oracle::check::CHECK_HELP)]
     Serve(ServeArgs),
     /// Show the running server's summary (default), counters, routers, prefixes, networks, or
@@ -502,8 +503,25 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         server.workers(),
         server.socket().display()
     );
+    // SIGHUP: what the console's `reload` does.
+    let hangup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hangup.clone())
+        .context("installing signal handlers")?;
     while !stop.load(Relaxed) {
         std::thread::sleep(Duration::from_millis(200));
+        if hangup.swap(false, Relaxed) {
+            match server.reload() {
+                Ok(v) => eprintln!(
+                    "pathwise oracle: SIGHUP: {}",
+                    v.get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("reloaded")
+                ),
+                Err(e) => {
+                    eprintln!("pathwise oracle: SIGHUP: {e}; still serving the previous database")
+                }
+            }
+        }
     }
     let counters = server.counters().report();
     drop(server);

@@ -58,6 +58,7 @@ pub struct OracleServer {
     _mgmt: crate::mgmt::ServerHandle,
     udp: UdpServer,
     shared: Arc<SharedSnapshot>,
+    console: Arc<Console>,
     socket: PathBuf,
     build: Duration,
 }
@@ -85,18 +86,20 @@ impl OracleServer {
         let shared = Arc::new(SharedSnapshot::new(snapshot));
         let udp = UdpServer::start(&opts.udp, Service::Oracle(shared.clone()))?;
         let config = std::fs::canonicalize(&opts.config).unwrap_or_else(|_| opts.config.clone());
-        let console = Console::new(
+        let console = Arc::new(Console::new(
             shared.clone(),
             udp.counters().clone(),
             config,
             udp.local_addr(),
-        );
+        ));
+        let served = console.clone();
         let handle =
-            mgmt.spawn(move |verb: &str, args: &serde_json::Value| console.handle(verb, args))?;
+            mgmt.spawn(move |verb: &str, args: &serde_json::Value| served.handle(verb, args))?;
         Ok(OracleServer {
             _mgmt: handle,
             udp,
             shared,
+            console,
             socket: opts.socket.clone(),
             build: Duration::ZERO,
         })
@@ -110,6 +113,14 @@ impl OracleServer {
     /// The management socket.
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// What the console's `reload` does (and SIGHUP): read the server's configuration file
+    /// again and swap the new database in; queries keep being answered from the old one while
+    /// it builds, and a file that does not load leaves it in place. The console's answer, or
+    /// why the file was not taken.
+    pub fn reload(&self) -> Result<serde_json::Value, String> {
+        self.console.handle("reload", &serde_json::Value::Null)
     }
 
     /// Management connections refused (their user was not allowed).
