@@ -376,3 +376,187 @@ fn oracle_serve_reloads_on_sighup_and_keeps_serving_after_a_bad_file() {
         "{v}"
     );
 }
+
+fn argv(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// What `setpriv` needs to run a command as uid 65534 with only `caps` (`+net_raw,…`).
+fn as_nobody_with(caps: &str) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "setpriv",
+        "--reuid",
+        NOBODY,
+        "--regid",
+        NOBODY,
+        "--clear-groups",
+    ]
+    .map(String::from)
+    .to_vec();
+    if !caps.is_empty() {
+        v.extend([
+            "--inh-caps".into(),
+            caps.into(),
+            "--ambient-caps".into(),
+            caps.into(),
+        ]);
+    }
+    v
+}
+
+const NODE: &str = r#"[daemon]
+socket = "RUN/pathwise.sock"
+log = "info"
+
+[rsvp]
+refresh = "30s"
+traffic_control = "htb"
+
+[[rsvp.interface]]
+name = "lo"
+bandwidth = "10Mbit"
+integrity = { mode = "accept", key_file = "RUN/lo.keys" }
+"#;
+
+#[test]
+fn daemon_runs_unprivileged_with_its_capabilities_and_reloads_on_sighup() {
+    const TEST: &str = "daemon_runs_unprivileged_with_its_capabilities_and_reloads_on_sighup";
+    if let Some(why) = pathwise::netns::unavailable(&["tc", "setpriv"]) {
+        println!("skipping {TEST}: {why}");
+        return;
+    }
+    if let Some(why) = cannot_switch_users() {
+        println!("skipping {TEST}: {why}");
+        return;
+    }
+    let mut lab = pathwise::netns::Lab::new(&["node"]).unwrap();
+    // What the service's user owns: its runtime directory (the socket) and its key file.
+    let run = lab.dir.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::set_permissions(&lab.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(&run, Some(65534), Some(65534)).unwrap();
+    let keys = run.join("lo.keys");
+    let write_keys = |line: &str| {
+        std::fs::write(&keys, format!("{line}\n")).unwrap();
+        std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::chown(&keys, Some(65534), Some(65534)).unwrap();
+    };
+    write_keys("1 hmac-sha256 00112233445566778899aabbccddeeff");
+    let node = lab.dir.join("node.toml");
+    let node_text = NODE.replace("RUN", run.to_str().unwrap());
+    std::fs::write(&node, &node_text).unwrap();
+    let node_arg = node.to_str().unwrap().to_string();
+    let daemon = |caps: &str| -> Vec<String> {
+        let mut v = as_nobody_with(caps);
+        v.extend([
+            bin().into(),
+            "daemon".into(),
+            "--config".into(),
+            node_arg.clone(),
+        ]);
+        v
+    };
+
+    // Without capabilities: refused before anything is set up, naming each one and why.
+    let o = lab.exec(0, &argv(&daemon(""))).unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("CAP_NET_RAW for the raw RSVP sockets")
+            && err.contains("CAP_NET_ADMIN for rsvp.traffic_control = \"htb\""),
+        "{}",
+        text(&o)
+    );
+    let qdiscs = lab
+        .exec_ok(0, &["tc", "qdisc", "show", "dev", "lo"])
+        .unwrap();
+    assert!(!qdiscs.contains("5057:"), "nothing set up: {qdiscs}");
+
+    // With exactly CAP_NET_RAW and CAP_NET_ADMIN (ambient, so tc gets them too): it runs.
+    lab.spawn("daemon", 0, &argv(&daemon("+net_raw,+net_admin")))
+        .unwrap();
+    let socket = run.join("pathwise.sock");
+    let v = wait_for(
+        &socket,
+        "daemon",
+        "rsvp.show.interfaces",
+        serde_json::Value::Null,
+        |v| v.as_array().is_some_and(|a| !a.is_empty()),
+    );
+    assert_eq!(v[0]["name"], "lo", "{v}");
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(&socket).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o777), (65534, 0o600));
+    let qdiscs = lab
+        .exec_ok(0, &["tc", "qdisc", "show", "dev", "lo"])
+        .unwrap();
+    assert!(
+        qdiscs.contains("htb 5057:"),
+        "HTB set up through tc: {qdiscs}"
+    );
+
+    // SIGHUP: the log level and a new key apply live; the refresh period needs a restart.
+    let pid = lab.pid("daemon").unwrap().to_string();
+    let log = lab.log_path("daemon");
+    write_keys("2 hmac-sha256 ffeeddccbbaa99887766554433221100");
+    std::fs::write(
+        &node,
+        node_text
+            .replace("log = \"info\"", "log = \"debug\"")
+            .replace("refresh = \"30s\"", "refresh = \"10s\""),
+    )
+    .unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let text = wait_in_file(&log, "SIGHUP: configuration reloaded");
+    assert!(text.contains("SIGHUP: log level changed"), "{text}");
+    assert!(
+        text.contains("integrity policy and keys read again"),
+        "{text}"
+    );
+    let restart = text
+        .lines()
+        .find(|l| l.contains("needs a restart"))
+        .unwrap_or_else(|| panic!("no restart warning in\n{text}"));
+    assert!(restart.contains("rsvp.refresh"), "{restart}");
+    // An invalid file: refused with its located error, the running configuration stays.
+    std::fs::write(
+        &node,
+        node_text.replace("refresh = \"30s\"", "refresh = \"soon\""),
+    )
+    .unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let text = wait_in_file(&log, "configuration not reloaded");
+    assert!(
+        text.contains(&format!("{}:6: rsvp.refresh", node.display())),
+        "{text}"
+    );
+    wait_for(
+        &socket,
+        "daemon",
+        "rsvp.show.interfaces",
+        serde_json::Value::Null,
+        |v| v.as_array().is_some_and(|a| !a.is_empty()),
+    );
+
+    // SIGTERM: a clean stop removes the HTB qdisc (tc, with the ambient capability) and the
+    // socket.
+    lab.terminate("daemon", std::time::Duration::from_secs(10))
+        .unwrap();
+    let qdiscs = lab
+        .exec_ok(0, &["tc", "qdisc", "show", "dev", "lo"])
+        .unwrap();
+    assert!(!qdiscs.contains("5057:"), "{qdiscs}");
+    assert!(!socket.exists());
+}

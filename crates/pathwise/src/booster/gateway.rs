@@ -24,7 +24,6 @@
 
 use super::config::GatewayConfig;
 use super::tun::Tun;
-use anyhow::Context as _;
 use arc_swap::ArcSwap;
 use nix::sys::socket::{MsgFlags, MultiHeaders, SockaddrStorage, recvmmsg, sendmmsg};
 use pathwise_booster::adaptive::{Action, Adaptive, AdaptiveConfig, AdaptiveState};
@@ -144,10 +143,27 @@ impl Gateway {
         let key = config.key()?;
         let sender_id = config.sender_id()?;
         let snap = config.snapshot(key.is_some())?;
-        let tun =
-            Tun::open(&config.tun).with_context(|| format!("opening TUN device {}", config.tun))?;
-        let socket =
-            UdpSocket::bind(config.listen).with_context(|| format!("binding {}", config.listen))?;
+        let tun = Tun::open(&config.tun).map_err(|e| {
+            let why = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                format!(
+                    ": creating a TUN device needs CAP_NET_ADMIN; without it, create the device \
+                     for the gateway's user beforehand (ip tuntap add dev {} mode tun user USER)",
+                    config.tun
+                )
+            } else {
+                String::new()
+            };
+            anyhow::anyhow!("opening TUN device {}: {e}{why}", config.tun)
+        })?;
+        let socket = UdpSocket::bind(config.listen).map_err(|e| {
+            let why = match crate::caps::port_need(config.listen.port(), "listen") {
+                Some(n) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    format!(": {} needs {}", n.why, n.cap.name())
+                }
+                _ => String::new(),
+            };
+            anyhow::anyhow!("binding {}: {e}{why}", config.listen)
+        })?;
         socket.set_read_timeout(Some(Duration::from_millis(100)))?;
         let wall_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

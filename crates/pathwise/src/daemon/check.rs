@@ -143,5 +143,14 @@ fn summary(cfg: &NodeConfig) -> String {
     if let Some(g) = &cfg.daemon.socket_group {
         parts.push(format!("socket group {}", g.get_ref()));
     }
+    let mut caps: Vec<&str> = crate::daemon::capability_needs(cfg)
+        .iter()
+        .map(|n| n.cap.name())
+        .collect();
+    caps.sort_unstable();
+    caps.dedup();
+    if !caps.is_empty() {
+        parts.push(format!("needs {} (or root)", caps.join(", ")));
+    }
     parts.join("; ")
 }
