@@ -81,7 +81,7 @@ fn cannot_switch_users() -> Option<String> {
     None
 }
 
-fn text(o: &Output) -> String {
+fn described(o: &Output) -> String {
     format!(
         "status {:?}\nstdout: {}\nstderr: {}",
         o.status.code(),
@@ -150,22 +150,22 @@ fn management_socket_is_private_and_refuses_other_users() {
     }
     // Another user: the kernel refuses at connect (mode 0600); the client says why.
     let o = oracle_show_as_nobody(&socket, &["--clear-groups"]);
-    assert!(!o.status.success(), "{}", text(&o));
+    assert!(!o.status.success(), "{}", described(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("Permission denied") && err.contains("admits only its user"),
         "{}",
-        text(&o)
+        described(&o)
     );
     // A mode widened by hand does not let them in: the peer's credentials are checked.
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     let o = oracle_show_as_nobody(&socket, &["--clear-groups"]);
-    assert!(!o.status.success(), "{}", text(&o));
+    assert!(!o.status.success(), "{}", described(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr)
             .contains("permission denied: uid 65534 may not use this management socket"),
         "{}",
-        text(&o)
+        described(&o)
     );
     assert_eq!(server.mgmt_refused(), 1);
     // The owner still gets answers.
@@ -192,20 +192,20 @@ fn management_socket_admits_its_group() {
     // A member (a supplementary group) is admitted...
     let gid = group.gid.to_string();
     let o = oracle_show_as_nobody(&socket, &["--groups", &gid]);
-    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.status.success(), "{}", described(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("routers"),
         "{}",
-        text(&o)
+        described(&o)
     );
     // ... someone else is not, even with the mode widened.
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     let o = oracle_show_as_nobody(&socket, &["--clear-groups"]);
-    assert!(!o.status.success(), "{}", text(&o));
+    assert!(!o.status.success(), "{}", described(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("members of group users"),
         "{}",
-        text(&o)
+        described(&o)
     );
     assert_eq!(server.mgmt_refused(), 1);
 }
@@ -459,13 +459,13 @@ fn daemon_runs_unprivileged_with_its_capabilities_and_reloads_on_sighup() {
 
     // Without capabilities: refused before anything is set up, naming each one and why.
     let o = lab.exec(0, &argv(&daemon(""))).unwrap();
-    assert!(!o.status.success(), "{}", text(&o));
+    assert!(!o.status.success(), "{}", described(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("CAP_NET_RAW for the raw RSVP sockets")
             && err.contains("CAP_NET_ADMIN for rsvp.traffic_control = \"htb\""),
         "{}",
-        text(&o)
+        described(&o)
     );
     let qdiscs = lab
         .exec_ok(0, &["tc", "qdisc", "show", "dev", "lo"])
@@ -559,4 +559,300 @@ fn daemon_runs_unprivileged_with_its_capabilities_and_reloads_on_sighup() {
         .unwrap();
     assert!(!qdiscs.contains("5057:"), "{qdiscs}");
     assert!(!socket.exists());
+}
+
+#[test]
+fn gateway_runs_with_cap_net_admin_and_reloads_policies_on_sighup() {
+    const TEST: &str = "gateway_runs_with_cap_net_admin_and_reloads_policies_on_sighup";
+    if let Some(why) = pathwise::netns::unavailable(&["setpriv"]) {
+        println!("skipping {TEST}: {why}");
+        return;
+    }
+    if let Some(why) = cannot_switch_users() {
+        println!("skipping {TEST}: {why}");
+        return;
+    }
+    let mut lab = pathwise::netns::Lab::new(&["gw"]).unwrap();
+    let run = lab.dir.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::set_permissions(&lab.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(&run, Some(65534), Some(65534)).unwrap();
+    let socket = run.join("booster.sock");
+    let text = format!(
+        "tun = \"pwsvc0\"\nlisten = \"127.0.0.1:7000\"\npeer = \"127.0.0.1:7001\"\n\
+         socket = {socket:?}\n\
+         psk = \"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"\n\n\
+         [[policy]]\nname = \"default\"\ndst = \"10.77.2.0/24\"\nchain = [\"lz4\", \"encrypt\"]\n"
+    );
+    let file = lab.dir.join("gw.toml");
+    std::fs::write(&file, &text).unwrap();
+    let gateway = |caps: &str| -> Vec<String> {
+        let mut v = as_nobody_with(caps);
+        v.extend([
+            bin().into(),
+            "booster".into(),
+            "gateway".into(),
+            "--config".into(),
+        ]);
+        v.push(file.to_str().unwrap().into());
+        v
+    };
+    // Another user can open /dev/net/tun only where it has the udev default mode 0666.
+    if mode(Path::new("/dev/net/tun")) & 0o006 == 0o006 {
+        // Without CAP_NET_ADMIN the TUN device cannot be created, and the error says so.
+        let o = lab.exec(0, &argv(&gateway(""))).unwrap();
+        assert!(!o.status.success(), "{}", described(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr)
+                .contains("creating a TUN device needs CAP_NET_ADMIN"),
+            "{}",
+            described(&o)
+        );
+        // With it (and nothing else), it runs.
+        lab.spawn("gw", 0, &argv(&gateway("+net_admin"))).unwrap();
+    } else {
+        println!(
+            "{TEST}: /dev/net/tun has mode {:04o} here, not 0666: the gateway runs as root, not \
+             as uid {NOBODY} with CAP_NET_ADMIN",
+            mode(Path::new("/dev/net/tun"))
+        );
+        let o = lab.exec(0, &argv(&gateway(""))).unwrap();
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("opening /dev/net/tun: "),
+            "{}",
+            described(&o)
+        );
+        let file = file.to_str().unwrap();
+        lab.spawn("gw", 0, &[bin(), "booster", "gateway", "--config", file])
+            .unwrap();
+    }
+    let show = wait_for(
+        &socket,
+        "booster gateway",
+        "show",
+        serde_json::Value::Null,
+        |_| true,
+    );
+    let generation = show["generation"].as_u64().unwrap();
+    assert_eq!(show["policies"].as_array().map(Vec::len), Some(1), "{show}");
+
+    // SIGHUP: a policy added and a chain changed apply; the MTU needs a restart.
+    let pid = lab.pid("gw").unwrap().to_string();
+    let log = lab.log_path("gw");
+    std::fs::write(
+        &file,
+        text.replace("[\"lz4\", \"encrypt\"]", "[\"encrypt\"]")
+            .replace("peer = ", "mtu = 1300\npeer = ")
+            + "\n[[policy]]\nname = \"bulk\"\ndst = \"10.77.3.0/24\"\nchain = [\"zstd\"]\n",
+    )
+    .unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let show = wait_for(
+        &socket,
+        "booster gateway",
+        "show",
+        serde_json::Value::Null,
+        |v| v["policies"].as_array().is_some_and(|p| p.len() == 2),
+    );
+    assert_eq!(show["generation"].as_u64(), Some(generation + 1), "{show}");
+    assert_eq!(show["mtu"], 1400, "bound at start: {show}");
+    let logged = wait_in_file(&log, "mtu changed, but needs a restart");
+    assert!(logged.contains("policies reloaded: 2 policies"), "{logged}");
+    // A file with errors: refused at its line, nothing changes.
+    std::fs::write(
+        &file,
+        text.replace("[\"lz4\", \"encrypt\"]", "[\"encrypt\", \"lz4\"]"),
+    )
+    .unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let logged = wait_in_file(&log, "configuration not reloaded");
+    assert!(
+        logged.contains(&format!("{}:10: policy[0].chain", file.display())),
+        "{logged}"
+    );
+    let show = wait_for(
+        &socket,
+        "booster gateway",
+        "show",
+        serde_json::Value::Null,
+        |_| true,
+    );
+    assert_eq!(show["policies"].as_array().map(Vec::len), Some(2), "{show}");
+    lab.kill("gw");
+}
+
+/// The units in contrib/systemd, by file name.
+fn units() -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contrib/systemd");
+    let mut v: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "service"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The value of `key=` in a unit (the last one, as systemd takes it).
+fn unit_value<'a>(unit: &'a str, key: &str) -> Option<&'a str> {
+    unit.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+}
+
+#[test]
+fn systemd_units_match_the_binary_defaults_and_needs() {
+    let units = units();
+    let names: Vec<&str> = units.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "pathwise-booster-gateway.service",
+            "pathwise-daemon.service",
+            "pathwise-oracle.service"
+        ]
+    );
+    let unit = |n: &str| &units.iter().find(|(name, _)| name == n).unwrap().1;
+    for (name, u) in &units {
+        assert_eq!(unit_value(u, "User"), Some("pathwise"), "{name}");
+        assert_eq!(
+            unit_value(u, "ConfigurationDirectory"),
+            Some("pathwise"),
+            "{name}"
+        );
+        assert_eq!(
+            unit_value(u, "RuntimeDirectory"),
+            Some("pathwise"),
+            "{name}"
+        );
+        // Shared by the three units: stopping one must not remove the others' sockets.
+        assert_eq!(
+            unit_value(u, "RuntimeDirectoryPreserve"),
+            Some("yes"),
+            "{name}"
+        );
+        assert_eq!(unit_value(u, "NoNewPrivileges"), Some("yes"), "{name}");
+        assert_eq!(
+            unit_value(u, "ExecReload"),
+            Some("/bin/kill -HUP $MAINPID"),
+            "{name}"
+        );
+        // What it may keep is what it gets.
+        assert_eq!(
+            unit_value(u, "AmbientCapabilities"),
+            unit_value(u, "CapabilityBoundingSet"),
+            "{name}"
+        );
+    }
+    // The default sockets are under /run/pathwise, the RuntimeDirectory.
+    assert_eq!(
+        pathwise::config::default_socket(),
+        Path::new("/run/pathwise/pathwise.sock")
+    );
+    assert_eq!(
+        pathwise::oracle::console::DEFAULT_SOCKET,
+        "/run/pathwise/oracle.sock"
+    );
+    assert_eq!(
+        pathwise::booster::config::DEFAULT_SOCKET,
+        "/run/pathwise/booster.sock"
+    );
+    let daemon = unit("pathwise-daemon.service");
+    assert_eq!(
+        unit_value(daemon, "ExecStart"),
+        Some("/usr/local/bin/pathwise daemon --config /etc/pathwise/node.toml")
+    );
+    let oracle = unit("pathwise-oracle.service");
+    assert!(unit_value(oracle, "ExecStart").is_some_and(|s| s.contains(
+        "oracle serve --config /etc/pathwise/oracle.toml --socket /run/pathwise/oracle.sock"
+    )));
+    assert_eq!(unit_value(oracle, "AmbientCapabilities"), Some(""));
+    let gateway = unit("pathwise-booster-gateway.service");
+    assert_eq!(
+        unit_value(gateway, "ExecStart"),
+        Some("/usr/local/bin/pathwise booster gateway --config /etc/pathwise/booster.toml")
+    );
+    assert_eq!(
+        unit_value(gateway, "AmbientCapabilities"),
+        Some("CAP_NET_ADMIN")
+    );
+    assert_eq!(unit_value(gateway, "DeviceAllow"), Some("/dev/net/tun rw"));
+    // The daemon unit grants everything a node.toml using every feature needs, and no more.
+    let everything = "[rsvp]\ntraffic_control = \"htb\"\nmpls = \"kernel\"\n\n\
+                      [[rsvp.interface]]\nname = \"lo\"\nbandwidth = \"10Mbit\"\n\n\
+                      [gist]\ninterfaces = [\"lo\"]\ninterception = \"netfilter\"\n";
+    let cfg = pathwise::config::NodeConfig::parse("node.toml", everything).unwrap();
+    let mut needed: Vec<&str> = pathwise::daemon::capability_needs(&cfg)
+        .iter()
+        .map(|n| n.cap.name())
+        .collect();
+    needed.sort_unstable();
+    needed.dedup();
+    let mut granted: Vec<&str> = unit_value(daemon, "AmbientCapabilities")
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    granted.sort_unstable();
+    assert_eq!(granted, needed);
+    // tc, MPLS routes and the netfilter queue are netlink.
+    assert!(
+        unit_value(daemon, "RestrictAddressFamilies").is_some_and(|f| f.contains("AF_NETLINK"))
+    );
+    // /proc/sys/net/mpls is written with mpls = "kernel".
+    assert_eq!(unit_value(daemon, "ProtectKernelTunables"), None);
+}
+
+#[test]
+fn systemd_units_pass_systemd_analyze_verify() {
+    const TEST: &str = "systemd_units_pass_systemd_analyze_verify";
+    if Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!("skipping {TEST}: systemd-analyze is not installed");
+        return;
+    }
+    // verify checks that ExecStart's binary exists: point the units at the one built here.
+    let dir = Scratch::new();
+    let mut files = Vec::new();
+    for (name, text) in units() {
+        assert!(text.contains("/usr/local/bin/pathwise "), "{name}");
+        let path = dir.path(&name);
+        std::fs::write(&path, text.replace("/usr/local/bin/pathwise", bin())).unwrap();
+        files.push(path);
+    }
+    let o = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .args(&files)
+        .output()
+        .unwrap();
+    // Unknown keys and unparsable values are only warnings: any line about our units fails.
+    let complaints: Vec<String> = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .chain(String::from_utf8_lossy(&o.stdout).lines())
+        .filter(|l| l.contains("pathwise"))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        o.status.success() && complaints.is_empty(),
+        "{}\n{complaints:#?}",
+        described(&o)
+    );
 }

@@ -11,8 +11,9 @@ use std::path::PathBuf;
 #[derive(Debug, Subcommand)]
 pub enum Booster {
     /// Run a gateway: boost packets routed into the TUN device and send them to the peer
-    /// gateway over UDP; deboost what the peer sends and write it to the TUN device.
-    /// `--check FILE` checks a configuration without starting.
+    /// gateway over UDP; deboost what the peer sends and write it to the TUN device. SIGHUP
+    /// reads the policies and meta-policy again (other settings need a restart). `--check
+    /// FILE` checks a configuration without starting.
     #[command(after_long_help = crate::booster::config::CHECK_HELP)]
     Gateway {
         /// Configuration file (TOML; see docs/booster-wire.md and the README).
@@ -86,6 +87,48 @@ impl Mgmt {
     }
 }
 
+/// SIGHUP: read the policies again ([`crate::booster::reload`]), on a thread of its own.
+fn reload_on_hangup(
+    shared: std::sync::Arc<crate::booster::gateway::Shared>,
+    path: PathBuf,
+    started: String,
+) -> anyhow::Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    let hangup = std::sync::Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hangup.clone())?;
+    std::thread::Builder::new()
+        .name("sighup".into())
+        .spawn(move || {
+            const ME: &str = "pathwise booster gateway: SIGHUP";
+            while !shared.stop.load(Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                if !hangup.swap(false, Relaxed) {
+                    continue;
+                }
+                let r = match crate::booster::reload::prepare(&path, &started) {
+                    Ok(r) => r,
+                    Err(errors) => {
+                        for e in &errors {
+                            eprintln!("{e}");
+                        }
+                        eprintln!("{ME}: configuration not reloaded; the running one stays");
+                        continue;
+                    }
+                };
+                match crate::booster::reload::apply(&shared, &r) {
+                    Ok((generation, n)) => {
+                        eprintln!("{ME}: policies reloaded: {n} policies, generation {generation}")
+                    }
+                    Err(e) => eprintln!("{ME}: policies not reloaded: {e}"),
+                }
+                for field in &r.needs_restart {
+                    eprintln!("{ME}: {field} changed, but needs a restart to take effect");
+                }
+            }
+        })?;
+    Ok(())
+}
+
 /// Run a booster command.
 pub fn run(b: Booster) -> anyhow::Result<()> {
     match b {
@@ -102,6 +145,7 @@ pub fn run(b: Booster) -> anyhow::Result<()> {
             plain,
             ..
         } => {
+            let started = std::fs::read_to_string(&config).unwrap_or_default();
             let cfg = GatewayConfig::load(&config)?;
             eprintln!(
                 "pathwise booster gateway: {} <-> {} via {}, management on {}{}",
@@ -111,7 +155,9 @@ pub fn run(b: Booster) -> anyhow::Result<()> {
                 cfg.socket.display(),
                 if plain { " (plain forwarding)" } else { "" }
             );
-            crate::booster::gateway::Gateway::start(cfg, plain)?.join()
+            let gateway = crate::booster::gateway::Gateway::start(cfg, plain)?;
+            reload_on_hangup(gateway.shared.clone(), config, started)?;
+            gateway.join()
         }
         Booster::Show(m) => {
             let v = m.request("show", Value::Null)?;

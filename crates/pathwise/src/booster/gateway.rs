@@ -143,18 +143,8 @@ impl Gateway {
         let key = config.key()?;
         let sender_id = config.sender_id()?;
         let snap = config.snapshot(key.is_some())?;
-        let tun = Tun::open(&config.tun).map_err(|e| {
-            let why = if e.kind() == std::io::ErrorKind::PermissionDenied {
-                format!(
-                    ": creating a TUN device needs CAP_NET_ADMIN; without it, create the device \
-                     for the gateway's user beforehand (ip tuntap add dev {} mode tun user USER)",
-                    config.tun
-                )
-            } else {
-                String::new()
-            };
-            anyhow::anyhow!("opening TUN device {}: {e}{why}", config.tun)
-        })?;
+        let tun = Tun::open(&config.tun)
+            .map_err(|e| anyhow::anyhow!("opening TUN device {}: {e}", config.tun))?;
         let socket = UdpSocket::bind(config.listen).map_err(|e| {
             let why = match crate::caps::port_need(config.listen.port(), "listen") {
                 Some(n) if e.kind() == std::io::ErrorKind::PermissionDenied => {

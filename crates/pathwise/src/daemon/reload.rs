@@ -4,7 +4,7 @@
 //! | changes live | how |
 //! |---|---|
 //! | `daemon.log` | the log level, from the next line logged |
-//! | `rsvp.interface[N].integrity` | mode and key chain, key files read again (RFC 2747 key rollover without a restart); sequence numbers and replay windows are kept. Re-read on every SIGHUP, so a changed key file is picked up even when `node.toml` did not change |
+//! | `rsvp.interface[N].integrity` | mode and key chain, key files read again (RFC 2747 §5.1: keys switched without loss of RSVP state); sequence numbers and replay windows are kept. Re-read on every SIGHUP, so a changed key file is picked up even when `node.toml` did not change |
 //! | `[[rsvp.lsp]]` | an LSP added is opened, one removed is torn down (PathTear), one changed is torn down and opened again |
 //!
 //! Everything else is bound at start — sockets and the management socket (`daemon.socket`,

@@ -100,9 +100,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// Replace the integrity policy — mode and key chain — of interface `ifindex`, e.g. after
     /// the daemon re-read its configuration and key files: it applies from the next message
-    /// sent or received. Sequence numbers and replay windows are kept (RFC 2747 §3: a sender's
-    /// sequence numbers keep increasing across a key change; §5: per key, the receiver's
-    /// window). `false` when `ifindex` is not one of the engine's interfaces.
+    /// sent or received. Sequence numbers and replay windows are kept: RFC 2747 §5.1 wants keys
+    /// switched "without loss of RSVP state", and §3 sequence numbers that keep increasing.
+    /// `false` when `ifindex` is not one of the engine's interfaces.
     pub fn set_integrity(&mut self, ifindex: IfIndex, policy: Policy) -> bool {
         match self
             .cfg
