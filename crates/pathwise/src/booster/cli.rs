@@ -90,12 +90,11 @@ impl Mgmt {
 /// SIGHUP: read the policies again ([`crate::booster::reload`]), on a thread of its own.
 fn reload_on_hangup(
     shared: std::sync::Arc<crate::booster::gateway::Shared>,
+    hangup: std::sync::Arc<std::sync::atomic::AtomicBool>,
     path: PathBuf,
     started: String,
 ) -> anyhow::Result<()> {
-    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-    let hangup = std::sync::Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGHUP, hangup.clone())?;
+    use std::sync::atomic::Ordering::Relaxed;
     std::thread::Builder::new()
         .name("sighup".into())
         .spawn(move || {
@@ -155,8 +154,11 @@ pub fn run(b: Booster) -> anyhow::Result<()> {
                 cfg.socket.display(),
                 if plain { " (plain forwarding)" } else { "" }
             );
+            // Before starting: SIGHUP's default action would kill the gateway.
+            let hangup = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            signal_hook::flag::register(signal_hook::consts::SIGHUP, hangup.clone())?;
             let gateway = crate::booster::gateway::Gateway::start(cfg, plain)?;
-            reload_on_hangup(gateway.shared.clone(), config, started)?;
+            reload_on_hangup(gateway.shared.clone(), hangup, config, started)?;
             gateway.join()
         }
         Booster::Show(m) => {

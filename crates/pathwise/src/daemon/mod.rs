@@ -54,6 +54,16 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
             config.display()
         );
     }
+    // Signals first: a reload or a stop asked for while the services start waits for the loop
+    // (SIGHUP's default action would kill the daemon).
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing signal handlers")?;
+    }
+    let hangup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hangup))
+        .context("installing signal handlers")?;
     // Before anything is set up: name every capability missing and what needs it.
     crate::caps::require("pathwise daemon", &capability_needs(&cfg))?;
     let mut rsvp = match &cfg.rsvp {
@@ -65,14 +75,6 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
         None => None,
     };
 
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing signal handlers")?;
-    }
-    let hangup = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hangup))
-        .context("installing signal handlers")?;
     let (wake_tx, wake_rx) = UnixStream::pair().context("creating the wake-up socket")?;
     wake_rx.set_nonblocking(true)?;
     let (req_tx, req_rx) = mpsc::channel::<Request>();

@@ -492,6 +492,10 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         socket_group,
     };
     let stop = interrupt_flag()?;
+    // SIGHUP: what the console's `reload` does.
+    let hangup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hangup.clone())
+        .context("installing signal handlers")?;
     let (routers, prefixes) = (snap.router_count(), snap.prefix_count());
     let server = OracleServer::start_with(&opts, snap)?;
     eprintln!(
@@ -503,10 +507,6 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         server.workers(),
         server.socket().display()
     );
-    // SIGHUP: what the console's `reload` does.
-    let hangup = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGHUP, hangup.clone())
-        .context("installing signal handlers")?;
     while !stop.load(Relaxed) {
         std::thread::sleep(Duration::from_millis(200));
         if hangup.swap(false, Relaxed) {
