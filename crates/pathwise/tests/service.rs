@@ -690,7 +690,10 @@ fn gateway_runs_with_cap_net_admin_and_reloads_policies_on_sighup() {
         |_| true,
     );
     assert_eq!(show["policies"].as_array().map(Vec::len), Some(2), "{show}");
-    lab.kill("gw");
+    // SIGTERM (systemctl stop): a clean exit that removes the management socket.
+    lab.terminate("gw", std::time::Duration::from_secs(10))
+        .unwrap();
+    assert!(!socket.exists());
 }
 
 /// The units in contrib/systemd, by file name.

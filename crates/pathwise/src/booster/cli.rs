@@ -87,10 +87,13 @@ impl Mgmt {
     }
 }
 
-/// SIGHUP: read the policies again ([`crate::booster::reload`]), on a thread of its own.
-fn reload_on_hangup(
+/// On a thread of its own: SIGHUP reads the policies again ([`crate::booster::reload`]);
+/// SIGINT and SIGTERM stop the datapath threads, so that the gateway exits cleanly (its
+/// management socket removed).
+fn watch_signals(
     shared: std::sync::Arc<crate::booster::gateway::Shared>,
     hangup: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     path: PathBuf,
     started: String,
 ) -> anyhow::Result<()> {
@@ -101,6 +104,11 @@ fn reload_on_hangup(
             const ME: &str = "pathwise booster gateway: SIGHUP";
             while !shared.stop.load(Relaxed) {
                 std::thread::sleep(std::time::Duration::from_millis(200));
+                if stop.load(Relaxed) {
+                    eprintln!("pathwise booster gateway: stopping");
+                    shared.stop.store(true, Relaxed);
+                    break;
+                }
                 if !hangup.swap(false, Relaxed) {
                     continue;
                 }
@@ -154,11 +162,16 @@ pub fn run(b: Booster) -> anyhow::Result<()> {
                 cfg.socket.display(),
                 if plain { " (plain forwarding)" } else { "" }
             );
-            // Before starting: SIGHUP's default action would kill the gateway.
+            // Before starting: SIGHUP's default action would kill the gateway, and SIGTERM's
+            // would leave its management socket behind.
             let hangup = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             signal_hook::flag::register(signal_hook::consts::SIGHUP, hangup.clone())?;
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                signal_hook::flag::register(sig, stop.clone())?;
+            }
             let gateway = crate::booster::gateway::Gateway::start(cfg, plain)?;
-            reload_on_hangup(gateway.shared.clone(), hangup, config, started)?;
+            watch_signals(gateway.shared.clone(), hangup, stop, config, started)?;
             gateway.join()
         }
         Booster::Show(m) => {
