@@ -112,7 +112,7 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
                 }
                 Err(errors) => {
                     for e in &errors {
-                        tracing::error!("{e}");
+                        tracing::error!(error = %e, "SIGHUP: configuration error");
                     }
                     tracing::error!(
                         file = %config.display(),
