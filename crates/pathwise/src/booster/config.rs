@@ -279,7 +279,8 @@ stops there);
   - then every setting that is wrong (socket_group must exist), the pre-shared key \
 (psk_file is read), every policy \
 whose chain breaks the meta-policy, and the policies together (names and prefixes).
-The TUN device and the sockets are not checked (they need the running gateway, as root).";
+The TUN device and the sockets are not checked (they need the running gateway, with \
+CAP_NET_ADMIN to create the TUN device).";
 
 /// `pathwise booster gateway --check FILE`.
 pub fn check(path: &Path) -> crate::config::check::CheckReport {
@@ -303,7 +304,7 @@ pub fn check(path: &Path) -> crate::config::check::CheckReport {
             );
             report.skipped.push(
                 "the TUN device, the UDP socket and the management socket: they need the \
-                 running gateway (as root)"
+                 running gateway (creating the TUN device needs CAP_NET_ADMIN)"
                     .into(),
             );
         }

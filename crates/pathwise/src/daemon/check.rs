@@ -57,7 +57,7 @@ pub fn check(path: &Path) -> CheckReport {
             if Path::new("/proc/sys/net/mpls").is_dir() {
                 report.skipped.push(
                     "rsvp.mpls: net.mpls.platform_labels and MPLS input on the interfaces \
-                     (set by the daemon as root)"
+                     (set by the daemon, with CAP_NET_ADMIN)"
                         .into(),
                 );
             } else {
