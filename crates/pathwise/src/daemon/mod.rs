@@ -46,7 +46,12 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
     let (filter, log_level) = tracing_subscriber::reload::Layer::new(LevelFilter::from(level));
     let _ = tracing_subscriber::registry()
         .with(filter)
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                // Colours for a terminal only: not escape codes in the journal or a log file.
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
+        )
         .try_init();
     if cfg.rsvp.is_none() && cfg.gist.is_none() {
         anyhow::bail!(
