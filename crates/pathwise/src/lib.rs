@@ -8,12 +8,14 @@
 //! and checking `node.toml`), [`mgmt`] (the management socket), [`metrics`] (what every
 //! service serves over HTTP for Prometheus), [`netns`] (network-namespace labs and the five-node chain), [`sim`] (fault
 //! campaigns: the runner, invariants and faults the services' campaigns share), [`bench`] (what
-//! the benchmarks share), [`demo`] and [`cli`] (which only assembles the services' commands).
+//! the benchmarks share), [`demo`] and [`cli`] (which only assembles the services' commands);
+//! [`caps`] names the Linux capabilities each service needs instead of root.
 //! [`build_info`] says which version and commit this is.
 #![warn(missing_docs)]
 
 pub mod bench;
 pub mod booster;
+pub mod caps;
 pub mod cli;
 pub mod config;
 pub mod daemon;

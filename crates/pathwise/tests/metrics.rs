@@ -193,6 +193,7 @@ fn oracle_metrics_count_queries_drops_and_rejections_and_pass_promtool() {
         },
         socket: dir.0.join("oracle.sock"),
         metrics: Some("127.0.0.1:0".parse().unwrap()),
+        socket_group: None,
     })
     .expect("server starts");
     let addr = server.metrics_addr().expect("metrics served");

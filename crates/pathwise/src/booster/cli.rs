@@ -11,8 +11,9 @@ use std::path::PathBuf;
 #[derive(Debug, Subcommand)]
 pub enum Booster {
     /// Run a gateway: boost packets routed into the TUN device and send them to the peer
-    /// gateway over UDP; deboost what the peer sends and write it to the TUN device.
-    /// `--check FILE` checks a configuration without starting.
+    /// gateway over UDP; deboost what the peer sends and write it to the TUN device. SIGHUP
+    /// reads the policies and meta-policy again (other settings need a restart). `--check
+    /// FILE` checks a configuration without starting.
     #[command(after_long_help = crate::booster::config::CHECK_HELP)]
     Gateway {
         /// Configuration file (TOML; see docs/booster-wire.md and the README).
@@ -86,6 +87,55 @@ impl Mgmt {
     }
 }
 
+/// On a thread of its own: SIGHUP reads the policies again ([`crate::booster::reload`]);
+/// SIGINT and SIGTERM stop the datapath threads, so that the gateway exits cleanly (its
+/// management socket removed).
+fn watch_signals(
+    shared: std::sync::Arc<crate::booster::gateway::Shared>,
+    hangup: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    path: PathBuf,
+    started: String,
+) -> anyhow::Result<()> {
+    use std::sync::atomic::Ordering::Relaxed;
+    std::thread::Builder::new()
+        .name("sighup".into())
+        .spawn(move || {
+            const ME: &str = "pathwise booster gateway: SIGHUP";
+            while !shared.stop.load(Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                if stop.load(Relaxed) {
+                    eprintln!("pathwise booster gateway: stopping");
+                    shared.stop.store(true, Relaxed);
+                    break;
+                }
+                if !hangup.swap(false, Relaxed) {
+                    continue;
+                }
+                let r = match crate::booster::reload::prepare(&path, &started) {
+                    Ok(r) => r,
+                    Err(errors) => {
+                        for e in &errors {
+                            eprintln!("{e}");
+                        }
+                        eprintln!("{ME}: configuration not reloaded; the running one stays");
+                        continue;
+                    }
+                };
+                match crate::booster::reload::apply(&shared, &r) {
+                    Ok((generation, n)) => {
+                        eprintln!("{ME}: policies reloaded: {n} policies, generation {generation}")
+                    }
+                    Err(e) => eprintln!("{ME}: policies not reloaded: {e}"),
+                }
+                for field in &r.needs_restart {
+                    eprintln!("{ME}: {field} changed, but needs a restart to take effect");
+                }
+            }
+        })?;
+    Ok(())
+}
+
 /// Run a booster command.
 pub fn run(b: Booster) -> anyhow::Result<()> {
     match b {
@@ -102,6 +152,7 @@ pub fn run(b: Booster) -> anyhow::Result<()> {
             plain,
             ..
         } => {
+            let started = std::fs::read_to_string(&config).unwrap_or_default();
             let cfg = GatewayConfig::load(&config)?;
             eprintln!(
                 "pathwise booster gateway: {} <-> {} via {}, management on {}{}",
@@ -111,7 +162,17 @@ pub fn run(b: Booster) -> anyhow::Result<()> {
                 cfg.socket.display(),
                 if plain { " (plain forwarding)" } else { "" }
             );
-            crate::booster::gateway::Gateway::start(cfg, plain)?.join()
+            // Before starting: SIGHUP's default action would kill the gateway, and SIGTERM's
+            // would leave its management socket behind.
+            let hangup = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            signal_hook::flag::register(signal_hook::consts::SIGHUP, hangup.clone())?;
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                signal_hook::flag::register(sig, stop.clone())?;
+            }
+            let gateway = crate::booster::gateway::Gateway::start(cfg, plain)?;
+            watch_signals(gateway.shared.clone(), hangup, stop, config, started)?;
+            gateway.join()
         }
         Booster::Show(m) => {
             let v = m.request("show", Value::Null)?;

@@ -7,7 +7,8 @@
 //! listen = "192.168.77.1:7000"        # UDP address of this gateway
 //! peer = "192.168.77.2:7000"          # UDP address of the other gateway: the only source
 //!                                     # whose datagrams are accepted
-//! socket = "/run/pathwise/booster.sock"   # management socket
+//! socket = "/run/pathwise/booster.sock"   # management socket (mode 0600: this user, root)
+//! # socket_group = "pathwise"         # mode 0660: this group's members may use it too
 //! # metrics = "127.0.0.1:9466"        # serve metrics on http://…/metrics (OpenMetrics)
 //! psk = "<64 hex digits>"             # pre-shared key for `encrypt` (or psk_file = "...")
 //! # sender_id = 1                     # nonce sender id; default: 1 on the lower address, else 2
@@ -69,6 +70,9 @@ pub struct GatewayConfig {
     /// Address to serve metrics on over HTTP (opt-in; [`crate::metrics`]).
     #[serde(default)]
     pub metrics: Option<SocketAddr>,
+    /// A group whose members may use the management socket too.
+    #[serde(default)]
+    pub socket_group: Option<String>,
     /// Pre-shared key, 64 hex digits.
     #[serde(default)]
     pub psk: Option<String>,
@@ -188,6 +192,9 @@ impl GatewayConfig {
         if let Err(e) = self.sender_id() {
             problem("sender_id", e.to_string());
         }
+        if let Err(e) = self.socket_group() {
+            problem("socket_group", e);
+        }
         if let Err(e) = self.key() {
             let field = if self.psk.is_some() {
                 "psk"
@@ -220,6 +227,14 @@ impl GatewayConfig {
             problem(field.as_deref().unwrap_or("policy"), e.to_string());
         }
         out
+    }
+
+    /// The group allowed on the management socket, looked up.
+    pub fn socket_group(&self) -> Result<Option<crate::mgmt::SocketGroup>, String> {
+        self.socket_group
+            .as_deref()
+            .map(crate::mgmt::SocketGroup::lookup)
+            .transpose()
     }
 
     /// The pre-shared key, if configured.
@@ -265,9 +280,11 @@ pub const CHECK_HELP: &str = "\
 MESSAGE (line 0: a default, or the file as a whole), and exits 1 if there is any:
   - a TOML syntax error, a value of the wrong type or an unknown key: the first one (parsing \
 stops there);
-  - then every setting that is wrong, the pre-shared key (psk_file is read), every policy \
+  - then every setting that is wrong (socket_group must exist), the pre-shared key \
+(psk_file is read), every policy \
 whose chain breaks the meta-policy, and the policies together (names and prefixes).
-The TUN device and the sockets are not checked (they need the running gateway, as root).";
+The TUN device and the sockets are not checked (they need the running gateway, with \
+CAP_NET_ADMIN to create the TUN device).";
 
 /// `pathwise booster gateway --check FILE`.
 pub fn check(path: &Path) -> crate::config::check::CheckReport {
@@ -291,7 +308,7 @@ pub fn check(path: &Path) -> crate::config::check::CheckReport {
             );
             report.skipped.push(
                 "the TUN device, the UDP socket and the management socket: they need the \
-                 running gateway (as root)"
+                 running gateway (creating the TUN device needs CAP_NET_ADMIN)"
                     .into(),
             );
         }

@@ -25,7 +25,6 @@
 
 use super::config::GatewayConfig;
 use super::tun::Tun;
-use anyhow::Context as _;
 use arc_swap::ArcSwap;
 use nix::sys::socket::{MsgFlags, MultiHeaders, SockaddrStorage, recvmmsg, sendmmsg};
 use pathwise_booster::adaptive::{Action, Adaptive, AdaptiveConfig, AdaptiveState};
@@ -146,10 +145,17 @@ impl Gateway {
         let key = config.key()?;
         let sender_id = config.sender_id()?;
         let snap = config.snapshot(key.is_some())?;
-        let tun =
-            Tun::open(&config.tun).with_context(|| format!("opening TUN device {}", config.tun))?;
-        let socket =
-            UdpSocket::bind(config.listen).with_context(|| format!("binding {}", config.listen))?;
+        let tun = Tun::open(&config.tun)
+            .map_err(|e| anyhow::anyhow!("opening TUN device {}: {e}", config.tun))?;
+        let socket = UdpSocket::bind(config.listen).map_err(|e| {
+            let why = match crate::caps::port_need(config.listen.port(), "listen") {
+                Some(n) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    format!(": {} needs {}", n.why, n.cap.name())
+                }
+                _ => String::new(),
+            };
+            anyhow::anyhow!("binding {}: {e}{why}", config.listen)
+        })?;
         socket.set_read_timeout(Some(Duration::from_millis(100)))?;
         let wall_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -173,7 +179,11 @@ impl Gateway {
             stop: AtomicBool::new(false),
             config,
         });
-        let server = crate::mgmt::Server::bind(&shared.config.socket)?;
+        let group = shared
+            .config
+            .socket_group()
+            .map_err(|e| anyhow::anyhow!("socket_group: {e}"))?;
+        let server = crate::mgmt::Server::bind_with(&shared.config.socket, group)?;
         let handler_shared = shared.clone();
         let mgmt = server.spawn(move |verb: &str, args: &serde_json::Value| {
             super::manage::handle(&handler_shared, verb, args)

@@ -3,7 +3,7 @@
 //! only feeds it packets, time and policy snapshots.
 //!
 //! - [`config`]: the TOML file; [`tun`]: the device; [`gateway`]: threads, batching, snapshot
-//!   swaps; [`manage`]: the management verbs;
+//!   swaps; [`manage`]: the management verbs; [`reload`]: SIGHUP (policies read again);
 //! - [`netns`]: the two-gateway test bed in network namespaces (tests and benchmarks);
 //! - [`cli`]: `pathwise booster …` and the arguments of `pathwise bench booster`;
 //! - [`bench`]: `pathwise bench booster`, the seed's experiments (Fig. 6, Table 1) and more.
@@ -14,4 +14,5 @@ pub mod config;
 pub mod gateway;
 pub mod manage;
 pub mod netns;
+pub mod reload;
 pub mod tun;

@@ -36,7 +36,16 @@ impl Tun {
             .read(true)
             .write(true)
             .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open("/dev/net/tun")?;
+            .open("/dev/net/tun")
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "opening /dev/net/tun: {e} (it must be readable and writable by the \
+                         gateway's user: mode 0666 is the udev default)"
+                    ),
+                )
+            })?;
         // SAFETY: `ifreq` is plain old data; all-zero is a valid value.
         #[allow(unsafe_code)]
         let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
@@ -49,7 +58,17 @@ impl Tun {
         #[allow(unsafe_code)]
         let rc = unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF as _, &mut req) };
         if rc < 0 {
-            return Err(io::Error::last_os_error());
+            let e = io::Error::last_os_error();
+            let hint = if e.kind() == io::ErrorKind::PermissionDenied {
+                format!(
+                    ": creating a TUN device needs CAP_NET_ADMIN; without it, create the device \
+                     for the gateway's user beforehand (ip tuntap add dev {name} mode tun user \
+                     USER)"
+                )
+            } else {
+                String::new()
+            };
+            return Err(io::Error::new(e.kind(), format!("TUNSETIFF: {e}{hint}")));
         }
         Ok(Tun {
             file,

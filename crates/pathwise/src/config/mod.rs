@@ -3,7 +3,10 @@
 //!
 //! ```toml
 //! [daemon]
-//! socket = "/run/pathwise/pathwise.sock"   # management socket (CLI verbs)
+//! socket = "/run/pathwise/pathwise.sock"   # management socket (CLI verbs): mode 0600, for
+//!                                          # the daemon's user and root only
+//! socket_group = "pathwise"                # optional: mode 0660 and this group, whose
+//!                                          # members may use it too (the daemon must be one)
 //! metrics = "127.0.0.1:9464"               # optional: OpenMetrics on http://…/metrics
 //! log = "info"                              # error | warn | info | debug | trace
 //!
@@ -48,6 +51,8 @@ pub struct DaemonSection {
     /// Management socket path.
     #[serde(default = "default_socket")]
     pub socket: PathBuf,
+    /// A group whose members may use the management socket too.
+    pub socket_group: Option<Spanned<String>>,
     /// Address to serve metrics on over HTTP (opt-in; [`crate::metrics`], docs/metrics.md).
     pub metrics: Option<Spanned<String>>,
     /// Log level.
@@ -59,6 +64,7 @@ impl Default for DaemonSection {
     fn default() -> Self {
         DaemonSection {
             socket: default_socket(),
+            socket_group: None,
             metrics: None,
             log: default_log(),
         }
@@ -229,6 +235,22 @@ impl NodeConfig {
         section.policy(&self.source(), &format!("rsvp.interface[{n}].integrity"))
     }
 
+    /// The group allowed on the management socket (`[daemon] socket_group`), looked up in the
+    /// system's group database: an unknown group is an error at its line.
+    pub fn socket_group(&self) -> Result<Option<crate::mgmt::SocketGroup>, ConfigError> {
+        let Some(name) = &self.daemon.socket_group else {
+            return Ok(None);
+        };
+        crate::mgmt::SocketGroup::lookup(name.get_ref())
+            .map(Some)
+            .map_err(|e| self.error_at(name.span(), "daemon.socket_group", e))
+    }
+
+    /// The text of the file, as loaded.
+    pub fn text(&self) -> &str {
+        &self.source.1
+    }
+
     /// An error about the value at `span`, found after parsing (e.g. against the running
     /// system).
     pub fn error_at(
@@ -324,6 +346,28 @@ reservable = "8Mbit"
         let e = NodeConfig::parse("node.toml", &GOOD.replace("127.0.0.1:9464", "localhost"))
             .unwrap_err();
         assert_eq!(e.field, "daemon.metrics");
+    }
+
+    #[test]
+    fn socket_group_is_looked_up_and_an_unknown_one_is_located() {
+        let with = |g: &str| GOOD.replace("[rsvp]", &format!("socket_group = \"{g}\"\n\n[rsvp]"));
+        let root = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(0))
+            .unwrap()
+            .unwrap()
+            .name;
+        let c = NodeConfig::parse("node.toml", &with(&root)).unwrap();
+        assert_eq!(c.socket_group().unwrap().unwrap().gid, 0);
+        let c = NodeConfig::parse("node.toml", &with("pathwise-no-such-group")).unwrap();
+        let e = c.socket_group().unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (6, "daemon.socket_group"));
+        assert!(e.message.contains("no group"), "{e}");
+        assert!(
+            NodeConfig::parse("node.toml", GOOD)
+                .unwrap()
+                .socket_group()
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

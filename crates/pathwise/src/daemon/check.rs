@@ -43,6 +43,9 @@ pub fn check(path: &Path) -> CheckReport {
             message: "no service enabled (add an [rsvp] or a [gist] section)".into(),
         });
     }
+    if let Err(e) = cfg.socket_group() {
+        report.errors.push(e);
+    }
     check_interfaces(&cfg, &mut report);
     if let Some(r) = &cfg.rsvp {
         for (n, i) in r.interfaces.iter().enumerate() {
@@ -54,7 +57,7 @@ pub fn check(path: &Path) -> CheckReport {
             if Path::new("/proc/sys/net/mpls").is_dir() {
                 report.skipped.push(
                     "rsvp.mpls: net.mpls.platform_labels and MPLS input on the interfaces \
-                     (set by the daemon as root)"
+                     (set by the daemon, with CAP_NET_ADMIN)"
                         .into(),
                 );
             } else {
@@ -137,5 +140,17 @@ fn summary(cfg: &NodeConfig) -> String {
         ));
     }
     parts.push(format!("management socket {}", cfg.daemon.socket.display()));
+    if let Some(g) = &cfg.daemon.socket_group {
+        parts.push(format!("socket group {}", g.get_ref()));
+    }
+    let mut caps: Vec<&str> = crate::daemon::capability_needs(cfg)
+        .iter()
+        .map(|n| n.cap.name())
+        .collect();
+    caps.sort_unstable();
+    caps.dedup();
+    if !caps.is_empty() {
+        parts.push(format!("needs {} (or root)", caps.join(", ")));
+    }
     parts.join("; ")
 }

@@ -23,8 +23,8 @@ the file as a whole), and exits 1 if there is any:
   - a value of the wrong type or an unknown key: the first in each section (parsing a \
 section stops there);
   - checks of parsed values (per interface, per LSP, per setting): all of them;
-  - the running system, where an unprivileged process can look: interfaces exist, key and \
-certificate files are readable, private and well-formed, the kernel forwards MPLS \
+  - the running system, where an unprivileged process can look: interfaces exist, the \
+socket group exists, key and certificate files are readable, private and well-formed, the kernel forwards MPLS \
 (mpls = \"kernel\").
 Checks that need the running service and its privileges (binding sockets, interception, \
 traffic control) are listed as not checked.";

@@ -7,10 +7,12 @@
 //! and waits for the answer, so engines are never shared between threads. Metrics (opt-in,
 //! [`crate::metrics`]) are served on their own thread from snapshots the loop publishes every
 //! second. SIGINT and SIGTERM stop the loop; dropping the services removes what they installed
-//! (traffic-control classes) and the management socket.
+//! (traffic-control classes) and the management socket. SIGHUP reads the configuration again
+//! and applies what can change live ([`reload`]).
 
 pub mod check;
 pub mod cli;
+pub mod reload;
 
 use crate::config::NodeConfig;
 use anyhow::Context as _;
@@ -33,12 +35,22 @@ type Request = (String, Value, Reply);
 
 /// Run the daemon until SIGINT or SIGTERM.
 pub fn run(config: &Path) -> anyhow::Result<()> {
+    use tracing_subscriber::filter::LevelFilter;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let cfg = NodeConfig::load(config)?;
     let level: tracing::Level = cfg.daemon.log.parse().unwrap_or(tracing::Level::INFO);
-    // A second daemon in the same process (tests) keeps the first subscriber.
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
+    // The level can change on SIGHUP. A second daemon in the same process (tests) keeps the
+    // first subscriber.
+    let (filter, log_level) = tracing_subscriber::reload::Layer::new(LevelFilter::from(level));
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                // Colours for a terminal only: not escape codes in the journal or a log file.
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
+        )
         .try_init();
     if cfg.rsvp.is_none() && cfg.gist.is_none() {
         anyhow::bail!(
@@ -46,6 +58,18 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
             config.display()
         );
     }
+    // Signals first: a reload or a stop asked for while the services start waits for the loop
+    // (SIGHUP's default action would kill the daemon).
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing signal handlers")?;
+    }
+    let hangup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hangup))
+        .context("installing signal handlers")?;
+    // Before anything is set up: name every capability missing and what needs it.
+    crate::caps::require("pathwise daemon", &capability_needs(&cfg))?;
     let mut rsvp = match &cfg.rsvp {
         Some(r) => Some(crate::rsvp::service::RsvpService::start(&cfg, r)?),
         None => None,
@@ -55,11 +79,6 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
         None => None,
     };
 
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing signal handlers")?;
-    }
     let (wake_tx, wake_rx) = UnixStream::pair().context("creating the wake-up socket")?;
     wake_rx.set_nonblocking(true)?;
     let (req_tx, req_rx) = mpsc::channel::<Request>();
@@ -75,8 +94,9 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
         rx.recv_timeout(Duration::from_secs(10))
             .map_err(|_| "daemon did not answer".to_string())?
     };
-    let server = crate::mgmt::Server::bind(&cfg.daemon.socket)?;
-    tracing::info!(socket = %cfg.daemon.socket.display(), "management socket ready");
+    let server = crate::mgmt::Server::bind_with(&cfg.daemon.socket, cfg.socket_group()?)?;
+    tracing::info!(socket = %cfg.daemon.socket.display(), allowed = %server.access().describe(),
+        "management socket ready");
     let _server = server.spawn(handler);
 
     // The engines publish a snapshot every second; scrapes read the last one (crate::metrics).
@@ -103,7 +123,27 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
     };
 
     let mut last_metrics = Instant::now() - Duration::from_secs(1);
+    // The configuration in force for what changes live, once a reload has replaced it.
+    let mut applied: Option<NodeConfig> = None;
     while !stop.load(Ordering::Relaxed) {
+        if hangup.swap(false, Ordering::Relaxed) {
+            match reload::prepare(config, applied.as_ref().unwrap_or(&cfg), &cfg) {
+                Ok(r) => {
+                    apply(&r, &mut rsvp, &log_level);
+                    applied = Some(r.config);
+                }
+                Err(errors) => {
+                    for e in &errors {
+                        tracing::error!(error = %e, "SIGHUP: configuration error");
+                    }
+                    tracing::error!(
+                        file = %config.display(),
+                        errors = errors.len(),
+                        "SIGHUP: configuration not reloaded; the running one stays"
+                    );
+                }
+            }
+        }
         // Wake at the engines' deadlines, and at least every second (metrics, signals).
         let deadline = [
             rsvp.as_ref().and_then(|r| r.deadline()),
@@ -204,6 +244,101 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
     }
     tracing::info!("stopping");
     Ok(())
+}
+
+/// The capabilities the daemon needs for `cfg`, each with what needs it (see [`crate::caps`]).
+pub fn capability_needs(cfg: &NodeConfig) -> Vec<crate::caps::Need> {
+    use crate::caps::{Capability, Need, port_need};
+    use crate::gist::config::Interception;
+    use crate::rsvp::config::{MplsKind, TrafficControlKind};
+    let mut needs = Vec::new();
+    if let Some(r) = &cfg.rsvp {
+        needs.push(Need::new(
+            Capability::NetRaw,
+            "the raw RSVP sockets (IP protocol 46, Router Alert interception)",
+        ));
+        if r.traffic_control == TrafficControlKind::Htb {
+            needs.push(Need::new(
+                Capability::NetAdmin,
+                "rsvp.traffic_control = \"htb\" (HTB classes and filters through tc)",
+            ));
+        }
+        if r.mpls_kind() == MplsKind::Kernel {
+            needs.push(Need::new(
+                Capability::NetAdmin,
+                "rsvp.mpls = \"kernel\" (MPLS routes and net.mpls settings)",
+            ));
+        }
+    }
+    if let Some(g) = &cfg.gist {
+        needs.push(Need::new(
+            Capability::NetRaw,
+            "GIST's Router Alert sockets (UDP with IP options)",
+        ));
+        needs.extend(port_need(
+            crate::gist::service::GIST_PORT,
+            "GIST's UDP port",
+        ));
+        needs.extend(g.tcp_port().and_then(|p| port_need(p, "gist.tcp_port")));
+        needs.extend(g.tls_port().and_then(|p| port_need(p, "gist.tls.port")));
+        if g.interception == Interception::Netfilter {
+            needs.push(Need::new(
+                Capability::NetAdmin,
+                "gist.interception = \"netfilter\" (NFQUEUE rules through iptables, the queue)",
+            ));
+        }
+    }
+    if let Some(addr) = cfg
+        .daemon
+        .metrics
+        .as_ref()
+        .and_then(|m| m.get_ref().parse::<std::net::SocketAddr>().ok())
+    {
+        needs.extend(port_need(addr.port(), "daemon.metrics"));
+    }
+    needs
+}
+
+/// Apply a re-read configuration to the running services (see [`reload`]).
+fn apply(
+    r: &reload::Reload,
+    rsvp: &mut Option<crate::rsvp::service::RsvpService>,
+    log_level: &tracing_subscriber::reload::Handle<
+        tracing_subscriber::filter::LevelFilter,
+        tracing_subscriber::Registry,
+    >,
+) {
+    if let Some(level) = r.log {
+        let _ = log_level.modify(|f| *f = tracing_subscriber::filter::LevelFilter::from(level));
+        tracing::info!(%level, "SIGHUP: log level changed");
+    }
+    if let Some(s) = rsvp {
+        for (name, policy) in &r.integrity {
+            if s.set_integrity(name, policy.clone()) {
+                tracing::info!(interface = %name, mode = ?policy.mode, "SIGHUP: integrity policy and keys read again");
+            }
+        }
+        for name in &r.lsps_closed {
+            match s.close_configured_lsp(name) {
+                Ok(()) => tracing::info!(lsp = %name, "SIGHUP: LSP torn down"),
+                Err(e) => tracing::warn!(lsp = %name, error = %e, "SIGHUP: tearing down an LSP"),
+            }
+        }
+        for req in &r.lsps_opened {
+            match s.open_configured_lsp(req) {
+                Ok(()) => tracing::info!(lsp = %req.name, to = %req.to, "SIGHUP: LSP opened"),
+                Err(e) => tracing::warn!(lsp = %req.name, error = %e, "SIGHUP: opening an LSP"),
+            }
+        }
+    }
+    for field in &r.needs_restart {
+        tracing::warn!(%field, "SIGHUP: changed, but needs a restart to take effect");
+    }
+    tracing::info!(
+        applied_live = r.applies_something(),
+        need_restart = r.needs_restart.len(),
+        "SIGHUP: configuration reloaded"
+    );
 }
 
 /// How long `poll(2)` sleeps to wake at `deadline` (at most `cap`), and the deadline it waits

@@ -183,7 +183,7 @@ impl GistService {
         let intercept = transit.is_none();
         let mut sockets = vec![
             RaUdpSocket::open(Family::V4, GIST_PORT, options.clone(), intercept).context(
-                "opening UDP port 270 with Router Alert for IPv4 (needs root, or CAP_NET_RAW and \
+                "opening UDP port 270 with Router Alert for IPv4 (needs CAP_NET_RAW and \
                  CAP_NET_BIND_SERVICE)",
             )?,
         ];

@@ -16,6 +16,14 @@
 //!
 //! Not a hot path: one thread, blocking I/O, a JSON value per request. Requests larger than
 //! [`MAX_REQUEST`] bytes are refused. The socket file is removed when the [`Server`] is dropped.
+//!
+//! Only the socket's owner, root and the members of a configured group may use it
+//! ([`access`]): the file is created with mode 0600 (0660 with a group) and every connection's
+//! credentials are checked.
+
+pub mod access;
+
+pub use access::{Access, SocketGroup};
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
@@ -23,7 +31,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Largest request line accepted.
@@ -51,29 +59,64 @@ pub struct Server {
     listener: UnixListener,
     path: PathBuf,
     stop: Arc<AtomicBool>,
+    access: Access,
+    refused: Arc<AtomicU64>,
 }
 
 impl Server {
-    /// Listen on `path`. A stale socket file (nothing accepting on it) is replaced; a live one
-    /// is an error, so two daemons cannot share a path.
+    /// Listen on `path`, for this process's user and root only (mode 0600).
     pub fn bind(path: &Path) -> anyhow::Result<Server> {
+        Self::bind_with(path, None)
+    }
+
+    /// Listen on `path` for this process's user, root and the members of `group` (mode 0660,
+    /// the file given to the group: this process must be a member of it, or hold
+    /// CAP_CHOWN). A stale socket file (nothing accepting on it) is replaced; a live one is
+    /// an error, so two daemons cannot share a path.
+    ///
+    /// No window in which another user could connect: the socket is bound inside a private
+    /// directory (mode 0700) made for it next to `path`, given its mode and group there, then
+    /// renamed to `path`. (Setting the umask around `bind(2)` would do too, but the umask is
+    /// process-wide and the daemon has other threads creating files.)
+    pub fn bind_with(path: &Path, group: Option<SocketGroup>) -> anyhow::Result<Server> {
         if path.exists() {
-            if UnixStream::connect(path).is_ok() {
-                anyhow::bail!("{} is in use by a running daemon", path.display());
+            match UnixStream::connect(path) {
+                Ok(_) => anyhow::bail!("{} is in use by a running daemon", path.display()),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    std::fs::remove_file(path)
+                        .with_context(|| format!("removing stale socket {}", path.display()))?;
+                }
+                Err(e) => anyhow::bail!(
+                    "{} exists and cannot be probed ({e}): another user's daemon may be using it",
+                    path.display()
+                ),
             }
-            std::fs::remove_file(path)
-                .with_context(|| format!("removing stale socket {}", path.display()))?;
         }
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let listener =
-            UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
+        let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                dir
+            }
+            None => Path::new("."),
+        };
+        let access = Access::for_this_process(group);
+        let private = private_dir(dir)?;
+        let bound = bind_private(&private, path, &access);
+        let _ = std::fs::remove_file(private.join("s"));
+        let _ = std::fs::remove_dir(&private);
         Ok(Server {
-            listener,
+            listener: bound?,
             path: path.to_path_buf(),
             stop: Arc::new(AtomicBool::new(false)),
+            access,
+            refused: Arc::new(AtomicU64::new(0)),
         })
+    }
+
+    /// Who may use the socket.
+    pub fn access(&self) -> &Access {
+        &self.access
     }
 
     /// The socket path.
@@ -85,12 +128,14 @@ impl Server {
     pub fn spawn(self, handler: impl Handler) -> anyhow::Result<ServerHandle> {
         let stop = self.stop.clone();
         let path = self.path.clone();
+        let refused = self.refused.clone();
         let thread = std::thread::Builder::new()
             .name("mgmt".into())
             .spawn(move || self.serve(&handler))?;
         Ok(ServerHandle {
             stop,
             path,
+            refused,
             thread: Some(thread),
         })
     }
@@ -103,11 +148,99 @@ impl Server {
             }
             let Ok(conn) = conn else { continue };
             let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+            if !self.admit(&conn) {
+                continue;
+            }
             if let Err(e) = serve_connection(conn, handler) {
                 tracing::debug!(error = %e, "management connection ended");
             }
         }
     }
+
+    /// Whether the client at the other end of `conn` may use the socket; a refused one gets
+    /// an error line, and is counted and logged.
+    fn admit(&self, conn: &UnixStream) -> bool {
+        let peer = match access::peer_of(conn) {
+            Ok(p) => p,
+            Err(e) => {
+                let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+                tracing::warn!(error = %e, refused = n, socket = %self.path.display(),
+                    "management connection refused: no peer credentials");
+                return false;
+            }
+        };
+        if self.access.admits(&peer) {
+            return true;
+        }
+        let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::warn!(
+            uid = peer.uid,
+            gid = peer.gid,
+            pid = peer.pid,
+            refused = n,
+            socket = %self.path.display(),
+            allowed = %self.access.describe(),
+            "management connection refused"
+        );
+        let mut line =
+            serde_json::to_vec(&json!({ "error": self.access.refusal(&peer) })).unwrap_or_default();
+        line.push(b'\n');
+        let _ = (&*conn).write_all(&line);
+        // Take the client's request before closing, so that it is not cut off writing it and
+        // reads the refusal instead of a broken pipe.
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
+        let mut request = String::new();
+        let _ = BufReader::new(conn.take(MAX_REQUEST)).read_line(&mut request);
+        false
+    }
+
+    /// Connections refused so far.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+}
+
+/// A new directory of mode 0700 in `dir`, for [`bind_private`].
+fn private_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        // Short: the socket's whole path must fit in sun_path (108 bytes).
+        let private = dir.join(format!(".pw{}.{n}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&private) {
+            Ok(()) => return Ok(private),
+            // Left by a process of the same pid that died: not ours to keep.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let _ = std::fs::remove_dir_all(&private);
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("creating a directory in {}", dir.display()));
+            }
+        }
+    }
+}
+
+/// Bind in `private`, set the mode and group, and move the socket to `path`.
+fn bind_private(private: &Path, path: &Path, access: &Access) -> anyhow::Result<UnixListener> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tmp = private.join("s");
+    let listener =
+        UnixListener::bind(&tmp).with_context(|| format!("binding {}", path.display()))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(access.mode()))
+        .with_context(|| format!("setting the mode of {}", path.display()))?;
+    if let Some(g) = access.group() {
+        std::os::unix::fs::chown(&tmp, None, Some(g.gid)).with_context(|| {
+            format!(
+                "giving {} to group {}: the daemon must be a member of it (or hold CAP_CHOWN)",
+                path.display(),
+                g.name
+            )
+        })?;
+    }
+    std::fs::rename(&tmp, path).with_context(|| format!("binding {}", path.display()))?;
+    Ok(listener)
 }
 
 impl Drop for Server {
@@ -150,7 +283,15 @@ fn serve_connection(conn: UnixStream, handler: &dyn Handler) -> std::io::Result<
 pub struct ServerHandle {
     stop: Arc<AtomicBool>,
     path: PathBuf,
+    refused: Arc<AtomicU64>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// Connections refused so far (their peer was not allowed, see [`access`]).
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
 }
 
 impl Drop for ServerHandle {
@@ -180,6 +321,11 @@ impl Client {
                 NotFound | ConnectionRefused => anyhow::anyhow!(
                     "no {daemon} is running: nothing listens on {} ({e}); start it first, or \
                      pass --socket with the path it uses",
+                    path.display()
+                ),
+                PermissionDenied => anyhow::anyhow!(
+                    "connecting to {}: {e}: the {daemon}'s management socket admits only its \
+                     user, root and its configured socket group",
                     path.display()
                 ),
                 _ => anyhow::anyhow!("connecting to {}: {e}", path.display()),

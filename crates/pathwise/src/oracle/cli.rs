@@ -30,8 +30,9 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Subcommand)]
 pub enum Oracle {
     /// Serve Proxidor v0.2 queries over UDP with N workers (SO_REUSEPORT, recvmmsg/sendmmsg),
-    /// with the console on a management socket. Runs until Ctrl-C / SIGTERM. `--check FILE`
-    /// checks a database without serving it.
+    /// with the console on a management socket. Runs until Ctrl-C / SIGTERM; SIGHUP reloads
+    /// the database as the console's `reload` does. `--check FILE` checks a database without
+    /// serving it.
     #[command(after_long_help = crate::oracle::check::CHECK_HELP)]
     Serve(ServeArgs),
     /// Show the running server's summary (default), counters, routers, prefixes, networks, or
@@ -137,9 +138,13 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0")]
     address: IpAddr,
-    /// Management socket for the console.
+    /// Management socket for the console (mode 0600: the server's user and root only).
     #[arg(long, default_value = DEFAULT_SOCKET)]
     socket: PathBuf,
+    /// Let this group's members use the console too (the socket gets mode 0660 and the
+    /// group; the server must be a member of it).
+    #[arg(long, value_name = "GROUP")]
+    socket_group: Option<String>,
     /// Datagrams per recvmmsg.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=64))]
     batch: u16,
@@ -465,6 +470,12 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         (None, Some(config)) => config.clone(),
         (None, None) => anyhow::bail!("give --config FILE or --check FILE"),
     };
+    let socket_group = a
+        .socket_group
+        .as_deref()
+        .map(crate::mgmt::SocketGroup::lookup)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--socket-group: {e}"))?;
     let t = Instant::now();
     let cfg = pathwise_oracle::config::load_file(&config)?;
     let workers = a.workers.unwrap_or(usize::from(cfg.oracle.threads)).max(1);
@@ -483,8 +494,13 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         },
         socket: a.socket.clone(),
         metrics: a.metrics,
+        socket_group,
     };
     let stop = interrupt_flag()?;
+    // SIGHUP: what the console's `reload` does.
+    let hangup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hangup.clone())
+        .context("installing signal handlers")?;
     let (routers, prefixes) = (snap.router_count(), snap.prefix_count());
     let server = OracleServer::start_with(&opts, snap)?;
     eprintln!(
@@ -501,6 +517,19 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
     }
     while !stop.load(Relaxed) {
         std::thread::sleep(Duration::from_millis(200));
+        if hangup.swap(false, Relaxed) {
+            match server.reload() {
+                Ok(v) => eprintln!(
+                    "pathwise oracle: SIGHUP: {}",
+                    v.get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("reloaded")
+                ),
+                Err(e) => {
+                    eprintln!("pathwise oracle: SIGHUP: {e}; still serving the previous database")
+                }
+            }
+        }
     }
     let counters = server.counters().report();
     drop(server);

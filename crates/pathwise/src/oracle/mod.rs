@@ -48,6 +48,8 @@ pub struct ServeOptions {
     pub socket: PathBuf,
     /// Where to serve metrics over HTTP (`None`: not served).
     pub metrics: Option<SocketAddr>,
+    /// A group whose members may use the console too (besides the server's user and root).
+    pub socket_group: Option<crate::mgmt::SocketGroup>,
 }
 
 /// A running oracle server: UDP workers and the console. Dropping it stops both and removes
@@ -58,6 +60,7 @@ pub struct OracleServer {
     _mgmt: crate::mgmt::ServerHandle,
     udp: UdpServer,
     shared: Arc<SharedSnapshot>,
+    console: Arc<Console>,
     socket: PathBuf,
     build: Duration,
     metrics: Option<crate::metrics::http::MetricsServer>,
@@ -82,18 +85,19 @@ impl OracleServer {
         snapshot: TopologySnapshot,
     ) -> anyhow::Result<OracleServer> {
         // Claim the management socket first: a second server fails before touching UDP.
-        let mgmt = crate::mgmt::Server::bind(&opts.socket)?;
+        let mgmt = crate::mgmt::Server::bind_with(&opts.socket, opts.socket_group.clone())?;
         let shared = Arc::new(SharedSnapshot::new(snapshot));
         let udp = UdpServer::start(&opts.udp, Service::Oracle(shared.clone()))?;
         let config = std::fs::canonicalize(&opts.config).unwrap_or_else(|_| opts.config.clone());
-        let console = Console::new(
+        let console = Arc::new(Console::new(
             shared.clone(),
             udp.counters().clone(),
             config,
             udp.local_addr(),
-        );
+        ));
+        let served = console.clone();
         let handle =
-            mgmt.spawn(move |verb: &str, args: &serde_json::Value| console.handle(verb, args))?;
+            mgmt.spawn(move |verb: &str, args: &serde_json::Value| served.handle(verb, args))?;
         let metrics = match opts.metrics {
             Some(addr) => {
                 let (counters, shared) = (udp.counters().clone(), shared.clone());
@@ -108,6 +112,7 @@ impl OracleServer {
             _mgmt: handle,
             udp,
             shared,
+            console,
             socket: opts.socket.clone(),
             build: Duration::ZERO,
             metrics,
@@ -127,6 +132,19 @@ impl OracleServer {
     /// The management socket.
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// What the console's `reload` does (and SIGHUP): read the server's configuration file
+    /// again and swap the new database in; queries keep being answered from the old one while
+    /// it builds, and a file that does not load leaves it in place. The console's answer, or
+    /// why the file was not taken.
+    pub fn reload(&self) -> Result<serde_json::Value, String> {
+        self.console.handle("reload", &serde_json::Value::Null)
+    }
+
+    /// Management connections refused (their user was not allowed).
+    pub fn mgmt_refused(&self) -> u64 {
+        self._mgmt.refused()
     }
 
     /// The snapshot the workers serve.

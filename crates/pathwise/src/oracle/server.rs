@@ -216,6 +216,10 @@ fn probe_port(addr: SocketAddr) -> anyhow::Result<()> {
             anyhow::anyhow!(
                 "UDP {addr} is already in use (another oracle server?); stop it or pass --port"
             )
+        } else if let Some(n) = crate::caps::port_need(addr.port(), "the Proxidor port")
+            && e.kind() == std::io::ErrorKind::PermissionDenied
+        {
+            anyhow::anyhow!("binding UDP {addr}: {e}: {} needs {}", n.why, n.cap.name())
         } else {
             anyhow::anyhow!("binding UDP {addr}: {e}")
         }

@@ -213,7 +213,7 @@ impl RsvpService {
                 intercept_router_alert: true,
                 recv_batch: 32,
             })
-            .context("opening the raw IPv4 RSVP socket (needs root or CAP_NET_RAW)")?,
+            .context("opening the raw IPv4 RSVP socket (needs CAP_NET_RAW)")?,
         ];
         match RawSocket::open(RawConfig {
             protocol: IPPROTO_RSVP,
@@ -402,6 +402,34 @@ impl RsvpService {
             .iter()
             .find(|(x, _)| *x == i)
             .map_or_else(|| i.0.to_string(), |(_, n)| n.clone())
+    }
+
+    /// Replace the integrity policy of interface `name` (a configuration reload); `false` when
+    /// the daemon does not run RSVP on it.
+    pub fn set_integrity(&mut self, name: &str, policy: pathwise_auth::Policy) -> bool {
+        let Some(&(ifindex, _)) = self.interfaces.iter().find(|(_, n)| n == name) else {
+            return false;
+        };
+        self.engine.set_integrity(ifindex, policy)
+    }
+
+    /// Open an LSP of the configuration (a reload added or changed it).
+    pub fn open_configured_lsp(&mut self, req: &LspReq) -> Result<(), String> {
+        let now = self.now();
+        let result = self.open_lsp(now, req).map(|_| ());
+        self.flush();
+        result
+    }
+
+    /// Tear down an LSP of the configuration (a reload removed or changed it).
+    pub fn close_configured_lsp(&mut self, name: &str) -> Result<(), String> {
+        let now = self.now();
+        let result = self
+            .engine
+            .close_lsp(now, name)
+            .map_err(|e| te_verbs::api_error(name, &e));
+        self.flush();
+        result
     }
 
     /// Open (or re-route) an LSP. The engine keeps nothing of one it refuses, so the same

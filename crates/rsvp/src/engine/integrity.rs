@@ -98,6 +98,26 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.cfg.wall_clock_at_zero + self.now.as_nanos() / 1_000_000_000
     }
 
+    /// Replace the integrity policy — mode and key chain — of interface `ifindex`, e.g. after
+    /// the daemon re-read its configuration and key files: it applies from the next message
+    /// sent or received. Sequence numbers and replay windows are kept: RFC 2747 §5.1 wants keys
+    /// switched "without loss of RSVP state", and §3 sequence numbers that keep increasing.
+    /// `false` when `ifindex` is not one of the engine's interfaces.
+    pub fn set_integrity(&mut self, ifindex: IfIndex, policy: Policy) -> bool {
+        match self
+            .cfg
+            .interfaces
+            .iter_mut()
+            .find(|i| i.ifindex == ifindex)
+        {
+            Some(i) => {
+                i.integrity = policy;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The integrity policy of `ifindex`.
     fn policy_of(cfg: &super::Config, ifindex: Option<IfIndex>) -> &Policy {
         ifindex

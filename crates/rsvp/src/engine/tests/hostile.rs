@@ -267,3 +267,52 @@ fn a_tampered_signed_message_counts_as_tampered_not_replayed() {
     receive(&mut r, Instant::ZERO, &t.payload, src, t.dst, 1);
     assert_eq!(r.counters().drops.get("integrity_replayed"), Some(&1));
 }
+
+#[test]
+fn an_integrity_policy_set_live_applies_from_the_next_message() {
+    use pathwise_auth::{Algorithm, Key, KeyChain, Mode, Policy};
+    let mut keys = KeyChain::new();
+    keys.insert(Key::new(1, Algorithm::HmacSha256, b"secret").unwrap())
+        .unwrap();
+    let policy = Policy {
+        challenge: false,
+        ..Policy::new(Mode::Require, keys)
+    };
+    let routes = [("20.0.0.0/8", Some("10.0.2.2"), 2)];
+    let mut h = node_with(
+        &[(1, "10.0.1.1")],
+        &[("0.0.0.0/0", Some("10.0.1.2"), 1)],
+        Config::default(),
+    );
+    let mut r = node_with(
+        &[(1, "10.0.1.2"), (2, "10.0.2.1")],
+        &routes,
+        Config::default(),
+    );
+    assert!(
+        !r.set_integrity(IfIndex(9), policy.clone()),
+        "no such interface"
+    );
+    let send = |h: &mut RsvpEngine, r: &mut RsvpEngine, port: u16| {
+        let f = sender_at(Ipv4Addr::new(10, 0, 1, 1));
+        h.register_sender(Instant::ZERO, session(port), f, SenderTspec(tb(1000.0)))
+            .unwrap();
+        for t in drain(h) {
+            receive(r, Instant::ZERO, &t.payload, t.src.unwrap(), t.dst, 1);
+        }
+    };
+    // Both off: accepted.
+    send(&mut h, &mut r, 1);
+    assert_eq!(r.state_stats().psbs, 1);
+    // The router now requires integrity on interface 1: the unsigned Path is dropped.
+    assert!(r.set_integrity(IfIndex(1), policy.clone()));
+    send(&mut h, &mut r, 2);
+    assert_eq!(r.state_stats().psbs, 1);
+    assert_eq!(r.counters().integrity.verified, 0);
+    assert!(r.counters().total_drops() > 0, "{:?}", r.counters().drops);
+    // The host signs with the same key from its next message on: accepted and verified.
+    assert!(h.set_integrity(IfIndex(1), policy));
+    send(&mut h, &mut r, 3);
+    assert_eq!(r.state_stats().psbs, 2);
+    assert_eq!(r.counters().integrity.verified, 1);
+}
