@@ -24,10 +24,10 @@
 
 use pathwise_core::arena::{Arena, Id};
 use pathwise_core::io::IfIndex;
-use pathwise_rsvp::engine::{AdmissionError, TcHandle, TcRequest, TrafficControl};
-use pathwise_rsvp::wire::{FilterSpec, FlowSpec, HopCharacteristics};
+use pathwise_core::tc::{
+    AdmissionError, FlowClassifier, HopCharacteristics, TcHandle, TcRequest, TrafficControl,
+};
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 
 /// The root qdisc handle pathwise owns on a managed interface ("PW").
 pub const ROOT: u16 = 0x5057;
@@ -115,38 +115,35 @@ fn rate(bps: u64) -> String {
     format!("{}bit", bps.max(8))
 }
 
-/// The `match` clauses of a u32 filter selecting one sender's packets of a session.
-fn u32_matches(dest: IpAddr, protocol: u8, dst_port: u16, sender: &FilterSpec) -> String {
-    let (fam, host) = if dest.is_ipv4() {
+/// The `match` clauses of a u32 filter selecting one classifier's packets. A zero protocol,
+/// port or flow label, or no source, adds no clause (matches any).
+fn u32_matches(c: &FlowClassifier) -> String {
+    let (fam, host) = if c.dst.is_ipv4() {
         ("ip", 32)
     } else {
         ("ip6", 128)
     };
-    let mut m = format!("match {fam} dst {dest}/{host} match {fam} protocol {protocol} 0xff");
-    if dst_port != 0 {
-        m += &format!(" match {fam} dport {dst_port} 0xffff");
+    let mut m = format!("match {fam} dst {}/{host}", c.dst);
+    if c.protocol != 0 {
+        m += &format!(" match {fam} protocol {} 0xff", c.protocol);
     }
-    let (src, sport, label) = match *sender {
-        FilterSpec::V4 { src, src_port } => (IpAddr::V4(src), src_port, 0),
-        FilterSpec::V6 { src, src_port } => (IpAddr::V6(src), src_port, 0),
-        FilterSpec::V6FlowLabel { src, flow_label } => (IpAddr::V6(src), 0, flow_label),
-        // An LSP tunnel's sender (RFC 3209 §4.6.2) has an LSP ID, not a port: like port 0, the
-        // filter matches the sender's address only.
-        FilterSpec::LspTunnelV4 { src, .. } => (IpAddr::V4(src), 0, 0),
-        FilterSpec::LspTunnelV6 { src, .. } => (IpAddr::V6(src), 0, 0),
-    };
-    m += &format!(" match {fam} src {src}/{host}");
-    if sport != 0 {
-        m += &format!(" match {fam} sport {sport} 0xffff");
+    if c.dst_port != 0 {
+        m += &format!(" match {fam} dport {} 0xffff", c.dst_port);
     }
-    if label != 0 {
-        m += &format!(" match ip6 flowlabel {label:#x} 0xfffff");
+    if let Some(src) = c.src {
+        m += &format!(" match {fam} src {src}/{host}");
+    }
+    if c.src_port != 0 {
+        m += &format!(" match {fam} sport {} 0xffff", c.src_port);
+    }
+    if c.flow_label != 0 {
+        m += &format!(" match ip6 flowlabel {:#x} 0xfffff", c.flow_label);
     }
     m
 }
 
-fn reserved_bps(f: &FlowSpec) -> u64 {
-    (f64::from(f.reserved_rate()) * 8.0).ceil() as u64
+fn reserved_bps(req: &TcRequest<'_>) -> u64 {
+    (req.rate * 8.0).ceil() as u64
 }
 
 impl<R: TcRunner> HtbTrafficControl<R> {
@@ -236,18 +233,9 @@ impl<R: TcRunner> HtbTrafficControl<R> {
     }
 
     fn filters(&mut self, dev: &str, minor: u16, req: &TcRequest<'_>) {
-        let proto = if req.session.dest.is_ipv4() {
-            "ip"
-        } else {
-            "ipv6"
-        };
-        for sender in req.filters {
-            let m = u32_matches(
-                req.session.dest,
-                req.session.protocol_id,
-                req.session.dst_port,
-                sender,
-            );
+        for c in req.classifiers {
+            let proto = if c.dst.is_ipv4() { "ip" } else { "ipv6" };
+            let m = u32_matches(c);
             // Reservation filters sit at priority 10 + minor, after the control filter (1).
             self.exec(format!(
                 "filter add dev {dev} parent {ROOT:x}: protocol {proto} prio {} u32 {m} flowid {}",
@@ -274,10 +262,10 @@ impl<R: TcRunner> HtbTrafficControl<R> {
             .ifaces
             .get(&ifindex)
             .ok_or(AdmissionError::UnknownInterface)?;
-        if req.flowspec.max_packet() > i.cfg.mtu {
+        if req.tspec.max_packet > i.cfg.mtu {
             return Err(AdmissionError::MtuTooBig);
         }
-        let want = reserved_bps(req.flowspec);
+        let want = reserved_bps(req);
         if i.used_bps - release_bps + want > i.cfg.reservable_bps {
             return Err(AdmissionError::BandwidthUnavailable);
         }
@@ -424,7 +412,8 @@ impl<R: TcRunner> Drop for HtbTrafficControl<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pathwise_rsvp::wire::{Session, TokenBucket};
+    use pathwise_rsvp::engine::tc::{classifier, flowspec_request};
+    use pathwise_rsvp::wire::{FilterSpec, FlowSpec, Session, TokenBucket};
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -446,6 +435,15 @@ mod tests {
             min_policed: 64,
             max_packet: 1500,
         })
+    }
+
+    fn req<'a>(f: &FlowSpec, c: &'a [FlowClassifier]) -> TcRequest<'a> {
+        let (tspec, rate) = flowspec_request(f);
+        TcRequest {
+            tspec,
+            rate,
+            classifiers: c,
+        }
     }
 
     #[test]
@@ -470,26 +468,11 @@ mod tests {
             src: "10.0.0.1".parse().unwrap(),
             src_port: 0,
         };
-        let h = tc
-            .reserve(
-                IfIndex(3),
-                TcRequest {
-                    session: &session,
-                    flowspec: &cl(4000.0),
-                    filters: &[sender],
-                },
-            )
-            .unwrap();
+        let c = [classifier(&session, &sender)];
+        let h = tc.reserve(IfIndex(3), req(&cl(4000.0), &c)).unwrap();
         assert_eq!(tc.reserved_bps(IfIndex(3)), 4_000_000);
         assert_eq!(
-            tc.reserve(
-                IfIndex(3),
-                TcRequest {
-                    session: &session,
-                    flowspec: &cl(5000.0),
-                    filters: &[sender]
-                }
-            ),
+            tc.reserve(IfIndex(3), req(&cl(5000.0), &c)),
             Err(AdmissionError::BandwidthUnavailable)
         );
         tc.release(h);
