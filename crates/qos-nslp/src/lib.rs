@@ -22,4 +22,10 @@
 //!    and reports its next deadline so the driver (tests, `pathwise-sim`, the daemon) wakes it.
 #![warn(missing_docs)]
 
+pub mod engine;
 pub mod wire;
+
+pub use engine::{
+    Initiation, NSLPID, QosConfig, QosEvent, QosNslp, RequestError, Reservation, ReserveRequest,
+    Role,
+};
