@@ -28,6 +28,8 @@ mod refresh;
 mod reserve;
 pub mod rmf;
 pub mod state;
+#[cfg(test)]
+mod tests;
 
 pub use counters::Counters;
 pub use state::{Initiation, Reservation, Role};

@@ -300,3 +300,26 @@ fn sim_with_small_n4() -> QosSim {
         },
     )
 }
+
+#[test]
+fn summary_refreshes_keep_many_sessions_with_few_messages() {
+    let mut sim = sim(testbeds::gist_thesis(), 8, |_| {}, short);
+    let sids: Vec<_> = (0..20)
+        .map(|_| reserve(&mut sim, "N1", "N6", 0.1))
+        .collect();
+    run_secs(&mut sim, 300);
+    for n in PATH {
+        for sid in &sids {
+            assert!(state(&mut sim, n, *sid).is_some(), "{n} kept every session");
+        }
+        let c = counters(&mut sim, n);
+        assert_eq!(c.expired, 0, "{n}");
+        assert_eq!(c.dropped_total(), 0, "{n} dropped nothing: {:?}", c.dropped);
+        if n != "N6" {
+            // §3.2.6: sessions to the same next peer ride in SESSION-ID-LISTs.
+            assert!(c.summarised_sessions > c.reduced_refreshes, "{n}: {c:?}");
+        }
+    }
+    let out = ifindex_to(&sim, "N1", "N3");
+    assert_eq!(tc_of(&mut sim, "N1", out).0, 20);
+}
