@@ -369,3 +369,138 @@ fn the_qni_refreshes_reduced_then_folds_sessions_into_summaries() {
     assert!(c.summarised_sessions > 0);
     assert_eq!(e.len(), 3, "the QNI's state does not lapse");
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One input to a QNE: a message of some kind from one of two peers, or time passing.
+    #[derive(Clone, Debug)]
+    enum Input {
+        Reserve {
+            sid: u8,
+            rsn: u32,
+            epoch: u32,
+            tear: bool,
+            full: bool,
+            rii: bool,
+            from_other: bool,
+            summary: bool,
+        },
+        Response {
+            sid: u8,
+            rsn: u32,
+            code: u8,
+            class: u8,
+        },
+        Garbage(Vec<u8>),
+        Mutated(usize, u8),
+        Wait(u16),
+    }
+
+    fn input() -> impl Strategy<Value = Input> {
+        prop_oneof![
+            4 => (0..3u8, 0..6u32, 0..2u32, any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>())
+                .prop_map(|(sid, rsn, epoch, tear, full, rii, from_other, summary)| Input::Reserve {
+                    sid, rsn, epoch, tear, full, rii, from_other, summary
+                }),
+            1 => (0..3u8, 0..6u32, 0..10u8, 1..6u8).prop_map(|(sid, rsn, code, class)| Input::Response { sid, rsn, code, class }),
+            1 => proptest::collection::vec(any::<u8>(), 0..64).prop_map(Input::Garbage),
+            1 => (0..84usize, any::<u8>()).prop_map(|(i, b)| Input::Mutated(i, b)),
+            2 => (1..400u16).prop_map(Input::Wait),
+        ]
+    }
+
+    fn bytes_of(i: &Input) -> Option<(Vec<u8>, bool, u8)> {
+        Some(match i {
+            Input::Reserve {
+                sid,
+                rsn,
+                epoch,
+                tear,
+                full,
+                rii,
+                from_other,
+                summary,
+            } => {
+                let mut r = match vectors::reserve_initial().body {
+                    Body::Reserve(r) if *full => r,
+                    _ => Reserve::new(Rsn { rsn: 0, epoch: 0 }),
+                };
+                r.rsn = Rsn {
+                    rsn: *rsn,
+                    epoch: *epoch,
+                };
+                r.tear = *tear;
+                r.rii = rii.then_some(Rii(7));
+                if *summary {
+                    r.session_id_list = Some(SessionIdList(vec![SessionId([(*sid + 1) % 3; 16])]));
+                    r.rsn_list = Some(RsnList {
+                        epoch: *epoch,
+                        rsns: vec![*rsn],
+                    });
+                }
+                (Message::new(Body::Reserve(r)).to_bytes(), *from_other, *sid)
+            }
+            Input::Response {
+                sid,
+                rsn,
+                code,
+                class,
+            } => {
+                let mut resp = crate::wire::Response::new(InfoSpec::new(
+                    ErrorClass::from_number(*class),
+                    *code,
+                ));
+                resp.answers = Some(Answers::Rsn(Rsn {
+                    rsn: *rsn,
+                    epoch: 0,
+                }));
+                (Message::new(Body::Response(resp)).to_bytes(), true, *sid)
+            }
+            Input::Garbage(b) => (b.clone(), false, 0),
+            Input::Mutated(at, b) => {
+                let mut v = vectors::RESERVE_INITIAL.to_vec();
+                v[*at] = *b;
+                (v, false, 1)
+            }
+            Input::Wait(_) => return None,
+        })
+    }
+
+    proptest! {
+        /// Whatever arrives, in whatever order: no panic, and the books balance — a traffic-
+        /// control reservation for exactly the sessions that hold one, a timer entry for
+        /// exactly the timers the sessions say are armed.
+        #[test]
+        fn any_input_keeps_state_tc_and_timers_consistent(inputs in proptest::collection::vec(input(), 1..60)) {
+            let (mut e, mut g) = (engine(), Recorder::default());
+            let mut now = Instant::ZERO;
+            for i in &inputs {
+                match bytes_of(i) {
+                    Some((bytes, from_other, sid)) => {
+                        let peer = if from_other { "10.0.3.3" } else { UP };
+                        e.recv_message(now, &mut g, recv(bytes, peer, sid));
+                    }
+                    None => {
+                        if let Input::Wait(s) = i {
+                            now = now + Duration::from_secs(u64::from(*s));
+                        }
+                        if e.poll_timeout().is_some_and(|t| t <= now) {
+                            e.handle_timeout(now, &mut g);
+                        }
+                    }
+                }
+                g.sent.clear();
+                let with_tc = e.sessions().filter(|(_, s)| s.tc.is_some()).count();
+                prop_assert_eq!(e.traffic_control().len(), with_tc);
+                let armed: usize = e
+                    .sessions()
+                    .map(|(_, s)| [s.refresh_at, s.expires_at, s.retry_at].iter().flatten().count())
+                    .sum();
+                prop_assert_eq!(e.timers(), armed);
+                prop_assert!(e.poll_timeout().is_none_or(|t| t > now) || e.timers() > 0);
+            }
+        }
+    }
+}
