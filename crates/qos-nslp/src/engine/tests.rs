@@ -484,7 +484,7 @@ mod properties {
                     }
                     None => {
                         if let Input::Wait(s) = i {
-                            now = now + Duration::from_secs(u64::from(*s));
+                            now += Duration::from_secs(u64::from(*s));
                         }
                         if e.poll_timeout().is_some_and(|t| t <= now) {
                             e.handle_timeout(now, &mut g);
