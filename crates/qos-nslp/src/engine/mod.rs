@@ -426,7 +426,11 @@ impl<T: TrafficControl> QosNslp<T> {
         }
         let sid = gist.new_session_id();
         let rii = Rii(self.rng.random());
-        let mut q = crate::wire::Query::new(req.qspec(2));
+        let mut qspec = req.qspec(2);
+        // This node's own hop counts too (§5.4.2: the QSPEC passes the RMF at every QNE).
+        let oif = self.outgoing_interface(gist, &req.flow());
+        rmf::query_hop(&mut qspec, &self.tc, oif);
+        let mut q = crate::wire::Query::new(qspec);
         q.rii = Some(rii);
         let msg = Message::new(crate::wire::Body::Query(q));
         self.send(gist, now, sid, &req.flow(), Direction::Downstream, &msg)?;

@@ -323,3 +323,37 @@ fn summary_refreshes_keep_many_sessions_with_few_messages() {
     let out = ifindex_to(&sim, "N1", "N3");
     assert_eq!(tc_of(&mut sim, "N1", out).0, 20);
 }
+
+#[test]
+fn a_query_collects_the_path_and_reserves_nothing() {
+    let mut sim = sim(testbeds::gist_thesis(), 9, |_| {}, |_| {});
+    // More than the 100 Mbit/s links carry: QoS Available comes back capped.
+    let req = pathwise_qos_nslp::ReserveRequest::new(lo(&sim, "N1"), lo(&sim, "N6"), tmod(500.0));
+    let sid = with_qos(&mut sim, "N1", |q, g, now| q.query(g, now, &req)).unwrap();
+    run_secs(&mut sim, 1);
+    let ev = events(&mut sim, "N1");
+    let Some(QosEvent::QueryAnswered {
+        info,
+        qspec: Some(q),
+        ..
+    }) = ev
+        .iter()
+        .find(|e| matches!(e, QosEvent::QueryAnswered { session_id, .. } if *session_id == sid))
+    else {
+        panic!("no answer: {ev:?}");
+    };
+    assert!(info.is_success());
+    let avail = q.object(QspecObjectType::QosAvailable).unwrap();
+    assert_eq!(
+        avail.tmod1().unwrap().rate,
+        12_500_000.0,
+        "capped at 100 Mbit/s"
+    );
+    assert_eq!(
+        avail
+            .param(parameter_id::PATH_LATENCY)
+            .map(|p| p.value.clone()),
+        Some(ParamValue::PathLatency(400))
+    );
+    assert_clean(&mut sim, &ALL);
+}
