@@ -7,7 +7,9 @@
 //! ```text
 //! 5057:      root htb, unclassified traffic to 5057:fffe
 //! 5057:1     parent class, rate = ceil = link bandwidth
-//! 5057:fffd  signaling (IP protocol 46, filter priority 1): 1% of the link, at least 64 kbit/s,
+//! 5057:fffd  signaling (IP protocol 46; UDP to or from GIST's port 270, which carries the QoS
+//!            NSLP; IPv4 UDP with a Router Alert, IPv6 with a hop-by-hop header; filter
+//!            priority 1 for IPv4, 2 for IPv6): 1% of the link, at least 64 kbit/s,
 //!            HTB priority 0 — a flood cannot starve the refreshes that keep reservations up
 //! 5057:fffe  best effort: rate = link − reservable − signaling, ceil = link; a pfifo of about
 //!            100 ms at link rate
@@ -34,6 +36,8 @@ pub const ROOT: u16 = 0x5057;
 const PARENT_CLASS: u16 = 1;
 const CONTROL: u16 = 0xfffd;
 const BEST_EFFORT: u16 = 0xfffe;
+/// GIST's UDP port (RFC 5971 §5.2.1), whose datagrams are signalling too.
+const GIST_PORT: u16 = 270;
 
 /// Runs one `tc` command line (its arguments after `tc`).
 pub trait TcRunner {
@@ -223,13 +227,30 @@ impl<R: TcRunner> HtbTrafficControl<R> {
             "qdisc replace dev {dev} parent {} handle {BEST_EFFORT:x}: pfifo limit {limit}",
             class_id(BEST_EFFORT)
         ));
-        for proto in ["ip", "ipv6"] {
-            let fam = if proto == "ip" { "ip" } else { "ip6" };
+        // One filter priority per protocol (the kernel refuses a second protocol at a priority
+        // that has one): IPv4 at 1, IPv6 at 2.
+        let control = class_id(CONTROL);
+        for (proto, fam, prio) in [("ip", "ip", 1), ("ipv6", "ip6", 2)] {
             self.exec(format!(
-                "filter replace dev {dev} parent {ROOT:x}: protocol {proto} prio 1 u32 match {fam} protocol 46 0xff flowid {}",
-                class_id(CONTROL)
+                "filter replace dev {dev} parent {ROOT:x}: protocol {proto} prio {prio} u32 match {fam} protocol 46 0xff flowid {control}"
             ));
+            // GIST's datagrams (to and from UDP 270, RFC 5971 §5.2.1) carry the QoS NSLP: its
+            // refreshes get the same protection as RSVP's.
+            for dir in ["dport", "sport"] {
+                self.exec(format!(
+                    "filter add dev {dev} parent {ROOT:x}: protocol {proto} prio {prio} u32 match {fam} protocol 17 0xff match {fam} {dir} {GIST_PORT} 0xffff flowid {control}"
+                ));
+            }
         }
+        // Datagrams with a Router Alert (RSVP's Path, GIST's Queries) have their transport
+        // header further on than the matches above look: IPv4 with a 24-byte header (the
+        // option, RFC 2113) carrying UDP, IPv6 with a hop-by-hop header (RFC 2711).
+        self.exec(format!(
+            "filter add dev {dev} parent {ROOT:x}: protocol ip prio 1 u32 match u8 0x46 0xff at 0 match ip protocol 17 0xff flowid {control}"
+        ));
+        self.exec(format!(
+            "filter add dev {dev} parent {ROOT:x}: protocol ipv6 prio 2 u32 match u8 0 0xff at 6 flowid {control}"
+        ));
     }
 
     fn filters(&mut self, dev: &str, minor: u16, req: &TcRequest<'_>) {
@@ -486,7 +507,13 @@ mod tests {
             "class replace dev veth0 parent 5057:1 classid 5057:fffe htb rate 1900000bit ceil 10000000bit prio 1",
             "qdisc replace dev veth0 parent 5057:fffe handle fffe: pfifo limit 83",
             "filter replace dev veth0 parent 5057: protocol ip prio 1 u32 match ip protocol 46 0xff flowid 5057:fffd",
-            "filter replace dev veth0 parent 5057: protocol ipv6 prio 1 u32 match ip6 protocol 46 0xff flowid 5057:fffd",
+            "filter add dev veth0 parent 5057: protocol ip prio 1 u32 match ip protocol 17 0xff match ip dport 270 0xffff flowid 5057:fffd",
+            "filter add dev veth0 parent 5057: protocol ip prio 1 u32 match ip protocol 17 0xff match ip sport 270 0xffff flowid 5057:fffd",
+            "filter replace dev veth0 parent 5057: protocol ipv6 prio 2 u32 match ip6 protocol 46 0xff flowid 5057:fffd",
+            "filter add dev veth0 parent 5057: protocol ipv6 prio 2 u32 match ip6 protocol 17 0xff match ip6 dport 270 0xffff flowid 5057:fffd",
+            "filter add dev veth0 parent 5057: protocol ipv6 prio 2 u32 match ip6 protocol 17 0xff match ip6 sport 270 0xffff flowid 5057:fffd",
+            "filter add dev veth0 parent 5057: protocol ip prio 1 u32 match u8 0x46 0xff at 0 match ip protocol 17 0xff flowid 5057:fffd",
+            "filter add dev veth0 parent 5057: protocol ipv6 prio 2 u32 match u8 0 0xff at 6 flowid 5057:fffd",
             "class replace dev veth0 parent 5057:1 classid 5057:2 htb rate 4000000bit ceil 10000000bit prio 1",
             "filter add dev veth0 parent 5057: protocol ip prio 12 u32 match ip dst 10.0.4.2/32 match ip protocol 17 0xff match ip dport 5001 0xffff match ip src 10.0.0.1/32 flowid 5057:2",
             "filter del dev veth0 parent 5057: prio 12",
