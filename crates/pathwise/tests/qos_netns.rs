@@ -13,13 +13,13 @@ use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
-fn rsvp_section(i: usize) -> String {
+fn rsvp_section(i: usize, tc: &str) -> String {
     let ifaces: &[&str] = match i {
         0 => &["e0"],
         4 => &["w0"],
         _ => &["w0", "e0"],
     };
-    let mut s = "\n[rsvp]\ntraffic_control = \"memory\"\n".to_string();
+    let mut s = format!("\n[rsvp]\ntraffic_control = {tc:?}\n");
     for name in ifaces {
         s += &format!(
             "\n[[rsvp.interface]]\nname = \"{name}\"\nbandwidth = \"100Mbit\"\nreservable = \"10Mbit\"\n"
@@ -28,9 +28,14 @@ fn rsvp_section(i: usize) -> String {
     s
 }
 
-fn chain() -> Lab {
+fn chain(tc: &str) -> Lab {
     let sections: Vec<String> = (0..5)
-        .map(|i| format!("\n[qos_nslp]\nrefresh_period = \"5s\"\n{}", rsvp_section(i)))
+        .map(|i| {
+            format!(
+                "\n[qos_nslp]\nrefresh_period = \"5s\"\n{}",
+                rsvp_section(i, tc)
+            )
+        })
         .collect();
     let o = Options {
         refresh: "10s",
@@ -89,7 +94,7 @@ fn reserve_show_refuse_and_release_through_the_cli() {
         return;
     }
     let _g = serial();
-    let lab = chain();
+    let lab = chain("memory");
 
     // A sender-initiated reservation H1 -> H2 of 4 Mbit/s, confirmed by the QNR.
     let (v, ok) = qos(
@@ -220,6 +225,57 @@ fn reserve_show_refuse_and_release_through_the_cli() {
     assert!(ok && v["outcome"] == "released", "{v:#}");
     wait_for(Duration::from_secs(5), "the tear to reach H2", || {
         (0..5).all(|i| sessions(&lab, i).is_empty()).then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+}
+
+/// HTB classes of `dev` on node `i` (tc's text).
+fn classes(lab: &Lab, i: usize, dev: &str) -> String {
+    lab.exec_ok(i, &["tc", "class", "show", "dev", dev])
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_reservation_installs_an_htb_class_at_every_hop_and_its_release_removes_them() {
+    let test = "a_reservation_installs_an_htb_class_at_every_hop_and_its_release_removes_them";
+    if skip(test, &["ip", "iptables", "tc"]) {
+        return;
+    }
+    let _g = serial();
+    let lab = chain("htb");
+    let (v, ok) = qos(
+        &lab,
+        H1,
+        &[
+            "reserve",
+            H2_V4,
+            "--rate",
+            "4Mbit",
+            "--protocol",
+            "17",
+            "--dport",
+            "5001",
+        ],
+    );
+    assert!(ok && v["outcome"] == "reserved", "{v:#}\n{}", logs(&lab));
+    let session = v["session"].as_str().unwrap().to_string();
+    // H1, R1, R2, R3 each hold a 4 Mbit/s class on the interface towards H2 (RSVP's HTB
+    // layout: 5057:2 is the first reservation's class).
+    for i in 0..4 {
+        let c = classes(&lab, i, "e0");
+        assert!(
+            c.lines()
+                .any(|l| l.contains("5057:2 ") && l.contains("rate 4Mbit")),
+            "{}: {c}",
+            NODES[i]
+        );
+    }
+    let (v, ok) = qos(&lab, H1, &["release", &session]);
+    assert!(ok && v["outcome"] == "released", "{v:#}");
+    wait_for(Duration::from_secs(5), "the classes to go", || {
+        (0..4)
+            .all(|i| !classes(&lab, i, "e0").contains("5057:2 "))
+            .then_some(())
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
 }
