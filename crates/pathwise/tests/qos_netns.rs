@@ -261,13 +261,12 @@ fn a_reservation_installs_an_htb_class_at_every_hop_and_its_release_removes_them
     let session = v["session"].as_str().unwrap().to_string();
     // H1, R1, R2, R3 each hold a 4 Mbit/s class on the interface towards H2 (RSVP's HTB
     // layout: 5057:2 is the first reservation's class).
-    for i in 0..4 {
+    for (i, name) in NODES.iter().enumerate().take(4) {
         let c = classes(&lab, i, "e0");
         assert!(
             c.lines()
                 .any(|l| l.contains("5057:2 ") && l.contains("rate 4Mbit")),
-            "{}: {c}",
-            NODES[i]
+            "{name}: {c}"
         );
     }
     let (v, ok) = qos(&lab, H1, &["release", &session]);
