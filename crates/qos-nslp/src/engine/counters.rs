@@ -31,6 +31,9 @@ pub struct Counters {
     pub torn: u64,
     /// Reservations whose state lifetime ran out.
     pub expired: u64,
+    /// Receiver-initiated reservations given up because the reverse path towards their QNR
+    /// went (this node is off the path).
+    pub reverse_path_lost: u64,
     /// Route changes acted on (§5.2.5.2).
     pub route_changes: u64,
     /// Messages retransmitted for want of a RESPONSE (§5.2.4).

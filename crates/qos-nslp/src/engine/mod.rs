@@ -283,6 +283,9 @@ pub struct QosNslp<T: TrafficControl = MemoryTrafficControl> {
     rng: SeededRng,
     sessions: KeyedMap<SessionId, Reservation>,
     queries: KeyedMap<SessionId, OwnQuery>,
+    /// Receiver-initiated sessions whose reverse path went, until when their RESERVEs are
+    /// refused with "No reverse path state".
+    orphaned: KeyedMap<SessionId, Instant>,
     timers: BTreeSet<(Instant, SessionId, TimerKind)>,
     events: VecDeque<QosEvent>,
     counters: Counters,
@@ -309,6 +312,7 @@ impl<T: TrafficControl> QosNslp<T> {
         QosNslp {
             sessions: keyed_map(&mut rng),
             queries: keyed_map(&mut rng),
+            orphaned: keyed_map(&mut rng),
             timers: BTreeSet::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
@@ -498,6 +502,7 @@ impl<T: TrafficControl> QosNslp<T> {
             prev_peer: None,
             abandoned_peer: None,
             next_peer: None,
+            abandoned_next: None,
             rsn_in: None,
             rsn_out: 0, // §5.3.1: "The RSN starts at zero."
             refresh_in: self.cfg.refresh_period,
@@ -510,6 +515,7 @@ impl<T: TrafficControl> QosNslp<T> {
             full_refresh: true,
             own_request: None,
             forwarded_riis: Vec::new(),
+            reverse_lost: false,
             break_flag: false,
             refresh_at: None,
             expires_at: None,

@@ -80,8 +80,17 @@ impl<T: TrafficControl> QosNslp<T> {
                 peer,
                 changed,
             } if direction == s.initiation.toward_qnr() => {
+                s.reverse_lost = false;
+                if s.abandoned_next == Some(peer) && s.next_peer.is_some() {
+                    // §5.2.5.4: GIST's latest peer may be the old one refreshing its state;
+                    // no falling back to it.
+                    return;
+                }
                 let old = s.next_peer.replace(peer);
                 let moved = changed || old.is_some_and(|o| o != peer);
+                if moved {
+                    s.abandoned_next = old.filter(|o| *o != peer);
+                }
                 if moved && s.role != Role::Qnr {
                     self.readmit(gist, sid);
                     let Some(s) = self.sessions.get_mut(&sid) else {
@@ -117,6 +126,19 @@ impl<T: TrafficControl> QosNslp<T> {
                 let flow = s.flow;
                 let msg = Message::new(Body::Query(q));
                 let _ = self.send(gist, now, sid, &flow, Direction::Downstream, &msg);
+            }
+            NotificationKind::RoutingStateLost { direction }
+                if direction == s.initiation.toward_qnr()
+                    && s.initiation == Initiation::Receiver
+                    && s.role == Role::Qne =>
+            {
+                // §4.3: a receiver-initiated RESERVE follows the QUERY's path back. With the
+                // routing state towards the QNR gone this node may have left the path: its
+                // state is no longer extended by refreshes (nor its reverse path kept), and
+                // goes at its lifetime unless GIST finds a peer that way again (a convergence
+                // point after a route change does, at the next QUERY from the new branch).
+                s.reverse_lost = true;
+                self.counters.reverse_path_lost += 1;
             }
             NotificationKind::CommunicationFailure { .. } => {
                 // Messages to the peer may have been lost: the next refresh goes in full.

@@ -38,7 +38,15 @@ impl<T: TrafficControl> QosNslp<T> {
             match kind {
                 TimerKind::Refresh => due.push(sid),
                 TimerKind::Expire => {
-                    // §5.3.4 / RFC 2205 §3.7: no refresh within L, the state goes.
+                    // §5.3.4 / RFC 2205 §3.7: no refresh within L, the state goes. One that
+                    // lost its reverse path refuses the RESERVEs still coming its way.
+                    if let Some(s) = self.sessions.get(&sid)
+                        && s.reverse_lost
+                    {
+                        let until = now + Self::lifetime(s.refresh_in);
+                        self.orphaned.retain(|_, t| *t > now);
+                        self.orphaned.insert(sid, until);
+                    }
                     self.counters.expired += 1;
                     self.events.push_back(QosEvent::Expired { session_id: sid });
                     self.remove_session(gist, now, sid);

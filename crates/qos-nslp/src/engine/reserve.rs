@@ -19,7 +19,9 @@ use pathwise_gist::wire::{PathCoupledMri, SessionId};
 fn ends_reservation(info: &InfoSpec) -> bool {
     match info.class {
         ErrorClass::ProtocolError | ErrorClass::PermanentFailure => true,
-        ErrorClass::TransientFailure => info.code != code::transient::FULL_QSPEC_REQUIRED,
+        // §5.3.5: for the other transient failures "the default action is that the QNE that
+        // receives this INFO-SPEC object SHOULD re-trigger the retransmission".
+        ErrorClass::TransientFailure => info.code == code::transient::RESERVATION_FAILURE,
         _ => false,
     }
 }
@@ -104,7 +106,7 @@ impl<T: TrafficControl> QosNslp<T> {
         let Some(s) = self.sessions.get(&sid) else {
             return;
         };
-        if s.initiation != Initiation::Receiver {
+        if s.initiation != Initiation::Receiver || s.reverse_lost {
             return;
         }
         let mut mri = s.flow;
@@ -172,6 +174,16 @@ impl<T: TrafficControl> QosNslp<T> {
         let dir = Self::travelled(&m.mri);
         if r.tear {
             self.on_tear(now, gist, m, &r);
+            return;
+        }
+        if let Some(until) = self.orphaned.get_mut(&sid)
+            && *until > now
+        {
+            // Dropped without an answer (§5.4: silently, by default): an answer would keep
+            // this node's routing state towards the sender alive, and with it the sender's
+            // belief that this node is its peer. The refusal lasts while RESERVEs still come.
+            *until = now + Self::lifetime(self.cfg.refresh_period);
+            self.counters.drop("no_reverse_path");
             return;
         }
         let answers = Some(r.rii.map_or(Answers::Rsn(r.rsn), Answers::Rii));
@@ -253,8 +265,10 @@ impl<T: TrafficControl> QosNslp<T> {
             return;
         };
         s.refresh_in = r_in;
-        let role = s.role;
-        self.set_timer(sid, TimerKind::Expire, Some(now + Self::lifetime(r_in)));
+        let (role, extend) = (s.role, !s.reverse_lost);
+        if extend {
+            self.set_timer(sid, TimerKind::Expire, Some(now + Self::lifetime(r_in)));
+        }
         self.keep_reverse_path(gist, now, sid);
         if let Some(rii) = r.rii {
             // A retransmission of a request (§5.2.4: the same RSN): pass it on towards the
@@ -358,6 +372,7 @@ impl<T: TrafficControl> QosNslp<T> {
                     prev_peer: None,
                     abandoned_peer: None,
                     next_peer: None,
+                    abandoned_next: None,
                     rsn_in: None,
                     rsn_out: 0,
                     refresh_in: r_in,
@@ -370,6 +385,7 @@ impl<T: TrafficControl> QosNslp<T> {
                     full_refresh: true,
                     own_request: None,
                     forwarded_riis: Vec::new(),
+                    reverse_lost: false,
                     break_flag: false,
                     refresh_at: None,
                     expires_at: None,
@@ -398,7 +414,9 @@ impl<T: TrafficControl> QosNslp<T> {
                 s.full_refresh = true;
                 // §5.4.1: BREAK received, BREAK sent.
                 s.break_flag = flags.break_;
-                self.set_timer(sid, TimerKind::Expire, Some(now + Self::lifetime(r_in)));
+                if !self.sessions.get(&sid).is_some_and(|s| s.reverse_lost) {
+                    self.set_timer(sid, TimerKind::Expire, Some(now + Self::lifetime(r_in)));
+                }
                 self.keep_reverse_path(gist, now, sid);
                 if qnr {
                     if is_new {
@@ -584,7 +602,7 @@ impl<T: TrafficControl> QosNslp<T> {
                         && (m.sii_handle.is_none() || s.prev_peer == m.sii_handle)
                 }
             };
-            if ok {
+            if ok && self.sessions.get(sid).is_some_and(|s| !s.reverse_lost) {
                 let r_in = self
                     .sessions
                     .get(sid)
@@ -665,6 +683,14 @@ impl<T: TrafficControl> QosNslp<T> {
             }
             return;
         }
+        // The peer towards the QNR, if GIST has not named it yet (its Routing Status Change
+        // can come before this node held the session): whoever answers from that side.
+        if let Some(s) = self.sessions.get_mut(&sid)
+            && s.next_peer.is_none()
+            && Self::travelled(&m.mri) == super::state::reverse(s.initiation.toward_qnr())
+        {
+            s.next_peer = m.sii_handle;
+        }
         match r.answers {
             Some(Answers::Rii(rii)) => self.on_rii_response(now, gist, m, flow, rii, r),
             Some(Answers::Rsn(rsn)) => {
@@ -672,6 +698,12 @@ impl<T: TrafficControl> QosNslp<T> {
                     self.counters.drop("response_unknown_session");
                     return;
                 };
+                // §5.2.5.4: after a route change, what the old peer towards the QNR says
+                // about our RSN is about a branch left behind.
+                if s.next_peer.is_some() && m.sii_handle.is_some() && m.sii_handle != s.next_peer {
+                    self.counters.drop("response_from_old_peer");
+                    return;
+                }
                 // §5.4.3: "If there is no match for RSN, the message SHOULD be silently dropped."
                 if rsn != self.own_rsn(s.rsn_out) {
                     self.counters.drop("response_rsn_mismatch");
@@ -690,6 +722,11 @@ impl<T: TrafficControl> QosNslp<T> {
                 }
                 if ends_reservation(info) {
                     self.fail_upstream(now, gist, m, flow, r);
+                } else if info.class == ErrorClass::TransientFailure {
+                    // §5.3.5: try again — the next refresh carries the full QSPEC.
+                    if let Some(s) = self.sessions.get_mut(&sid) {
+                        s.full_refresh = true;
+                    }
                 }
             }
             None => {

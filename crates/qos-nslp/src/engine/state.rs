@@ -88,6 +88,9 @@ pub struct Reservation {
     pub abandoned_peer: Option<SiiHandle>,
     /// The peer RESERVEs go to, as GIST last reported it.
     pub next_peer: Option<SiiHandle>,
+    /// The peer towards the QNR this node moved away from after a route change: GIST
+    /// naming it again is not taken for another change (§5.2.5.4).
+    pub abandoned_next: Option<SiiHandle>,
     /// The RSN (and epoch) last accepted from the previous peer.
     pub rsn_in: Option<Rsn>,
     /// This node's own RSN for the session (§5.3.1), sent towards the QNR.
@@ -114,6 +117,10 @@ pub struct Reservation {
     pub own_request: Option<OwnRequest>,
     /// RIIs of others this node forwarded, to pass their RESPONSEs on (§5.3.2).
     pub forwarded_riis: Vec<Rii>,
+    /// Receiver-initiated: GIST lost the routing state towards the QNR (no QUERY passes here
+    /// any more). Refreshes then no longer extend the state, which goes at its lifetime unless
+    /// GIST finds a peer that way again.
+    pub reverse_lost: bool,
     /// BREAK flag to set on the messages this node generates (§5.4.1).
     pub break_flag: bool,
     /// When the next refresh goes out.
