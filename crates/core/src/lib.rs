@@ -11,6 +11,7 @@
 //! - [`wire`]: bounds-checked byte reader/writer and TLV helpers shared by the protocol codecs.
 //! - [`units`]: bandwidths and durations as written in configuration files.
 //! - [`route`], [`fib`]: routes as drivers report them, and the longest-prefix-match table engines keep.
+//! - [`tc`]: the admission and traffic-control interface RSVP and the QoS NSLP share.
 //! - [`mpls`]: labels, the label-forwarding table and the dataplane trait label-switching engines use.
 //! - [`io`], [`engine`]: the datagram vocabulary and the sans-IO engine contract drivers rely on.
 #![warn(missing_docs)]
@@ -24,6 +25,7 @@ pub mod mpls;
 pub mod rng;
 pub mod route;
 pub mod table;
+pub mod tc;
 pub mod time;
 pub mod timer;
 pub mod units;

@@ -7,7 +7,9 @@
 //! ```text
 //! 5057:      root htb, unclassified traffic to 5057:fffe
 //! 5057:1     parent class, rate = ceil = link bandwidth
-//! 5057:fffd  signaling (IP protocol 46, filter priority 1): 1% of the link, at least 64 kbit/s,
+//! 5057:fffd  signaling (IP protocol 46; UDP to or from GIST's port 270, which carries the QoS
+//!            NSLP; IPv4 UDP with a Router Alert, IPv6 with a hop-by-hop header; filter
+//!            priority 1 for IPv4, 2 for IPv6): 1% of the link, at least 64 kbit/s,
 //!            HTB priority 0 — a flood cannot starve the refreshes that keep reservations up
 //! 5057:fffe  best effort: rate = link − reservable − signaling, ceil = link; a pfifo of about
 //!            100 ms at link rate
@@ -24,16 +26,18 @@
 
 use pathwise_core::arena::{Arena, Id};
 use pathwise_core::io::IfIndex;
-use pathwise_rsvp::engine::{AdmissionError, TcHandle, TcRequest, TrafficControl};
-use pathwise_rsvp::wire::{FilterSpec, FlowSpec, HopCharacteristics};
+use pathwise_core::tc::{
+    AdmissionError, FlowClassifier, HopCharacteristics, TcHandle, TcRequest, TrafficControl,
+};
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 
 /// The root qdisc handle pathwise owns on a managed interface ("PW").
 pub const ROOT: u16 = 0x5057;
 const PARENT_CLASS: u16 = 1;
 const CONTROL: u16 = 0xfffd;
 const BEST_EFFORT: u16 = 0xfffe;
+/// GIST's UDP port (RFC 5971 §5.2.1), whose datagrams are signalling too.
+const GIST_PORT: u16 = 270;
 
 /// Runs one `tc` command line (its arguments after `tc`).
 pub trait TcRunner {
@@ -115,38 +119,35 @@ fn rate(bps: u64) -> String {
     format!("{}bit", bps.max(8))
 }
 
-/// The `match` clauses of a u32 filter selecting one sender's packets of a session.
-fn u32_matches(dest: IpAddr, protocol: u8, dst_port: u16, sender: &FilterSpec) -> String {
-    let (fam, host) = if dest.is_ipv4() {
+/// The `match` clauses of a u32 filter selecting one classifier's packets. A zero protocol,
+/// port or flow label, or no source, adds no clause (matches any).
+fn u32_matches(c: &FlowClassifier) -> String {
+    let (fam, host) = if c.dst.is_ipv4() {
         ("ip", 32)
     } else {
         ("ip6", 128)
     };
-    let mut m = format!("match {fam} dst {dest}/{host} match {fam} protocol {protocol} 0xff");
-    if dst_port != 0 {
-        m += &format!(" match {fam} dport {dst_port} 0xffff");
+    let mut m = format!("match {fam} dst {}/{host}", c.dst);
+    if c.protocol != 0 {
+        m += &format!(" match {fam} protocol {} 0xff", c.protocol);
     }
-    let (src, sport, label) = match *sender {
-        FilterSpec::V4 { src, src_port } => (IpAddr::V4(src), src_port, 0),
-        FilterSpec::V6 { src, src_port } => (IpAddr::V6(src), src_port, 0),
-        FilterSpec::V6FlowLabel { src, flow_label } => (IpAddr::V6(src), 0, flow_label),
-        // An LSP tunnel's sender (RFC 3209 §4.6.2) has an LSP ID, not a port: like port 0, the
-        // filter matches the sender's address only.
-        FilterSpec::LspTunnelV4 { src, .. } => (IpAddr::V4(src), 0, 0),
-        FilterSpec::LspTunnelV6 { src, .. } => (IpAddr::V6(src), 0, 0),
-    };
-    m += &format!(" match {fam} src {src}/{host}");
-    if sport != 0 {
-        m += &format!(" match {fam} sport {sport} 0xffff");
+    if c.dst_port != 0 {
+        m += &format!(" match {fam} dport {} 0xffff", c.dst_port);
     }
-    if label != 0 {
-        m += &format!(" match ip6 flowlabel {label:#x} 0xfffff");
+    if let Some(src) = c.src {
+        m += &format!(" match {fam} src {src}/{host}");
+    }
+    if c.src_port != 0 {
+        m += &format!(" match {fam} sport {} 0xffff", c.src_port);
+    }
+    if c.flow_label != 0 {
+        m += &format!(" match ip6 flowlabel {:#x} 0xfffff", c.flow_label);
     }
     m
 }
 
-fn reserved_bps(f: &FlowSpec) -> u64 {
-    (f64::from(f.reserved_rate()) * 8.0).ceil() as u64
+fn reserved_bps(req: &TcRequest<'_>) -> u64 {
+    (req.rate * 8.0).ceil() as u64
 }
 
 impl<R: TcRunner> HtbTrafficControl<R> {
@@ -226,28 +227,36 @@ impl<R: TcRunner> HtbTrafficControl<R> {
             "qdisc replace dev {dev} parent {} handle {BEST_EFFORT:x}: pfifo limit {limit}",
             class_id(BEST_EFFORT)
         ));
-        for proto in ["ip", "ipv6"] {
-            let fam = if proto == "ip" { "ip" } else { "ip6" };
+        // One filter priority per protocol (the kernel refuses a second protocol at a priority
+        // that has one): IPv4 at 1, IPv6 at 2.
+        let control = class_id(CONTROL);
+        for (proto, fam, prio) in [("ip", "ip", 1), ("ipv6", "ip6", 2)] {
             self.exec(format!(
-                "filter replace dev {dev} parent {ROOT:x}: protocol {proto} prio 1 u32 match {fam} protocol 46 0xff flowid {}",
-                class_id(CONTROL)
+                "filter replace dev {dev} parent {ROOT:x}: protocol {proto} prio {prio} u32 match {fam} protocol 46 0xff flowid {control}"
             ));
+            // GIST's datagrams (to and from UDP 270, RFC 5971 §5.2.1) carry the QoS NSLP: its
+            // refreshes get the same protection as RSVP's.
+            for dir in ["dport", "sport"] {
+                self.exec(format!(
+                    "filter add dev {dev} parent {ROOT:x}: protocol {proto} prio {prio} u32 match {fam} protocol 17 0xff match {fam} {dir} {GIST_PORT} 0xffff flowid {control}"
+                ));
+            }
         }
+        // Datagrams with a Router Alert (RSVP's Path, GIST's Queries) have their transport
+        // header further on than the matches above look: IPv4 with a 24-byte header (the
+        // option, RFC 2113) carrying UDP, IPv6 with a hop-by-hop header (RFC 2711).
+        self.exec(format!(
+            "filter add dev {dev} parent {ROOT:x}: protocol ip prio 1 u32 match u8 0x46 0xff at 0 match ip protocol 17 0xff flowid {control}"
+        ));
+        self.exec(format!(
+            "filter add dev {dev} parent {ROOT:x}: protocol ipv6 prio 2 u32 match u8 0 0xff at 6 flowid {control}"
+        ));
     }
 
     fn filters(&mut self, dev: &str, minor: u16, req: &TcRequest<'_>) {
-        let proto = if req.session.dest.is_ipv4() {
-            "ip"
-        } else {
-            "ipv6"
-        };
-        for sender in req.filters {
-            let m = u32_matches(
-                req.session.dest,
-                req.session.protocol_id,
-                req.session.dst_port,
-                sender,
-            );
+        for c in req.classifiers {
+            let proto = if c.dst.is_ipv4() { "ip" } else { "ipv6" };
+            let m = u32_matches(c);
             // Reservation filters sit at priority 10 + minor, after the control filter (1).
             self.exec(format!(
                 "filter add dev {dev} parent {ROOT:x}: protocol {proto} prio {} u32 {m} flowid {}",
@@ -274,10 +283,10 @@ impl<R: TcRunner> HtbTrafficControl<R> {
             .ifaces
             .get(&ifindex)
             .ok_or(AdmissionError::UnknownInterface)?;
-        if req.flowspec.max_packet() > i.cfg.mtu {
+        if req.tspec.max_packet > i.cfg.mtu {
             return Err(AdmissionError::MtuTooBig);
         }
-        let want = reserved_bps(req.flowspec);
+        let want = reserved_bps(req);
         if i.used_bps - release_bps + want > i.cfg.reservable_bps {
             return Err(AdmissionError::BandwidthUnavailable);
         }
@@ -424,7 +433,8 @@ impl<R: TcRunner> Drop for HtbTrafficControl<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pathwise_rsvp::wire::{Session, TokenBucket};
+    use pathwise_rsvp::engine::tc::{classifier, flowspec_request};
+    use pathwise_rsvp::wire::{FilterSpec, FlowSpec, Session, TokenBucket};
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -446,6 +456,15 @@ mod tests {
             min_policed: 64,
             max_packet: 1500,
         })
+    }
+
+    fn req<'a>(f: &FlowSpec, c: &'a [FlowClassifier]) -> TcRequest<'a> {
+        let (tspec, rate) = flowspec_request(f);
+        TcRequest {
+            tspec,
+            rate,
+            classifiers: c,
+        }
     }
 
     #[test]
@@ -470,26 +489,11 @@ mod tests {
             src: "10.0.0.1".parse().unwrap(),
             src_port: 0,
         };
-        let h = tc
-            .reserve(
-                IfIndex(3),
-                TcRequest {
-                    session: &session,
-                    flowspec: &cl(4000.0),
-                    filters: &[sender],
-                },
-            )
-            .unwrap();
+        let c = [classifier(&session, &sender)];
+        let h = tc.reserve(IfIndex(3), req(&cl(4000.0), &c)).unwrap();
         assert_eq!(tc.reserved_bps(IfIndex(3)), 4_000_000);
         assert_eq!(
-            tc.reserve(
-                IfIndex(3),
-                TcRequest {
-                    session: &session,
-                    flowspec: &cl(5000.0),
-                    filters: &[sender]
-                }
-            ),
+            tc.reserve(IfIndex(3), req(&cl(5000.0), &c)),
             Err(AdmissionError::BandwidthUnavailable)
         );
         tc.release(h);
@@ -503,7 +507,13 @@ mod tests {
             "class replace dev veth0 parent 5057:1 classid 5057:fffe htb rate 1900000bit ceil 10000000bit prio 1",
             "qdisc replace dev veth0 parent 5057:fffe handle fffe: pfifo limit 83",
             "filter replace dev veth0 parent 5057: protocol ip prio 1 u32 match ip protocol 46 0xff flowid 5057:fffd",
-            "filter replace dev veth0 parent 5057: protocol ipv6 prio 1 u32 match ip6 protocol 46 0xff flowid 5057:fffd",
+            "filter add dev veth0 parent 5057: protocol ip prio 1 u32 match ip protocol 17 0xff match ip dport 270 0xffff flowid 5057:fffd",
+            "filter add dev veth0 parent 5057: protocol ip prio 1 u32 match ip protocol 17 0xff match ip sport 270 0xffff flowid 5057:fffd",
+            "filter replace dev veth0 parent 5057: protocol ipv6 prio 2 u32 match ip6 protocol 46 0xff flowid 5057:fffd",
+            "filter add dev veth0 parent 5057: protocol ipv6 prio 2 u32 match ip6 protocol 17 0xff match ip6 dport 270 0xffff flowid 5057:fffd",
+            "filter add dev veth0 parent 5057: protocol ipv6 prio 2 u32 match ip6 protocol 17 0xff match ip6 sport 270 0xffff flowid 5057:fffd",
+            "filter add dev veth0 parent 5057: protocol ip prio 1 u32 match u8 0x46 0xff at 0 match ip protocol 17 0xff flowid 5057:fffd",
+            "filter add dev veth0 parent 5057: protocol ipv6 prio 2 u32 match u8 0 0xff at 6 flowid 5057:fffd",
             "class replace dev veth0 parent 5057:1 classid 5057:2 htb rate 4000000bit ceil 10000000bit prio 1",
             "filter add dev veth0 parent 5057: protocol ip prio 12 u32 match ip dst 10.0.4.2/32 match ip protocol 17 0xff match ip dport 5001 0xffff match ip src 10.0.0.1/32 flowid 5057:2",
             "filter del dev veth0 parent 5057: prio 12",

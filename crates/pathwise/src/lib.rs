@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod mgmt;
 pub mod netns;
 pub mod oracle;
+pub mod qos;
 pub mod rsvp;
 pub mod sim;
 

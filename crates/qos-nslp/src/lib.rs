@@ -1,25 +1,34 @@
 //! pathwise-qos-nslp: the QoS NSLP (RFC 5974), the NSIS signalling application that reserves
 //! resources along a data path, with the QSPEC template (RFC 5975) that describes them.
 //!
-//! # How it is (to be) driven
+//! # How it is driven
 //!
-//! This first layer is the complete wire format, [`wire`]: every message (RESERVE, QUERY,
-//! RESPONSE, NOTIFY), every object of RFC 5974 §5.1.3 and the QSPEC with its objects and
-//! parameters. It is pure: bytes in, values out, and back.
+//! - [`wire`]: the complete wire format — every message (RESERVE, QUERY, RESPONSE, NOTIFY),
+//!   every object of RFC 5974 §5.1.3 and the QSPEC with its objects and parameters. Pure:
+//!   bytes in, values out, and back.
+//! - [`engine`]: the QoS NSLP state machine, [`QosNslp`], a sans-IO plug-in over GIST's NSLP
+//!   API (`pathwise_gist::nslp`, RFC 5971 Appendix B), like the Ping NSLP:
 //!
-//! The QoS NSLP state machine that comes next is a sans-IO plug-in over GIST's NSLP API
-//! (`pathwise_gist::nslp`, RFC 5971 Appendix B), like the Ping NSLP
-//! (`pathwise_gist::nslp::ping`):
-//!
-//! 1. it implements `pathwise_gist::nslp::Nslp` for the QoS NSLP's NSLPIDs and is registered
-//!    with `GistEngine::register`; GIST hands it each NSLP-Data payload (`RecvMessage`, B.2),
-//!    which it decodes with [`wire::Message::parse`] — a [`wire::ParseError`] names the
-//!    INFO-SPEC of the RESPONSE to send back ([`wire::ParseErrorKind::info_spec`]);
-//! 2. it keeps per-session state keyed by GIST Session ID (RSNs, RIIs, refresh timers, bound
-//!    sessions), takes time only as the `now` argument of each call, and asks a resource
-//!    management function (the admission and traffic control RSVP uses) to admit the QSPEC;
-//! 3. it sends with `GistApi::send_message` (B.1) the bytes of [`wire::Message::to_bytes`],
-//!    and reports its next deadline so the driver (tests, `pathwise-sim`, the daemon) wakes it.
+//! 1. it implements `pathwise_gist::nslp::Nslp` for its NSLPID and is registered with
+//!    `GistEngine::register`; GIST hands it each NSLP-Data payload (`RecvMessage`, B.2), its
+//!    MessageStatus (B.3) and NetworkNotifications (B.4, route changes);
+//! 2. it keeps per-session state keyed by GIST Session ID (roles, RSNs, RIIs, refresh and
+//!    lifetime timers), takes time only as the `now` argument of each call, and admits QSPECs
+//!    through a `pathwise_core::tc::TrafficControl` — the one RSVP uses; share one instance
+//!    between the two engines of a node with `pathwise_core::tc::SharedTrafficControl`;
+//! 3. it sends with `GistApi::send_message` (B.1) and reports its next deadline through
+//!    `Nslp::poll_timeout`, which GIST counts among its own, so whoever drives GIST (tests,
+//!    `pathwise-sim`, the daemon) wakes it in time;
+//! 4. the application starts reservations with [`QosNslp::reserve`] (sender-initiated),
+//!    [`QosNslp::reserve_receiver_initiated`], [`QosNslp::query`] and ends them with
+//!    [`QosNslp::release`], reached through `GistEngine::with_nslp`; outcomes come back from
+//!    [`QosNslp::poll_event`].
 #![warn(missing_docs)]
 
+pub mod engine;
 pub mod wire;
+
+pub use engine::{
+    Initiation, NSLPID, QosConfig, QosEvent, QosNslp, RequestError, Reservation, ReserveRequest,
+    Role,
+};

@@ -85,6 +85,10 @@ impl GistApi for GistEngine {
         self.local.contains(&addr)
     }
 
+    fn outgoing_interface(&self, destination: IpAddr) -> Option<pathwise_core::io::IfIndex> {
+        self.fib.lookup(destination).map(|(_, i)| *i)
+    }
+
     fn new_session_id(&mut self) -> SessionId {
         let mut s = [0u8; 16];
         self.rng.fill(&mut s);

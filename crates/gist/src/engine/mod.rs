@@ -729,6 +729,20 @@ impl Engine for GistEngine {
             }
         }
         self.dispatch_upcalls(now);
+        // The plug-in NSLPs' own timers (refreshes, retransmissions): their deadlines are part
+        // of this engine's, so the driver wakes the engine for them.
+        for i in 0..self.nslps.len() {
+            let due = self.nslps[i]
+                .1
+                .as_ref()
+                .and_then(|a| a.poll_timeout())
+                .is_some_and(|t| t <= now);
+            if let Some(mut app) = self.nslps[i].1.take_if(|_| due) {
+                app.handle_timeout(now, self);
+                self.nslps[i].1 = Some(app);
+                self.dispatch_upcalls(now);
+            }
+        }
     }
 
     fn handle_route_change(&mut self, _now: Instant, change: RouteChange) {
@@ -754,7 +768,11 @@ impl Engine for GistEngine {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.next_deadline()
+        let nslps = self
+            .nslps
+            .iter()
+            .filter_map(|(_, a)| a.as_ref().and_then(|a| a.poll_timeout()));
+        nslps.chain(self.timers.next_deadline()).min()
     }
 
     /// Q-mode messages (C flag: Queries and stateless Data) on the GIST port, for an NSLPID

@@ -358,6 +358,14 @@ pub trait GistApi {
     /// Whether `addr` is this node's.
     fn is_local(&self, addr: IpAddr) -> bool;
 
+    /// The interface data for `destination` leaves this node by (the route the engine knows),
+    /// for an NSLP that reserves resources on the flow's outgoing link (the QoS NSLP); `None`
+    /// when there is no route or the implementation does not know (the default).
+    fn outgoing_interface(&self, destination: IpAddr) -> Option<IfIndex> {
+        let _ = destination;
+        None
+    }
+
     /// A new random Session ID (RFC 5971 §4.1.3: chosen at random by the NSLP), from the
     /// engine's seeded generator.
     fn new_session_id(&mut self) -> SessionId;
@@ -397,6 +405,19 @@ pub trait Nslp {
         n: NetworkNotification,
     ) {
         let _ = (now, gist, n);
+    }
+
+    /// When this NSLP next wants [`Nslp::handle_timeout`] (its own refresh or retransmission
+    /// timers; not in RFC 5971 Appendix B, which leaves an NSLP's timers to it). GIST counts it
+    /// among its own deadlines, so whoever drives the engine wakes it in time; the NSLP stays
+    /// sans-IO. `None` (the default): no timer.
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    /// Called by the engine once [`Nslp::poll_timeout`]'s deadline has passed.
+    fn handle_timeout(&mut self, now: Instant, gist: &mut dyn GistApi) {
+        let _ = (now, gist);
     }
 
     /// Self as `Any`, so the application can reach its concrete NSLP

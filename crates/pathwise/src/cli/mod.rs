@@ -43,12 +43,15 @@ pub enum Command {
         #[command(subcommand)]
         what: crate::oracle::cli::Oracle,
     },
-    /// Run the services a node configuration enables (RSVP, GIST) until SIGINT/SIGTERM.
+    /// Run the services a node configuration enables (RSVP, GIST, the QoS NSLP) until
+    /// SIGINT/SIGTERM.
     Daemon(crate::daemon::cli::Args),
     /// RSVP on a running daemon: senders, reservations, state.
     Rsvp(crate::rsvp::cli::Args),
     /// GIST on a running daemon: ping along a path, routing state, associations, counters.
     Gist(crate::gist::cli::Args),
+    /// The QoS NSLP on a running daemon: reserve along a path, release, query, show.
+    Qos(crate::qos::cli::Args),
     /// Simulations: fault campaigns over many seeds.
     Sim {
         /// What to do.
@@ -95,6 +98,7 @@ impl Cli {
             Command::Daemon(a) => crate::daemon::cli::run(a),
             Command::Rsvp(a) => crate::rsvp::cli::run(a),
             Command::Gist(a) => crate::gist::cli::run(a),
+            Command::Qos(a) => crate::qos::cli::run(a),
             Command::Oracle { what } => crate::oracle::cli::run(what),
             Command::Booster { what } => crate::booster::cli::run(what),
             Command::Completions(a) => docs::completions(a),

@@ -12,11 +12,12 @@
 //!
 //! [rsvp]                                    # present: RSVP runs
 //! [gist]                                    # present: GIST runs
+//! [qos_nslp]                                # present: the QoS NSLP runs (needs both above)
 //! ```
 //!
 //! The `[rsvp]` section is described in [`crate::rsvp::config`] (its integrity keys in
 //! [`crate::rsvp::config::integrity`], the RSVP-TE keys and `[[rsvp.lsp]]` in
-//! [`crate::rsvp::config::te`]); the `[gist]` section in [`crate::gist::config`]. At least one
+//! [`crate::rsvp::config::te`]); the `[gist]` section in [`crate::gist::config`]; `[qos_nslp]` in [`crate::qos::config`]. At least one
 //! of `[rsvp]` and `[gist]` must be present. This module loads the file, holds `[daemon]` and
 //! locates errors; each service checks its own section.
 
@@ -39,6 +40,8 @@ pub struct NodeConfig {
     pub rsvp: Option<RsvpSection>,
     /// GIST, if enabled.
     pub gist: Option<GistSection>,
+    /// The QoS NSLP, if enabled (over GIST, sharing RSVP's traffic control).
+    pub qos_nslp: Option<crate::qos::config::QosSection>,
     /// The file and its text, to locate errors found after parsing.
     #[serde(skip)]
     source: (String, String),
@@ -173,6 +176,7 @@ impl NodeConfig {
             daemon: DaemonSection::default(),
             rsvp: None,
             gist: None,
+            qos_nslp: None,
             source: (file.to_string(), text.to_string()),
         };
         for (key, value) in root.into_inner() {
@@ -181,11 +185,17 @@ impl NodeConfig {
                 "daemon" => DaemonSection::deserialize(de).map(|d| cfg.daemon = d),
                 "rsvp" => RsvpSection::deserialize(de).map(|r| cfg.rsvp = Some(r)),
                 "gist" => GistSection::deserialize(de).map(|g| cfg.gist = Some(g)),
+                "qos_nslp" => {
+                    crate::qos::config::QosSection::deserialize(de).map(|q| cfg.qos_nslp = Some(q))
+                }
                 other => {
                     errs.push(cx.at(
                         key.span(),
                         other,
-                        format!("unknown section `{other}`, expected `daemon`, `rsvp` or `gist`"),
+                        format!(
+                            "unknown section `{other}`, expected `daemon`, `rsvp`, `gist` or \
+                             `qos_nslp`"
+                        ),
                     ));
                     continue;
                 }
@@ -199,6 +209,9 @@ impl NodeConfig {
         }
         if let Some(g) = &cfg.gist {
             g.check(&cx, &mut errs);
+        }
+        if let Some(q) = &cfg.qos_nslp {
+            q.check(&cx, cfg.gist.is_some(), cfg.rsvp.is_some(), &mut errs);
         }
         if let Some(m) = &cfg.daemon.metrics
             && m.get_ref().parse::<std::net::SocketAddr>().is_err()

@@ -1,7 +1,8 @@
 //! `pathwise daemon --config node.toml`: the long-running process on a Linux router or host.
 //!
 //! It runs the services the configuration enables: RSVP ([`crate::rsvp::service`]) and GIST with
-//! the Ping NSLP ([`crate::gist::service`]). One thread owns the protocol engines and runs a `poll(2)` loop over their sockets, the
+//! the Ping NSLP ([`crate::gist::service`]) and, with `[qos_nslp]`, the QoS NSLP
+//! ([`crate::qos`]) sharing RSVP's traffic control. One thread owns the protocol engines and runs a `poll(2)` loop over their sockets, the
 //! routing feed and a wake-up socket, sleeping until the engines' next deadline. The management
 //! socket ([`crate::mgmt`]) is served on its own thread, which hands each request to the loop
 //! and waits for the answer, so engines are never shared between threads. Metrics (opt-in,
@@ -75,7 +76,11 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
         None => None,
     };
     let mut gist = match &cfg.gist {
-        Some(g) => Some(crate::gist::service::GistService::start(&cfg, g)?),
+        Some(g) => Some(crate::gist::service::GistService::start(
+            &cfg,
+            g,
+            rsvp.as_ref().map(|r| r.traffic_control()),
+        )?),
         None => None,
     };
 
@@ -202,7 +207,7 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
             }
         }
         while let Ok((verb, args, reply)) = req_rx.try_recv() {
-            if verb.starts_with("gist.") {
+            if verb.starts_with("gist.") || verb.starts_with("qos.") {
                 match &mut gist {
                     Some(g) => g.handle(&verb, &args, reply),
                     None => {

@@ -102,6 +102,8 @@ pub struct GistService {
     early_wakeups: u64,
     /// The last routing-feed read failed.
     fib_retry: bool,
+    /// The QoS NSLP's verbs, with `[qos_nslp]`.
+    qos: Option<crate::qos::verbs::QosVerbs>,
 }
 
 /// Addresses GIST may use and name in its NLI: not loopback, not IPv6 link-local (an NLI
@@ -117,7 +119,11 @@ fn usable(a: IpAddr) -> bool {
 
 impl GistService {
     /// Open the sockets, learn interfaces and routes.
-    pub fn start(node: &crate::config::NodeConfig, cfg: &GistSection) -> anyhow::Result<Self> {
+    pub fn start(
+        node: &crate::config::NodeConfig,
+        cfg: &GistSection,
+        traffic_control: Option<crate::qos::verbs::SharedDataPlane>,
+    ) -> anyhow::Result<Self> {
         let kernel = pathwise_net::interfaces().context("listing interfaces")?;
         let mut interfaces = Vec::new();
         let mut engine_ifaces = Vec::new();
@@ -174,6 +180,20 @@ impl GistService {
         for &n in cfg.relay.get_ref() {
             engine.register(Box::new(pathwise_gist::nslp::relay::RelayNslp::new(n)));
         }
+        // [qos_nslp]: the QoS NSLP admits through RSVP's traffic control (one budget).
+        let qos = match (&node.qos_nslp, traffic_control) {
+            (Some(q), Some(tc)) => {
+                engine.register(Box::new(pathwise_qos_nslp::QosNslp::new(
+                    q.engine_config(),
+                    tc,
+                )));
+                Some(crate::qos::verbs::QosVerbs::default())
+            }
+            (Some(_), None) => {
+                anyhow::bail!("[qos_nslp] needs [rsvp]: its traffic control is shared")
+            }
+            _ => None,
+        };
         let options = RawOptions {
             ipv6_router_alert_value: cfg.ipv6_router_alert,
             ..RawOptions::default()
@@ -237,6 +257,7 @@ impl GistService {
             wakeups: 0,
             early_wakeups: 0,
             fib_retry: false,
+            qos,
         };
         s.on_readable();
         Ok(s)
@@ -272,7 +293,12 @@ impl GistService {
             .engine
             .poll_timeout()
             .map(|t| self.epoch + std::time::Duration::from_nanos(t.as_nanos()));
-        let ping = self.pings.iter().map(|p| p.deadline).min();
+        let ping = self
+            .pings
+            .iter()
+            .map(|p| p.deadline)
+            .chain(self.qos.as_ref().and_then(|q| q.deadline()))
+            .min();
         let load = self.load.as_ref().and_then(super::load::LoadRun::deadline);
         let ping = match (ping, load) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -517,10 +543,33 @@ impl GistService {
                 other => tracing::debug!(event = ?other, "gist upcall"),
             }
         }
+        if let Some(q) = &mut self.qos {
+            q.poll(&mut self.engine, now);
+        }
     }
 
     /// Answer a management verb on `reply` (a ping answers when its reply comes back).
     pub fn handle(&mut self, verb: &str, args: &Value, reply: Reply) {
+        if verb.starts_with("qos.") {
+            let now = self.now();
+            let names = self.interfaces.clone();
+            let ifname = move |i: u32| {
+                names
+                    .iter()
+                    .find(|(x, _)| x.0 == i)
+                    .map_or_else(|| i.to_string(), |(_, n)| n.clone())
+            };
+            match &mut self.qos {
+                Some(q) => q.handle(&mut self.engine, now, verb, args, reply, &ifname),
+                None => {
+                    let _ = reply.send(Err("the QoS NSLP is not enabled on this daemon (no \
+                                            [qos_nslp] section in its configuration)"
+                        .into()));
+                }
+            }
+            self.flush();
+            return;
+        }
         let result = match verb {
             "gist.ping" => match self.ping(args) {
                 Ok((session, seq, timeout)) => {
@@ -782,6 +831,11 @@ impl GistService {
             .with_nslp::<PingNslp, _>(now, |p, _| p.stats())
             .unwrap_or_default();
         let relay = super::nslp_cli::relay_json(&mut self.engine, now);
+        let qos = self
+            .engine
+            .with_nslp::<crate::qos::verbs::DaemonQos, _>(now, |q, _| {
+                crate::qos::verbs::counters_json(q.counters())
+            });
         let c = self.engine.counters();
         let st = self.engine.state_stats();
         let mut v = json!({
@@ -839,6 +893,7 @@ impl GistService {
             "interfaces": self.interfaces.iter().map(|(i, _)| self.name(*i)).collect::<Vec<_>>(),
             "ipc": self.ipc.as_ref().map(ipc_json),
             "relay": relay,
+            "qos_nslp": qos,
         });
         // What hostile input met (docs/gist.md, "Hostile input").
         for (k, x) in [
@@ -1154,7 +1209,7 @@ fn forward(d: &Received<'_>) -> Result<Transmit, TransitDrop> {
 }
 
 /// The source address the kernel would use towards `dest`.
-fn source_towards(dest: IpAddr) -> std::io::Result<IpAddr> {
+pub(crate) fn source_towards(dest: IpAddr) -> std::io::Result<IpAddr> {
     let any: IpAddr = if dest.is_ipv4() {
         std::net::Ipv4Addr::UNSPECIFIED.into()
     } else {

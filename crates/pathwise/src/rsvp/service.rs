@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Transmit};
 use pathwise_core::mpls::{LabelDataplane, LfibChange};
+use pathwise_core::tc::SharedTrafficControl;
 use pathwise_core::time::Instant;
 use pathwise_core::timer::WheelConfig;
 use pathwise_net::tc::{Command, HtbInterface, HtbTrafficControl};
@@ -70,7 +71,7 @@ const EVENT_LOG: usize = 256;
 /// The running RSVP service.
 #[derive(Debug)]
 pub struct RsvpService {
-    engine: RsvpEngine<DataPlane>,
+    engine: RsvpEngine<SharedTrafficControl<DataPlane>>,
     sockets: Vec<RawSocket>,
     fib: FibMirror,
     epoch: std::time::Instant,
@@ -205,7 +206,9 @@ impl RsvpService {
                 DataPlane::Memory(m)
             }
         };
-        let engine = RsvpEngine::new(engine_cfg, tc, Instant::ZERO);
+        // Shared: the QoS NSLP ([qos_nslp]) admits through the same instance (one budget per
+        // interface for both protocols).
+        let engine = RsvpEngine::new(engine_cfg, SharedTrafficControl::new(tc), Instant::ZERO);
         let mut sockets = vec![
             RawSocket::open(RawConfig {
                 protocol: IPPROTO_RSVP,
@@ -520,8 +523,13 @@ impl RsvpService {
         result
     }
 
+    /// The traffic control reservations go through, for the QoS NSLP to share.
+    pub fn traffic_control(&self) -> SharedTrafficControl<DataPlane> {
+        self.engine.traffic_control().clone()
+    }
+
     fn reserved_bps(&self, i: IfIndex) -> u64 {
-        match self.engine.traffic_control() {
+        match &*self.engine.traffic_control().lock() {
             DataPlane::Htb(t) => t.reserved_bps(i),
             DataPlane::Memory(t) => (t.reserved(i) * 8.0) as u64,
         }

@@ -8,7 +8,7 @@ use super::state::{
     Blockade, Oi, OiatPsb, OutIsb, OutIsbId, PhopId, PsbId, RequestFlow, Rsb, RsbId, SessionId,
     descriptors, filter_matches,
 };
-use super::tc::{AdmissionError, TcRequest};
+use super::tc::{AdmissionError, TcRequest, admission_error_code, classifier, flowspec_request};
 use super::{Event, RsvpEngine, TrafficControl};
 use crate::wire::error::error_code;
 use crate::wire::{
@@ -339,7 +339,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 continue;
             };
             self.counters.admission_failures += 1;
-            let (code, value) = fail.err.error_code();
+            let (code, value) = admission_error_code(fail.err);
             let node = self.iface_addr(r.oi, self.sessions[sid].key.dest);
             let flags = if old.is_some() {
                 ErrorSpec::IN_PLACE
@@ -439,11 +439,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
             if *self.flowspecs.get(o.flowspec) == u.flowspec && same_psbs {
                 continue;
             }
-            let filters: Vec<FilterSpec> = u.psbs.iter().map(|&p| self.psbs[p].sender).collect();
+            let classifiers: Vec<_> = u
+                .psbs
+                .iter()
+                .map(|&p| classifier(&session, &self.psbs[p].sender))
+                .collect();
+            let (tspec, rate) = flowspec_request(&u.flowspec);
             let req = TcRequest {
-                session: &session,
-                flowspec: &u.flowspec,
-                filters: &filters,
+                tspec,
+                rate,
+                classifiers: &classifiers,
             };
             let handle = o.tc;
             match self.admit(sid, ifindex, &u.psbs, |tc| tc.modify(handle, req)) {
@@ -461,11 +466,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         }
         for u in units {
-            let filters: Vec<FilterSpec> = u.psbs.iter().map(|&p| self.psbs[p].sender).collect();
+            let classifiers: Vec<_> = u
+                .psbs
+                .iter()
+                .map(|&p| classifier(&session, &self.psbs[p].sender))
+                .collect();
+            let (tspec, rate) = flowspec_request(&u.flowspec);
             let req = TcRequest {
-                session: &session,
-                flowspec: &u.flowspec,
-                filters: &filters,
+                tspec,
+                rate,
+                classifiers: &classifiers,
             };
             match self.admit(sid, u.ifindex, &u.psbs, |tc| tc.reserve(u.ifindex, req)) {
                 Ok(tc) => {
@@ -585,7 +595,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .collect();
             for id in rsbs {
                 self.counters.admission_failures += 1;
-                let (code, value) = f.err.error_code();
+                let (code, value) = admission_error_code(f.err);
                 let r = &self.rsbs[id];
                 let node = self.iface_addr(r.oi, self.sessions[sid].key.dest);
                 let desc = FlowDescriptor {

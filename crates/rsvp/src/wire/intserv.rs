@@ -71,20 +71,9 @@ impl FlowSpec {
     }
 }
 
-/// What one hop contributes to an ADSPEC as it travels downstream (RFC 2210 §3.3, RFC 2215 §3).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct HopCharacteristics {
-    /// Bandwidth of the outgoing link, bytes per second.
-    pub bandwidth: f32,
-    /// Latency of the outgoing link, microseconds.
-    pub latency_us: u32,
-    /// MTU of the outgoing link, bytes.
-    pub mtu: u32,
-    /// Guaranteed service rate-dependent error term C, bytes.
-    pub c: u32,
-    /// Guaranteed service rate-independent error term D, microseconds.
-    pub d: u32,
-}
+/// What one hop contributes to an ADSPEC as it travels downstream (RFC 2210 §3.3, RFC 2215 §3):
+/// the protocol-neutral traffic-control type.
+pub use pathwise_core::tc::HopCharacteristics;
 
 mod adspec;
 

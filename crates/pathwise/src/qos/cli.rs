@@ -1,0 +1,190 @@
+//! `pathwise qos …`: the QoS NSLP (RFC 5974) on a running daemon (`[qos_nslp]`) over its
+//! management socket — reserve along a path, release, query what the path could give, show.
+
+use clap::Subcommand;
+use pathwise_core::units::Bandwidth;
+use serde_json::{Value, json};
+use std::net::IpAddr;
+
+/// Arguments of `pathwise qos`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    daemon: crate::cli::DaemonArgs,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+/// The flow and its traffic.
+#[derive(Debug, Clone, clap::Args)]
+struct FlowOpts {
+    /// Destination of the flow (this node is its source).
+    dest: IpAddr,
+    /// Rate to reserve (<TMOD-1> r), e.g. 4Mbit.
+    #[arg(long)]
+    rate: Bandwidth,
+    /// Token bucket depth b, bytes.
+    #[arg(long, default_value_t = 15_000)]
+    bucket: u32,
+    /// Peak rate p (default: unspecified, infinity).
+    #[arg(long)]
+    peak: Option<Bandwidth>,
+    /// Largest packet (MPS), bytes.
+    #[arg(long, default_value_t = 1500)]
+    max_packet: u32,
+    /// IP protocol of the flow (classifies it with the addresses).
+    #[arg(long)]
+    protocol: Option<u8>,
+    /// Destination port of the flow.
+    #[arg(long)]
+    dport: Option<u16>,
+    /// Source port of the flow.
+    #[arg(long)]
+    sport: Option<u16>,
+}
+
+impl FlowOpts {
+    fn args(&self) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("destination".into(), json!(self.dest));
+        m.insert("rate_bps".into(), json!(self.rate.0));
+        m.insert("bucket".into(), json!(self.bucket));
+        m.insert("max_packet".into(), json!(self.max_packet));
+        for (k, v) in [
+            ("peak_bps", self.peak.map(|p| json!(p.0))),
+            ("protocol", self.protocol.map(|p| json!(p))),
+            ("dport", self.dport.map(|p| json!(p))),
+            ("sport", self.sport.map(|p| json!(p))),
+        ] {
+            if let Some(v) = v {
+                m.insert(k.into(), v);
+            }
+        }
+        m
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Reserve for a flow from this node to DEST (RFC 5974 §4.1, sender-initiated): waits for
+    /// the QNR's RESPONSE and prints what was reserved, or why it failed (INFO-SPEC). With
+    /// --receiver-initiated (§4.3) a QUERY asks DEST to reserve back towards this node.
+    Reserve {
+        #[command(flatten)]
+        flow: FlowOpts,
+        /// The least acceptable rate (Minimum QoS): hops short of the rate reserve this much.
+        #[arg(long)]
+        minimum: Option<Bandwidth>,
+        /// The largest acceptable path latency, microseconds (Minimum QoS).
+        #[arg(long)]
+        max_latency_us: Option<u32>,
+        /// Receiver-initiated: DEST becomes the QNI and sends the RESERVE.
+        #[arg(long)]
+        receiver_initiated: bool,
+    },
+    /// Tear down a reservation this node initiated (a RESERVE with TEAR).
+    Release {
+        /// The session, as `reserve` printed it (32 hex digits).
+        session: String,
+    },
+    /// Ask the path what it could give (a QUERY; RFC 5974 §4.2): QoS Available and the path
+    /// latency, reserving nothing.
+    Query {
+        #[command(flatten)]
+        flow: FlowOpts,
+    },
+    /// Every session with QoS NSLP state on this node, and the counters.
+    Show,
+}
+
+/// Run the command.
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let (verb, args) = match &a.cmd {
+        Cmd::Reserve {
+            flow,
+            minimum,
+            max_latency_us,
+            receiver_initiated,
+        } => {
+            let mut m = flow.args();
+            m.insert("receiver_initiated".into(), json!(receiver_initiated));
+            if let Some(b) = minimum {
+                m.insert("minimum_bps".into(), json!(b.0));
+            }
+            if let Some(l) = max_latency_us {
+                m.insert("max_latency_us".into(), json!(l));
+            }
+            ("qos.reserve", Value::Object(m))
+        }
+        Cmd::Release { session } => ("qos.release", json!({ "session": session })),
+        Cmd::Query { flow } => ("qos.query", Value::Object(flow.args())),
+        Cmd::Show => ("qos.show", json!({})),
+    };
+    let v = crate::mgmt::request(&a.daemon.socket, "pathwise daemon", verb, args)?;
+    if a.daemon.json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", render(&a.cmd, &v));
+    }
+    if v["outcome"] == "failed" {
+        anyhow::bail!("the reservation failed");
+    }
+    Ok(())
+}
+
+fn rate(v: &Value) -> String {
+    v.as_u64()
+        .map_or_else(|| "-".into(), |b| Bandwidth(b).to_string())
+}
+
+fn render(cmd: &Cmd, v: &Value) -> String {
+    let mut out = String::new();
+    match cmd {
+        Cmd::Show => {
+            let sessions = v["sessions"].as_array().cloned().unwrap_or_default();
+            for s in &sessions {
+                out += &format!(
+                    "{} {} > {}  {} {}  {} on {}  rsn {}/{}\n",
+                    s["session"].as_str().unwrap_or("?"),
+                    s["source"].as_str().unwrap_or("?"),
+                    s["destination"].as_str().unwrap_or("?"),
+                    s["role"].as_str().unwrap_or("?"),
+                    s["initiation"].as_str().unwrap_or("?"),
+                    rate(&s["rate_bps"]),
+                    s["interface"].as_str().unwrap_or("-"),
+                    s["rsn_in"],
+                    s["rsn_out"],
+                );
+            }
+            out += &format!("{} sessions\n", sessions.len());
+            out += &format!(
+                "counters: {}\n",
+                serde_json::to_string(&v["counters"]).unwrap_or_default()
+            );
+        }
+        _ => {
+            out += &format!(
+                "session {}: {}\n",
+                v["session"].as_str().unwrap_or("?"),
+                v["outcome"].as_str().unwrap_or("?")
+            );
+            if let Some(i) = v.get("info").filter(|i| !i.is_null()) {
+                out += &format!(
+                    "  INFO-SPEC {} code {:#04x} from {}\n",
+                    i["class"].as_str().unwrap_or("?"),
+                    i["code"].as_u64().unwrap_or(0),
+                    i["source"].as_str().unwrap_or("?")
+                );
+            }
+            for (name, o) in v["qspec"].as_object().into_iter().flatten() {
+                out += &format!(
+                    "  {name}: {}  path latency {} us{}\n",
+                    rate(&o["rate_bps"]),
+                    o["path_latency_us"],
+                    if o["error"] == true { "  (E)" } else { "" }
+                );
+            }
+        }
+    }
+    out
+}

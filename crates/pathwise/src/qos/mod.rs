@@ -1,0 +1,11 @@
+//! The QoS NSLP (RFC 5974, QSPEC RFC 5975) in `pathwise daemon` and `pathwise qos`: the engine
+//! (`pathwise_qos_nslp`) is a plug-in of the `[gist]` service, admitting through the `[rsvp]`
+//! service's traffic control — one instance, so both protocols share each interface's budget.
+//!
+//! - [`config`]: the `[qos_nslp]` section;
+//! - [`verbs`]: the management verbs `qos.reserve`, `qos.release`, `qos.query`, `qos.show`;
+//! - [`cli`]: `pathwise qos reserve|release|query|show`.
+
+pub mod cli;
+pub mod config;
+pub mod verbs;

@@ -1,0 +1,385 @@
+//! The QoS NSLP's management verbs, served by the GIST service (the engine is its plug-in):
+//!
+//! - `qos.reserve` {destination, rate_bps, bucket?, peak_bps?, max_packet?, min_policed?,
+//!   protocol?, dport?, sport?, receiver_initiated?, minimum_bps?, max_latency_us?}: a
+//!   sender-initiated reservation answered when the QNR's RESPONSE (or an error) comes back,
+//!   or "pending" after 5 s; receiver-initiated: answered once the QUERY is sent;
+//! - `qos.release` {session}: tear down a reservation this node initiated;
+//! - `qos.query` {destination, rate_bps, …}: what the path could give (QoS Available);
+//! - `qos.show`: every session with state here, and the counters.
+
+use crate::daemon::Reply;
+use crate::rsvp::service::DataPlane;
+use pathwise_core::tc::SharedTrafficControl;
+use pathwise_core::time::Instant;
+use pathwise_gist::GistEngine;
+use pathwise_gist::wire::SessionId;
+use pathwise_qos_nslp::engine::Counters;
+use pathwise_qos_nslp::wire::qspec::{ParamValue, Tmod, parameter_id};
+use pathwise_qos_nslp::wire::{InfoSpec, MsgType, Qspec, QspecObjectType};
+use pathwise_qos_nslp::{QosEvent, QosNslp, Reservation, ReserveRequest};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::net::IpAddr;
+
+/// The traffic control the QoS NSLP shares with RSVP.
+pub type SharedDataPlane = SharedTrafficControl<DataPlane>;
+/// The QoS NSLP as the daemon runs it.
+pub type DaemonQos = QosNslp<SharedDataPlane>;
+
+/// How long a verb waits for the RESPONSE before answering "pending".
+const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReserveArgs {
+    destination: IpAddr,
+    rate_bps: u64,
+    #[serde(default)]
+    bucket: Option<u32>,
+    #[serde(default)]
+    peak_bps: Option<u64>,
+    #[serde(default)]
+    max_packet: Option<u32>,
+    #[serde(default)]
+    min_policed: Option<u32>,
+    #[serde(default)]
+    protocol: Option<u8>,
+    #[serde(default)]
+    dport: Option<u16>,
+    #[serde(default)]
+    sport: Option<u16>,
+    #[serde(default)]
+    receiver_initiated: bool,
+    #[serde(default)]
+    minimum_bps: Option<u64>,
+    #[serde(default)]
+    max_latency_us: Option<u32>,
+}
+
+impl ReserveArgs {
+    fn tmod(&self, rate_bps: u64) -> Tmod {
+        Tmod {
+            rate: rate_bps as f32 / 8.0,
+            bucket_size: self.bucket.unwrap_or(15_000) as f32,
+            peak_rate: self.peak_bps.map_or(f32::INFINITY, |p| p as f32 / 8.0),
+            min_policed_unit: self.min_policed.unwrap_or(64),
+            max_packet_size: self.max_packet.unwrap_or(1500),
+        }
+    }
+
+    fn request(&self, source: IpAddr) -> ReserveRequest {
+        let mut r = ReserveRequest::new(source, self.destination, self.tmod(self.rate_bps));
+        r.protocol = self.protocol;
+        r.dest_port = self.dport;
+        r.source_port = self.sport;
+        r.minimum = self.minimum_bps.map(|m| self.tmod(m));
+        r.max_latency_us = self.max_latency_us;
+        r
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Waiting {
+    Reserve,
+    Query,
+}
+
+#[derive(Debug)]
+struct Pending {
+    session: SessionId,
+    what: Waiting,
+    deadline: std::time::Instant,
+    reply: Reply,
+}
+
+/// The verbs' state: requests waiting for their RESPONSE.
+#[derive(Debug, Default)]
+pub struct QosVerbs {
+    pending: Vec<Pending>,
+}
+
+/// A Session ID as hex.
+pub fn hex(s: &SessionId) -> String {
+    s.0.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn parse_hex(s: &str) -> Option<SessionId> {
+    let s = s.trim();
+    if s.len() != 32 || !s.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(SessionId(out))
+}
+
+fn info_json(i: &InfoSpec) -> Value {
+    json!({
+        "class": format!("{:?}", i.class),
+        "code": i.code,
+        "source": match &i.source {
+            pathwise_qos_nslp::wire::ErrorSource::Ipv4(a) => a.to_string(),
+            pathwise_qos_nslp::wire::ErrorSource::Ipv6(a) => a.to_string(),
+            other => format!("{other:?}"),
+        },
+    })
+}
+
+/// The QSPEC objects as rates (bit/s) and path latency (µs).
+fn qspec_json(q: &Qspec) -> Value {
+    let mut m = serde_json::Map::new();
+    for o in &q.objects {
+        let name = match o.object_type {
+            QspecObjectType::QosDesired => "desired",
+            QspecObjectType::QosAvailable => "available",
+            QspecObjectType::QosReserved => "reserved",
+            QspecObjectType::MinimumQos => "minimum",
+            QspecObjectType::Other(_) => continue,
+        };
+        let latency = o
+            .param(parameter_id::PATH_LATENCY)
+            .and_then(|p| match p.value {
+                ParamValue::PathLatency(l) => Some(l),
+                _ => None,
+            });
+        m.insert(
+            name.into(),
+            json!({
+                "rate_bps": o.tmod1().map(|t| (f64::from(t.rate) * 8.0).round() as u64),
+                "path_latency_us": latency,
+                "error": o.error,
+            }),
+        );
+    }
+    Value::Object(m)
+}
+
+fn session_json(
+    sid: &SessionId,
+    s: &Reservation,
+    now: Instant,
+    ifname: &dyn Fn(u32) -> String,
+) -> Value {
+    let left = |t: Option<Instant>| t.map(|t| t.saturating_duration_since(now).as_millis() as u64);
+    json!({
+        "session": hex(sid),
+        "source": s.flow.source.to_string(),
+        "destination": s.flow.destination.to_string(),
+        "role": format!("{:?}", s.role).to_uppercase(),
+        "initiation": format!("{:?}", s.initiation).to_lowercase(),
+        "interface": s.tc.map(|(i, _)| ifname(i.0)),
+        "rate_bps": (s.rate * 8.0).round() as u64,
+        "rsn_in": s.rsn_in.map(|r| r.rsn),
+        "rsn_out": s.rsn_out,
+        "previous_peer": s.prev_peer.map(|p| p.0.to_string()),
+        "next_peer": s.next_peer.map(|p| p.0.to_string()),
+        "refresh_in_ms": left(s.refresh_at),
+        "expires_in_ms": left(s.expires_at),
+        "qspec": qspec_json(&s.qspec),
+    })
+}
+
+/// The counters as `qos.show` and `gist show counters` give them.
+pub fn counters_json(c: &Counters) -> Value {
+    let by_type = |f: &dyn Fn(MsgType) -> u64| {
+        MsgType::ALL
+            .iter()
+            .map(|&t| (t.name().to_string(), json!(f(t))))
+            .collect::<serde_json::Map<_, _>>()
+    };
+    json!({
+        "messages_out": by_type(&|t| c.sent(t)),
+        "messages_in": by_type(&|t| c.received(t)),
+        "bytes_out": c.bytes_sent,
+        "admitted": c.admitted,
+        "admission_failures": c.admission_failures,
+        "full_refreshes": c.full_refreshes,
+        "reduced_refreshes": c.reduced_refreshes,
+        "summary_refreshes": c.summary_refreshes,
+        "summarised_sessions": c.summarised_sessions,
+        "tears_sent": c.tears_sent,
+        "torn": c.torn,
+        "expired": c.expired,
+        "route_changes": c.route_changes,
+        "retransmissions": c.retransmissions,
+        "request_timeouts": c.request_timeouts,
+        "drops": c.dropped.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+    })
+}
+
+impl QosVerbs {
+    /// When a waiting verb times out.
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.pending.iter().map(|p| p.deadline).min()
+    }
+
+    /// Serve `verb`; `now` is the engine's time. Replies now, or once the RESPONSE comes.
+    pub fn handle(
+        &mut self,
+        engine: &mut GistEngine,
+        now: Instant,
+        verb: &str,
+        args: &Value,
+        reply: Reply,
+        ifname: &dyn Fn(u32) -> String,
+    ) {
+        let result = match verb {
+            "qos.reserve" | "qos.query" => {
+                let a: ReserveArgs = match serde_json::from_value(args.clone()) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        let _ = reply.send(Err(format!("bad arguments for {verb}: {e}")));
+                        return;
+                    }
+                };
+                let source = match crate::gist::service::source_towards(a.destination) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = reply.send(Err(format!("no route to {}: {e}", a.destination)));
+                        return;
+                    }
+                };
+                let req = a.request(source);
+                let started = engine
+                    .with_nslp::<DaemonQos, _>(now, |q, g| {
+                        if verb == "qos.query" {
+                            q.query(g, now, &req).map(|s| (s, Waiting::Query))
+                        } else if a.receiver_initiated {
+                            q.reserve_receiver_initiated(g, now, &req)
+                                .map(|s| (s, Waiting::Reserve))
+                        } else {
+                            q.reserve(g, now, &req).map(|s| (s, Waiting::Reserve))
+                        }
+                    })
+                    .ok_or_else(|| "the QoS NSLP is not running".to_string());
+                match started {
+                    Ok(Ok((session, _))) if a.receiver_initiated && verb == "qos.reserve" => {
+                        Ok(json!({ "session": hex(&session), "outcome": "requested" }))
+                    }
+                    Ok(Ok((session, what))) => {
+                        self.pending.push(Pending {
+                            session,
+                            what,
+                            deadline: std::time::Instant::now() + WAIT,
+                            reply,
+                        });
+                        return;
+                    }
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(e) => Err(e),
+                }
+            }
+            "qos.release" => {
+                let sid = args
+                    .get("session")
+                    .and_then(Value::as_str)
+                    .and_then(parse_hex)
+                    .ok_or_else(|| "qos.release needs a session (32 hex digits)".to_string());
+                match sid {
+                    Ok(sid) => engine
+                        .with_nslp::<DaemonQos, _>(now, |q, g| q.release(g, now, sid))
+                        .ok_or_else(|| "the QoS NSLP is not running".to_string())
+                        .and_then(|r| r.map_err(|e| e.to_string()))
+                        .map(|()| json!({ "session": hex(&sid), "outcome": "released" })),
+                    Err(e) => Err(e),
+                }
+            }
+            "qos.show" => engine
+                .with_nslp::<DaemonQos, _>(now, |q, _| {
+                    let mut sessions: Vec<Value> = q
+                        .sessions()
+                        .map(|(sid, s)| session_json(sid, s, now, ifname))
+                        .collect();
+                    sessions.sort_by(|a, b| a["session"].as_str().cmp(&b["session"].as_str()));
+                    json!({ "sessions": sessions, "counters": counters_json(q.counters()) })
+                })
+                .ok_or_else(|| "the QoS NSLP is not running".to_string()),
+            _ => Err(format!("unknown verb {verb:?}")),
+        };
+        let _ = reply.send(result);
+    }
+
+    /// Answer waiting verbs from the engine's events, and those whose wait is over.
+    pub fn poll(&mut self, engine: &mut GistEngine, now: Instant) {
+        let events: Vec<QosEvent> = engine
+            .with_nslp::<DaemonQos, _>(now, |q, _| std::iter::from_fn(|| q.poll_event()).collect())
+            .unwrap_or_default();
+        for e in events {
+            let (session, answer) = match e {
+                QosEvent::Reserved { session_id, qspec } => (
+                    session_id,
+                    Ok(json!({
+                        "session": hex(&session_id),
+                        "outcome": "reserved",
+                        "qspec": qspec.as_ref().map(qspec_json),
+                    })),
+                ),
+                QosEvent::Failed {
+                    session_id,
+                    info,
+                    qspec,
+                } => (
+                    session_id,
+                    Ok(json!({
+                        "session": hex(&session_id),
+                        "outcome": "failed",
+                        "info": info_json(&info),
+                        "qspec": qspec.as_ref().map(qspec_json),
+                    })),
+                ),
+                QosEvent::QueryAnswered {
+                    session_id,
+                    info,
+                    qspec,
+                } => (
+                    session_id,
+                    Ok(json!({
+                        "session": hex(&session_id),
+                        "outcome": "answered",
+                        "info": info_json(&info),
+                        "qspec": qspec.as_ref().map(qspec_json),
+                    })),
+                ),
+                other => {
+                    tracing::debug!(event = ?other, "QoS NSLP");
+                    continue;
+                }
+            };
+            if let Some(i) = self.pending.iter().position(|p| p.session == session) {
+                let p = self.pending.swap_remove(i);
+                let _ = p.reply.send(answer);
+            }
+        }
+        let wall = std::time::Instant::now();
+        let (late, waiting): (Vec<_>, Vec<_>) =
+            self.pending.drain(..).partition(|p| p.deadline <= wall);
+        self.pending = waiting;
+        for p in late {
+            let _ = p.reply.send(match p.what {
+                Waiting::Reserve => Ok(json!({
+                    "session": hex(&p.session),
+                    "outcome": "pending",
+                })),
+                Waiting::Query => Err(format!(
+                    "no answer to the query of session {}",
+                    hex(&p.session)
+                )),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_round_trip_as_hex() {
+        let s = SessionId([0xab; 16]);
+        assert_eq!(parse_hex(&hex(&s)), Some(s));
+        assert_eq!(parse_hex("xyz"), None);
+    }
+}

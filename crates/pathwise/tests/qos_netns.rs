@@ -1,0 +1,280 @@
+//! The QoS NSLP on a real Linux network (issue 17): the five-namespace chain H1 – R1 – R2 – R3
+//! – H2, every node a `pathwise daemon` with `[rsvp]` (in-memory traffic control, 10 Mbit/s
+//! reservable per interface), `[gist]` and `[qos_nslp]`, driven through `pathwise qos`.
+//! Needs root, `ip` and `iptables` (GIST takes the QoS NSLP's Router Alert values off the path
+//! through netfilter); skipped with a message otherwise. The namespaces go when the test ends.
+
+mod common;
+
+use common::netns::{bin, serial, skip};
+use pathwise::gist::chain::{self as gist_chain, H1, H2_V4, NODES, Options, R2};
+use pathwise::netns::{Lab, wait_for};
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+fn rsvp_section(i: usize, tc: &str) -> String {
+    let ifaces: &[&str] = match i {
+        0 => &["e0"],
+        4 => &["w0"],
+        _ => &["w0", "e0"],
+    };
+    let mut s = format!("\n[rsvp]\ntraffic_control = {tc:?}\n");
+    for name in ifaces {
+        s += &format!(
+            "\n[[rsvp.interface]]\nname = \"{name}\"\nbandwidth = \"100Mbit\"\nreservable = \"10Mbit\"\n"
+        );
+    }
+    s
+}
+
+fn chain(tc: &str) -> Lab {
+    let sections: Vec<String> = (0..5)
+        .map(|i| {
+            format!(
+                "\n[qos_nslp]\nrefresh_period = \"5s\"\n{}",
+                rsvp_section(i, tc)
+            )
+        })
+        .collect();
+    let o = Options {
+        refresh: "10s",
+        extra: "interception = \"netfilter\"\n".into(),
+        node_extra: [
+            &sections[0],
+            &sections[1],
+            &sections[2],
+            &sections[3],
+            &sections[4],
+        ],
+        ..Options::default()
+    };
+    gist_chain::build(Path::new(bin()), &o).expect("build the chain")
+}
+
+/// `pathwise qos --json …` against node `i`'s daemon; the JSON and whether it exited 0.
+fn qos(lab: &Lab, i: usize, args: &[&str]) -> (Value, bool) {
+    let sock = gist_chain::socket(lab, i);
+    let mut argv = vec![bin(), "qos", "--json", "--socket", sock.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    let out = lab.exec(i, &argv).expect("run pathwise qos");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "pathwise qos {args:?}: {e}\nstdout: {text}\nstderr: {}\nlogs:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            logs(lab)
+        )
+    });
+    (v, out.status.success())
+}
+
+fn logs(lab: &Lab) -> String {
+    NODES
+        .iter()
+        .map(|n| {
+            let l = lab.log(n);
+            let v: Vec<&str> = l.lines().collect();
+            format!("--- {n}\n{}\n", v[v.len().saturating_sub(20)..].join("\n"))
+        })
+        .collect()
+}
+
+fn sessions(lab: &Lab, i: usize) -> Vec<Value> {
+    qos(lab, i, &["show"]).0["sessions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn reserve_show_refuse_and_release_through_the_cli() {
+    let test = "reserve_show_refuse_and_release_through_the_cli";
+    if skip(test, &["ip", "iptables"]) {
+        return;
+    }
+    let _g = serial();
+    let lab = chain("memory");
+
+    // A sender-initiated reservation H1 -> H2 of 4 Mbit/s, confirmed by the QNR.
+    let (v, ok) = qos(
+        &lab,
+        H1,
+        &[
+            "reserve",
+            H2_V4,
+            "--rate",
+            "4Mbit",
+            "--protocol",
+            "17",
+            "--dport",
+            "5001",
+        ],
+    );
+    assert!(ok, "{v:#}\n{}", logs(&lab));
+    assert_eq!(v["outcome"], "reserved", "{v:#}\n{}", logs(&lab));
+    assert_eq!(v["qspec"]["reserved"]["rate_bps"], 4_000_000);
+    let session = v["session"].as_str().unwrap().to_string();
+
+    // Every router holds it on its interface towards H2, as a QNE; H2 is the QNR.
+    for (r, name) in NODES.iter().enumerate().take(4).skip(1) {
+        let s = sessions(&lab, r);
+        assert_eq!(s.len(), 1, "{name}: {s:?}");
+        assert_eq!(s[0]["session"], session.as_str());
+        assert_eq!(s[0]["role"], "QNE");
+        assert_eq!(s[0]["interface"], "e0");
+        assert_eq!(s[0]["rate_bps"], 4_000_000);
+    }
+    assert_eq!(sessions(&lab, 4)[0]["role"], "QNR");
+
+    // 7 Mbit/s more does not fit in the 10 reservable: refused at the first hop (H1's own
+    // interface), nothing sent; the CLI exits non-zero.
+    let sock = gist_chain::socket(&lab, H1);
+    let out = lab
+        .exec(
+            H1,
+            &[
+                bin(),
+                "qos",
+                "--socket",
+                sock.to_str().unwrap(),
+                "reserve",
+                H2_V4,
+                "--rate",
+                "7Mbit",
+            ],
+        )
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "a reservation beyond the budget is refused"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("admission refused"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(sessions(&lab, R2).len(), 1, "nothing new on the path");
+
+    // The counters are in `gist show counters` too.
+    let sock = gist_chain::socket(&lab, R2);
+    let c = lab
+        .exec_ok(
+            R2,
+            &[
+                bin(),
+                "gist",
+                "--json",
+                "--socket",
+                sock.to_str().unwrap(),
+                "show",
+                "counters",
+            ],
+        )
+        .unwrap();
+    let c: Value = serde_json::from_str(&c).unwrap();
+    assert_eq!(c["qos_nslp"]["admitted"], 1, "{c:#}");
+
+    // A query reserves nothing and says what the path could give.
+    let (v, ok) = qos(&lab, H1, &["query", H2_V4, "--rate", "1Mbit"]);
+    assert!(ok && v["outcome"] == "answered", "{v:#}");
+    assert!(v["qspec"]["available"]["path_latency_us"].is_u64(), "{v:#}");
+    assert_eq!(sessions(&lab, R2).len(), 1);
+
+    // Receiver-initiated: H2 becomes the QNI and reserves back along the path.
+    let (v, ok) = qos(
+        &lab,
+        H1,
+        &["reserve", H2_V4, "--rate", "1Mbit", "--receiver-initiated"],
+    );
+    assert!(ok && v["outcome"] == "requested", "{v:#}");
+    let rx = v["session"].as_str().unwrap().to_string();
+    wait_for(
+        Duration::from_secs(5),
+        "the receiver-initiated reservation",
+        || {
+            let s = sessions(&lab, 4);
+            s.iter()
+                .any(|s| {
+                    s["session"] == rx.as_str()
+                        && s["role"] == "QNI"
+                        && s["initiation"] == "receiver"
+                })
+                .then_some(())
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+    let on_r2: Vec<Value> = sessions(&lab, R2)
+        .into_iter()
+        .filter(|s| s["session"] == rx.as_str())
+        .collect();
+    assert_eq!(on_r2.len(), 1);
+    assert_eq!(
+        (
+            on_r2[0]["interface"].as_str(),
+            on_r2[0]["rate_bps"].as_u64()
+        ),
+        (Some("e0"), Some(1_000_000))
+    );
+    // Its initiator is H2: release it there.
+    let (v, ok) = qos(&lab, 4, &["release", &rx]);
+    assert!(ok && v["outcome"] == "released", "{v:#}");
+
+    // Released: gone from every node within a second.
+    let (v, ok) = qos(&lab, H1, &["release", &session]);
+    assert!(ok && v["outcome"] == "released", "{v:#}");
+    wait_for(Duration::from_secs(5), "the tear to reach H2", || {
+        (0..5).all(|i| sessions(&lab, i).is_empty()).then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+}
+
+/// HTB classes of `dev` on node `i` (tc's text).
+fn classes(lab: &Lab, i: usize, dev: &str) -> String {
+    lab.exec_ok(i, &["tc", "class", "show", "dev", dev])
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_reservation_installs_an_htb_class_at_every_hop_and_its_release_removes_them() {
+    let test = "a_reservation_installs_an_htb_class_at_every_hop_and_its_release_removes_them";
+    if skip(test, &["ip", "iptables", "tc"]) {
+        return;
+    }
+    let _g = serial();
+    let lab = chain("htb");
+    let (v, ok) = qos(
+        &lab,
+        H1,
+        &[
+            "reserve",
+            H2_V4,
+            "--rate",
+            "4Mbit",
+            "--protocol",
+            "17",
+            "--dport",
+            "5001",
+        ],
+    );
+    assert!(ok && v["outcome"] == "reserved", "{v:#}\n{}", logs(&lab));
+    let session = v["session"].as_str().unwrap().to_string();
+    // H1, R1, R2, R3 each hold a 4 Mbit/s class on the interface towards H2 (RSVP's HTB
+    // layout: 5057:2 is the first reservation's class).
+    for (i, name) in NODES.iter().enumerate().take(4) {
+        let c = classes(&lab, i, "e0");
+        assert!(
+            c.lines()
+                .any(|l| l.contains("5057:2 ") && l.contains("rate 4Mbit")),
+            "{name}: {c}"
+        );
+    }
+    let (v, ok) = qos(&lab, H1, &["release", &session]);
+    assert!(ok && v["outcome"] == "released", "{v:#}");
+    wait_for(Duration::from_secs(5), "the classes to go", || {
+        (0..4)
+            .all(|i| !classes(&lab, i, "e0").contains("5057:2 "))
+            .then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+}

@@ -1,0 +1,126 @@
+//! QUERY processing (RFC 5974 §5.4.2): resource queries (§4.2) and the QUERY with
+//! RESERVE-INIT of a receiver-initiated reservation (§4.3).
+
+use super::state::{Initiation, Role};
+use super::{QosNslp, rmf};
+use crate::wire::qspec::ParamValue;
+use crate::wire::{Answers, Body, ErrorClass, GenericFlags, InfoSpec, Message, Query, code};
+use pathwise_core::tc::TrafficControl;
+use pathwise_core::time::Instant;
+use pathwise_gist::nslp::{GistApi, RecvMessage};
+use pathwise_gist::wire::PathCoupledMri;
+
+impl<T: TrafficControl> QosNslp<T> {
+    pub(super) fn on_query(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        m: &RecvMessage,
+        flow: PathCoupledMri,
+        flags: GenericFlags,
+        mut q: Query,
+    ) {
+        let sid = m.session_id;
+        let dir = Self::travelled(&m.mri);
+        // §5.4.2: "the QSPEC is passed to the RMF", which may modify it (QoS Available).
+        let oif = self.outgoing_interface(gist, &flow);
+        rmf::query_hop(&mut q.qspec, &self.tc, oif);
+        let at_end = gist.is_local(flow.destination);
+        if q.reserve_init {
+            if let Some(s) = self.sessions.get_mut(&sid)
+                && s.initiation == Initiation::Receiver
+                && s.role != Role::Qnr
+            {
+                // §3.2.12: a QUERY with RESERVE-INIT reaching a node that holds the
+                // reservation (the convergence point after a route change): a full RESERVE
+                // back up the new path, not the QUERY further down; RSN + 2 (§5.2.5.2).
+                s.rsn_out = s.rsn_out.wrapping_add(2);
+                let _ = self.send_reserve(gist, now, sid, None, false, true);
+                return;
+            }
+            if !at_end {
+                self.forward_query(now, gist, sid, &flow, dir, flags, q);
+                return;
+            }
+            if !self.cfg.accept_reserve_init {
+                // §5.4.2: "If this node was not expecting to perform a receiver-initiated
+                // reservation, then an error MUST be sent back along the path."
+                self.counters.drop("reserve_init_refused");
+                let info = InfoSpec::new(
+                    ErrorClass::PermanentFailure,
+                    code::permanent::AUTHORIZATION_FAILURE,
+                );
+                self.respond(gist, now, m, &flow, None, info, None, false);
+                return;
+            }
+            if self.sessions.contains_key(&sid) {
+                self.counters.drop("reserve_init_duplicate");
+                return;
+            }
+            // §4.3: the QNI builds its RESERVE from the QUERY's QSPEC; QoS Available starts
+            // collecting latency afresh along the RESERVE's path.
+            let mut qspec = q.qspec;
+            qspec.procedure.message_sequence = 1;
+            for o in &mut qspec.objects {
+                for p in &mut o.params {
+                    if o.object_type == crate::wire::QspecObjectType::QosAvailable
+                        && let ParamValue::PathLatency(l) = &mut p.value
+                    {
+                        *l = 0;
+                    }
+                }
+            }
+            if rmf::desired(&qspec).is_none() {
+                let info =
+                    InfoSpec::new(ErrorClass::ProtocolError, code::protocol::MALFORMED_QSPEC);
+                self.respond(gist, now, m, &flow, None, info, None, false);
+                return;
+            }
+            // A refusal here (or GIST's) is counted; §4.3 gives this QUERY no RESPONSE, so
+            // the QNR learns of it only by the missing RESERVE.
+            if self
+                .initiate(gist, now, sid, flow, qspec, true, Initiation::Receiver)
+                .is_err()
+            {
+                self.counters.drop("reserve_init_failed");
+            }
+            return;
+        }
+        // §5.4.2: the QNR (or a scoped QUERY's next hop) answers with the QSPEC collected;
+        // others pass the QUERY on with the RII unchanged.
+        if at_end || flags.scoping {
+            let info = InfoSpec::new(ErrorClass::Success, code::success::ACKNOWLEDGEMENT);
+            let answers = q.rii.map(Answers::Rii);
+            self.respond(
+                gist,
+                now,
+                m,
+                &flow,
+                answers,
+                info,
+                Some(q.qspec),
+                flags.break_,
+            );
+        } else {
+            self.forward_query(now, gist, sid, &flow, dir, flags, q);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn forward_query(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        sid: pathwise_gist::wire::SessionId,
+        flow: &PathCoupledMri,
+        dir: pathwise_gist::nslp::Direction,
+        flags: GenericFlags,
+        q: Query,
+    ) {
+        let mut msg = Message::new(Body::Query(q));
+        msg.flags.break_ = flags.break_;
+        if self.send(gist, now, sid, flow, dir, &msg).is_err() {
+            self.counters.drop("not_forwarded");
+        }
+    }
+}

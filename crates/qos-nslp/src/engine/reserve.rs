@@ -1,0 +1,846 @@
+//! RESERVE and RESPONSE processing (RFC 5974 §5.4.1, §5.4.3), tear, and the summary lists
+//! (§5.3.6, §5.3.7).
+
+use super::state::{Initiation, OwnRequest, Reservation, Role, TimerKind, rsn_cmp};
+use super::{QosEvent, QosNslp, refresh_period, rmf};
+use crate::wire::{
+    Answers, Body, ErrorClass, GenericFlags, InfoSpec, Message, Reserve, Response, Rii, Rsn,
+    RsnList, SessionIdList, code,
+};
+use core::cmp::Ordering;
+use pathwise_core::tc::TrafficControl;
+use pathwise_core::time::Instant;
+use pathwise_gist::nslp::{ApiError, Direction, GistApi, RecvMessage};
+use pathwise_gist::wire::{PathCoupledMri, SessionId};
+
+/// Whether an INFO-SPEC reports an error that ends the reservation (RFC 5975 §4.2.3: "QNEs
+/// receiving the RESPONSE message MUST remove the corresponding reservation"; RFC 5974 §5.3.5
+/// classes 3–5), as opposed to success, information, or a request for a full refresh.
+fn ends_reservation(info: &InfoSpec) -> bool {
+    match info.class {
+        ErrorClass::ProtocolError | ErrorClass::PermanentFailure => true,
+        // §5.3.5: for the other transient failures "the default action is that the QNE that
+        // receives this INFO-SPEC object SHOULD re-trigger the retransmission".
+        ErrorClass::TransientFailure => info.code == code::transient::RESERVATION_FAILURE,
+        _ => false,
+    }
+}
+
+impl<T: TrafficControl> QosNslp<T> {
+    /// Send the session's RESERVE towards the QNR: full (with QSPEC) or reduced (RSN only,
+    /// §3.2.5). `rii`: an RII to carry, `own` if this node inserted it (then it waits for the
+    /// RESPONSE and retransmits, §5.2.4).
+    pub(super) fn send_reserve(
+        &mut self,
+        gist: &mut dyn GistApi,
+        now: Instant,
+        sid: SessionId,
+        rii: Option<Rii>,
+        own: bool,
+        full: bool,
+    ) -> Result<(), ApiError> {
+        let Some(s) = self.sessions.get(&sid) else {
+            return Ok(());
+        };
+        let mut r = Reserve::new(self.own_rsn(s.rsn_out));
+        r.replace = true;
+        r.rii = rii;
+        r.refresh_period = Some(refresh_period(self.cfg.refresh_period));
+        r.bound_sessions = s.bound.clone();
+        if full {
+            r.packet_classifier = s.packet_classifier;
+            r.qspec = Some(s.qspec.clone());
+        }
+        let mut msg = Message::new(Body::Reserve(r));
+        msg.flags.break_ = s.break_flag;
+        let (flow, dir) = (s.flow, s.initiation.toward_qnr());
+        let bytes = msg.to_bytes();
+        if own && let Some(rii) = rii {
+            let req = OwnRequest {
+                rii,
+                bytes: bytes.clone(),
+                direction: dir,
+                first_sent: now,
+                wait: self.cfg.request_retry,
+            };
+            if let Some(s) = self.sessions.get_mut(&sid) {
+                s.own_request = Some(req);
+            }
+            self.set_timer(sid, TimerKind::Retry, Some(now + self.cfg.request_retry));
+        }
+        if let Some(s) = self.sessions.get_mut(&sid) {
+            s.full_refresh &= !full;
+        }
+        self.dispatch(
+            gist,
+            now,
+            sid,
+            &flow,
+            dir,
+            crate::wire::MsgType::Reserve,
+            bytes,
+        )?;
+        let mut mri = flow;
+        mri.upstream = dir == Direction::Upstream;
+        // B.5: keep the routing state towards the QNR for as long as the reservation lives.
+        gist.set_state_lifetime(
+            now,
+            self.cfg.nslpid,
+            sid,
+            &pathwise_gist::wire::Mri::PathCoupled(mri),
+            dir,
+            Self::lifetime(self.cfg.refresh_period),
+        );
+        Ok(())
+    }
+
+    /// RFC 5974 §4.3: a receiver-initiated reservation's RESERVEs travel the reverse path,
+    /// which lives as long as each node keeps its downstream routing state (B.5); keep it for
+    /// the reservation's lifetime whenever the reservation is refreshed.
+    pub(super) fn keep_reverse_path(
+        &mut self,
+        gist: &mut dyn GistApi,
+        now: Instant,
+        sid: SessionId,
+    ) {
+        let Some(s) = self.sessions.get(&sid) else {
+            return;
+        };
+        if s.initiation != Initiation::Receiver || s.reverse_lost {
+            return;
+        }
+        let mut mri = s.flow;
+        mri.upstream = false;
+        gist.set_state_lifetime(
+            now,
+            self.cfg.nslpid,
+            sid,
+            &pathwise_gist::wire::Mri::PathCoupled(mri),
+            Direction::Downstream,
+            Self::lifetime(s.refresh_in),
+        );
+    }
+
+    /// A RESPONSE towards whoever sent `m` (the reverse of the way it came).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn respond(
+        &mut self,
+        gist: &mut dyn GistApi,
+        now: Instant,
+        m: &RecvMessage,
+        flow: &PathCoupledMri,
+        answers: Option<Answers>,
+        mut info: InfoSpec,
+        qspec: Option<crate::wire::Qspec>,
+        break_flag: bool,
+    ) {
+        if !info.is_success() && info.source == crate::wire::ErrorSource::None {
+            info.source = self.error_source(gist, flow);
+        }
+        let mut resp = Response::new(info);
+        resp.answers = answers;
+        resp.qspec = qspec;
+        let mut msg = Message::new(Body::Response(resp));
+        msg.flags.break_ = break_flag;
+        let _ = self.send(
+            gist,
+            now,
+            m.session_id,
+            flow,
+            Self::reply_direction(&m.mri),
+            &msg,
+        );
+    }
+
+    /// Whether this node ends a RESERVE's path travelling `dir`: the flow's destination
+    /// downstream (§4.1), the flow's source upstream (§4.3).
+    pub(super) fn is_qnr(gist: &dyn GistApi, flow: &PathCoupledMri, dir: Direction) -> bool {
+        match dir {
+            Direction::Downstream => gist.is_local(flow.destination),
+            Direction::Upstream => gist.is_local(flow.source),
+        }
+    }
+
+    pub(super) fn on_reserve(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        m: &RecvMessage,
+        flow: PathCoupledMri,
+        flags: GenericFlags,
+        r: Reserve,
+    ) {
+        let sid = m.session_id;
+        let dir = Self::travelled(&m.mri);
+        if r.tear {
+            self.on_tear(now, gist, m, &r);
+            return;
+        }
+        if let Some(until) = self.orphaned.get_mut(&sid)
+            && *until > now
+        {
+            // Dropped without an answer (§5.4: silently, by default): an answer would keep
+            // this node's routing state towards the sender alive, and with it the sender's
+            // belief that this node is its peer. The refusal lasts while RESERVEs still come.
+            *until = now + Self::lifetime(self.cfg.refresh_period);
+            self.counters.drop("no_reverse_path");
+            return;
+        }
+        let answers = Some(r.rii.map_or(Answers::Rsn(r.rsn), Answers::Rii));
+        let existing = self.sessions.get(&sid);
+        if let Some(s) = existing
+            && s.role == Role::Qni
+        {
+            // §5.4.1: RESERVEs go only towards the QNR; one reaching its QNI looped or came
+            // from the wrong direction.
+            self.counters.drop("reserve_at_qni");
+            return;
+        }
+        if let Some(s) = existing
+            && m.sii_handle.is_some()
+            && m.sii_handle != s.prev_peer
+            && m.sii_handle == s.abandoned_peer
+            && r.rii.is_none()
+        {
+            // §5.2.5.4: after an upstream route change, the old upstream peer's refreshes do
+            // not win the state back (only a re-routing RESERVE, which carries an RII, does).
+            self.counters.drop("reserve_from_old_peer");
+            return;
+        }
+        let peer_changed = existing.is_some_and(|s| {
+            m.sii_handle.is_some() && s.prev_peer.is_some() && m.sii_handle != s.prev_peer
+        });
+        let order = match existing.and_then(|s| s.rsn_in) {
+            None => Ordering::Greater,
+            // §5.3.1: a new Epoch Identifier (the peer restarted), or another peer (§3.2.12):
+            // an updated reservation whatever the RSN says.
+            Some(old) if old.epoch != r.rsn.epoch || peer_changed => Ordering::Greater,
+            Some(old) => rsn_cmp(r.rsn.rsn, old.rsn),
+        };
+        match (existing.is_some(), order) {
+            (_, Ordering::Less) => {
+                // §5.3.1: "an out-of-order message, and the RESERVE message MUST be discarded".
+                self.counters.drop("rsn_out_of_order");
+            }
+            (true, Ordering::Equal) => self.on_refresh(now, gist, m, flow, flags, r),
+            (_, _) if r.qspec.is_none() => {
+                // §5.4.1: an unknown session refreshed without QSPEC, or §5.3.1 a reduced
+                // refresh with a greater RSN: "Full QSPEC required".
+                self.counters.drop("reduced_refresh_without_state");
+                let info = InfoSpec::new(
+                    ErrorClass::TransientFailure,
+                    code::transient::FULL_QSPEC_REQUIRED,
+                );
+                self.respond(
+                    gist,
+                    now,
+                    m,
+                    &flow,
+                    Some(Answers::Rsn(r.rsn)),
+                    info,
+                    None,
+                    false,
+                );
+            }
+            _ => self.install(now, gist, m, flow, dir, flags, r, answers),
+        }
+    }
+
+    /// A RESERVE with the RSN already held: a refresh (§5.3.1 "the current state MUST be
+    /// refreshed"), with its summary list (§5.3.6, §5.3.7).
+    fn on_refresh(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        m: &RecvMessage,
+        flow: PathCoupledMri,
+        flags: GenericFlags,
+        r: Reserve,
+    ) {
+        let sid = m.session_id;
+        let r_in = r.refresh_period.map_or(self.cfg.refresh_period, |p| {
+            pathwise_core::time::Duration::from_millis(u64::from(p.0))
+        });
+        let Some(s) = self.sessions.get_mut(&sid) else {
+            return;
+        };
+        s.refresh_in = r_in;
+        let (role, extend) = (s.role, !s.reverse_lost);
+        if extend {
+            self.set_timer(sid, TimerKind::Expire, Some(now + Self::lifetime(r_in)));
+        }
+        self.keep_reverse_path(gist, now, sid);
+        if let Some(rii) = r.rii {
+            // A retransmission of a request (§5.2.4: the same RSN): pass it on towards the
+            // QNR again, or answer it here.
+            if role == Role::Qnr {
+                let q = self
+                    .sessions
+                    .get(&sid)
+                    .map(|s| rmf::response_qspec(&s.qspec));
+                let info =
+                    InfoSpec::new(ErrorClass::Success, code::success::RESERVATION_SUCCESSFUL);
+                self.respond(gist, now, m, &flow, Some(Answers::Rii(rii)), info, q, false);
+            } else {
+                if let Some(s) = self.sessions.get_mut(&sid)
+                    && !s.forwarded_riis.contains(&rii)
+                {
+                    s.forwarded_riis.push(rii);
+                }
+                let _ = self.send_reserve(gist, now, sid, Some(rii), false, true);
+            }
+        } else if flags.ack_req {
+            // §5.4.1: acknowledge a refresh that asked for it.
+            let info = InfoSpec::new(ErrorClass::Success, code::success::ACKNOWLEDGEMENT);
+            self.respond(
+                gist,
+                now,
+                m,
+                &flow,
+                Some(Answers::Rsn(r.rsn)),
+                info,
+                None,
+                false,
+            );
+        }
+        if let Some(list) = r.session_id_list {
+            self.on_summary(now, gist, m, &flow, r.rsn, list, r.rsn_list);
+        }
+    }
+
+    /// Install or modify a reservation from a full RESERVE; pass it on or answer it.
+    #[allow(clippy::too_many_arguments)]
+    fn install(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        m: &RecvMessage,
+        flow: PathCoupledMri,
+        dir: Direction,
+        flags: GenericFlags,
+        r: Reserve,
+        answers: Option<Answers>,
+    ) {
+        let sid = m.session_id;
+        let Some(mut qspec) = r.qspec.clone() else {
+            return;
+        };
+        let qnr = Self::is_qnr(gist, &flow, dir);
+        let oif = self.outgoing_interface(gist, &flow);
+        if oif.is_none() && !gist.is_local(flow.destination) {
+            // No route for the flow: nothing to admit on (RFC 5974 §5.3.5 Permanent Failure).
+            self.counters.drop("no_route");
+            let info = InfoSpec::new(
+                ErrorClass::PermanentFailure,
+                code::permanent::INTERNAL_ERROR,
+            );
+            self.respond(gist, now, m, &flow, answers, info, None, flags.break_);
+            return;
+        }
+        let existing = self.sessions.get(&sid).and_then(|s| s.tc);
+        let cls = super::state::classifier(&flow, r.packet_classifier);
+        match rmf::admit(&mut qspec, &mut self.tc, oif, existing, cls) {
+            Err(refusal) => {
+                if refusal.admission {
+                    self.counters.admission_failures += 1;
+                }
+                self.counters.drop("reservation_refused");
+                // RFC 5975 §4.2.4: the RESPONSE carries the QSPEC with the failed parameters
+                // flagged. A modification that fails keeps the old reservation.
+                let break_ = flags.break_;
+                self.respond(
+                    gist,
+                    now,
+                    m,
+                    &flow,
+                    answers,
+                    refusal.info,
+                    Some(qspec),
+                    break_,
+                );
+            }
+            Ok(admitted) => {
+                self.counters.admitted += 1;
+                let r_in = r.refresh_period.map_or(self.cfg.refresh_period, |p| {
+                    pathwise_core::time::Duration::from_millis(u64::from(p.0))
+                });
+                let is_new = !self.sessions.contains_key(&sid);
+                let s = self.sessions.entry(sid).or_insert_with(|| Reservation {
+                    flow,
+                    role: if qnr { Role::Qnr } else { Role::Qne },
+                    initiation: Initiation::of(dir),
+                    prev_peer: None,
+                    abandoned_peer: None,
+                    next_peer: None,
+                    abandoned_next: None,
+                    rsn_in: None,
+                    rsn_out: 0,
+                    refresh_in: r_in,
+                    qspec: qspec.clone(),
+                    requested: r.qspec.clone().unwrap_or_else(|| qspec.clone()),
+                    packet_classifier: None,
+                    bound: Vec::new(),
+                    tc: None,
+                    rate: 0.0,
+                    full_refresh: true,
+                    own_request: None,
+                    forwarded_riis: Vec::new(),
+                    reverse_lost: false,
+                    break_flag: false,
+                    refresh_at: None,
+                    expires_at: None,
+                    retry_at: None,
+                });
+                if !is_new {
+                    // §5.3.1: the node's own RSN goes up with every changed reservation.
+                    s.rsn_out = s.rsn_out.wrapping_add(1);
+                }
+                s.flow = flow;
+                if m.sii_handle.is_some() && s.prev_peer.is_some() && m.sii_handle != s.prev_peer {
+                    s.abandoned_peer = s.prev_peer;
+                }
+                s.prev_peer = m.sii_handle.or(s.prev_peer);
+                s.rsn_in = Some(r.rsn);
+                s.refresh_in = r_in;
+                s.qspec = qspec.clone();
+                if let Some(q) = &r.qspec {
+                    s.requested = q.clone();
+                }
+                s.packet_classifier = r.packet_classifier;
+                // §5.3.3: BOUND-SESSION-IDs are stored and copied on.
+                s.bound = r.bound_sessions.clone();
+                s.tc = admitted.tc;
+                s.rate = admitted.rate;
+                s.full_refresh = true;
+                // §5.4.1: BREAK received, BREAK sent.
+                s.break_flag = flags.break_;
+                if !self.sessions.get(&sid).is_some_and(|s| s.reverse_lost) {
+                    self.set_timer(sid, TimerKind::Expire, Some(now + Self::lifetime(r_in)));
+                }
+                self.keep_reverse_path(gist, now, sid);
+                if qnr {
+                    if is_new {
+                        self.events
+                            .push_back(QosEvent::Installed { session_id: sid });
+                    }
+                    if let Some(rii) = r.rii {
+                        // §5.4.1: the QNR answers an RII; RFC 5975 §4.3.1: with QoS Reserved.
+                        let info = InfoSpec::new(
+                            ErrorClass::Success,
+                            code::success::RESERVATION_SUCCESSFUL,
+                        );
+                        let q = rmf::response_qspec(&qspec);
+                        self.respond(
+                            gist,
+                            now,
+                            m,
+                            &flow,
+                            Some(Answers::Rii(rii)),
+                            info,
+                            Some(q),
+                            flags.break_,
+                        );
+                    } else if flags.ack_req {
+                        let info =
+                            InfoSpec::new(ErrorClass::Success, code::success::ACKNOWLEDGEMENT);
+                        self.respond(
+                            gist,
+                            now,
+                            m,
+                            &flow,
+                            Some(Answers::Rsn(r.rsn)),
+                            info,
+                            None,
+                            flags.break_,
+                        );
+                    }
+                } else {
+                    if let Some(rii) = r.rii
+                        && let Some(s) = self.sessions.get_mut(&sid)
+                        && !s.forwarded_riis.contains(&rii)
+                    {
+                        s.forwarded_riis.push(rii);
+                    }
+                    // §5.4.1: "A new resource setup was done": a new RESERVE to the next peer.
+                    if self
+                        .send_reserve(gist, now, sid, r.rii, false, true)
+                        .is_err()
+                    {
+                        self.counters.drop("not_forwarded");
+                    }
+                    if is_new {
+                        self.schedule_refresh(now, sid);
+                    }
+                }
+                if let Some(list) = r.session_id_list {
+                    self.on_summary(now, gist, m, &flow, r.rsn, list, r.rsn_list);
+                }
+            }
+        }
+    }
+
+    /// A tearing RESERVE (§5.4.1).
+    fn on_tear(&mut self, now: Instant, gist: &mut dyn GistApi, m: &RecvMessage, r: &Reserve) {
+        let sid = m.session_id;
+        if self.tear_allowed(m, sid, r.rsn) {
+            self.counters.torn += 1;
+            self.events.push_back(QosEvent::Torn { session_id: sid });
+            self.tear_session(gist, now, sid);
+        }
+        // §3.2.6 summary tear: "The downstream stateful QNE must silently ignore any unknown
+        // SESSION-IDs."
+        if let (Some(list), Some(rsns)) = (&r.session_id_list, &r.rsn_list)
+            && list.0.len() == rsns.rsns.len()
+        {
+            for (other, rsn) in list.0.iter().zip(&rsns.rsns) {
+                let rsn = Rsn {
+                    rsn: *rsn,
+                    epoch: rsns.epoch,
+                };
+                if self.sessions.contains_key(other) && self.tear_allowed(m, *other, rsn) {
+                    self.counters.torn += 1;
+                    self.events.push_back(QosEvent::Torn { session_id: *other });
+                    self.tear_session(gist, now, *other);
+                }
+            }
+        }
+    }
+
+    /// Whether a tear for `sid` with `rsn` from `m`'s sender may remove the state.
+    fn tear_allowed(&mut self, m: &RecvMessage, sid: SessionId, rsn: Rsn) -> bool {
+        let Some(s) = self.sessions.get(&sid) else {
+            self.counters.drop("tear_unknown_session");
+            return false;
+        };
+        if s.role == Role::Qni {
+            self.counters.drop("reserve_at_qni");
+            return false;
+        }
+        // §5.2.5.2, §5.4.1: a tear "that does not come from the current peer QNE (identified
+        // by its SII) MUST be ignored and MUST NOT be forwarded".
+        if m.sii_handle.is_some() && s.prev_peer.is_some() && m.sii_handle != s.prev_peer {
+            self.counters.drop("tear_not_from_peer");
+            return false;
+        }
+        // §5.3.6: "RSN values MUST be interpreted ... whether it is referring to an old state".
+        if let Some(old) = s.rsn_in
+            && old.epoch == rsn.epoch
+            && rsn_cmp(rsn.rsn, old.rsn) == Ordering::Less
+        {
+            self.counters.drop("rsn_out_of_order");
+            return false;
+        }
+        true
+    }
+
+    /// Remove a session here and, unless this is its QNR, send the tear on towards the QNR
+    /// (with an RSN above the last one sent, §5.3.1).
+    pub(super) fn tear_session(&mut self, gist: &mut dyn GistApi, now: Instant, sid: SessionId) {
+        let Some(s) = self.sessions.get(&sid) else {
+            return;
+        };
+        if s.role != Role::Qnr {
+            let mut r = Reserve::new(self.own_rsn(s.rsn_out.wrapping_add(1)));
+            r.tear = true;
+            r.bound_sessions = s.bound.clone();
+            let msg = Message::new(Body::Reserve(r));
+            let (flow, dir) = (s.flow, s.initiation.toward_qnr());
+            self.counters.tears_sent += 1;
+            // §5.2.4: "Retransmissions SHOULD be disabled for tear messages."
+            let _ = self.send(gist, now, sid, &flow, dir, &msg);
+        }
+        self.remove_session(gist, now, sid);
+    }
+
+    /// SESSION-ID-LIST and RSN-LIST of a refreshing RESERVE (§5.3.6, §5.3.7): refresh each
+    /// session in step; report unknown sessions and mismatched RSNs back in one informational
+    /// RESPONSE each.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_summary(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        m: &RecvMessage,
+        flow: &PathCoupledMri,
+        primary: Rsn,
+        list: SessionIdList,
+        rsns: Option<RsnList>,
+    ) {
+        let Some(rsns) = rsns.filter(|l| l.rsns.len() == list.0.len()) else {
+            // §5.3.7: a count mismatch is "a protocol error indicating a bad value".
+            self.counters.drop("summary_list_mismatch");
+            let info = InfoSpec::new(
+                ErrorClass::ProtocolError,
+                code::protocol::ERRONEOUS_TLV_VALUE,
+            )
+            .object_type_info(crate::wire::object_type::RSN_LIST);
+            self.respond(
+                gist,
+                now,
+                m,
+                flow,
+                Some(Answers::Rsn(primary)),
+                info,
+                None,
+                false,
+            );
+            return;
+        };
+        let (mut unknown, mut stale) = (Vec::new(), (Vec::new(), Vec::new()));
+        for (sid, rsn) in list.0.iter().zip(&rsns.rsns) {
+            let ok = match self.sessions.get(sid) {
+                None => {
+                    unknown.push(*sid);
+                    continue;
+                }
+                Some(s) => {
+                    s.rsn_in
+                        == Some(Rsn {
+                            rsn: *rsn,
+                            epoch: rsns.epoch,
+                        })
+                        && (m.sii_handle.is_none() || s.prev_peer == m.sii_handle)
+                }
+            };
+            if ok && self.sessions.get(sid).is_some_and(|s| !s.reverse_lost) {
+                let r_in = self
+                    .sessions
+                    .get(sid)
+                    .map(|s| s.refresh_in)
+                    .unwrap_or_default();
+                self.set_timer(*sid, TimerKind::Expire, Some(now + Self::lifetime(r_in)));
+                self.keep_reverse_path(gist, now, *sid);
+            } else {
+                stale.0.push(*sid);
+                stale.1.push(*rsn);
+            }
+        }
+        if !unknown.is_empty() {
+            self.counters.drop("summary_unknown_session");
+            let info = InfoSpec::new(
+                ErrorClass::Informational,
+                code::informational::UNKNOWN_SESSION_ID_IN_LIST,
+            );
+            let mut resp = Response::new(info);
+            resp.session_id_list = Some(SessionIdList(unknown));
+            let msg = Message::new(Body::Response(resp));
+            let _ = self.send(
+                gist,
+                now,
+                m.session_id,
+                flow,
+                Self::reply_direction(&m.mri),
+                &msg,
+            );
+        }
+        if !stale.0.is_empty() {
+            self.counters.drop("summary_rsn_mismatch");
+            let info = InfoSpec::new(
+                ErrorClass::Informational,
+                code::informational::MISMATCHING_RSN_IN_LIST,
+            );
+            let mut resp = Response::new(info);
+            resp.session_id_list = Some(SessionIdList(stale.0));
+            resp.rsn_list = Some(RsnList {
+                epoch: rsns.epoch,
+                rsns: stale.1,
+            });
+            let msg = Message::new(Body::Response(resp));
+            let _ = self.send(
+                gist,
+                now,
+                m.session_id,
+                flow,
+                Self::reply_direction(&m.mri),
+                &msg,
+            );
+        }
+    }
+
+    pub(super) fn on_response(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        m: &RecvMessage,
+        flow: PathCoupledMri,
+        r: Response,
+    ) {
+        let sid = m.session_id;
+        // §5.3.6, §5.3.7: sessions of our summary the peer did not know or had out of step:
+        // send them in full.
+        if r.info_spec.class == ErrorClass::Informational
+            && matches!(
+                r.info_spec.code,
+                code::informational::UNKNOWN_SESSION_ID_IN_LIST
+                    | code::informational::MISMATCHING_RSN_IN_LIST
+            )
+            && let Some(list) = &r.session_id_list
+        {
+            for other in &list.0 {
+                if self.sessions.contains_key(other) {
+                    let _ = self.send_reserve(gist, now, *other, None, false, true);
+                }
+            }
+            return;
+        }
+        // The peer towards the QNR, if GIST has not named it yet (its Routing Status Change
+        // can come before this node held the session): whoever answers from that side.
+        if let Some(s) = self.sessions.get_mut(&sid)
+            && s.next_peer.is_none()
+            && Self::travelled(&m.mri) == super::state::reverse(s.initiation.toward_qnr())
+        {
+            s.next_peer = m.sii_handle;
+        }
+        match r.answers {
+            Some(Answers::Rii(rii)) => self.on_rii_response(now, gist, m, flow, rii, r),
+            Some(Answers::Rsn(rsn)) => {
+                let Some(s) = self.sessions.get(&sid) else {
+                    self.counters.drop("response_unknown_session");
+                    return;
+                };
+                // §5.2.5.4: after a route change, what the old peer towards the QNR says
+                // about our RSN is about a branch left behind.
+                if s.next_peer.is_some() && m.sii_handle.is_some() && m.sii_handle != s.next_peer {
+                    self.counters.drop("response_from_old_peer");
+                    return;
+                }
+                // §5.4.3: "If there is no match for RSN, the message SHOULD be silently dropped."
+                if rsn != self.own_rsn(s.rsn_out) {
+                    self.counters.drop("response_rsn_mismatch");
+                    return;
+                }
+                let info = &r.info_spec;
+                if info.class == ErrorClass::TransientFailure
+                    && info.code == code::transient::FULL_QSPEC_REQUIRED
+                    || info.class == ErrorClass::Informational
+                        && info.code == code::informational::REDUCED_REFRESHES_NOT_SUPPORTED
+                {
+                    // §5.4.1: "The upstream peer SHOULD send a complete RESERVE"; §3.2.5:
+                    // stop reduced refreshes to a peer that lacks them.
+                    let _ = self.send_reserve(gist, now, sid, None, false, true);
+                    return;
+                }
+                if ends_reservation(info) {
+                    self.fail_upstream(now, gist, m, flow, r);
+                } else if info.class == ErrorClass::TransientFailure {
+                    // §5.3.5: try again — the next refresh carries the full QSPEC.
+                    if let Some(s) = self.sessions.get_mut(&sid) {
+                        s.full_refresh = true;
+                    }
+                }
+            }
+            None => {
+                // §5.4.3: "MUST NOT be forwarded further"; an error still ends the state.
+                if ends_reservation(&r.info_spec) && self.sessions.contains_key(&sid) {
+                    self.fail_upstream(now, gist, m, flow, r);
+                } else {
+                    self.counters.drop("response_absorbed");
+                }
+            }
+        }
+    }
+
+    /// An error RESPONSE: the reservation here goes (RFC 5975 §4.2.3), and the RESPONSE goes
+    /// on towards the QNI carrying the RSN the previous peer sent (§5.4.3), or is reported
+    /// here at the QNI.
+    fn fail_upstream(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        m: &RecvMessage,
+        flow: PathCoupledMri,
+        mut r: Response,
+    ) {
+        let sid = m.session_id;
+        let Some(s) = self.sessions.get(&sid) else {
+            return;
+        };
+        let (role, rsn_in, dir) = (s.role, s.rsn_in, Self::travelled(&m.mri));
+        self.remove_session(gist, now, sid);
+        if role == Role::Qni {
+            self.events.push_back(QosEvent::Failed {
+                session_id: sid,
+                info: r.info_spec,
+                qspec: r.qspec,
+            });
+            return;
+        }
+        if matches!(r.answers, Some(Answers::Rsn(_))) {
+            r.answers = rsn_in.map(Answers::Rsn);
+        }
+        let msg = Message::new(Body::Response(r));
+        let _ = self.send(gist, now, sid, &flow, dir, &msg);
+    }
+
+    fn on_rii_response(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        m: &RecvMessage,
+        flow: PathCoupledMri,
+        rii: Rii,
+        r: Response,
+    ) {
+        let sid = m.session_id;
+        if self.queries.get(&sid).is_some_and(|q| q.rii == rii) {
+            self.queries.remove(&sid);
+            self.events.push_back(QosEvent::QueryAnswered {
+                session_id: sid,
+                info: r.info_spec,
+                qspec: r.qspec,
+            });
+            return;
+        }
+        let own = self
+            .sessions
+            .get(&sid)
+            .and_then(|s| s.own_request.as_ref())
+            .is_some_and(|o| o.rii == rii);
+        if own {
+            // §5.3.2: the node that inserted the RII consumes its RESPONSE.
+            let role = self.sessions.get(&sid).map(|s| s.role);
+            if let Some(s) = self.sessions.get_mut(&sid) {
+                s.own_request = None;
+            }
+            self.set_timer(sid, TimerKind::Retry, None);
+            if ends_reservation(&r.info_spec) {
+                self.fail_upstream(now, gist, m, flow, r);
+            } else if role == Some(Role::Qni) {
+                if r.info_spec.is_success() {
+                    self.events.push_back(QosEvent::Reserved {
+                        session_id: sid,
+                        qspec: r.qspec,
+                    });
+                }
+            } else {
+                self.counters.drop("response_absorbed");
+            }
+            return;
+        }
+        let Some(s) = self.sessions.get_mut(&sid) else {
+            // No state (a QUERY's RESPONSE passing a node that keeps none): on towards the QNI.
+            if gist.is_local(flow.source) || gist.is_local(flow.destination) {
+                self.counters.drop("response_unmatched");
+                return;
+            }
+            let dir = Self::travelled(&m.mri);
+            let msg = Message::new(Body::Response(r));
+            let _ = self.send(gist, now, sid, &flow, dir, &msg);
+            return;
+        };
+        s.forwarded_riis.retain(|x| *x != rii);
+        if s.role == Role::Qni {
+            self.counters.drop("response_unmatched");
+            return;
+        }
+        // §5.4.3: an RII this node did not insert: forward the RESPONSE towards the QNI; an
+        // error ends the reservation here first.
+        if ends_reservation(&r.info_spec) {
+            self.fail_upstream(now, gist, m, flow, r);
+        } else {
+            let dir = Self::travelled(&m.mri);
+            let msg = Message::new(Body::Response(r));
+            let _ = self.send(gist, now, sid, &flow, dir, &msg);
+        }
+    }
+}

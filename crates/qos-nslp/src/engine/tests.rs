@@ -1,0 +1,506 @@
+//! The engine driven by hand through a recording `GistApi`: one QNE between two peers.
+
+use super::*;
+use crate::wire::{Answers, Body, ErrorClass, Reserve, RsnList, SessionIdList, code, vectors};
+use pathwise_core::io::IfIndex;
+use pathwise_core::tc::TcInterface;
+use pathwise_gist::nslp::{NslpEvent, SiiHandle, TransferAttributes};
+
+/// Records what the engine hands to GIST.
+#[derive(Default)]
+struct Recorder {
+    sent: Vec<SendMessage>,
+    sessions: u8,
+}
+
+const ME: &str = "10.0.2.1";
+const SRC: &str = "10.0.1.1";
+const DST: &str = "10.0.9.9";
+const UP: &str = "10.0.1.2";
+
+impl GistApi for Recorder {
+    fn send_message(
+        &mut self,
+        _: Instant,
+        msg: SendMessage,
+    ) -> Result<pathwise_gist::nslp::MessageHandle, ApiError> {
+        self.sent.push(msg);
+        Ok(pathwise_gist::nslp::MessageHandle(self.sent.len() as u64))
+    }
+    fn send_message_with_handle(
+        &mut self,
+        _: Instant,
+        _: pathwise_gist::nslp::MessageHandle,
+        msg: SendMessage,
+    ) -> Result<(), ApiError> {
+        self.sent.push(msg);
+        Ok(())
+    }
+    fn set_state_lifetime(
+        &mut self,
+        _: Instant,
+        _: u16,
+        _: SessionId,
+        _: &Mri,
+        _: Direction,
+        _: Duration,
+    ) {
+    }
+    fn invalidate_routing_state(
+        &mut self,
+        _: Instant,
+        _: u16,
+        _: SessionId,
+        _: &Mri,
+        _: Direction,
+        _: bool,
+    ) {
+    }
+    fn local_address(&self, _: IpAddr) -> Option<IpAddr> {
+        ME.parse().ok()
+    }
+    fn is_local(&self, addr: IpAddr) -> bool {
+        addr == ME.parse::<IpAddr>().unwrap()
+    }
+    fn outgoing_interface(&self, _: IpAddr) -> Option<IfIndex> {
+        Some(IfIndex(2))
+    }
+    fn new_session_id(&mut self) -> SessionId {
+        self.sessions += 1;
+        SessionId([100 + self.sessions; 16])
+    }
+    fn report(&mut self, _: NslpEvent) {}
+}
+
+impl Recorder {
+    /// The messages sent, parsed, with their direction.
+    fn take(&mut self) -> Vec<(Direction, Message)> {
+        self.sent
+            .drain(..)
+            .map(|m| (Direction::of(&m.mri), Message::parse(&m.nslp_data).unwrap()))
+            .collect()
+    }
+}
+
+fn engine() -> QosNslp {
+    let mut tc = MemoryTrafficControl::new();
+    tc.add_interface(
+        IfIndex(2),
+        TcInterface {
+            reservable: 1_000_000.0,
+            bandwidth: 12_500_000.0,
+            latency_us: 100,
+            mtu: 1500,
+        },
+    );
+    QosNslp::new(QosConfig::default(), tc)
+}
+
+fn recv(data: Vec<u8>, from: &str, sid: u8) -> RecvMessage {
+    RecvMessage {
+        nslp_data: data,
+        nslpid: NSLPID,
+        session_id: SessionId([sid; 16]),
+        mri: Mri::PathCoupled(PathCoupledMri::flow(
+            SRC.parse().unwrap(),
+            DST.parse().unwrap(),
+        )),
+        routing_state_check: false,
+        sii_handle: Some(SiiHandle(from.parse().unwrap())),
+        transfer: TransferAttributes::default(),
+        ip_ttl: 64,
+        ip_distance: Some(1),
+        gist_hops: 16,
+        inbound_interface: IfIndex(1),
+    }
+}
+
+/// An initial RESERVE from the upstream peer: RSN `rsn`, RII 42, the vectors' QSPEC.
+fn initial(rsn: u32) -> Vec<u8> {
+    let mut m = vectors::reserve_initial();
+    if let Body::Reserve(r) = &mut m.body {
+        r.rsn.rsn = rsn;
+    }
+    m.to_bytes()
+}
+
+fn reduced(rsn: u32, epoch: u32) -> Reserve {
+    Reserve::new(Rsn { rsn, epoch })
+}
+
+#[test]
+fn a_qne_admits_and_forwards_with_its_own_rsn_and_the_rii() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    let out = g.take();
+    assert_eq!(out.len(), 1);
+    let (
+        dir,
+        Message {
+            body: Body::Reserve(r),
+            ..
+        },
+    ) = &out[0]
+    else {
+        panic!("{out:?}");
+    };
+    assert_eq!(*dir, Direction::Downstream);
+    assert_eq!(r.rsn.rsn, 0, "the QNE's own RSN starts at zero (§5.3.1)");
+    assert_eq!(
+        r.rii,
+        Some(Rii(42)),
+        "the RII is copied, not replaced (§5.3.2)"
+    );
+    assert!(r.qspec.is_some());
+    assert_eq!(e.traffic_control().len(), 1);
+    let s = e.session(&SessionId([1; 16])).unwrap();
+    assert_eq!((s.role, s.rsn_in.map(|r| r.rsn)), (Role::Qne, Some(5)));
+    assert!(
+        e.poll_timeout().is_some(),
+        "refresh and lifetime timers reported"
+    );
+}
+
+#[test]
+fn an_older_rsn_is_dropped_and_a_reduced_refresh_of_an_unknown_session_asks_for_the_qspec() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    g.take();
+    // §5.3.1: an RSN below the stored one is out of order.
+    let old = Message::new(Body::Reserve(reduced(4, 0x0102_0304))).to_bytes();
+    e.recv_message(Instant::ZERO, &mut g, recv(old, UP, 1));
+    assert!(g.take().is_empty());
+    assert_eq!(e.counters().dropped("rsn_out_of_order"), 1);
+    // §5.4.1: refresh without QSPEC for a session not held: "Full QSPEC required".
+    let r = Message::new(Body::Reserve(reduced(9, 1))).to_bytes();
+    e.recv_message(Instant::ZERO, &mut g, recv(r, UP, 2));
+    let out = g.take();
+    let [
+        (
+            Direction::Upstream,
+            Message {
+                body: Body::Response(resp),
+                ..
+            },
+        ),
+    ] = &out[..]
+    else {
+        panic!("{out:?}");
+    };
+    assert_eq!(
+        (resp.info_spec.class, resp.info_spec.code),
+        (
+            ErrorClass::TransientFailure,
+            code::transient::FULL_QSPEC_REQUIRED
+        )
+    );
+    assert_eq!(resp.answers, Some(Answers::Rsn(Rsn { rsn: 9, epoch: 1 })));
+}
+
+#[test]
+fn a_malformed_reserve_is_answered_with_the_parse_errors_info_spec() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    // A RESERVE without its mandatory RSN.
+    let mut bytes = initial(1);
+    bytes.drain(4..16);
+    e.recv_message(Instant::ZERO, &mut g, recv(bytes, UP, 1));
+    let out = g.take();
+    let [
+        (
+            Direction::Upstream,
+            Message {
+                body: Body::Response(resp),
+                ..
+            },
+        ),
+    ] = &out[..]
+    else {
+        panic!("{out:?}");
+    };
+    assert_eq!(
+        (resp.info_spec.class, resp.info_spec.code),
+        (
+            ErrorClass::ProtocolError,
+            code::protocol::MANDATORY_OBJECT_MISSING
+        )
+    );
+    assert!(e.is_empty());
+    assert_eq!(e.counters().dropped_total(), 1);
+    // A malformed RESPONSE gets nothing back (no error storms), but is counted.
+    e.recv_message(Instant::ZERO, &mut g, recv(vec![3, 0, 0], UP, 1));
+    assert!(g.take().is_empty());
+    assert_eq!(e.counters().dropped_total(), 2);
+}
+
+#[test]
+fn a_tear_from_another_peer_is_ignored_and_one_from_the_peer_removes_everything() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    g.take();
+    let mut t = reduced(6, 0x0102_0304);
+    t.tear = true;
+    let tear = Message::new(Body::Reserve(t)).to_bytes();
+    // §5.4.1: "does not come from the current peer QNE ... MUST be ignored".
+    e.recv_message(Instant::ZERO, &mut g, recv(tear.clone(), "10.0.3.3", 1));
+    assert!(g.take().is_empty());
+    assert_eq!(e.len(), 1);
+    assert_eq!(e.counters().dropped("tear_not_from_peer"), 1);
+    e.recv_message(Instant::ZERO, &mut g, recv(tear, UP, 1));
+    let out = g.take();
+    let [
+        (
+            Direction::Downstream,
+            Message {
+                body: Body::Reserve(r),
+                ..
+            },
+        ),
+    ] = &out[..]
+    else {
+        panic!("{out:?}");
+    };
+    assert!(r.tear, "the tear goes on towards the QNR");
+    assert!(e.is_empty());
+    assert_eq!((e.timers(), e.traffic_control().len()), (0, 0));
+    assert_eq!(e.poll_timeout(), None);
+}
+
+#[test]
+fn a_summary_refresh_refreshes_known_sessions_and_reports_the_others() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    for sid in [1, 2] {
+        e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, sid));
+    }
+    g.take();
+    let t = Instant::from_secs(100);
+    let mut r = reduced(5, 0x0102_0304);
+    r.session_id_list = Some(SessionIdList(vec![SessionId([2; 16]), SessionId([3; 16])]));
+    r.rsn_list = Some(RsnList {
+        epoch: 0x0102_0304,
+        rsns: vec![5, 5],
+    });
+    let bytes = Message::new(Body::Reserve(r)).to_bytes();
+    e.recv_message(t, &mut g, recv(bytes, UP, 1));
+    let out = g.take();
+    let [
+        (
+            Direction::Upstream,
+            Message {
+                body: Body::Response(resp),
+                ..
+            },
+        ),
+    ] = &out[..]
+    else {
+        panic!("{out:?}");
+    };
+    // §5.3.6: the unknown session comes back in an informational RESPONSE.
+    assert_eq!(
+        (resp.info_spec.class, resp.info_spec.code),
+        (
+            ErrorClass::Informational,
+            code::informational::UNKNOWN_SESSION_ID_IN_LIST
+        )
+    );
+    assert_eq!(
+        resp.session_id_list,
+        Some(SessionIdList(vec![SessionId([3; 16])]))
+    );
+    // Both held sessions were refreshed: their lifetimes run from t.
+    let lifetime = QosNslp::<MemoryTrafficControl>::lifetime(Duration::from_secs(30));
+    for sid in [1, 2] {
+        assert_eq!(
+            e.session(&SessionId([sid; 16])).unwrap().expires_at,
+            Some(t + lifetime),
+            "session {sid}"
+        );
+    }
+    // Neither lapses at the lifetime counted from the start.
+    e.handle_timeout(Instant::ZERO + lifetime, &mut g);
+    assert_eq!(e.len(), 2);
+}
+
+#[test]
+fn the_qni_refreshes_reduced_then_folds_sessions_into_summaries() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let mut req =
+            ReserveRequest::new(ME.parse().unwrap(), DST.parse().unwrap(), vectors::tmod());
+        req.confirm = false;
+        ids.push(e.reserve(&mut g, Instant::ZERO, &req).unwrap());
+        // GIST found the same next peer for all of them.
+        let sid = *ids.last().unwrap();
+        e.network_notification(
+            Instant::ZERO,
+            &mut g,
+            NetworkNotification {
+                nslpid: NSLPID,
+                session_id: sid,
+                mri: Mri::PathCoupled(PathCoupledMri::flow(
+                    ME.parse().unwrap(),
+                    DST.parse().unwrap(),
+                )),
+                kind: pathwise_gist::nslp::NotificationKind::RoutingStatusChange {
+                    direction: Direction::Downstream,
+                    peer: SiiHandle("10.0.2.2".parse().unwrap()),
+                    changed: false,
+                },
+            },
+        );
+    }
+    assert_eq!(g.take().len(), 3, "three full RESERVEs");
+    // Run the timers for two refresh periods: the first refreshes go reduced or summarised.
+    let mut now = Instant::ZERO;
+    while now < Instant::from_secs(90) {
+        now = e.poll_timeout().unwrap();
+        e.handle_timeout(now, &mut g);
+    }
+    let out = g.take();
+    assert!(!out.is_empty());
+    for (_, m) in &out {
+        let Body::Reserve(r) = &m.body else {
+            panic!("{m:?}")
+        };
+        assert!(r.qspec.is_none(), "refreshes carry no QSPEC");
+    }
+    let c = e.counters();
+    assert!(c.summary_refreshes > 0, "{c:?}");
+    assert!(c.summarised_sessions > 0);
+    assert_eq!(e.len(), 3, "the QNI's state does not lapse");
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One input to a QNE: a message of some kind from one of two peers, or time passing.
+    #[derive(Clone, Debug)]
+    enum Input {
+        Reserve {
+            sid: u8,
+            rsn: u32,
+            epoch: u32,
+            tear: bool,
+            full: bool,
+            rii: bool,
+            from_other: bool,
+            summary: bool,
+        },
+        Response {
+            sid: u8,
+            rsn: u32,
+            code: u8,
+            class: u8,
+        },
+        Garbage(Vec<u8>),
+        Mutated(usize, u8),
+        Wait(u16),
+    }
+
+    fn input() -> impl Strategy<Value = Input> {
+        prop_oneof![
+            4 => (0..3u8, 0..6u32, 0..2u32, any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>())
+                .prop_map(|(sid, rsn, epoch, tear, full, rii, from_other, summary)| Input::Reserve {
+                    sid, rsn, epoch, tear, full, rii, from_other, summary
+                }),
+            1 => (0..3u8, 0..6u32, 0..10u8, 1..6u8).prop_map(|(sid, rsn, code, class)| Input::Response { sid, rsn, code, class }),
+            1 => proptest::collection::vec(any::<u8>(), 0..64).prop_map(Input::Garbage),
+            1 => (0..84usize, any::<u8>()).prop_map(|(i, b)| Input::Mutated(i, b)),
+            2 => (1..400u16).prop_map(Input::Wait),
+        ]
+    }
+
+    fn bytes_of(i: &Input) -> Option<(Vec<u8>, bool, u8)> {
+        Some(match i {
+            Input::Reserve {
+                sid,
+                rsn,
+                epoch,
+                tear,
+                full,
+                rii,
+                from_other,
+                summary,
+            } => {
+                let mut r = match vectors::reserve_initial().body {
+                    Body::Reserve(r) if *full => r,
+                    _ => Reserve::new(Rsn { rsn: 0, epoch: 0 }),
+                };
+                r.rsn = Rsn {
+                    rsn: *rsn,
+                    epoch: *epoch,
+                };
+                r.tear = *tear;
+                r.rii = rii.then_some(Rii(7));
+                if *summary {
+                    r.session_id_list = Some(SessionIdList(vec![SessionId([(*sid + 1) % 3; 16])]));
+                    r.rsn_list = Some(RsnList {
+                        epoch: *epoch,
+                        rsns: vec![*rsn],
+                    });
+                }
+                (Message::new(Body::Reserve(r)).to_bytes(), *from_other, *sid)
+            }
+            Input::Response {
+                sid,
+                rsn,
+                code,
+                class,
+            } => {
+                let mut resp = crate::wire::Response::new(InfoSpec::new(
+                    ErrorClass::from_number(*class),
+                    *code,
+                ));
+                resp.answers = Some(Answers::Rsn(Rsn {
+                    rsn: *rsn,
+                    epoch: 0,
+                }));
+                (Message::new(Body::Response(resp)).to_bytes(), true, *sid)
+            }
+            Input::Garbage(b) => (b.clone(), false, 0),
+            Input::Mutated(at, b) => {
+                let mut v = vectors::RESERVE_INITIAL.to_vec();
+                v[*at] = *b;
+                (v, false, 1)
+            }
+            Input::Wait(_) => return None,
+        })
+    }
+
+    proptest! {
+        /// Whatever arrives, in whatever order: no panic, and the books balance — a traffic-
+        /// control reservation for exactly the sessions that hold one, a timer entry for
+        /// exactly the timers the sessions say are armed.
+        #[test]
+        fn any_input_keeps_state_tc_and_timers_consistent(inputs in proptest::collection::vec(input(), 1..60)) {
+            let (mut e, mut g) = (engine(), Recorder::default());
+            let mut now = Instant::ZERO;
+            for i in &inputs {
+                match bytes_of(i) {
+                    Some((bytes, from_other, sid)) => {
+                        let peer = if from_other { "10.0.3.3" } else { UP };
+                        e.recv_message(now, &mut g, recv(bytes, peer, sid));
+                    }
+                    None => {
+                        if let Input::Wait(s) = i {
+                            now += Duration::from_secs(u64::from(*s));
+                        }
+                        if e.poll_timeout().is_some_and(|t| t <= now) {
+                            e.handle_timeout(now, &mut g);
+                        }
+                    }
+                }
+                g.sent.clear();
+                let with_tc = e.sessions().filter(|(_, s)| s.tc.is_some()).count();
+                prop_assert_eq!(e.traffic_control().len(), with_tc);
+                let armed: usize = e
+                    .sessions()
+                    .map(|(_, s)| [s.refresh_at, s.expires_at, s.retry_at].iter().flatten().count())
+                    .sum();
+                prop_assert_eq!(e.timers(), armed);
+                prop_assert!(e.poll_timeout().is_none_or(|t| t > now) || e.timers() > 0);
+            }
+        }
+    }
+}
