@@ -3,12 +3,19 @@
 # regenerate the committed seeds.
 #
 #   fuzz/run.sh TARGET SECONDS [libFuzzer flags...]
+#   fuzz/run.sh --all SECONDS [libFuzzer flags...]
 #   fuzz/run.sh --list
 #   fuzz/run.sh --seeds
 #
 # TARGET is a file name in fuzz/src/bin/ without .rs (e.g. rsvp_message). The corpus grows in
 # fuzz/corpus/TARGET (not committed), seeded read-only from fuzz/seeds/TARGET if present; crashes
 # land in fuzz/artifacts/TARGET/. Exit status is libFuzzer's: non-zero on a crash.
+#
+# --all runs every target for SECONDS each, one after another (a target that crashes does not
+# stop the others), keeps each run's output in artifacts/logs-DATE/TARGET.log, and prints a
+# summary: target, runs (stat::number_of_executed_units), corpus (files/bytes), coverage (cov and
+# ft from libFuzzer's last status line), crashes (inputs libFuzzer wrote) and the exit status.
+# It exits non-zero if any target crashed or failed to build.
 #
 # --seeds rewrites fuzz/seeds/ from nothing: it runs the fuzz_seeds example of every crate that
 # has one (crates/*/examples/fuzz_seeds.rs, each writing SEEDS_DIR/TARGET/ for its targets) into
@@ -25,6 +32,38 @@ set -euo pipefail
 if [[ "${1:-}" == "--list" ]]; then
     for f in "$(dirname "$0")"/src/bin/*.rs; do basename "$f" .rs; done
     exit 0
+fi
+
+# `run.sh --all SECONDS` fuzzes every target and sums up (see above).
+if [[ "${1:-}" == "--all" ]]; then
+    seconds=${2:?usage: fuzz/run.sh --all SECONDS [libFuzzer flags...]}
+    shift 2
+    here=$(cd "$(dirname "$0")" && pwd)
+    logs="$here/artifacts/logs-$(date -u +%Y%m%dT%H%M%SZ)"
+    mkdir -p "$logs"
+    summary=$(printf '%-18s %12s %16s %8s %8s %8s  %s' target runs corpus cov ft crashes status)
+    failed=0
+    for t in $("$here/run.sh" --list); do
+        log="$logs/$t.log"
+        status=ok
+        "$here/run.sh" "$t" "$seconds" "$@" >"$log" 2>&1 || { status="exit $?"; failed=1; }
+        runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+        last=$(grep -E '^#[0-9]+.* cov: ' "$log" | tail -n 1 || true)
+        cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+        ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+        corp=$(sed -n 's/.* corp: \([0-9]*\/[0-9]*[A-Za-z]*\).*/\1/p' <<<"$last")
+        crashes=$(grep -c 'Test unit written to' "$log" || true)
+        if ! grep -q '^#[0-9]' "$log"; then
+            status="$status (did not run: see $log)"
+        fi
+        line=$(printf '%-18s %12s %16s %8s %8s %8s  %s' "$t" "${runs:--}" "${corp:--}" \
+            "${cov:--}" "${ft:--}" "$crashes" "$status")
+        echo "$line" >&2
+        summary+=$'\n'"$line"
+    done
+    echo "$summary"
+    echo "logs: $logs"
+    exit "$failed"
 fi
 
 # `run.sh --seeds` regenerates every seed directory (see above).

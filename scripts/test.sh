@@ -13,7 +13,5 @@ echo "== cargo test"
 cargo test --workspace
 echo "== fuzz (brief)"
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
-for target in $(bash fuzz/run.sh --list); do
-  bash fuzz/run.sh "$target" "$FUZZ_SECONDS"
-done
+bash fuzz/run.sh --all "$FUZZ_SECONDS"
 echo "== all tests passed"

@@ -1,7 +1,9 @@
-//! Writes the seeds of the `proxidor_query` and `cost_expression` fuzz targets: the queries of
+//! Writes the seeds of the `proxidor_query`, `cost_expression` and `oracle_seed_db` fuzz
+//! targets: the queries of
 //! [`proxidor::vectors::queries`](pathwise_oracle::proxidor::vectors::queries), and one cost
 //! expression of each kind (built-in name, functions, `if`, the seed's eq. 3), each checked to
-//! compile.
+//! compile; the seed paper's sample database (`examples/seed-config/`) as the main file, a NUL
+//! byte and one router's file, for each router file.
 //!
 //! `fuzz/run.sh --seeds` runs this (and the other crates' `fuzz_seeds` examples); by hand, from
 //! the repository root:
@@ -10,7 +12,8 @@
 //! cargo run -q -p pathwise-oracle --example fuzz_seeds -- fuzz/seeds
 //! ```
 //!
-//! creates `fuzz/seeds/proxidor_query/` and `fuzz/seeds/cost_expression/`, writes one file per
+//! creates `fuzz/seeds/proxidor_query/`, `cost_expression/` and `oracle_seed_db/`, writes one
+//! file per
 //! seed there and lists each file it wrote.
 
 use pathwise_core::fuzz_seeds::SeedDir;
@@ -20,7 +23,19 @@ use std::process::ExitCode;
 use pathwise_oracle::Ranking;
 use pathwise_oracle::proxidor::vectors;
 
-const USAGE: &str = "usage: fuzz_seeds SEEDS_DIR   (writes SEEDS_DIR/proxidor_query/ and SEEDS_DIR/cost_expression/)";
+const USAGE: &str = "usage: fuzz_seeds SEEDS_DIR   (writes SEEDS_DIR/proxidor_query/, \
+                     SEEDS_DIR/cost_expression/ and SEEDS_DIR/oracle_seed_db/)";
+
+/// The seed paper's sample database: the main file and each router's file.
+const SEED_DB_MAIN: &str = include_str!("seed-config/oracle.conf");
+const SEED_DB_ROUTERS: [(&str, &str); 6] = [
+    ("10.0.0.1", include_str!("seed-config/routers/10.0.0.1")),
+    ("10.0.0.2", include_str!("seed-config/routers/10.0.0.2")),
+    ("10.0.0.3", include_str!("seed-config/routers/10.0.0.3")),
+    ("10.0.0.4", include_str!("seed-config/routers/10.0.0.4")),
+    ("10.8.0.1", include_str!("seed-config/routers/10.8.0.1")),
+    ("10.8.0.2", include_str!("seed-config/routers/10.8.0.2")),
+];
 
 /// Cost expressions by seed name. The grammar is text, so these are written by hand to reach
 /// every part of it: names, operators, functions, comparisons and logic.
@@ -53,6 +68,13 @@ fn write_seeds(root: &Path) -> Result<(), String> {
         // A seed that does not compile only exercises the error paths.
         Ranking::parse(text).map_err(|e| format!("cost expression seed {name}: {e}"))?;
         dir.write(name, text.as_bytes())?;
+    }
+    let dir = SeedDir::create(root, "oracle_seed_db")?;
+    for (router, text) in SEED_DB_ROUTERS {
+        let mut bytes = SEED_DB_MAIN.as_bytes().to_vec();
+        bytes.push(0);
+        bytes.extend_from_slice(text.as_bytes());
+        dir.write(&format!("{router}.bin"), &bytes)?;
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! `oracle::bench`, `booster::bench`).
 
 pub mod alloc;
+pub mod soak;
 
 /// Print a report as JSON or as its table.
 pub fn print_report<T: serde::Serialize>(

@@ -88,6 +88,10 @@ pub enum Bench {
     /// threads (seed network), a plain UDP echo server in the same run (ratio oracle/echo),
     /// and a 10 vs 10,000 router network.
     Oracle(crate::oracle::cli::BenchArgs),
+    /// Soak: the five-node chain under churn (RSVP and GIST sessions started and ended
+    /// continuously, in process over the simulator) for `--duration`, reporting RSS, heap, CPU,
+    /// state per node and messages per sample, and whether memory stayed flat.
+    Soak(crate::bench::soak::SoakArgs),
 }
 
 impl Cli {
@@ -109,6 +113,7 @@ impl Cli {
                 Bench::Gist(b) => crate::gist::bench::run(b),
                 Bench::Booster(a) => crate::booster::cli::run_bench(a),
                 Bench::Oracle(a) => crate::oracle::cli::run_bench(a),
+                Bench::Soak(a) => crate::bench::soak::run(a),
             },
         }
     }

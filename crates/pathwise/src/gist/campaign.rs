@@ -6,15 +6,18 @@
 use crate::gist::sim::ping_node_with;
 use crate::sim::faults::{FaultPlan, Probe, is_udp_to, random_network, v4};
 use crate::sim::invariants::{self as inv, Checks, Invariant, Violation};
-use crate::sim::{Activity, Phases, SeedRun, Stage, Workload, run_plan};
+use crate::sim::{Activity, Budget, Phases, SeedRun, Stage, Workload, run_plan};
 use pathwise_core::io::{Transmit, Transport};
 use pathwise_core::rand::Rng;
+use pathwise_core::rng::SeededRng;
 use pathwise_core::time::{Duration, Instant};
 use pathwise_gist::nslp::ping::PingNslp;
 use pathwise_gist::sim_stream::{SEGMENT_PORT, StreamAdapter};
+use pathwise_gist::sim_stream::{Segment, SegmentKind, StreamState, StreamView};
 use pathwise_gist::wire::SessionId;
 use pathwise_gist::{Config, QueryingState};
 use pathwise_sim::{NodeId, NodeSetup, Sim, SimConfig};
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
@@ -112,6 +115,25 @@ impl Workload for GistWorkload {
             // Messages also arrive over messaging associations, so only the lower bound.
             inv::counters_add_up(p.handed, c.rx.iter().sum(), c.total_drops(), true)
                 .map_err(|d| fail(Invariant::CountersAddUp, format!("{d}: {c:?}")))?;
+            let st = p.inner.stats();
+            checks.count(Invariant::SegmentsCounted);
+            inv::segments_counted(st.received, st.accepted, st.drops.total())
+                .map_err(|d| fail(Invariant::SegmentsCounted, format!("{d}: {st:?}")))?;
+            for v in p.inner.streams() {
+                let Some((b, w)) = other_end(sim, n, &v) else {
+                    continue;
+                };
+                if inv::stream_integrity(&end(&v), &end(&w)).map_err(|d| {
+                    Violation::new(
+                        Invariant::StreamIntegrity,
+                        now,
+                        format!("{name} -> {}", sim.name(b)),
+                        format!("{d}; here {v:?}, there {w:?}"),
+                    )
+                })? {
+                    checks.count(Invariant::StreamIntegrity);
+                }
+            }
             if stage == Stage::Settled {
                 for key in g.routing_keys() {
                     let Some(v) = g.routing_state(key) else {
@@ -188,10 +210,27 @@ impl Workload for GistWorkload {
             out.add("peer changes", c.peer_changes);
             out.add("upstream expiries", c.upstream_expiries);
             out.add("messages dropped by engines", c.total_drops());
+            let st = p.inner.stats();
+            let i = p.injections;
+            out.add("hostile: replayed copies", i.replayed);
             out.add(
-                "stream segments retransmitted",
-                p.inner.stats().retransmitted,
+                "hostile: altered copies",
+                i.truncated + i.extended + i.mutated,
             );
+            out.add("hostile: blind forged segments", i.forged);
+            out.add("stream segments received", st.received);
+            out.add("stream segments retransmitted", st.retransmitted);
+            out.add("stream drops: bad checksum", st.drops.bad_checksum);
+            out.add("stream drops: out of window", st.drops.out_of_window);
+            out.add("stream drops: duplicate", st.drops.duplicate);
+            out.add("stream drops: bad ack", st.drops.bad_ack);
+            out.add("stream drops: no connection", st.drops.no_connection);
+            out.add("stream drops: malformed", st.drops.malformed);
+            out.add(
+                "stream drops: challenged (RST, SYN)",
+                st.drops.rst_challenged + st.drops.syn_challenged,
+            );
+            out.add("stream resets accepted", st.resets_accepted);
         }
     }
 
@@ -200,18 +239,95 @@ impl Workload for GistWorkload {
     }
 }
 
-/// Hostile nodes inject GIST messages (D-mode, any byte mutated), not the stream adapter's
-/// segments: the adapter stands where TCP stands, and TCP's checksum and sequence-number checks
-/// would discard what the adapter does not (it trusts any segment from the peer's address, and
-/// one injected segment can desynchronise a stream for good: seeds 2485318213037367,
-/// 2485318213037969, 2485318213038127, 2485318213038158 and 2485318213038223 of the first
-/// 1,000-seed run; see docs/CAMPAIGNS.md).
-fn vet(t: &Transmit) -> bool {
-    !matches!(t.transport, Transport::Udp { dst_port, .. } if dst_port == SEGMENT_PORT)
+/// The far end of an established stream `v` of node `n`, if that node has one back.
+fn other_end(sim: &Sim<Node>, n: NodeId, v: &StreamView) -> Option<(NodeId, StreamView)> {
+    if v.state != StreamState::Established {
+        return None;
+    }
+    let topo = sim.topology();
+    let b = topo.owner(v.peer)?;
+    let w = sim.engine(b)?.inner.streams().find(|w| {
+        w.transport == v.transport
+            && w.state == StreamState::Established
+            && topo.owner(w.peer) == Some(n)
+    })?;
+    Some((b, w))
+}
+
+fn end(v: &StreamView) -> inv::StreamEnd {
+    inv::StreamEnd {
+        iss: v.iss,
+        irs: v.irs,
+        snd_una: v.snd_una,
+        rcv_nxt: v.rcv_nxt,
+        acked: v.acked_digest,
+        delivered: v.delivered_digest,
+    }
+}
+
+/// Hostile nodes inject everything they hear and send, GIST messages and the stream adapter's
+/// segments alike: the adapter checks segments as TCP does (checksum, windows, resets), so a
+/// replayed or corrupted segment is dropped and counted (before it did, one injected segment
+/// could desynchronise a stream for good: seeds 2485318213037367, 2485318213037969,
+/// 2485318213038127, 2485318213038158 and 2485318213038223; docs/CAMPAIGNS.md).
+fn vet(_: &Transmit) -> bool {
+    true
+}
+
+/// A blind segment: a valid checksum, guessed sequence and acknowledgment numbers, any kind,
+/// from one address the node has seen to another (spoofed: the node is neither end).
+fn forge_segment(rng: &mut SeededRng, seen: &VecDeque<Transmit>) -> Option<Transmit> {
+    let addrs: Vec<IpAddr> = seen
+        .iter()
+        .flat_map(|t| [t.src, Some(t.dst)])
+        .flatten()
+        .filter(|a| !a.is_multicast())
+        .collect();
+    if addrs.is_empty() {
+        return None;
+    }
+    let src = addrs[rng.random_range(0..addrs.len())];
+    let dst = addrs[rng.random_range(0..addrs.len())];
+    if src == dst {
+        return None;
+    }
+    let kind = SegmentKind::random(rng);
+    let data: Vec<u8> = if kind == SegmentKind::Data {
+        (0..rng.random_range(1..=64))
+            .map(|_| rng.random())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let transport = if rng.random_bool(0.5) {
+        pathwise_gist::MaTransport::Tcp
+    } else {
+        pathwise_gist::MaTransport::Tls
+    };
+    let payload = Segment {
+        kind,
+        transport,
+        seq: rng.random(),
+        ack: rng.random(),
+        payload: &data,
+    }
+    .emit();
+    Some(Transmit {
+        src: Some(src),
+        dst,
+        ifindex: None,
+        transport: Transport::Udp {
+            src_port: SEGMENT_PORT,
+            dst_port: SEGMENT_PORT,
+        },
+        router_alert: None,
+        ttl: 64,
+        payload,
+    })
 }
 
 /// Run one seed of the GIST campaign.
-pub fn run_seed(seed: u64) -> SeedRun {
+pub fn run_seed(seed: u64, budget: Budget) -> SeedRun {
     let mut rng = pathwise_core::rng::seeded(seed);
     let topo = random_network(&mut rng);
     let original = topo.clone();
@@ -232,6 +348,7 @@ pub fn run_seed(seed: u64) -> SeedRun {
         });
         Some(if hostile.contains(&setup.id) {
             p.hostile(setup, Instant::ZERO, fault_end, vet)
+                .forging(forge_segment)
         } else {
             p
         })
@@ -271,5 +388,14 @@ pub fn run_seed(seed: u64) -> SeedRun {
             next_at: Instant::from_millis(rng.random_range(1..=2000)),
         });
     }
-    run_plan(&mut sim, &mut w, &plan, &original, phases, drawn, |_, _| {})
+    run_plan(
+        &mut sim,
+        &mut w,
+        &plan,
+        &original,
+        phases,
+        budget,
+        drawn,
+        |_, _| {},
+    )
 }

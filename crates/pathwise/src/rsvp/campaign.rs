@@ -475,7 +475,7 @@ fn vet(t: &Transmit) -> bool {
 }
 
 /// Run one seed of the RSVP (`te` false) or RSVP-TE campaign.
-pub fn run_seed(seed: u64, te: bool) -> SeedRun {
+pub fn run_seed(seed: u64, te: bool, budget: crate::sim::Budget) -> SeedRun {
     let mut rng = pathwise_core::rng::seeded(seed);
     let topo = random_network(&mut rng);
     let original = topo.clone();
@@ -520,6 +520,7 @@ pub fn run_seed(seed: u64, te: bool) -> SeedRun {
         &plan,
         &original,
         phases,
+        budget,
         drawn,
         |sim, w| {
             for n in sim.topology().node_ids() {

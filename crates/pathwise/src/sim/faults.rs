@@ -167,6 +167,26 @@ impl FaultPlan {
 /// quiescent phase could wait out, and datagrams that are not the protocol's own messages.
 pub type Vet = fn(&Transmit) -> bool;
 
+/// Builds a blind message from what a hostile node has seen (addresses to spoof and aim at):
+/// a forgery no node sent, such as a stream segment with guessed sequence numbers. `None`:
+/// nothing to forge from.
+pub type Forge = fn(&mut SeededRng, &VecDeque<Transmit>) -> Option<Transmit>;
+
+/// What hostile nodes injected, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Injections {
+    /// Copies of what the node heard or sent, as they were.
+    pub replayed: u64,
+    /// Copies cut short.
+    pub truncated: u64,
+    /// Copies with random bytes appended.
+    pub extended: u64,
+    /// Copies with one to four bytes changed.
+    pub mutated: u64,
+    /// Blind forgeries ([`Forge`]).
+    pub forged: u64,
+}
+
 /// Which datagrams [`Probe`] counts as handed to the engine's own message handling.
 pub type Counted = fn(&Received<'_>) -> bool;
 
@@ -179,6 +199,7 @@ struct Hostile {
     until: Instant,
     ifaces: Vec<IfIndex>,
     vet: Vet,
+    forge: Option<Forge>,
     out: VecDeque<Transmit>,
 }
 
@@ -195,23 +216,35 @@ impl Hostile {
         self.seen.push_back(t);
     }
 
-    /// Inject one message: a replay (one in four) or a mutated copy of one seen.
-    fn inject(&mut self) {
+    /// Inject one message: with a forger, a forgery one time in four; otherwise a replay (one
+    /// in four) or a truncated, extended or mutated copy of one seen.
+    fn inject(&mut self, counts: &mut Injections) {
         if self.seen.is_empty() || self.ifaces.is_empty() {
+            return;
+        }
+        if let Some(forge) = self.forge
+            && self.rng.random_range(0..4) == 0
+            && let Some(t) = forge(&mut self.rng, &self.seen)
+        {
+            // Routed from its spoofed source like any datagram the node sends.
+            counts.forged += 1;
+            self.out.push_back(t);
             return;
         }
         for _ in 0..8 {
             let mut t = self.seen[self.rng.random_range(0..self.seen.len())].clone();
-            match self.rng.random_range(0..8) {
-                0 | 1 => {} // replayed as is
+            let count = match self.rng.random_range(0..8) {
+                0 | 1 => &mut counts.replayed,
                 2 => {
                     let keep = self.rng.random_range(0..=t.payload.len());
                     t.payload.truncate(keep);
+                    &mut counts.truncated
                 }
                 3 => {
                     let extra = self.rng.random_range(1..=16);
                     t.payload
                         .extend((0..extra).map(|_| self.rng.random::<u8>()));
+                    &mut counts.extended
                 }
                 _ => {
                     if t.payload.is_empty() {
@@ -221,11 +254,13 @@ impl Hostile {
                         let i = self.rng.random_range(0..t.payload.len());
                         t.payload[i] = self.rng.random();
                     }
+                    &mut counts.mutated
                 }
-            }
+            };
             if !(self.vet)(&t) {
                 continue;
             }
+            *count += 1;
             t.ifindex = Some(self.ifaces[self.rng.random_range(0..self.ifaces.len())]);
             t.ttl = 64;
             self.out.push_back(t);
@@ -244,6 +279,8 @@ pub struct Probe<E> {
     pub handed: u64,
     /// Messages a hostile node injected.
     pub injected: u64,
+    /// What it injected, by kind.
+    pub injections: Injections,
     counted: Counted,
     hostile: Option<Hostile>,
 }
@@ -255,6 +292,7 @@ impl<E> Probe<E> {
             inner,
             handed: 0,
             injected: 0,
+            injections: Injections::default(),
             counted,
             hostile: None,
         }
@@ -273,8 +311,17 @@ impl<E> Probe<E> {
                 until,
                 ifaces: setup.interfaces.iter().map(|i| i.ifindex).collect(),
                 vet,
+                forge: None,
                 out: VecDeque::new(),
             });
+        }
+        self
+    }
+
+    /// A hostile node also forges messages with `forge` (one injection in four).
+    pub fn forging(mut self, forge: Forge) -> Self {
+        if let Some(h) = self.hostile.as_mut() {
+            h.forge = Some(forge);
         }
         self
     }
@@ -306,7 +353,7 @@ impl<E: Engine> Engine for Probe<E> {
             && h.next_at <= now
         {
             if now < h.until {
-                h.inject();
+                h.inject(&mut self.injections);
                 h.next_at = now + Duration::from_millis(h.rng.random_range(50..=500));
             } else {
                 self.hostile = None;

@@ -25,11 +25,18 @@ pub enum Invariant {
     GistSymmetry,
     /// Every datagram handed to an engine is counted as received or as dropped by reason.
     CountersAddUp,
+    /// Every stream segment a node receives is accepted or dropped and counted by reason.
+    SegmentsCounted,
+    /// What one end of a stream delivered is exactly what the other end sent: no injected,
+    /// replayed or corrupted segment got in.
+    StreamIntegrity,
+    /// The seed reached quiescence within its step, virtual-time and wall-clock budgets.
+    Watchdog,
 }
 
 impl Invariant {
     /// Every invariant, in report order.
-    pub const ALL: [Invariant; 7] = [
+    pub const ALL: [Invariant; 10] = [
         Invariant::NoStateLeft,
         Invariant::ResvHasPath,
         Invariant::Admission,
@@ -37,6 +44,9 @@ impl Invariant {
         Invariant::LabelsHopByHop,
         Invariant::GistSymmetry,
         Invariant::CountersAddUp,
+        Invariant::SegmentsCounted,
+        Invariant::StreamIntegrity,
+        Invariant::Watchdog,
     ];
 
     /// Its name in reports.
@@ -49,6 +59,9 @@ impl Invariant {
             Invariant::LabelsHopByHop => "labels-hop-by-hop",
             Invariant::GistSymmetry => "gist-symmetry",
             Invariant::CountersAddUp => "counters-add-up",
+            Invariant::SegmentsCounted => "segments-counted",
+            Invariant::StreamIntegrity => "stream-integrity",
+            Invariant::Watchdog => "watchdog",
         }
     }
 }
@@ -247,6 +260,60 @@ pub fn counters_add_up(handed: u64, received: u64, dropped: u64, more_inputs: bo
     Ok(())
 }
 
+/// Segments received (`received`) are each accepted or dropped by reason (`dropped`).
+pub fn segments_counted(received: u64, accepted: u64, dropped: u64) -> Verdict {
+    if received == accepted + dropped {
+        Ok(())
+    } else {
+        Err(format!(
+            "{received} segments received, {accepted} accepted + {dropped} dropped"
+        ))
+    }
+}
+
+/// One end of a stream as [`stream_integrity`] compares it: its sequence numbers and the
+/// digests of the data acknowledged by the peer and delivered to the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamEnd {
+    /// Own initial sequence number.
+    pub iss: u32,
+    /// The peer's, as this end knows it.
+    pub irs: u32,
+    /// Oldest own sequence number unacknowledged.
+    pub snd_una: u32,
+    /// Next sequence number expected from the peer.
+    pub rcv_nxt: u32,
+    /// Digest of what the peer acknowledged.
+    pub acked: u32,
+    /// Digest of what was delivered.
+    pub delivered: u32,
+}
+
+/// `a` and `b` are the two ends of one established stream (each knows the other's initial
+/// number; otherwise they are different incarnations and nothing is compared, `Ok(false)`).
+/// Whenever `b` has delivered exactly what `a` has seen acknowledged, the digests agree, and
+/// `b` never expects anything `a` has not sent. `Ok(true)` when something was compared.
+pub fn stream_integrity(a: &StreamEnd, b: &StreamEnd) -> Result<bool, String> {
+    if a.iss != b.irs || b.iss != a.irs {
+        return Ok(false);
+    }
+    if b.rcv_nxt == a.snd_una && b.delivered != a.acked {
+        return Err(format!(
+            "after {} segments, delivered digest {:#010x}, sent {:#010x}",
+            b.rcv_nxt.wrapping_sub(b.irs).wrapping_sub(1),
+            b.delivered,
+            a.acked
+        ));
+    }
+    if b.rcv_nxt.wrapping_sub(a.snd_una) >= 1 << 31 {
+        return Err(format!(
+            "expects {} but the sender has {} acknowledged",
+            b.rcv_nxt, a.snd_una
+        ));
+    }
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,6 +397,44 @@ mod tests {
             "one counted twice"
         );
         assert!(counters_add_up(10, 11, 0, true).is_ok(), "a bundle of two");
+    }
+
+    #[test]
+    fn uncounted_segments_are_caught() {
+        assert!(segments_counted(10, 7, 3).is_ok());
+        assert!(segments_counted(10, 7, 2).is_err());
+    }
+
+    #[test]
+    fn a_stream_delivering_what_was_not_sent_is_caught() {
+        let a = StreamEnd {
+            iss: 100,
+            irs: 500,
+            snd_una: 104,
+            rcv_nxt: 501,
+            acked: 0xabcd,
+            delivered: 0,
+        };
+        let mut b = StreamEnd {
+            iss: 500,
+            irs: 100,
+            snd_una: 501,
+            rcv_nxt: 104,
+            acked: 0,
+            delivered: 0xabcd,
+        };
+        assert_eq!(stream_integrity(&a, &b), Ok(true));
+        b.delivered = 0xabce;
+        assert!(stream_integrity(&a, &b).is_err(), "an injected segment");
+        b.rcv_nxt = 105;
+        assert_eq!(stream_integrity(&a, &b), Ok(true), "not yet acknowledged");
+        b.rcv_nxt = 103;
+        assert!(
+            stream_integrity(&a, &b).is_err(),
+            "acknowledged, not delivered"
+        );
+        b.irs = 7;
+        assert_eq!(stream_integrity(&a, &b), Ok(false), "another incarnation");
     }
 
     #[test]

@@ -51,12 +51,17 @@ impl Protocol {
         }
     }
 
-    /// Run one seed.
+    /// Run one seed within the default [`Budget`].
     pub fn run_seed(self, seed: u64) -> SeedRun {
+        self.run_seed_within(seed, Budget::default())
+    }
+
+    /// Run one seed; the watchdog ends it as a failure once it exceeds `budget`.
+    pub fn run_seed_within(self, seed: u64, budget: Budget) -> SeedRun {
         match self {
-            Protocol::Rsvp => crate::rsvp::campaign::run_seed(seed, false),
-            Protocol::RsvpTe => crate::rsvp::campaign::run_seed(seed, true),
-            Protocol::Gist => crate::gist::campaign::run_seed(seed),
+            Protocol::Rsvp => crate::rsvp::campaign::run_seed(seed, false, budget),
+            Protocol::RsvpTe => crate::rsvp::campaign::run_seed(seed, true, budget),
+            Protocol::Gist => crate::gist::campaign::run_seed(seed, budget),
         }
     }
 }
@@ -73,9 +78,141 @@ pub struct CampaignArgs {
     /// The first seed (the others follow it); without it, a fresh random one, printed.
     #[arg(long)]
     pub first_seed: Option<u64>,
+    /// Watchdog: simulator events (packets delivered, timers fired) one seed may take; a seed
+    /// stuck at one virtual instant (a livelock, a message storm) fails instead of hanging.
+    #[arg(long, default_value_t = Budget::default().events)]
+    pub max_events: u64,
+    /// Watchdog: wall-clock seconds one seed may take.
+    #[arg(long, default_value_t = Budget::default().wall.as_secs_f64())]
+    pub seed_timeout: f64,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// What one seed may use before the watchdog ends it as a failure. Virtual time needs no
+/// budget of its own: each phase has a fixed length, so a run that stops advancing it shows
+/// as events piling up at one instant, which `events` bounds; `wall` bounds the rest, even a
+/// seed stuck inside one engine call (see [`run_guarded`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Budget {
+    /// Simulator events per seed.
+    pub events: u64,
+    /// Wall-clock time per seed.
+    pub wall: std::time::Duration,
+}
+
+impl Default for Budget {
+    /// Far above what a seed takes: in a release build the busiest of 1,000 GIST seeds took
+    /// 14,325 events and the slowest 0.09 s (the report's `max_events_per_seed` and
+    /// `max_wall_per_seed_s`); a debug build is ten to twenty times slower.
+    fn default() -> Self {
+        Budget {
+            events: 50_000_000,
+            wall: std::time::Duration::from_secs(300),
+        }
+    }
+}
+
+/// Keeps a seed within its [`Budget`] while [`drive`] runs it.
+#[derive(Debug)]
+pub struct Watchdog {
+    budget: Budget,
+    start: std::time::Instant,
+    events: u64,
+}
+
+impl Watchdog {
+    /// Start watching.
+    pub fn new(budget: Budget) -> Self {
+        Watchdog {
+            budget,
+            start: std::time::Instant::now(),
+            events: 0,
+        }
+    }
+
+    /// Simulator events so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// [`Sim::run_until`] `to`, one event at a time, within the budget.
+    pub fn run_until<E: Engine>(&mut self, sim: &mut Sim<E>, to: Instant) -> Result<(), Violation> {
+        while sim.next_event_at().is_some_and(|at| at <= to) {
+            sim.step();
+            self.events += 1;
+            if self.events > self.budget.events {
+                return Err(Violation::new(
+                    Invariant::Watchdog,
+                    sim.now(),
+                    "-",
+                    format!(
+                        "more than {} simulator events by t = {:.6} s (on the way to {:.3} s): \
+                         a livelock or a storm",
+                        self.budget.events,
+                        sim.now().as_nanos() as f64 / 1e9,
+                        to.as_nanos() as f64 / 1e9
+                    ),
+                ));
+            }
+            if self.events.is_multiple_of(4096) {
+                self.check_wall(sim.now())?;
+            }
+        }
+        sim.run_until(to);
+        self.check_wall(sim.now())
+    }
+
+    fn check_wall(&self, now: Instant) -> Result<(), Violation> {
+        let spent = self.start.elapsed();
+        if spent > self.budget.wall {
+            return Err(Violation::new(
+                Invariant::Watchdog,
+                now,
+                "-",
+                format!(
+                    "{:.3} s of wall-clock time by t = {:.3} s, over the budget of {:.3} s \
+                     ({} simulator events)",
+                    spent.as_secs_f64(),
+                    now.as_nanos() as f64 / 1e9,
+                    self.budget.wall.as_secs_f64(),
+                    self.events
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Run `f` on its own thread and wait at most `limit` for it. A seed stuck inside one engine
+/// call never returns to [`Watchdog`]; this reports it instead of hanging the campaign. Its
+/// thread cannot be stopped and is left behind (the process ends it on exit). A panic is
+/// reported too, as `Err` with its message.
+pub fn run_guarded<T: Send + 'static>(
+    limit: std::time::Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("campaign-seed".into())
+        .stack_size(32 << 20)
+        .spawn(move || {
+            let _ = tx.send(f());
+        });
+    if let Err(e) = spawned {
+        return Err(format!("cannot start the seed's thread: {e}"));
+    }
+    match rx.recv_timeout(limit) {
+        Ok(v) => Ok(v),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(format!(
+            "no result after {:.3} s of wall-clock time: stuck inside one call (thread left behind)",
+            limit.as_secs_f64()
+        )),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err("the seed panicked (message on stderr)".into())
+        }
+    }
 }
 
 /// What one seed did.
@@ -91,6 +228,8 @@ pub struct SeedRun {
     pub drawn: String,
     /// What happened, to show the run exercised something (see [`Workload::activity`]).
     pub activity: Activity,
+    /// Simulator events processed.
+    pub events: u64,
 }
 
 /// Named counts of what happened in runs: reservations up, timeouts, injected messages, …
@@ -136,6 +275,14 @@ pub struct Report {
     pub checks: Checks,
     /// What happened, summed over seeds.
     pub activity: Activity,
+    /// The watchdog's budget per seed.
+    pub budget: Budget,
+    /// Simulator events, all seeds.
+    pub events: u64,
+    /// Simulator events of the busiest seed.
+    pub max_events_per_seed: u64,
+    /// Wall time of the slowest seed, seconds.
+    pub max_wall_per_seed_s: f64,
 }
 
 /// A fresh random seed (no generator state to carry between runs: the process's hash keys).
@@ -150,19 +297,40 @@ pub fn fresh_seed() -> u64 {
     h.finish() >> 11
 }
 
-/// The command that replays `seed`.
-pub fn replay_command(protocol: Protocol, seed: u64) -> String {
-    format!(
+/// The command that replays `seed` (with the watchdog's budget when it is not the default).
+pub fn replay_command(protocol: Protocol, seed: u64, budget: Budget) -> String {
+    let mut cmd = format!(
         "pathwise sim campaign {} --seeds 1 --first-seed {seed}",
         protocol.name()
-    )
+    );
+    let default = Budget::default();
+    if budget.events != default.events {
+        cmd += &format!(" --max-events {}", budget.events);
+    }
+    if budget.wall != default.wall {
+        cmd += &format!(" --seed-timeout {}", budget.wall.as_secs_f64());
+    }
+    cmd
 }
 
-/// Run `seeds` seeds from `first_seed`; `progress` is told of each failure as it happens.
+/// Run `seeds` seeds from `first_seed` within the default [`Budget`]; `progress` is told of
+/// each failure as it happens.
 pub fn campaign(
     protocol: Protocol,
     first_seed: u64,
     seeds: u64,
+    progress: impl FnMut(&Failure),
+) -> Report {
+    campaign_within(protocol, first_seed, seeds, Budget::default(), progress)
+}
+
+/// [`campaign`] with the watchdog's `budget` per seed: a seed over it fails (invariant
+/// `watchdog`) with its replay command, and the campaign goes on.
+pub fn campaign_within(
+    protocol: Protocol,
+    first_seed: u64,
+    seeds: u64,
+    budget: Budget,
     mut progress: impl FnMut(&Failure),
 ) -> Report {
     let start = std::time::Instant::now();
@@ -175,10 +343,33 @@ pub fn campaign(
         wall_time_s: 0.0,
         checks: Checks::default(),
         activity: Activity::default(),
+        budget,
+        events: 0,
+        max_events_per_seed: 0,
+        max_wall_per_seed_s: 0.0,
     };
+    // The cooperative checks in [`Watchdog`] fire first; the guard only catches a seed that
+    // never gets back to them.
+    let guard = budget.wall + budget.wall / 2 + std::time::Duration::from_secs(1);
     for i in 0..seeds {
         let seed = first_seed.wrapping_add(i);
-        let run = protocol.run_seed(seed);
+        let seed_start = std::time::Instant::now();
+        let run = run_guarded(guard, move || protocol.run_seed_within(seed, budget))
+            .unwrap_or_else(|detail| SeedRun {
+                violation: Some(Violation::new(
+                    Invariant::Watchdog,
+                    Instant::ZERO,
+                    "-",
+                    detail,
+                )),
+                drawn: "(not known: the seed did not finish)".into(),
+                ..SeedRun::default()
+            });
+        report.max_wall_per_seed_s = report
+            .max_wall_per_seed_s
+            .max(seed_start.elapsed().as_secs_f64());
+        report.events += run.events;
+        report.max_events_per_seed = report.max_events_per_seed.max(run.events);
         report.virtual_time_s += run.virtual_time.as_secs_f64();
         report.checks.add(&run.checks);
         for (k, v) in &run.activity.0 {
@@ -187,7 +378,7 @@ pub fn campaign(
         if let Some(violation) = run.violation {
             let f = Failure {
                 seed,
-                replay: replay_command(protocol, seed),
+                replay: replay_command(protocol, seed, budget),
                 drawn: run.drawn,
                 violation,
             };
@@ -210,6 +401,15 @@ pub fn render(r: &Report) -> String {
         r.failures.len(),
         r.virtual_time_s,
         r.wall_time_s
+    );
+    let _ = writeln!(
+        out,
+        "simulator events {} (busiest seed {}), slowest seed {:.3} s; watchdog: {} events, {:.0} s per seed",
+        r.events,
+        r.max_events_per_seed,
+        r.max_wall_per_seed_s,
+        r.budget.events,
+        r.budget.wall.as_secs_f64()
     );
     let _ = writeln!(out, "{:<22} {:>12}", "invariant", "checks");
     for inv in Invariant::ALL {
@@ -243,7 +443,15 @@ pub fn run(cmd: SimCommand) -> anyhow::Result<()> {
             s
         }
     };
-    let report = campaign(a.protocol, first_seed, a.seeds, |f| {
+    anyhow::ensure!(
+        a.seed_timeout.is_finite() && a.seed_timeout > 0.0,
+        "--seed-timeout must be a positive number of seconds"
+    );
+    let budget = Budget {
+        events: a.max_events,
+        wall: std::time::Duration::from_secs_f64(a.seed_timeout),
+    };
+    let report = campaign_within(a.protocol, first_seed, a.seeds, budget, |f| {
         // The replay command is printed once, in the report.
         eprintln!(
             "seed {} failed: {}\n  drawn: {}",
@@ -311,12 +519,14 @@ pub struct Phases {
 
 /// Run a drawn seed: note the fault plan in `drawn`, impair the links it names, let `start`
 /// prepare the nodes, then [`drive`] the phases (restoring `original` for the quiet one).
+#[allow(clippy::too_many_arguments)]
 pub fn run_plan<W: Workload>(
     sim: &mut Sim<W::Engine>,
     w: &mut W,
     plan: &faults::FaultPlan,
     original: &pathwise_sim::Topology,
     phases: Phases,
+    budget: Budget,
     mut drawn: String,
     start: impl FnOnce(&mut Sim<W::Engine>, &mut W),
 ) -> SeedRun {
@@ -338,12 +548,14 @@ pub fn run_plan<W: Workload>(
     start(sim, w);
     let mut checks = Checks::default();
     let mut activity = Activity::default();
+    let mut watch = Watchdog::new(budget);
     let violation = drive(
         sim,
         w,
         &plan.timed,
         faults::FaultPlan::restore(original),
         phases,
+        &mut watch,
         &mut checks,
         &mut activity,
     )
@@ -354,18 +566,21 @@ pub fn run_plan<W: Workload>(
         violation,
         drawn,
         activity,
+        events: watch.events(),
     }
 }
 
 /// Run a workload through the three phases: faults (from `timed`, applied at their instants),
-/// settling (after `restore` turned them off), quiescence (after teardown). Stops at the first
-/// violation.
+/// settling (after `restore` turned them off), quiescence (after teardown), the simulator
+/// advanced by `watch`. Stops at the first violation, or when the watchdog fires.
+#[allow(clippy::too_many_arguments)]
 pub fn drive<W: Workload>(
     sim: &mut Sim<W::Engine>,
     w: &mut W,
     timed: &[(Instant, Control)],
     restore: Vec<Control>,
     phases: Phases,
+    watch: &mut Watchdog,
     checks: &mut Checks,
     activity: &mut Activity,
 ) -> Result<(), Violation> {
@@ -383,7 +598,7 @@ pub fn drive<W: Workload>(
                 if let Some((at, _)) = pending.peek() {
                     next = next.min(*at);
                 }
-                sim.run_until(next);
+                watch.run_until(sim, next)?;
                 while let Some((_, c)) = pending.next_if(|(at, _)| *at <= sim.now()) {
                     let restart = match c {
                         Control::Restart(n) if !sim.is_up(*n) => Some(*n),
@@ -424,4 +639,44 @@ pub fn drive<W: Workload>(
     let quiet_end = sim.now() + phases.quiesce;
     run_to(sim, w, quiet_end, &mut none, checks)?;
     w.check(sim, Stage::Quiescent, checks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_stuck_inside_a_call_is_reported_not_waited_for() {
+        let start = std::time::Instant::now();
+        let r: Result<(), String> = run_guarded(std::time::Duration::from_millis(50), || {
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        });
+        assert!(r.unwrap_err().contains("stuck inside one call"));
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_panicking_seed_is_reported() {
+        let r: Result<(), String> =
+            run_guarded(std::time::Duration::from_secs(5), || panic!("engine bug"));
+        assert!(r.unwrap_err().contains("panicked"));
+    }
+
+    #[test]
+    fn replay_command_carries_a_budget_that_is_not_the_default() {
+        assert_eq!(
+            replay_command(Protocol::Gist, 5, Budget::default()),
+            "pathwise sim campaign gist --seeds 1 --first-seed 5"
+        );
+        let b = Budget {
+            events: 10,
+            wall: std::time::Duration::from_millis(1500),
+        };
+        assert_eq!(
+            replay_command(Protocol::Rsvp, 5, b),
+            "pathwise sim campaign rsvp --seeds 1 --first-seed 5 --max-events 10 --seed-timeout 1.5"
+        );
+    }
 }
