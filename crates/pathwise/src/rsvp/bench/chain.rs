@@ -364,3 +364,43 @@ pub fn figures(r: &ChainReport) -> Vec<Figure> {
     ));
     vec![cpu, memory]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_put_the_kom_tables_beside_the_measured_range() {
+        let s = stats(vec![1.0]);
+        let r = ChainReport {
+            traffic_control: "htb".into(),
+            sessions: 1,
+            end_to_end_ms: s.clone(),
+            path_ms: s.clone(),
+            resv_ms: s.clone(),
+            per_hop_ms: 0.1,
+            end_to_end_signaling_only_ms: s,
+            holding: [2500, 10_000]
+                .into_iter()
+                .map(|n| Holding {
+                    held: n,
+                    r2_rss_idle_kib: 8000,
+                    r2_rss_held_kib: 8000 + n as u64 / 2,
+                    r2_cpu_percent: n as f64 / 10_000.0,
+                })
+                .collect(),
+        };
+        let figs = figures(&r);
+        assert_eq!(figs.len(), 2);
+        assert_eq!(
+            figs[0].series[0].points,
+            vec![(2500.0, 0.25), (10_000.0, 1.0)]
+        );
+        // Table I stops at 5,500 flows; Table II is cut at the largest count measured.
+        let tuned = &figs[0].series[2];
+        assert!(tuned.reference);
+        assert_eq!(tuned.points.last(), Some(&(10_000.0, 14.75)));
+        assert_eq!(figs[1].series[1].points.last(), Some(&(5500.0, 12848.0)));
+        crate::bench::plot::render(&figs).unwrap();
+    }
+}
