@@ -28,6 +28,10 @@ pub enum Bench {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Draw setup time, RTT and the daemons' CPU per session for each transport into this
+        /// SVG file.
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
     },
     /// What intercepting Queries in transit costs a router (root): R2's daemon CPU per Query it
     /// takes off the path and per Query it lets pass, with netfilter queueing against the
@@ -86,9 +90,12 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             rate,
             runs,
             json,
+            plot,
         } => {
+            plot_target(plot.as_deref())?;
             let report = chain::run(sessions, rate, runs)?;
-            print_report(json, &report, chain::render)
+            print_report(json, &report, chain::render)?;
+            plot_to(plot.as_deref(), &chain::figures(&report))
         }
         Bench::GistInterception {
             rate,
