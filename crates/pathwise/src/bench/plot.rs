@@ -422,17 +422,18 @@ where
         .series
         .iter()
         .all(|s| s.points.iter().all(|p| p.0.fract() == 0.0));
+    // Tick positions are computed in steps (0.2 × 10 is not exactly 2): round first.
+    let near_whole = |v: f64| (v - v.round()).abs() < 1e-9;
     let x_fmt = |v: &f64| {
         if names.is_empty() {
-            if x_whole && v.fract() != 0.0 {
-                String::new()
-            } else {
-                tick(*v)
+            match (x_whole, near_whole(*v)) {
+                (true, false) => String::new(),
+                (true, true) => tick(v.round()),
+                _ => tick(*v),
             }
         } else {
-            let whole = v.fract() == 0.0 && *v >= 0.0;
-            let name = whole.then(|| names.get(*v as usize)).flatten();
-            name.cloned().unwrap_or_default()
+            let name = (near_whole(*v) && *v >= -0.5).then(|| names.get(v.round() as usize));
+            name.flatten().cloned().unwrap_or_default()
         }
     };
     let y_fmt = |v: &f64| tick(*v);
@@ -707,6 +708,20 @@ pub(crate) mod tests {
             render(&[bad]),
             Err(PlotError::NotACategory { .. })
         ));
+    }
+
+    #[test]
+    fn whole_number_axes_label_every_whole_tick() {
+        let f = Figure::new("w", Axis::linear("worker threads"), Axis::linear("y"))
+            .with(Series::measured("s", vec![(1.0, 100.0), (2.0, 200.0)]));
+        let t = texts(&render(&[f]).unwrap().0);
+        for want in ["0", "1", "2"] {
+            assert!(t.iter().any(|s| s == want), "{want} missing from {t:?}");
+        }
+        assert!(
+            !t.iter().any(|s| s.contains('.')),
+            "fractional tick in {t:?}"
+        );
     }
 
     #[test]
