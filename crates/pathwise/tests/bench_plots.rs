@@ -155,3 +155,17 @@ fn an_unwritable_plot_path_fails_before_measuring() {
     assert!(stderr.contains("--plot /nonexistent-dir/x.svg"), "{stderr}");
     assert!(out.stdout.is_empty(), "nothing measured");
 }
+
+#[test]
+fn a_failed_check_leaves_no_plot_file_behind() {
+    let dir = Scratch::new("nofile");
+    let svg = dir.0.join("never.svg");
+    // Zero sessions is refused after the plot path was checked.
+    let out = Command::new(env!("CARGO_BIN_EXE_pathwise"))
+        .args(["bench", "rsvp", "--sessions", "0", "--plot"])
+        .arg(&svg)
+        .output()
+        .expect("run pathwise");
+    assert!(!out.status.success());
+    assert!(!svg.exists(), "an empty plot file was left behind");
+}

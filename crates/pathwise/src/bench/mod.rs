@@ -21,11 +21,19 @@ pub fn print_report<T: serde::Serialize>(
 }
 
 /// Before a long measurement: make sure the `--plot` file can be written, so a bad path fails
-/// at once rather than after the run.
+/// at once rather than after the run. A file that was not there is not left behind.
 pub fn plot_target(path: Option<&std::path::Path>) -> anyhow::Result<()> {
     if let Some(path) = path {
-        std::fs::File::create(path)
+        let existed = path.exists();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
             .map_err(|e| anyhow::anyhow!("--plot {}: {e}", path.display()))?;
+        if !existed {
+            std::fs::remove_file(path)?;
+        }
     }
     Ok(())
 }
