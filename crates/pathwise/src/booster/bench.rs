@@ -561,7 +561,7 @@ pub fn figures(exps: &[Experiment]) -> Vec<Figure> {
                 ));
             }
             if !f.series.is_empty() {
-                figs.push(f.legend(Legend::UpperRight));
+                figs.push(f.legend(Legend::LowerLeft));
             }
         }
     }
