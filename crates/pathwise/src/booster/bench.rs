@@ -17,6 +17,7 @@
 //! installed, no booster"), then one booster each.
 
 use super::netns::{self, GA, GB, LinkShape, Payload, Testbed};
+use crate::bench::plot::{Axis, Figure, Legend, Series};
 use anyhow::{Context as _, bail};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -404,18 +405,24 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
     Ok(Experiment { name: "unshaped link, interleaved: null vs plain TUN forwarder, encrypt vs wireguard-go (throughput Mbit/s, random data)".into(), unit: "Mbit/s or ms".into(), notes, points })
 }
 
-/// Run the named experiments (`all` for every one).
+/// Run the named experiments (comma-separated; `all` for every one).
 pub fn run(which: &str, opt: &Options) -> anyhow::Result<Vec<Experiment>> {
+    const NAMES: [&str; 4] = ["rtt", "throughput", "fec", "compare"];
+    let wanted: Vec<&str> = which.split(',').map(str::trim).collect();
+    if let Some(bad) = wanted.iter().find(|w| **w != "all" && !NAMES.contains(w)) {
+        bail!("unknown experiment {bad:?} (rtt, throughput, fec, compare, all)");
+    }
+    let all = wanted.contains(&"all");
     let mut tools = vec!["ping", "iperf3"];
-    if matches!(which, "all" | "compare") {
+    if all || wanted.contains(&"compare") {
         tools.extend(["wireguard-go", "wg"]);
     }
     if let Some(why) = netns::unavailable(&tools) {
         bail!("cannot run the booster benchmarks here: {why}");
     }
     let mut out = Vec::new();
-    for name in ["rtt", "throughput", "fec", "compare"] {
-        if which == "all" || which == name {
+    for name in NAMES {
+        if all || wanted.contains(&name) {
             eprintln!("running {name} …");
             out.push(match name {
                 "rtt" => rtt(opt)?,
@@ -424,9 +431,6 @@ pub fn run(which: &str, opt: &Options) -> anyhow::Result<Vec<Experiment>> {
                 _ => compare(opt)?,
             });
         }
-    }
-    if out.is_empty() {
-        bail!("unknown experiment {which:?} (rtt, throughput, fec, compare, all)");
     }
     Ok(out)
 }
@@ -472,4 +476,156 @@ pub fn render(exps: &[Experiment]) -> String {
         }
     }
     s
+}
+
+/// Seed 003 Table 1 (netperf over 10 Mbit/s Ethernet, a text file), by our setup name: no
+/// support installed = `direct`, support with no booster = `none`, the Lempel-Ziv booster =
+/// `lz4`, Dumb-Lempel-Ziv = `dumb`, the Lucifer crypto booster = `encrypt`.
+const SEED_TABLE_1: [(&str, f64); 6] = [
+    ("direct", 7.21),
+    ("none", 7.22),
+    ("null", 7.15),
+    ("lz4", 9.42),
+    ("dumb", 5.22),
+    ("encrypt", 0.34),
+];
+
+/// `--plot`: seed 003 Fig. 6 (ping RTT against IP packet size, one series per setup) and
+/// Table 1 (throughput per setup, text and random data, the seed's figures beside them) from
+/// the `rtt` and `throughput` experiments that ran; `fec` and `compare` have no seed figure.
+pub fn figures(exps: &[Experiment]) -> Vec<Figure> {
+    // Setups in the order they were measured.
+    let setups = |e: &Experiment| {
+        let mut names: Vec<String> = Vec::new();
+        for p in &e.points {
+            if !names.contains(&p.setup) {
+                names.push(p.setup.clone());
+            }
+        }
+        names
+    };
+    let mut figs = Vec::new();
+    for e in exps {
+        if e.name.contains("seed Fig. 6") {
+            let mut f = Figure::new(
+                "Boosters: ping RTT against IP packet size, 10 Mbit/s link (seed 003 Fig. 6)",
+                Axis::linear("IP packet size, bytes"),
+                Axis::log("RTT, ms (median, log)"),
+            );
+            for setup in setups(e) {
+                let pts: Vec<(f64, f64)> = e
+                    .points
+                    .iter()
+                    .filter(|p| p.setup == setup && p.median.is_finite() && p.median > 0.0)
+                    .filter_map(|p| Some((p.x.parse::<f64>().ok()?, p.median)))
+                    .collect();
+                if !pts.is_empty() {
+                    f = f.with(Series::measured(setup, pts));
+                }
+            }
+            if !f.series.is_empty() {
+                figs.push(f);
+            }
+        } else if e.name.contains("seed Table 1") {
+            let names = setups(e);
+            let mut f = Figure::new(
+                "Boosters: TCP throughput per setup, 10 Mbit/s link (seed 003 Table 1)",
+                Axis::categories("setup (chain of boosters)", names.clone()),
+                Axis::linear("throughput, Mbit/s (median)"),
+            );
+            for payload in ["text", "random"] {
+                let pts: Vec<(f64, f64)> = e
+                    .points
+                    .iter()
+                    .filter(|p| p.x == payload && p.median.is_finite())
+                    .filter_map(|p| {
+                        let i = names.iter().position(|n| *n == p.setup)?;
+                        Some((i as f64, p.median))
+                    })
+                    .collect();
+                if !pts.is_empty() {
+                    f = f.with(Series::measured(format!("iperf3, {payload} data"), pts));
+                }
+            }
+            let seed: Vec<(f64, f64)> = SEED_TABLE_1
+                .iter()
+                .filter_map(|(setup, mbit)| {
+                    let i = names.iter().position(|n| n == setup)?;
+                    Some((i as f64, *mbit))
+                })
+                .collect();
+            if !seed.is_empty() {
+                f = f.with(Series::reference(
+                    "seed 003 Table 1 (netperf, text file; LZ as lz4, Lucifer as encrypt)",
+                    seed,
+                ));
+            }
+            if !f.series.is_empty() {
+                figs.push(f.legend(Legend::LowerLeft));
+            }
+        }
+    }
+    figs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::plot::{render, tests::texts};
+
+    fn point(setup: &str, x: &str, median: f64) -> Point {
+        Point {
+            setup: setup.into(),
+            x: x.into(),
+            median,
+            samples: vec![median],
+        }
+    }
+
+    #[test]
+    fn figures_draw_rtt_and_throughput_with_the_seed_table() {
+        let rtt = Experiment {
+            name: "ping RTT vs IP packet size, 10 Mbit/s link (seed Fig. 6)".into(),
+            unit: "ms".into(),
+            notes: vec![],
+            points: vec![
+                point("direct", "60", 0.05),
+                point("direct", "1400", 0.07),
+                point("lz4", "60", 0.2),
+                point("lz4", "1400", f64::NAN), // no reply: left out
+            ],
+        };
+        let tput = Experiment {
+            name: "iperf3 TCP throughput, 10 Mbit/s link (seed Table 1)".into(),
+            unit: "Mbit/s".into(),
+            notes: vec![],
+            points: vec![
+                point("direct", "text", 9.5),
+                point("direct", "random", 9.5),
+                point("lz4", "text", 30.0),
+                point("lz4", "random", 9.1),
+            ],
+        };
+        let fec = Experiment {
+            name: "iperf3 TCP goodput with random loss".into(),
+            unit: "Mbit/s".into(),
+            notes: vec![],
+            points: vec![point("none", "1% loss", 5.0)],
+        };
+        let figs = figures(&[rtt, tput, fec]);
+        assert_eq!(figs.len(), 2, "fec has no seed figure");
+        assert_eq!(figs[0].series[1].points, vec![(60.0, 0.2)]);
+        assert_eq!(figs[1].x.categories, vec!["direct", "lz4"]);
+        let seed = figs[1].series.iter().find(|s| s.reference).unwrap();
+        assert_eq!(seed.points, vec![(0.0, 7.21), (1.0, 9.42)]);
+        let t = texts(&render(&figs).unwrap().0);
+        for want in [
+            "direct",
+            "lz4",
+            "iperf3, text data",
+            "IP packet size, bytes",
+        ] {
+            assert!(t.iter().any(|s| s == want), "{want} missing");
+        }
+    }
 }

@@ -327,8 +327,8 @@ fn render_stats(v: &Value) -> String {
 /// `pathwise bench booster` arguments.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// Experiment: rtt (seed Fig. 6), throughput (seed Table 1), fec, compare (null vs plain
-    /// TUN forwarder, encrypt vs wireguard-go), or all.
+    /// Experiments, comma-separated: rtt (seed Fig. 6), throughput (seed Table 1), fec,
+    /// compare (null vs plain TUN forwarder, encrypt vs wireguard-go), or all.
     #[arg(default_value = "all")]
     experiment: String,
     /// Repetitions; medians are reported.
@@ -343,6 +343,10 @@ pub struct BenchArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// Draw RTT against packet size per setup (seed Fig. 6) and throughput per setup (seed
+    /// Table 1), from the rtt and throughput experiments, into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
 }
 
 /// Run `pathwise bench booster` and print its report.
@@ -353,6 +357,12 @@ pub fn run_bench(a: BenchArgs) -> anyhow::Result<()> {
         pings: a.pings.max(1),
         binary: std::env::current_exe()?,
     };
+    let drawn = ["all", "rtt", "throughput"];
+    if a.plot.is_some() && !a.experiment.split(',').any(|e| drawn.contains(&e.trim())) {
+        anyhow::bail!("--plot draws the rtt and throughput experiments (seed Fig. 6, Table 1)");
+    }
+    crate::bench::plot_target(a.plot.as_deref())?;
     let exps = crate::booster::bench::run(&a.experiment, &opt)?;
-    crate::bench::print_report(a.json, &exps, |e| crate::booster::bench::render(e))
+    crate::bench::print_report(a.json, &exps, |e| crate::booster::bench::render(e))?;
+    crate::bench::plot_to(a.plot.as_deref(), &crate::booster::bench::figures(&exps))
 }

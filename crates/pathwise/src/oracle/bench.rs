@@ -20,6 +20,7 @@
 
 use super::clients::{CandidatePool, ClientReport, FloodOptions, Limits, QueryOptions, flood};
 use super::server::{CpuTime, Service, UdpOptions, UdpServer};
+use crate::bench::plot::{Axis, Figure, Legend, Series};
 use pathwise_oracle::generate::{SyntheticSpec, seed_network, synthetic};
 use pathwise_oracle::model::CacheScope;
 use pathwise_oracle::{OracleConfig, SharedSnapshot, TopologySnapshot};
@@ -620,4 +621,124 @@ pub fn render(r: &OracleBenchReport) -> String {
         }
     }
     s
+}
+
+/// `--plot`: the seed's figures from this run. Replies/s (Fig. 24), mean RTT under load (Fig.
+/// 25) and its standard deviation (Fig. 26) against IPs per query, one series per worker count
+/// (the echo server beside the oracle for replies/s, one query in flight beside it for RTT);
+/// replies/s against worker threads (Figs. 22–23) when more than one count ran; and the
+/// network-size comparison (Fig. 28) when it ran. The seed printed no numbers for these
+/// figures, so there is no reference series.
+pub fn figures(r: &OracleBenchReport) -> Vec<Figure> {
+    let mut workers: Vec<usize> = r.rows.iter().map(|row| row.workers).collect();
+    workers.dedup();
+    let mut sizes: Vec<usize> = r.rows.iter().map(|row| row.ips).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let by_size = |w: usize, f: &dyn Fn(&SizeRow) -> f64| -> Vec<(f64, f64)> {
+        let mut pts: Vec<(f64, f64)> = r
+            .rows
+            .iter()
+            .filter(|row| row.workers == w)
+            .map(|row| (row.ips as f64, f(row)))
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        pts
+    };
+    let plural = |w: usize| if w == 1 { "" } else { "s" };
+    let mut figs = Vec::new();
+    if !r.rows.is_empty() {
+        let mut replies = Figure::new(
+            format!(
+                "Oracle on loopback: replies/s against query size, {} in flight (seed 002 Fig. 24)",
+                r.window
+            ),
+            Axis::linear("IPs per query"),
+            Axis::linear("replies per second (median)"),
+        )
+        .legend(Legend::UpperRight);
+        for &w in &workers {
+            replies = replies.with(Series::measured(
+                format!("oracle, {w} worker{}", plural(w)),
+                by_size(w, &|row| row.oracle.median.replies_per_s),
+            ));
+        }
+        for &w in &workers {
+            replies = replies.with(Series::measured(
+                format!("UDP echo, {w} worker{}", plural(w)),
+                by_size(w, &|row| row.echo.median.replies_per_s),
+            ));
+        }
+        figs.push(replies);
+        let mut rtt = Figure::new(
+            "Oracle on loopback: mean RTT against query size (seed 002 Fig. 25)",
+            Axis::linear("IPs per query"),
+            Axis::linear("mean RTT, ms (median of runs)"),
+        );
+        for &w in &workers {
+            rtt = rtt.with(Series::measured(
+                format!("{} in flight, {w} worker{}", r.window, plural(w)),
+                by_size(w, &|row| row.oracle.median.rtt_avg_ms),
+            ));
+        }
+        if !r.idle.is_empty() {
+            rtt = rtt.with(Series::measured(
+                "one in flight, 1 worker",
+                r.idle
+                    .iter()
+                    .map(|i| (i.ips as f64, i.oracle.median.rtt_avg_ms))
+                    .collect(),
+            ));
+        }
+        figs.push(rtt);
+        let mut sd = Figure::new(
+            "Oracle on loopback: RTT standard deviation against query size (seed 002 Fig. 26)",
+            Axis::linear("IPs per query"),
+            Axis::linear("RTT standard deviation, ms"),
+        );
+        for &w in &workers {
+            sd = sd.with(Series::measured(
+                format!("{} in flight, {w} worker{}", r.window, plural(w)),
+                by_size(w, &|row| row.oracle.median.rtt_stddev_ms),
+            ));
+        }
+        figs.push(sd);
+    }
+    if workers.len() > 1 {
+        let mut threads = Figure::new(
+            "Oracle on loopback: replies/s against worker threads (seed 002 Figs. 22-23)",
+            Axis::linear("worker threads"),
+            Axis::linear("replies per second (median)"),
+        )
+        .legend(Legend::UpperRight);
+        for &size in &sizes {
+            let pts = r
+                .rows
+                .iter()
+                .filter(|row| row.ips == size)
+                .map(|row| (row.workers as f64, row.oracle.median.replies_per_s))
+                .collect();
+            threads = threads.with(Series::measured(format!("{size} IPs per query"), pts));
+        }
+        figs.push(threads);
+    }
+    if !r.networks.is_empty() {
+        let names = r.networks.iter().map(|n| n.network.clone()).collect();
+        let pts = r
+            .networks
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (i as f64, n.oracle.median.replies_per_s))
+            .collect();
+        let w = r.networks[0].workers;
+        figs.push(
+            Figure::new(
+                "Oracle: network size must not matter (seed 002 Fig. 28), 100 IPs per query",
+                Axis::categories("network", names),
+                Axis::linear("replies per second (median)"),
+            )
+            .with(Series::measured(format!("{w} worker{}", plural(w)), pts)),
+        );
+    }
+    figs
 }

@@ -350,6 +350,10 @@ pub struct BenchArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// Draw replies/s and RTT against IPs per query, one series per worker count (seed 002
+    /// Figs. 22–28), into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
 }
 
 /// Run `pathwise bench oracle`.
@@ -372,13 +376,10 @@ pub fn run_bench(a: BenchArgs) -> anyhow::Result<()> {
         batch: a.batch.clamp(1, crate::oracle::server::MAX_BATCH),
         network_size: !a.no_network_size,
     };
+    crate::bench::plot_target(a.plot.as_deref())?;
     let report = crate::oracle::bench::run(&opts, &|line| eprintln!("{line}"))?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", crate::oracle::bench::render(&report));
-    }
-    Ok(())
+    crate::bench::print_report(a.json, &report, crate::oracle::bench::render)?;
+    crate::bench::plot_to(a.plot.as_deref(), &crate::oracle::bench::figures(&report))
 }
 
 /// Run an oracle command.

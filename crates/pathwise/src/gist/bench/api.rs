@@ -12,6 +12,7 @@
 //! each round and load level, so the ratio of a pair shares the machine's load of the moment.
 
 use super::chain::{IDLE, cpu_ns, median_of};
+use crate::bench::plot::{Axis, Figure, Legend, Series};
 use crate::gist::chain::{self as gist_chain, H1, H2, H2_V4, NODES, Options};
 use crate::netns::{Lab, wait_for};
 use serde_json::{Value, json};
@@ -332,4 +333,120 @@ pub fn render(v: &Value) -> String {
         }
     }
     s
+}
+
+/// `--plot`: seed 000 Fig. 4.4 from this run — H2's CPU against the concurrent flows, plug-in
+/// against IPC (IPC also split into the daemon's and the NSLP process's share), and the ratio
+/// IPC / plug-in against the thesis's "approx. 1.6" (seed 000 §4.3.2, the text beside Fig.
+/// 4.4, which printed no other numbers).
+pub fn figures(v: &Value) -> Vec<Figure> {
+    let flows: Vec<u64> = v["sessions"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    // Median of a figure at each load level, ms/s of CPU → % of one core.
+    let curve = |path: &[&str], scale: f64| -> Vec<(f64, f64)> {
+        flows
+            .iter()
+            .filter_map(|n| {
+                let mut x = &v["summary"][n.to_string()];
+                for p in path {
+                    x = &x[*p];
+                }
+                Some((*n as f64, x["median"].as_f64()? * scale))
+            })
+            .collect()
+    };
+    let pct = 0.1; // 1 ms of CPU per s is 0.1 % of one core
+    let mut cpu = Figure::new(
+        "GIST responder H2: CPU against concurrent flows, NSLP plug-in vs IPC (seed 000 Fig. 4.4)",
+        Axis::linear("concurrent flows (sessions)"),
+        Axis::linear("CPU, % of one core (median)"),
+    );
+    let named = [
+        (["plugin", "node_cpu_ms_per_s"], "plug-in: daemon"),
+        (["ipc", "node_cpu_ms_per_s"], "IPC: daemon + NSLP process"),
+        (["ipc", "daemon_cpu_ms_per_s"], "IPC: daemon alone"),
+        (["ipc", "nslp_cpu_ms_per_s"], "IPC: NSLP process alone"),
+    ];
+    for (path, name) in named {
+        let pts = curve(&path, pct);
+        if !pts.is_empty() {
+            cpu = cpu.with(Series::measured(name, pts));
+        }
+    }
+    let mut figs = Vec::new();
+    if !cpu.series.is_empty() {
+        figs.push(cpu);
+    }
+    let ratio = curve(&["ipc_over_plugin", "node_cpu"], 1.0);
+    if !ratio.is_empty() {
+        let thesis = flows.iter().map(|&n| (n as f64, 1.6)).collect();
+        figs.push(
+            Figure::new(
+                "GIST responder H2: IPC / plug-in CPU, median of back-to-back pairs",
+                Axis::linear("concurrent flows (sessions)"),
+                Axis::linear("IPC CPU / plug-in CPU"),
+            )
+            .with(Series::measured("pathwise", ratio))
+            .with(Series::reference(
+                "thesis: approx. 1.6 (seed 000 §4.3.2, Fig. 4.4)",
+                thesis,
+            ))
+            .legend(Legend::LowerRight),
+        );
+    }
+    figs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::plot::{render, tests::texts};
+
+    /// The figures read the keys `run` writes (a summary shaped like its output).
+    #[test]
+    fn figures_follow_the_report() {
+        let level = |plugin: f64, ipc: f64| {
+            json!({
+                "plugin": { "node_cpu_ms_per_s": { "median": plugin } },
+                "ipc": {
+                    "node_cpu_ms_per_s": { "median": ipc },
+                    "daemon_cpu_ms_per_s": { "median": ipc * 0.8 },
+                    "nslp_cpu_ms_per_s": { "median": ipc * 0.2 },
+                },
+                "ipc_over_plugin": { "node_cpu": { "median": ipc / plugin } },
+            })
+        };
+        let v = json!({
+            "sessions": [1000, 5000],
+            "summary": { "1000": level(1.45, 3.47), "5000": level(6.67, 15.64) },
+        });
+        let figs = figures(&v);
+        assert_eq!(figs.len(), 2);
+        assert_eq!(figs[0].series.len(), 4);
+        // ms/s to % of one core.
+        assert_eq!(
+            figs[0].series[0].points,
+            vec![(1000.0, 0.145), (5000.0, 0.667)]
+        );
+        assert!(figs[1].series[1].reference);
+        let t = texts(&render(&figs).unwrap().0);
+        for want in [
+            "plug-in: daemon",
+            "IPC: daemon + NSLP process",
+            "thesis: approx. 1.6 (seed 000 §4.3.2, Fig. 4.4)",
+            "concurrent flows (sessions)",
+        ] {
+            assert!(t.iter().any(|s| s == want), "{want} missing");
+        }
+        // Plug-in only: no ratio figure, one series.
+        let v = json!({
+            "sessions": [1000],
+            "summary": { "1000": { "plugin": { "node_cpu_ms_per_s": { "median": 1.0 } } } },
+        });
+        let figs = figures(&v);
+        assert_eq!(figs.len(), 1);
+        assert_eq!(figs[0].series.len(), 1);
+    }
 }

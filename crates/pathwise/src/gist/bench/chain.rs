@@ -8,6 +8,7 @@
 //! cross-check). A quiet window before the load gives the daemon's idle rate (timers, refreshes
 //! of nothing), reported beside the load figure and subtracted in the net one.
 
+use crate::bench::plot::{Axis, Figure, Series};
 use crate::gist::chain::{self as gist_chain, H1, H2_V4, NODES, Options, R2};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -235,4 +236,89 @@ pub fn render(v: &Value) -> String {
         );
     }
     s
+}
+
+/// `--plot`: per transport (UDP, TCP, TLS), session setup time and RTT (seed 000 §4.4.3 set up
+/// sessions over each), and the daemons' CPU per session, from the summary.
+pub fn figures(v: &Value) -> Vec<Figure> {
+    let transports = ["udp", "tcp", "tls"];
+    let names = transports
+        .iter()
+        .map(|t| t.to_uppercase())
+        .collect::<Vec<_>>();
+    let series = |name: &str, f: &dyn Fn(&Value) -> Option<f64>| {
+        let pts: Vec<(f64, f64)> = transports
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| Some((i as f64, f(&v["summary"][t]).filter(|y| y.is_finite())?)))
+            .collect();
+        (!pts.is_empty()).then(|| Series::measured(name, pts))
+    };
+    let title = |what: &str| {
+        format!(
+            "GIST on the five-node chain: {what}, {} sessions at {}/s",
+            v["sessions"], v["rate"]
+        )
+    };
+    let mut times = Figure::new(
+        title("setup time and RTT per transport"),
+        Axis::categories("transport", names.clone()),
+        Axis::linear("ms (median of runs)"),
+    );
+    let mut cpu = Figure::new(
+        title("daemons' CPU per session"),
+        Axis::categories("transport", names),
+        Axis::linear("CPU per session, µs (median of runs)"),
+    );
+    let time_series = [
+        ("setup, median", "setup_median_ms"),
+        ("setup, p99", "setup_p99_ms"),
+        ("setup per hop", "setup_per_hop_ms"),
+        ("RTT, median", "rtt_median_ms"),
+        ("RTT, p99", "rtt_p99_ms"),
+    ];
+    for (name, key) in time_series {
+        times.series.extend(series(name, &|x| x[key].as_f64()));
+    }
+    let cpu_series = [
+        ("R2", "/r2_cpu_us_per_session/median"),
+        ("R2, net of idle", "/r2_net_cpu_us_per_session/median"),
+        ("all five daemons", "/all_cpu_us_per_session"),
+    ];
+    for (name, at) in cpu_series {
+        cpu.series
+            .extend(series(name, &|x| x.pointer(at).and_then(Value::as_f64)));
+    }
+    [times, cpu]
+        .into_iter()
+        .filter(|f| !f.series.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_follow_the_summary() {
+        let t = |setup: f64, cpu: f64| {
+            json!({
+                "setup_median_ms": setup, "setup_p99_ms": setup * 2.0, "setup_per_hop_ms": setup / 4.0,
+                "rtt_median_ms": 0.3, "rtt_p99_ms": 0.9,
+                "r2_cpu_us_per_session": { "median": cpu }, "r2_net_cpu_us_per_session": { "median": cpu - 1.0 },
+                "all_cpu_us_per_session": cpu * 5.0,
+            })
+        };
+        let v = json!({
+            "sessions": 2000, "rate": 500.0, "runs": 1,
+            "summary": { "udp": t(1.0, 20.0), "tcp": t(2.0, 30.0), "tls": { "setup_median_ms": null } },
+        });
+        let figs = figures(&v);
+        assert_eq!(figs.len(), 2);
+        assert_eq!(figs[0].x.categories, ["UDP", "TCP", "TLS"]);
+        // TLS has no figures: left out, not drawn at zero.
+        assert_eq!(figs[0].series[0].points, vec![(0.0, 1.0), (1.0, 2.0)]);
+        assert_eq!(figs[1].series[2].points, vec![(0.0, 100.0), (1.0, 150.0)]);
+        crate::bench::plot::render(&figs).unwrap();
+    }
 }

@@ -6,7 +6,8 @@ pub mod api;
 pub mod chain;
 pub mod interception;
 
-use crate::bench::print_report;
+use crate::bench::{plot_target, plot_to, print_report};
+use std::path::PathBuf;
 
 /// GIST's `pathwise bench …` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -27,6 +28,10 @@ pub enum Bench {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Draw setup time, RTT and the daemons' CPU per session for each transport into this
+        /// SVG file.
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
     },
     /// What intercepting Queries in transit costs a router (root): R2's daemon CPU per Query it
     /// takes off the path and per Query it lets pass, with netfilter queueing against the
@@ -70,6 +75,10 @@ pub enum Bench {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Draw H2's CPU against the flows, plug-in vs IPC, and their ratio (seed 000 Fig.
+        /// 4.4) into this SVG file.
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
     },
 }
 
@@ -81,9 +90,12 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             rate,
             runs,
             json,
+            plot,
         } => {
+            plot_target(plot.as_deref())?;
             let report = chain::run(sessions, rate, runs)?;
-            print_report(json, &report, chain::render)
+            print_report(json, &report, chain::render)?;
+            plot_to(plot.as_deref(), &chain::figures(&report))
         }
         Bench::GistInterception {
             rate,
@@ -106,7 +118,9 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             runs,
             api,
             json,
+            plot,
         } => {
+            plot_target(plot.as_deref())?;
             let report = api::run(&api::Params {
                 sessions,
                 setup_rate,
@@ -115,7 +129,8 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
                 runs,
                 api,
             })?;
-            print_report(json, &report, api::render)
+            print_report(json, &report, api::render)?;
+            plot_to(plot.as_deref(), &api::figures(&report))
         }
     }
 }

@@ -7,6 +7,8 @@
 //! installs `hold` reservations and reads R2's daemon: resident memory, and CPU over one minute
 //! of steady refreshes (R = 30 s).
 
+use super::{KOM_BASIC, KOM_TUNED, KomRow};
+use crate::bench::plot::{Axis, Figure, Series};
 use crate::mgmt::Client;
 use crate::rsvp::chain::{self as rsvp_chain, H1, H2, R2, RECEIVER, SENDER};
 use serde::Serialize;
@@ -59,7 +61,14 @@ pub struct ChainReport {
     pub per_hop_ms: f64,
     /// End to end again with admission only (no `tc` commands): the signaling alone.
     pub end_to_end_signaling_only_ms: Stats,
-    /// Reservations held for the resource figures.
+    /// R2 holding reservations: one entry per count, each on a fresh chain.
+    pub holding: Vec<Holding>,
+}
+
+/// R2's daemon holding a number of reservations.
+#[derive(Debug, Clone, Serialize)]
+pub struct Holding {
+    /// Reservations held.
     pub held: usize,
     /// R2's daemon resident memory before, KiB.
     pub r2_rss_idle_kib: u64,
@@ -179,7 +188,7 @@ fn proc_usage(pid: u32) -> anyhow::Result<(u64, u64)> {
     Ok((rss, ticks))
 }
 
-fn hold(bin: &Path, n: usize) -> anyhow::Result<(u64, u64, f64)> {
+fn hold(bin: &Path, n: usize) -> anyhow::Result<Holding> {
     let lab = rsvp_chain::build(bin, "memory", "30s")?;
     let pid = lab
         .pid("r2")
@@ -228,11 +237,16 @@ fn hold(bin: &Path, n: usize) -> anyhow::Result<(u64, u64, f64)> {
     let (held, t1) = proc_usage(pid)?;
     let hz = 100.0; // USER_HZ on Linux
     let cpu = (t1 - t0) as f64 / hz / start.elapsed().as_secs_f64() * 100.0;
-    Ok((idle, held, cpu))
+    Ok(Holding {
+        held: n,
+        r2_rss_idle_kib: idle,
+        r2_rss_held_kib: held,
+        r2_cpu_percent: cpu,
+    })
 }
 
 /// Run the benchmark.
-pub fn run(sessions: usize, held: usize) -> anyhow::Result<ChainReport> {
+pub fn run(sessions: usize, held: &[usize]) -> anyhow::Result<ChainReport> {
     if let Some(why) = crate::netns::unavailable(&["tc"]) {
         anyhow::bail!("rsvp-chain needs network namespaces: {why}");
     }
@@ -241,7 +255,10 @@ pub fn run(sessions: usize, held: usize) -> anyhow::Result<ChainReport> {
     let e2e = stats(e2e);
     let per_hop_ms = e2e.median / 8.0;
     let (signaling_only, _, _) = latency(&bin, "memory", sessions)?;
-    let (r2_rss_idle_kib, r2_rss_held_kib, r2_cpu_percent) = hold(&bin, held)?;
+    let holding = held
+        .iter()
+        .map(|&n| hold(&bin, n))
+        .collect::<anyhow::Result<_>>()?;
     Ok(ChainReport {
         traffic_control: "htb".into(),
         sessions,
@@ -250,10 +267,7 @@ pub fn run(sessions: usize, held: usize) -> anyhow::Result<ChainReport> {
         resv_ms: stats(resv),
         per_hop_ms,
         end_to_end_signaling_only_ms: stats(signaling_only),
-        held,
-        r2_rss_idle_kib,
-        r2_rss_held_kib,
-        r2_cpu_percent,
+        holding,
     })
 }
 
@@ -284,9 +298,109 @@ pub fn render(r: &ChainReport) -> String {
         "  end to end, admission only (no tc)  {}\n",
         s(&r.end_to_end_signaling_only_ms)
     );
-    out += &format!(
-        "R2 holding {} reservations: RSS {} KiB (idle {} KiB), CPU {:.2}% of a core over 60 s of refreshes (R = 30 s)\n",
-        r.held, r.r2_rss_held_kib, r.r2_rss_idle_kib, r.r2_cpu_percent
-    );
+    for h in &r.holding {
+        out += &format!(
+            "R2 holding {} reservations: RSS {} KiB (idle {} KiB), CPU {:.2}% of a core over 60 s of refreshes (R = 30 s)\n",
+            h.held, h.r2_rss_held_kib, h.r2_rss_idle_kib, h.r2_cpu_percent
+        );
+    }
     out
+}
+
+/// `--plot`: R2's CPU and memory against the reservations it holds, with the KOM daemon's
+/// (seed 001 Tables I and II) drawn beside them as references. The KOM load generator also
+/// removed and re-created flows all the time (average lifetimes 25–625 s); ours only refreshes.
+pub fn figures(r: &ChainReport) -> Vec<Figure> {
+    if r.holding.is_empty() {
+        return Vec::new();
+    }
+    let largest = r.holding.iter().map(|h| h.held).max().unwrap_or(0) as f64;
+    // The seed's rows up to the measured range, so our curve is not squeezed against theirs.
+    let upto = |rows: &[KomRow]| -> Vec<KomRow> {
+        rows.iter()
+            .copied()
+            .filter(|k| f64::from(k.flows) <= largest.max(2500.0))
+            .collect()
+    };
+    let (basic, tuned) = (upto(&KOM_BASIC), upto(&KOM_TUNED));
+    let pts =
+        |f: &dyn Fn(&Holding) -> f64| r.holding.iter().map(|h| (h.held as f64, f(h))).collect();
+    let kom = |rows: &[KomRow], f: &dyn Fn(&KomRow) -> f64| -> Vec<(f64, f64)> {
+        rows.iter().map(|k| (f64::from(k.flows), f(k))).collect()
+    };
+    let cpu = Figure::new(
+        "RSVP daemon at R2 (five-node chain): CPU against reservations held",
+        Axis::linear("reservations (flows) held"),
+        Axis::linear("CPU, % of one core"),
+    )
+    .with(Series::measured(
+        "pathwise R2, 60 s of refreshes (R = 30 s)",
+        pts(&|h| h.r2_cpu_percent),
+    ))
+    .with(Series::reference(
+        "KOM rsvpd, seed 001 Table I",
+        kom(&basic, &|k| k.cpu_percent),
+    ))
+    .with(Series::reference(
+        "tuned KOM rsvpd, seed 001 Table II",
+        kom(&tuned, &|k| k.cpu_percent),
+    ));
+    let memory = Figure::new(
+        "RSVP daemon at R2 (five-node chain): memory against reservations held",
+        Axis::linear("reservations (flows) held"),
+        Axis::linear("resident memory, KiB"),
+    )
+    .with(Series::measured(
+        "pathwise R2, resident set (VmRSS)",
+        pts(&|h| h.r2_rss_held_kib as f64),
+    ))
+    .with(Series::reference(
+        "KOM rsvpd, seed 001 Table I",
+        kom(&basic, &|k| f64::from(k.memory_kib)),
+    ))
+    .with(Series::reference(
+        "tuned KOM rsvpd, seed 001 Table II",
+        kom(&tuned, &|k| f64::from(k.memory_kib)),
+    ));
+    vec![cpu, memory]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_put_the_kom_tables_beside_the_measured_range() {
+        let s = stats(vec![1.0]);
+        let r = ChainReport {
+            traffic_control: "htb".into(),
+            sessions: 1,
+            end_to_end_ms: s.clone(),
+            path_ms: s.clone(),
+            resv_ms: s.clone(),
+            per_hop_ms: 0.1,
+            end_to_end_signaling_only_ms: s,
+            holding: [2500, 10_000]
+                .into_iter()
+                .map(|n| Holding {
+                    held: n,
+                    r2_rss_idle_kib: 8000,
+                    r2_rss_held_kib: 8000 + n as u64 / 2,
+                    r2_cpu_percent: n as f64 / 10_000.0,
+                })
+                .collect(),
+        };
+        let figs = figures(&r);
+        assert_eq!(figs.len(), 2);
+        assert_eq!(
+            figs[0].series[0].points,
+            vec![(2500.0, 0.25), (10_000.0, 1.0)]
+        );
+        // Table I stops at 5,500 flows; Table II is cut at the largest count measured.
+        let tuned = &figs[0].series[2];
+        assert!(tuned.reference);
+        assert_eq!(tuned.points.last(), Some(&(10_000.0, 14.75)));
+        assert_eq!(figs[1].series[1].points.last(), Some(&(5500.0, 12848.0)));
+        crate::bench::plot::render(&figs).unwrap();
+    }
 }

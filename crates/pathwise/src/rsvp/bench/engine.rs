@@ -4,6 +4,7 @@
 //! at a transit LSR.
 
 use crate::bench::alloc;
+use crate::bench::plot::{Axis, Figure, Legend, Series};
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transport};
 use pathwise_core::route::{Route, RouteChange};
@@ -384,9 +385,6 @@ fn phases(samples: Vec<Vec<f64>>) -> Vec<Phase> {
 /// What `pathwise bench rsvp` runs.
 #[derive(Clone, Copy, Debug, clap::Args)]
 pub struct RsvpBenchOptions {
-    /// Sessions at the transit node.
-    #[arg(long, default_value_t = 100_000)]
-    pub sessions: usize,
     /// Repetitions; medians are reported.
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
@@ -411,9 +409,8 @@ pub struct RsvpBenchOptions {
 
 /// Run the RSVP engine benchmark; with `integrity`, every run is repeated with that
 /// algorithm required on both interfaces, alternating, for the cost ratio.
-pub fn rsvp(o: RsvpBenchOptions) -> RsvpBenchReport {
+pub fn rsvp(sessions: usize, o: RsvpBenchOptions) -> RsvpBenchReport {
     let RsvpBenchOptions {
-        sessions,
         runs,
         fuzzy,
         presize,
@@ -528,4 +525,80 @@ pub fn render_rsvp(r: &RsvpBenchReport) -> String {
         }
     }
     out
+}
+
+/// `--plot`: cost per message and bytes of state per session against the session count, one
+/// point per report (seed 001 Tables I and II give the KOM daemon's memory per flow; its CPU
+/// figures are whole-daemon load, drawn by `bench rsvp-chain --plot`).
+pub fn figures(reports: &[RsvpBenchReport]) -> Vec<Figure> {
+    let Some(first) = reports.first() else {
+        return Vec::new();
+    };
+    let what = if first.lsps { "LSPs" } else { "sessions" };
+    let x = |r: &RsvpBenchReport| r.sessions as f64;
+    let mut cost = Figure::new(
+        format!(
+            "RSVP engine at a transit {}: cost per message ({} timers{})",
+            if first.lsps { "LSR" } else { "node" },
+            if first.fuzzy_timers {
+                "fuzzy"
+            } else {
+                "precise"
+            },
+            if first.presized { ", presized" } else { "" }
+        ),
+        Axis::log(format!("{what} held (log)")),
+        Axis::linear("ns per message (median)"),
+    );
+    for (i, p) in first.phases.iter().enumerate() {
+        let pts = reports
+            .iter()
+            .map(|r| (x(r), r.phases[i].median_ns))
+            .collect();
+        cost = cost.with(Series::measured(p.name, pts));
+    }
+    if let Some(integrity) = &first.integrity {
+        for (i, p) in integrity.phases.iter().enumerate() {
+            let pts = reports
+                .iter()
+                .filter_map(|r| Some((x(r), r.integrity.as_ref()?.phases[i].median_ns)))
+                .collect();
+            let name = format!("{}, {} required", p.name, integrity.algorithm);
+            cost = cost.with(Series::measured(name, pts));
+        }
+    }
+    let largest = reports.iter().map(x).fold(0.0, f64::max);
+    let kom: Vec<(f64, f64)> = super::KOM_TUNED
+        .iter()
+        .filter(|k| k.flows > 0 && k.flows as f64 <= largest.max(2500.0))
+        .map(|k| (k.flows as f64, k.bytes_per_flow()))
+        .collect();
+    let bytes = Figure::new(
+        format!(
+            "RSVP engine at a transit node: state per {}",
+            &what[..what.len() - 1]
+        ),
+        Axis::log(format!("{what} held (log)")),
+        Axis::linear(format!("bytes per {}", &what[..what.len() - 1])),
+    )
+    .with(Series::measured(
+        "counting allocator",
+        reports
+            .iter()
+            .map(|r| (x(r), r.bytes_per_session))
+            .collect(),
+    ))
+    .with(Series::measured(
+        "engine estimate",
+        reports
+            .iter()
+            .map(|r| (x(r), r.estimated_bytes_per_session))
+            .collect(),
+    ))
+    .with(Series::reference(
+        "tuned KOM rsvpd, (memory - idle) / flows, seed 001 Table II",
+        kom,
+    ))
+    .legend(Legend::LowerRight);
+    vec![cost, bytes]
 }
