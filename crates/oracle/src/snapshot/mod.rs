@@ -4,6 +4,7 @@
 //! Readers hold an `Arc<TopologySnapshot>` and never wait; [`TopologySnapshot::apply`] builds a
 //! new snapshot from an old one, sharing whatever the change leaves alone (see [`Update`]).
 
+mod lpm;
 mod paths;
 mod prefixes;
 mod query;
@@ -11,9 +12,10 @@ mod routers;
 mod update;
 
 #[cfg(test)]
+mod prefix_tests;
+#[cfg(test)]
 mod tests;
 
-pub(crate) use paths::PathEntry;
 pub use query::{ExitInfo, Located, RankScratch};
 pub use routers::{MAX_LINK_WEIGHT, MAX_ROUTERS};
 pub use update::{Update, UpdateReport};
@@ -211,6 +213,12 @@ impl TopologySnapshot {
     /// Bytes held by the path cache.
     pub fn path_cache_bytes(&self) -> usize {
         self.paths.heap_bytes()
+    }
+
+    /// Bytes held by the prefix table: prefixes, exits and lookup indexes (shards shared with
+    /// other snapshots counted in full).
+    pub fn prefix_table_bytes(&self) -> usize {
+        self.prefixes.heap_bytes()
     }
 
     /// Whether this snapshot shares its path cache with `other` (an update that left the

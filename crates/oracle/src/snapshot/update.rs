@@ -252,6 +252,7 @@ impl TopologySnapshot {
                 Update::SetTtl(ttl) => next.settings.ttl = *ttl,
             }
         }
+        next.prefixes.seal();
         if topology {
             next.graph = Arc::new(Graph::build(&next.routers)?);
             next.paths = Arc::new(next.compute_paths());
