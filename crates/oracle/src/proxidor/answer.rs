@@ -161,7 +161,7 @@ pub fn answer(
     let row = sources
         .into_iter()
         .flatten()
-        .find_map(|s| snapshot.source_row(s));
+        .find_map(|s| snapshot.source_view(s));
 
     let mut v4 = [Ipv4Addr::UNSPECIFIED; MAX_IPV4];
     let mut v6 = [Ipv6Addr::UNSPECIFIED; MAX_IPV6];
@@ -195,7 +195,7 @@ pub fn answer(
         k6.get_mut(..i6).unwrap_or(&mut []),
     );
     // (cost, input index) keys are distinct, so an unstable sort is a stable ranking.
-    let placed = snapshot.keys_v4(row, v4, k4) + snapshot.keys_v6(row, v6, k6);
+    let placed = snapshot.keys_v4(row.as_ref(), v4, k4) + snapshot.keys_v6(row.as_ref(), v6, k6);
     k4.sort_unstable();
     k6.sort_unstable();
 

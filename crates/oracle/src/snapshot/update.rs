@@ -13,6 +13,7 @@
 use super::paths::PathCache;
 use super::prefixes::Exit;
 use super::routers::{Graph, Router, RouterIdx, check_link};
+use super::terms::RowTerms;
 use super::{BuildError, TopologySnapshot};
 use crate::model::{
     CacheScope, ExternalNetwork, LinkConfig, NicConfig, RouterConfig, SourceNetwork, State,
@@ -118,6 +119,7 @@ impl TopologySnapshot {
         next.generation = self.generation.wrapping_add(1);
         let mut report = UpdateReport::default();
         let mut topology = false;
+        let mut ranking = false;
         let mut new_sources: Vec<RouterIdx> = Vec::new();
         for u in updates {
             match u {
@@ -247,6 +249,7 @@ impl TopologySnapshot {
                 }
                 Update::SetRanking(text) => {
                     next.ranking = Ranking::parse(text)?;
+                    ranking = true;
                     next.settings.ranking = text.clone();
                 }
                 Update::SetTtl(ttl) => next.settings.ttl = *ttl,
@@ -271,6 +274,9 @@ impl TopologySnapshot {
                     }
                 }
             }
+        }
+        if topology || ranking || report.rows_added > 0 {
+            next.terms = Arc::new(RowTerms::new(next.paths.rows.len()));
         }
         Ok((next, report))
     }
