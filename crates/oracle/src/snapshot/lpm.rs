@@ -4,8 +4,9 @@
 //!
 //! - [`Dir24`]: DIR-24-8 (Gupta, Lin, McKeown, "Routing lookups in hardware at memory access
 //!   speeds", INFOCOM 1998) for the IPv4 prefixes /8–/32 of one first octet: a 2¹⁶-entry level 1
-//!   indexed by bits 8–23 and 256-entry level-2 chunks indexed by bits 24–31 for the /24s that
-//!   hold longer prefixes. One memory read for a /24 or shorter, two for longer.
+//!   indexed by bits 8–23 (stored compressed, see [`Dir24`]) and 256-entry level-2 chunks indexed
+//!   by bits 24–31 for the /24s that hold longer prefixes. Two memory reads for a /24 or
+//!   shorter, three for longer.
 //! - [`Octet`]: the IPv4 prefixes /0–/7, one entry per first octet (one read).
 //! - [`Ranges`]: IPv6 (and anything else without a fixed stride): the prefixes flattened into
 //!   disjoint address ranges, each with the most specific prefix covering it; a lookup is a
@@ -20,21 +21,35 @@ const CHUNK: u32 = 1 << 31;
 /// Most leaves one index can name (the chunk bit is reserved).
 pub(crate) const MAX_LEAVES: usize = (CHUNK - 2) as usize;
 
-/// DIR-24-8 for one first octet.
+/// DIR-24-8 for one first octet, its level 1 compressed poptrie-style.
+///
+/// Level 1 is built as the full 2¹⁶-entry array, then stored as 1,024 blocks of 64 entries: a
+/// bitmap marking where a new run of equal entries starts, and where the block's runs begin in
+/// one array of run values. A lookup reads one 16-byte block and one value (a popcount between
+/// them): a few KiB per first octet instead of 256 KiB, so the tables of a whole BGP table stay
+/// in the CPU caches (Asai and Ohara, "Poptrie", SIGCOMM 2015, use the same bitmap-and-popcount
+/// step).
 #[derive(Clone, Debug)]
 pub(crate) struct Dir24 {
-    l1: Box<[u32; 1 << 16]>,
+    blocks: Box<[Block]>,
+    runs: Box<[u32]>,
     l2: Box<[u32]>,
+}
+
+/// 64 level-1 entries.
+#[derive(Clone, Copy, Debug, Default)]
+struct Block {
+    /// Bit `i`: entry `i` starts a run (differs from entry `i - 1`); bit 0 is always set.
+    starts: u64,
+    /// Index in `runs` of the block's first run.
+    base: u32,
 }
 
 impl Dir24 {
     /// Index `leaves` (`(address, length)`, lengths 8–32, host bits clear, all in one first
     /// octet).
     pub fn build(leaves: &[(u32, u8)]) -> Dir24 {
-        let mut l1: Box<[u32; 1 << 16]> = vec![0u32; 1 << 16]
-            .into_boxed_slice()
-            .try_into()
-            .unwrap_or_else(|_| Box::new([0; 1 << 16]));
+        let mut l1 = vec![0u32; 1 << 16];
         let mut l2: Vec<u32> = Vec::new();
         // Shorter prefixes first, so that longer ones paint over them.
         for (leaf, (addr, len)) in by_length(leaves) {
@@ -63,8 +78,26 @@ impl Dir24 {
                 }
             }
         }
+        let mut blocks = Vec::with_capacity(1 << 10);
+        let mut runs: Vec<u32> = Vec::new();
+        for entries in l1.chunks_exact(64) {
+            let mut block = Block {
+                starts: 0,
+                base: runs.len() as u32,
+            };
+            let mut prev = None;
+            for (i, &e) in entries.iter().enumerate() {
+                if prev != Some(e) {
+                    block.starts |= 1 << i;
+                    runs.push(e);
+                    prev = Some(e);
+                }
+            }
+            blocks.push(block);
+        }
         Dir24 {
-            l1,
+            blocks: blocks.into_boxed_slice(),
+            runs: runs.into_boxed_slice(),
             l2: l2.into_boxed_slice(),
         }
     }
@@ -72,18 +105,25 @@ impl Dir24 {
     /// `leaf + 1` of the most specific prefix containing `addr`, or 0.
     #[inline]
     pub fn lookup(&self, addr: u32) -> u32 {
-        let e = self.l1[((addr >> 8) as u16) as usize];
+        let i = (addr >> 8) & 0xffff;
+        let Some(b) = self.blocks.get((i >> 6) as usize) else {
+            return 0;
+        };
+        // Runs started at or before entry `i & 63`: at least one, bit 0 being always set.
+        let upto = b.starts & (u64::MAX >> (63 - (i & 63)));
+        let run = b.base as usize + upto.count_ones() as usize - 1;
+        let e = self.runs.get(run).copied().unwrap_or(0);
         if e & CHUNK == 0 {
             e
         } else {
-            let i = (((e & !CHUNK) as usize) << 8) | (addr & 0xff) as usize;
-            self.l2.get(i).copied().unwrap_or(0)
+            let j = (((e & !CHUNK) as usize) << 8) | (addr & 0xff) as usize;
+            self.l2.get(j).copied().unwrap_or(0)
         }
     }
 
-    /// Level 1 and the level-2 chunks, in bytes.
+    /// Level 1 (blocks and runs) and the level-2 chunks, in bytes.
     pub fn heap_bytes(&self) -> usize {
-        4 * ((1 << 16) + self.l2.len())
+        self.blocks.len() * std::mem::size_of::<Block>() + 4 * (self.runs.len() + self.l2.len())
     }
 }
 

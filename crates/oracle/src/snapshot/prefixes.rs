@@ -130,6 +130,9 @@ impl<A: Copy + Ord> Shard<A> {
             self.exits = exits;
             self.dead = 0;
         }
+        // Grown by pushes while building; a sealed shard is only ever copied, not grown.
+        self.leaves.shrink_to_fit();
+        self.exits.shrink_to_fit();
         let keys: Vec<(A, u8)> = self.leaves.iter().map(|l| (l.addr, l.len)).collect();
         self.index = Arc::new(build(&keys));
         self.dirty = false;
