@@ -107,7 +107,8 @@ pub enum DropReason {
 /// IPv6 one, else `peer`. The reply echoes the identification, sets QR and the snapshot's TTL,
 /// carries no authentication block or source extension, and holds one IPv4 list TLV and/or one
 /// IPv6 list TLV: every list of a family in the query merged, ranked, attributes dropped (seed
-/// §4.8.1). Allocation-free apart from growing `out`. Never panics.
+/// §4.8.1). Allocation-free apart from growing `out` (and, once per snapshot and source row, its
+/// ranking terms). Never panics.
 pub fn answer(
     snapshot: &TopologySnapshot,
     peer: IpAddr,

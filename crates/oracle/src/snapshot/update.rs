@@ -3,12 +3,13 @@
 //!
 //! What a change costs:
 //! - networks (source or external): only the prefix-table shards holding the prefixes are
-//!   copied; the path cache is shared untouched (with [`CacheScope::SourceRouters`], a router that
-//!   gets its first source network gains one row);
+//!   copied and their lookup indexes rebuilt (once per batch); the path cache and its ranking
+//!   terms are shared untouched (with [`CacheScope::SourceRouters`], a router that gets its
+//!   first source network gains one row, and the terms start afresh);
 //! - routers, NICs, links, states: the link graph and every cache row are recomputed (the
 //!   topology is small next to the prefix table; the seed recomputed too);
 //! - removing a router also removes every network attached to it (one pass over the table);
-//! - ranking and TTL: nothing else is touched.
+//! - ranking: the per-row ranking terms start afresh; TTL: nothing else is touched.
 
 use super::paths::PathCache;
 use super::prefixes::Exit;
