@@ -1,6 +1,7 @@
 //! Heap held by a snapshot, measured with a counting global allocator (this bench binary only):
-//! the seed network, a synthetic 1,000 routers × 1,000,000 prefixes × 3 exits, and the
-//! 10,000-router network of the size benchmark. Also prints build time and the peak heap
+//! the seed network, a synthetic 1,000 routers × 1,000,000 prefixes × 3 exits, a full table
+//! of 1,000,000 IPv4 + 200,000 IPv6 prefixes × 4 exits, and the 10,000-router network of the
+//! size benchmark. Also prints build time and the peak heap
 //! during the build (configuration included).
 //!
 //! `cargo bench -p pathwise-oracle --bench memory` (add `-- NAME` to run one case). Not a
@@ -92,7 +93,7 @@ fn case(name: &str, make: impl FnOnce() -> OracleConfig) {
     let update_bytes = LIVE.load(Ordering::Relaxed).saturating_sub(before);
     println!(
         "{name:<32} routers {:>6} prefixes {:>9} exits {:>9} rows {:>5} | snapshot {:>9.1} MiB \
-         (path cache {:>7.1} MiB, {:>5.1} B/exit) | config {:>7.1} MiB | build peak {:>8.1} MiB | \
+         (path cache {:>7.1} MiB, prefix table {:>7.1} MiB, {:>5.1} B/exit) | config {:>7.1} MiB | build peak {:>8.1} MiB | \
          build {:>8.1} ms | prefix update {:>6.2} ms, +{:.2} MiB",
         snap.router_count(),
         snap.prefix_count(),
@@ -100,6 +101,7 @@ fn case(name: &str, make: impl FnOnce() -> OracleConfig) {
         snap.path_rows(),
         mib(held),
         mib(snap.path_cache_bytes()),
+        mib(snap.prefix_table_bytes()),
         held.saturating_sub(snap.path_cache_bytes()) as f64 / snap.exit_count() as f64,
         mib(config_bytes),
         mib(peak),
@@ -137,6 +139,14 @@ fn main() {
     if run("synthetic-1000x1M") {
         case("synthetic-1000x1Mx3", || {
             synthetic(&SyntheticSpec::new(1_000, 1_000_000, 3))
+        });
+    }
+    if run("synthetic-1000x1Mv4") {
+        // Issue #16 part 4: a full table, 1,000,000 IPv4 + 200,000 IPv6 prefixes × 4 exits.
+        case("synthetic-1000x1Mv4+200kv6x4", || {
+            let mut s = SyntheticSpec::new(1_000, 1_000_000, 4);
+            s.prefixes_v6 = 200_000;
+            synthetic(&s)
         });
     }
     if run("synthetic-10000") {

@@ -5,11 +5,11 @@ use crate::model::{
     CacheScope, ExternalNetwork, LinkConfig, NicConfig, OracleConfig, RouteMode, RouterConfig,
     SourceNetwork, State,
 };
-use ipnet::{IpNet, Ipv4Net};
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use pathwise_core::rand::Rng;
 use pathwise_core::rng::seeded;
 use std::collections::HashSet;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// External prefixes in the seed network (§5.2: "about 67,000 routes").
 pub const SEED_EXTERNAL_PREFIXES: usize = 67_000;
@@ -211,13 +211,38 @@ pub fn random_prefixes(rng: &mut impl Rng, n: usize) -> Vec<IpNet> {
     out
 }
 
+/// `n` distinct random IPv6 prefixes in 2000::/3, /19 to /48 (about half /48 and a sixth /32,
+/// the shape of the global IPv6 table).
+pub fn random_prefixes_v6(rng: &mut impl Rng, n: usize) -> Vec<IpNet> {
+    let mut seen = HashSet::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let len: u8 = match rng.random_range(0..100u32) {
+            0..45 => 48,
+            45..60 => 32,
+            60..90 => rng.random_range(33..48),
+            _ => rng.random_range(19..32),
+        };
+        let bits = (rng.random::<u128>() >> 3) | (1u128 << 125);
+        let Ok(net) = Ipv6Net::new(Ipv6Addr::from(bits), len).map(|n| n.trunc()) else {
+            continue;
+        };
+        if seen.insert(net) {
+            out.push(IpNet::V6(net));
+        }
+    }
+    out
+}
+
 /// Parameters of a synthetic network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SyntheticSpec {
     /// Routers (`10.x.y.z` loopbacks).
     pub routers: usize,
-    /// External prefixes.
+    /// External IPv4 prefixes.
     pub prefixes: usize,
+    /// External IPv6 prefixes (as in [`random_prefixes_v6`]), with exits like the IPv4 ones.
+    pub prefixes_v6: usize,
     /// Exits per external prefix, drawn from a pool of `exits + 5` border routers.
     pub exits: usize,
     /// Source `/24`s in 100.64/10, spread round-robin over the routers.
@@ -235,6 +260,7 @@ impl SyntheticSpec {
         SyntheticSpec {
             routers,
             prefixes,
+            prefixes_v6: 0,
             exits,
             source_networks: routers,
             cache: CacheScope::AllPairs,
@@ -300,7 +326,14 @@ pub fn synthetic(spec: &SyntheticSpec) -> OracleConfig {
     }
     let exits = spec.exits.min(pool.len());
     cfg.external_networks.reserve(spec.prefixes * exits);
-    for prefix in random_prefixes(&mut rng, spec.prefixes) {
+    let v4 = random_prefixes(&mut rng, spec.prefixes);
+    // Drawn after the IPv4 ones, so that adding IPv6 leaves the IPv4 part unchanged.
+    let v6 = if spec.prefixes_v6 > 0 {
+        random_prefixes_v6(&mut rng, spec.prefixes_v6)
+    } else {
+        Vec::new()
+    };
+    for prefix in v4.into_iter().chain(v6) {
         let origin = rng.random_range(1..64_000u32);
         let start = rng.random_range(0..pool.len().max(1));
         for k in 0..exits {

@@ -107,7 +107,8 @@ pub enum DropReason {
 /// IPv6 one, else `peer`. The reply echoes the identification, sets QR and the snapshot's TTL,
 /// carries no authentication block or source extension, and holds one IPv4 list TLV and/or one
 /// IPv6 list TLV: every list of a family in the query merged, ranked, attributes dropped (seed
-/// §4.8.1). Allocation-free apart from growing `out`. Never panics.
+/// §4.8.1). Allocation-free apart from growing `out` (and, once per snapshot and source row, its
+/// ranking terms). Never panics.
 pub fn answer(
     snapshot: &TopologySnapshot,
     peer: IpAddr,
@@ -161,7 +162,7 @@ pub fn answer(
     let row = sources
         .into_iter()
         .flatten()
-        .find_map(|s| snapshot.source_row(s));
+        .find_map(|s| snapshot.source_view(s));
 
     let mut v4 = [Ipv4Addr::UNSPECIFIED; MAX_IPV4];
     let mut v6 = [Ipv6Addr::UNSPECIFIED; MAX_IPV6];
@@ -189,19 +190,15 @@ pub fn answer(
     }
     let mut k4 = [(0u64, 0u32); MAX_IPV4];
     let mut k6 = [(0u64, 0u32); MAX_IPV6];
-    let placed = rank_into(
-        snapshot,
-        row,
-        v4.get(..i4).unwrap_or(&[]),
-        &mut k4,
-        IpAddr::V4,
-    ) + rank_into(
-        snapshot,
-        row,
-        v6.get(..i6).unwrap_or(&[]),
-        &mut k6,
-        IpAddr::V6,
+    let (v4, v6) = (v4.get(..i4).unwrap_or(&[]), v6.get(..i6).unwrap_or(&[]));
+    let (k4, k6) = (
+        k4.get_mut(..i4).unwrap_or(&mut []),
+        k6.get_mut(..i6).unwrap_or(&mut []),
     );
+    // (cost, input index) keys are distinct, so an unstable sort is a stable ranking.
+    let placed = snapshot.keys_v4(row.as_ref(), v4, k4) + snapshot.keys_v6(row.as_ref(), v6, k6);
+    k4.sort_unstable();
+    k6.sort_unstable();
 
     let reply = Header {
         version: VERSION,
@@ -223,7 +220,7 @@ pub fn answer(
     reply.emit(&mut w);
     if i4 > 0 {
         emit_list_header(&mut w, TlvType::Ipv4List, i6 > 0, 4 * i4);
-        for &(_, i) in k4.get(..i4).unwrap_or(&[]) {
+        for &(_, i) in k4.iter() {
             if let Some(a) = v4.get(i as usize) {
                 w.bytes(&a.octets());
             }
@@ -231,7 +228,7 @@ pub fn answer(
     }
     if i6 > 0 {
         emit_list_header(&mut w, TlvType::Ipv6List, false, 16 * i6);
-        for &(_, i) in k6.get(..i6).unwrap_or(&[]) {
+        for &(_, i) in k6.iter() {
             if let Some(a) = v6.get(i as usize) {
                 w.bytes(&a.octets());
             }
@@ -240,40 +237,6 @@ pub fn answer(
     Outcome::Answered {
         addresses: i4 + i6,
         placed,
-    }
-}
-
-/// Fill `keys` for `addrs` and sort them; returns how many were placed.
-fn rank_into<A: Copy>(
-    snapshot: &TopologySnapshot,
-    row: Option<&[crate::snapshot::PathEntry]>,
-    addrs: &[A],
-    keys: &mut [(u64, u32)],
-    ip: fn(A) -> IpAddr,
-) -> usize {
-    let mut sink = SliceSink { keys, len: 0 };
-    let placed = snapshot.keys_into(row, addrs.iter().map(|&a| ip(a)), &mut sink);
-    let n = sink.len;
-    if let Some(k) = sink.keys.get_mut(..n) {
-        k.sort_unstable();
-    }
-    placed
-}
-
-/// An `Extend` target over a fixed slice (extra items are dropped; callers size it).
-struct SliceSink<'a> {
-    keys: &'a mut [(u64, u32)],
-    len: usize,
-}
-
-impl Extend<(u64, u32)> for SliceSink<'_> {
-    fn extend<I: IntoIterator<Item = (u64, u32)>>(&mut self, iter: I) {
-        for k in iter {
-            if let Some(slot) = self.keys.get_mut(self.len) {
-                *slot = k;
-                self.len += 1;
-            }
-        }
     }
 }
 

@@ -244,6 +244,11 @@ impl CostExpr {
         &self.source
     }
 
+    /// Whether the expression reads `var`.
+    pub fn reads(&self, var: Var) -> bool {
+        self.ops.contains(&Op::Var(var))
+    }
+
     /// Evaluate against one path's metrics. Never panics; division by zero and the like give
     /// infinities or NaN, which ranking orders after every finite cost.
     pub fn eval(&self, m: &PathMetrics) -> f64 {

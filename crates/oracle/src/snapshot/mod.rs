@@ -4,16 +4,21 @@
 //! Readers hold an `Arc<TopologySnapshot>` and never wait; [`TopologySnapshot::apply`] builds a
 //! new snapshot from an old one, sharing whatever the change leaves alone (see [`Update`]).
 
+mod lpm;
 mod paths;
 mod prefixes;
 mod query;
 mod routers;
+mod terms;
 mod update;
 
 #[cfg(test)]
+mod prefix_tests;
+#[cfg(test)]
+mod rank_tests;
+#[cfg(test)]
 mod tests;
 
-pub(crate) use paths::PathEntry;
 pub use query::{ExitInfo, Located, RankScratch};
 pub use routers::{MAX_LINK_WEIGHT, MAX_ROUTERS};
 pub use update::{Update, UpdateReport};
@@ -26,6 +31,7 @@ use prefixes::{Exit, PrefixTable};
 use routers::{Graph, Router, RouterTable};
 use std::net::IpAddr;
 use std::sync::Arc;
+use terms::RowTerms;
 use thiserror::Error;
 
 /// Why a configuration or an update was refused. Nothing changes when one is returned.
@@ -108,6 +114,8 @@ pub struct TopologySnapshot {
     routers: Arc<RouterTable>,
     graph: Arc<Graph>,
     paths: Arc<PathCache>,
+    /// Per-(row, exit router) ranking terms for `paths` under `ranking`, filled on first use.
+    terms: Arc<RowTerms>,
     prefixes: PrefixTable,
     generation: u64,
 }
@@ -134,10 +142,12 @@ impl TopologySnapshot {
             routers: Arc::new(routers),
             graph: Arc::new(graph),
             paths: Arc::default(),
+            terms: Arc::default(),
             prefixes,
             generation: 0,
         };
         snap.paths = Arc::new(snap.compute_paths());
+        snap.terms = Arc::new(RowTerms::new(snap.paths.rows.len()));
         Ok(snap)
     }
 
@@ -208,9 +218,15 @@ impl TopologySnapshot {
         self.paths.rows.len()
     }
 
-    /// Bytes held by the path cache.
+    /// Bytes held by the path cache, with the ranking terms of the rows used so far.
     pub fn path_cache_bytes(&self) -> usize {
-        self.paths.heap_bytes()
+        self.paths.heap_bytes() + self.terms.heap_bytes()
+    }
+
+    /// Bytes held by the prefix table: prefixes, exits and lookup indexes (shards shared with
+    /// other snapshots counted in full).
+    pub fn prefix_table_bytes(&self) -> usize {
+        self.prefixes.heap_bytes()
     }
 
     /// Whether this snapshot shares its path cache with `other` (an update that left the

@@ -6,14 +6,16 @@
 //! it has; the exits of all prefixes sit in flat arrays.
 //!
 //! The table is split into shards (IPv4 by first octet, IPv6 by the first 16 bits; shorter
-//! prefixes in one extra shard per family), each a [`Fib`] behind an `Arc`. A change copies only
-//! the shards it touches, so adding a prefix to a table of a million costs a few thousand
-//! entries of copying, and snapshots share every untouched shard.
+//! prefixes in one extra shard per family), each behind an `Arc`. A shard holds its prefixes
+//! sorted (exact match, iteration), their exits, and a lookup index ([`super::lpm`]: DIR-24-8
+//! for IPv4, flattened ranges for IPv6). A change copies only the shards it touches and rebuilds
+//! their index when the batch is sealed ([`PrefixTable::seal`]), so adding a prefix to a table
+//! of a million costs one shard's worth of work, and snapshots share every untouched shard.
 
+use super::lpm::{Dir24, MAX_LEAVES, Octet, Ranges};
 use super::routers::RouterIdx;
-use ipnet::IpNet;
-use pathwise_core::fib::Fib;
-use std::net::IpAddr;
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 /// One exit of a prefix: 12 bytes.
@@ -27,128 +29,186 @@ pub(crate) struct Exit {
     pub source: bool,
 }
 
-/// Where a prefix's exits sit in its shard's exit array.
+/// One prefix of a shard and where its exits sit (12 bytes for IPv4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Span {
+struct Leaf<A> {
+    addr: A,
     start: u32,
-    len: u16,
+    exits: u16,
+    len: u8,
 }
 
-#[derive(Clone, Debug, Default)]
-struct Shard {
-    fib: Fib<Span>,
+/// The lookup index of a shard.
+#[derive(Clone, Debug)]
+enum Index {
+    Dir24(Dir24),
+    Octet(Octet),
+    Ranges(Ranges),
+}
+
+#[derive(Clone, Debug)]
+struct Shard<A> {
+    /// Sorted by (address, length).
+    leaves: Vec<Leaf<A>>,
     exits: Vec<Exit>,
-    /// Exits no span points at any more (compacted away when they outnumber the live ones).
+    /// Exits no leaf points at any more (compacted away by `seal`).
     dead: usize,
+    /// Shared between copies of the shard until `seal` rebuilds it.
+    index: Arc<Index>,
+    /// Changed since the index was built.
+    dirty: bool,
 }
 
-impl Shard {
-    fn exits_of(&self, s: Span) -> &[Exit] {
-        let start = s.start as usize;
+impl<A: Copy + Ord> Shard<A> {
+    fn new() -> Self {
+        Shard {
+            leaves: Vec::new(),
+            exits: Vec::new(),
+            dead: 0,
+            index: Arc::new(Index::Ranges(Ranges::default())),
+            dirty: true,
+        }
+    }
+
+    fn find(&self, addr: A, len: u8) -> Result<usize, usize> {
+        self.leaves
+            .binary_search_by(|l| (l.addr, l.len).cmp(&(addr, len)))
+    }
+
+    fn exits_of(&self, l: &Leaf<A>) -> &[Exit] {
+        let start = l.start as usize;
         self.exits
-            .get(start..start + usize::from(s.len))
+            .get(start..start + usize::from(l.exits))
             .unwrap_or(&[])
     }
 
-    /// Replace the exits of `prefix` (remove it when `exits` is empty).
-    fn set(&mut self, prefix: IpNet, exits: &[Exit]) {
-        let old = self.fib.get(&prefix).copied();
-        if let Some(s) = old {
-            self.dead += usize::from(s.len);
-        }
-        if exits.is_empty() {
-            self.fib.remove(&prefix);
-        } else {
-            let span = Span {
-                start: self.exits.len() as u32,
-                len: exits.len() as u16,
-            };
-            self.exits.extend_from_slice(exits);
-            self.fib.insert(prefix, span);
-        }
-        let live = self.exits.len() - self.dead;
-        if self.dead > 64 && self.dead > live {
-            self.compact();
-        }
+    #[inline]
+    fn leaf_exits(&self, leaf_plus_one: u32) -> Option<(&Leaf<A>, &[Exit])> {
+        let l = self.leaves.get(leaf_plus_one.checked_sub(1)? as usize)?;
+        Some((l, self.exits_of(l)))
     }
 
-    fn compact(&mut self) {
-        let mut fib = Fib::new();
-        let mut exits = Vec::with_capacity(self.exits.len() - self.dead);
-        for (p, s) in self.fib.iter() {
-            let start = exits.len() as u32;
-            exits.extend_from_slice(self.exits_of(*s));
-            fib.insert(p, Span { start, len: s.len });
+    /// Replace the exits of `(addr, len)` (remove it when `exits` is empty). Returns whether the
+    /// prefix was there before.
+    fn set(&mut self, addr: A, len: u8, exits: &[Exit]) -> bool {
+        let at = self.find(addr, len);
+        if let Ok(i) = at {
+            self.dead += usize::from(self.leaves[i].exits);
         }
-        exits.shrink_to_fit();
-        *self = Shard {
-            fib,
-            exits,
-            dead: 0,
+        let leaf = Leaf {
+            addr,
+            len,
+            start: self.exits.len() as u32,
+            exits: exits.len() as u16,
         };
+        match (at, exits.is_empty()) {
+            (Ok(i), true) => {
+                self.leaves.remove(i);
+            }
+            (Ok(i), false) => self.leaves[i] = leaf,
+            (Err(i), false) => self.leaves.insert(i, leaf),
+            (Err(_), true) => return false,
+        }
+        self.exits.extend_from_slice(exits);
+        self.dirty = true;
+        at.is_ok()
+    }
+
+    /// Drop dead exits and rebuild the index with `build`.
+    fn seal(&mut self, build: impl FnOnce(&[(A, u8)]) -> Index) {
+        if self.dead > 0 {
+            let mut exits = Vec::with_capacity(self.exits.len() - self.dead);
+            for l in &mut self.leaves {
+                let start = l.start as usize;
+                let ex = self
+                    .exits
+                    .get(start..start + usize::from(l.exits))
+                    .unwrap_or(&[]);
+                l.start = exits.len() as u32;
+                exits.extend_from_slice(ex);
+            }
+            self.exits = exits;
+            self.dead = 0;
+        }
+        // Grown by pushes while building; a sealed shard is only ever copied, not grown.
+        self.leaves.shrink_to_fit();
+        self.exits.shrink_to_fit();
+        let keys: Vec<(A, u8)> = self.leaves.iter().map(|l| (l.addr, l.len)).collect();
+        self.index = Arc::new(build(&keys));
+        self.dirty = false;
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.leaves.capacity() * std::mem::size_of::<Leaf<A>>()
+            + self.exits.capacity() * std::mem::size_of::<Exit>()
+            + match &*self.index {
+                Index::Dir24(d) => d.heap_bytes(),
+                Index::Octet(_) => 4 * 256,
+                Index::Ranges(r) => r.heap_bytes(),
+            }
     }
 }
 
-/// Which shard a prefix lives in: `(family, key)`; `key` is `None` for the short-prefix shard.
-fn shard_key(p: &IpNet) -> (bool, Option<u16>) {
-    match p {
-        IpNet::V4(n) => (
-            false,
-            (n.prefix_len() >= 8).then(|| u16::from(n.network().octets()[0])),
-        ),
-        IpNet::V6(n) => (
-            true,
-            (n.prefix_len() >= 16).then(|| n.network().segments()[0]),
-        ),
+impl Shard<u32> {
+    /// `leaf + 1` of the most specific prefix of this IPv4 shard containing `a`, or 0.
+    #[inline]
+    fn index_lookup4(&self, a: u32) -> u32 {
+        match &*self.index {
+            Index::Dir24(d) => d.lookup(a),
+            Index::Octet(o) => o.lookup(a),
+            Index::Ranges(r) => r.lookup(u128::from(a) << 96),
+        }
     }
 }
+
+/// The shard of an IPv4 prefix: its first octet, or 256 for the prefixes shorter than /8.
+fn shard4(p: &Ipv4Net) -> usize {
+    if p.prefix_len() >= 8 {
+        usize::from(p.network().octets()[0])
+    } else {
+        256
+    }
+}
+
+/// The shard key of an IPv6 prefix: its first 16 bits, or `None` for those shorter than /16.
+fn shard6(p: &Ipv6Net) -> Option<u16> {
+    (p.prefix_len() >= 16).then(|| p.network().segments()[0])
+}
+
+type Slot<A> = Option<Arc<Shard<A>>>;
 
 /// The prefix table.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct PrefixTable {
     /// 256 first-octet shards, then the short-prefix shard.
-    v4: Vec<Option<Arc<Shard>>>,
-    /// Sorted by the first 16 bits.
-    v6: Vec<(u16, Arc<Shard>)>,
-    v6_short: Option<Arc<Shard>>,
+    v4: Vec<Slot<u32>>,
+    /// Sorted first-16-bit keys of the IPv6 shards, and the shards in the same order.
+    v6_keys: Vec<u16>,
+    v6: Vec<Arc<Shard<u128>>>,
+    v6_short: Slot<u128>,
     prefixes: usize,
+}
+
+impl Default for PrefixTable {
+    fn default() -> Self {
+        PrefixTable {
+            v4: vec![None; 257],
+            v6_keys: Vec::new(),
+            v6: Vec::new(),
+            v6_short: None,
+            prefixes: 0,
+        }
+    }
 }
 
 impl PrefixTable {
     /// A table from `(prefix, exits)` pairs with distinct, truncated prefixes.
     pub fn from_entries(entries: impl IntoIterator<Item = (IpNet, Vec<Exit>)>) -> PrefixTable {
         let mut t = PrefixTable::default();
-        let mut v4: Vec<Option<Shard>> = vec![None; 257];
-        let mut v6: std::collections::BTreeMap<Option<u16>, Shard> = Default::default();
         for (p, exits) in entries {
-            if exits.is_empty() {
-                continue;
-            }
-            let shard = match shard_key(&p) {
-                (false, k) => v4[k.map_or(256, usize::from)].get_or_insert_with(Shard::default),
-                (true, k) => v6.entry(k).or_default(),
-            };
-            if shard.fib.get(&p).is_none() {
-                t.prefixes += 1;
-            }
-            shard.set(p, &exits);
+            t.set(p, &exits);
         }
-        t.v4 = v4
-            .into_iter()
-            .map(|s| {
-                s.map(|mut s| {
-                    s.compact();
-                    Arc::new(s)
-                })
-            })
-            .collect();
-        for (k, mut s) in v6 {
-            s.compact();
-            match k {
-                Some(k) => t.v6.push((k, Arc::new(s))),
-                None => t.v6_short = Some(Arc::new(s)),
-            }
-        }
+        t.seal();
         t
     }
 
@@ -157,82 +217,160 @@ impl PrefixTable {
         self.prefixes
     }
 
-    /// The most specific prefix containing `addr`, and its exits.
+    /// The exits of the most specific IPv4 prefix containing `addr`.
     #[inline]
-    pub fn lookup(&self, addr: IpAddr) -> Option<(IpNet, &[Exit])> {
-        let (long, short) = match addr {
-            IpAddr::V4(a) => (self.v4.get(usize::from(a.octets()[0])), self.v4.get(256)),
-            IpAddr::V6(a) => {
-                let key = a.segments()[0];
-                let long = self
-                    .v6
-                    .binary_search_by_key(&key, |(k, _)| *k)
-                    .ok()
-                    .and_then(|i| self.v6.get(i))
-                    .map(|(_, s)| s);
-                return Self::lpm(long, addr).or_else(|| Self::lpm(self.v6_short.as_ref(), addr));
+    pub fn exits_v4(&self, addr: Ipv4Addr) -> Option<&[Exit]> {
+        self.leaf_v4(u32::from(addr)).map(|(_, _, e)| e)
+    }
+
+    /// [`exits_v4`](Self::exits_v4) for several addresses at once (`out[i]` for `addrs[i]`):
+    /// first every index read, then every prefix and its exits, so that the cache misses of
+    /// different addresses overlap instead of queueing one behind the other.
+    #[inline]
+    pub fn exits_v4_block<'s>(&'s self, addrs: &[Ipv4Addr], out: &mut [Option<&'s [Exit]>]) {
+        const N: usize = 32;
+        let mut hits: [(Option<&'s Shard<u32>>, u32); N] = [(None, 0); N];
+        for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
+            for (h, &a) in hits.iter_mut().zip(addrs) {
+                let a = u32::from(a);
+                let long = self.v4.get((a >> 24) as usize).and_then(Option::as_deref);
+                *h = match long.map(|s| (s, s.index_lookup4(a))) {
+                    Some((s, hit)) if hit != 0 => (Some(s), hit),
+                    _ => {
+                        let short = self.v4.get(256).and_then(Option::as_deref);
+                        (short, short.map_or(0, |s| s.index_lookup4(a)))
+                    }
+                };
             }
-        };
-        Self::lpm(long.and_then(Option::as_ref), addr)
-            .or_else(|| Self::lpm(short.and_then(Option::as_ref), addr))
+            for (o, &(s, hit)) in out.iter_mut().zip(&hits) {
+                *o = s.and_then(|s| s.leaf_exits(hit)).map(|(_, e)| e);
+            }
+        }
+    }
+
+    /// The exits of the most specific IPv6 prefix containing `addr`.
+    #[inline]
+    pub fn exits_v6(&self, addr: Ipv6Addr) -> Option<&[Exit]> {
+        self.leaf_v6(u128::from(addr)).map(|(_, _, e)| e)
+    }
+
+    /// The exits of the most specific prefix containing `addr`.
+    #[inline]
+    pub fn exits(&self, addr: IpAddr) -> Option<&[Exit]> {
+        match addr {
+            IpAddr::V4(a) => self.exits_v4(a),
+            IpAddr::V6(a) => self.exits_v6(a),
+        }
     }
 
     #[inline]
-    fn lpm(shard: Option<&Arc<Shard>>, addr: IpAddr) -> Option<(IpNet, &[Exit])> {
-        let shard = shard?;
-        let (p, span) = shard.fib.lookup(addr)?;
-        Some((p, shard.exits_of(*span)))
+    fn leaf_v4(&self, a: u32) -> Option<(u32, u8, &[Exit])> {
+        let long = self.v4.get((a >> 24) as usize).and_then(Option::as_ref);
+        Self::in_shard4(long, a).or_else(|| Self::in_shard4(self.v4.get(256)?.as_ref(), a))
+    }
+
+    #[inline]
+    fn in_shard4(shard: Option<&Arc<Shard<u32>>>, a: u32) -> Option<(u32, u8, &[Exit])> {
+        let s = shard?;
+        s.leaf_exits(s.index_lookup4(a))
+            .map(|(l, e)| (l.addr, l.len, e))
+    }
+
+    #[inline]
+    fn leaf_v6(&self, a: u128) -> Option<(u128, u8, &[Exit])> {
+        let key = (a >> 112) as u16;
+        let long = self
+            .v6_keys
+            .binary_search(&key)
+            .ok()
+            .and_then(|i| self.v6.get(i));
+        Self::in_shard6(long, a).or_else(|| Self::in_shard6(self.v6_short.as_ref(), a))
+    }
+
+    #[inline]
+    fn in_shard6(shard: Option<&Arc<Shard<u128>>>, a: u128) -> Option<(u128, u8, &[Exit])> {
+        let s = shard?;
+        let hit = match &*s.index {
+            Index::Ranges(r) => r.lookup(a),
+            Index::Dir24(_) | Index::Octet(_) => 0,
+        };
+        s.leaf_exits(hit).map(|(l, e)| (l.addr, l.len, e))
+    }
+
+    /// The most specific prefix containing `addr`, and its exits.
+    pub fn lookup(&self, addr: IpAddr) -> Option<(IpNet, &[Exit])> {
+        match addr {
+            IpAddr::V4(a) => {
+                let (p, len, e) = self.leaf_v4(u32::from(a))?;
+                Some((IpNet::V4(Ipv4Net::new(p.into(), len).ok()?), e))
+            }
+            IpAddr::V6(a) => {
+                let (p, len, e) = self.leaf_v6(u128::from(a))?;
+                Some((IpNet::V6(Ipv6Net::new(p.into(), len).ok()?), e))
+            }
+        }
     }
 
     /// The exits of exactly `prefix`.
     pub fn get(&self, prefix: &IpNet) -> Option<&[Exit]> {
-        let shard = self.shard(prefix)?;
-        shard.fib.get(prefix).map(|s| shard.exits_of(*s))
-    }
-
-    fn shard(&self, p: &IpNet) -> Option<&Arc<Shard>> {
-        match shard_key(p) {
-            (false, k) => self.v4.get(k.map_or(256, usize::from))?.as_ref(),
-            (true, None) => self.v6_short.as_ref(),
-            (true, Some(k)) => self
-                .v6
-                .binary_search_by_key(&k, |(k, _)| *k)
-                .ok()
-                .map(|i| &self.v6[i].1),
+        match prefix.trunc() {
+            IpNet::V4(p) => {
+                let s = self.v4.get(shard4(&p))?.as_ref()?;
+                let i = s.find(u32::from(p.network()), p.prefix_len()).ok()?;
+                Some(s.exits_of(s.leaves.get(i)?))
+            }
+            IpNet::V6(p) => {
+                let s = self.shard6(&p)?;
+                let i = s.find(u128::from(p.network()), p.prefix_len()).ok()?;
+                Some(s.exits_of(s.leaves.get(i)?))
+            }
         }
     }
 
-    fn shard_mut(&mut self, p: &IpNet) -> &mut Shard {
-        let slot: &mut Option<Arc<Shard>> = match shard_key(p) {
-            (false, k) => {
-                if self.v4.len() < 257 {
-                    self.v4.resize(257, None);
-                }
-                &mut self.v4[k.map_or(256, usize::from)]
-            }
-            (true, None) => &mut self.v6_short,
-            (true, Some(k)) => {
-                let i = match self.v6.binary_search_by_key(&k, |(k, _)| *k) {
-                    Ok(i) => i,
-                    Err(i) => {
-                        self.v6.insert(i, (k, Arc::default()));
-                        i
-                    }
-                };
-                return Arc::make_mut(&mut self.v6[i].1);
-            }
-        };
-        Arc::make_mut(slot.get_or_insert_with(Arc::default))
+    fn shard6(&self, p: &Ipv6Net) -> Option<&Arc<Shard<u128>>> {
+        match shard6(p) {
+            None => self.v6_short.as_ref(),
+            Some(k) => self.v6_keys.binary_search(&k).ok().map(|i| &self.v6[i]),
+        }
     }
 
     /// Replace the exits of `prefix` (truncated); an empty list removes it. Copies the shard
-    /// when another snapshot shares it.
+    /// when another snapshot shares it. Lookups see the change after [`seal`](Self::seal).
     pub fn set(&mut self, prefix: IpNet, exits: &[Exit]) {
         let existed = self.get(&prefix).is_some();
         if !existed && exits.is_empty() {
             return;
         }
-        self.shard_mut(&prefix).set(prefix, exits);
+        match prefix.trunc() {
+            IpNet::V4(p) => {
+                let slot = match self.v4.get_mut(shard4(&p)) {
+                    Some(s) => s,
+                    None => return,
+                };
+                Arc::make_mut(slot.get_or_insert_with(|| Arc::new(Shard::new()))).set(
+                    u32::from(p.network()),
+                    p.prefix_len(),
+                    exits,
+                );
+            }
+            IpNet::V6(p) => {
+                let shard = match shard6(&p) {
+                    None => self.v6_short.get_or_insert_with(|| Arc::new(Shard::new())),
+                    Some(k) => {
+                        let i = match self.v6_keys.binary_search(&k) {
+                            Ok(i) => i,
+                            Err(i) => {
+                                self.v6_keys.insert(i, k);
+                                self.v6.insert(i, Arc::new(Shard::new()));
+                                i
+                            }
+                        };
+                        &mut self.v6[i]
+                    }
+                };
+                Arc::make_mut(shard).set(u128::from(p.network()), p.prefix_len(), exits);
+            }
+        }
         match (existed, exits.is_empty()) {
             (false, false) => self.prefixes += 1,
             (true, true) => self.prefixes -= 1,
@@ -240,21 +378,111 @@ impl PrefixTable {
         }
     }
 
+    /// Rebuild the lookup index of every shard changed since the last seal; drop emptied shards.
+    pub fn seal(&mut self) {
+        for (k, slot) in self.v4.iter_mut().enumerate() {
+            let Some(shard) = slot else { continue };
+            if !shard.dirty {
+                continue;
+            }
+            if shard.leaves.is_empty() {
+                *slot = None;
+                continue;
+            }
+            Arc::make_mut(shard).seal(|keys| {
+                if k == 256 {
+                    Index::Octet(Octet::build(keys))
+                } else if keys.len() <= 16 {
+                    // A first octet with a handful of prefixes: skip the 256 KiB level 1.
+                    // IPv4 in the top 32 bits, so that lengths count from the top as for IPv6.
+                    let wide: Vec<(u128, u8)> = keys
+                        .iter()
+                        .map(|&(a, l)| (u128::from(a) << 96, l))
+                        .collect();
+                    Index::Ranges(Ranges::build(&wide))
+                } else {
+                    Index::Dir24(Dir24::build(keys))
+                }
+            });
+        }
+        if let Some(s) = &mut self.v6_short
+            && s.dirty
+        {
+            if s.leaves.is_empty() {
+                self.v6_short = None;
+            } else {
+                Arc::make_mut(s).seal(|keys| Index::Ranges(Ranges::build(keys)));
+            }
+        }
+        let mut i = 0;
+        while i < self.v6.len() {
+            let s = &mut self.v6[i];
+            if s.dirty {
+                if s.leaves.is_empty() {
+                    self.v6.remove(i);
+                    self.v6_keys.remove(i);
+                    continue;
+                }
+                Arc::make_mut(s).seal(|keys| Index::Ranges(Ranges::build(keys)));
+            }
+            i += 1;
+        }
+    }
+
     /// Every prefix and its exits, IPv4 first.
     pub fn iter(&self) -> impl Iterator<Item = (IpNet, &[Exit])> {
-        let v4 = self.v4.iter().flatten();
-        let v6 = self.v6.iter().map(|(_, s)| s).chain(self.v6_short.iter());
+        let v4 = self.v4.iter().flatten().flat_map(|s| {
+            s.leaves.iter().filter_map(move |l| {
+                let p = Ipv4Net::new(l.addr.into(), l.len).ok()?;
+                Some((IpNet::V4(p), s.exits_of(l)))
+            })
+        });
+        let v6 = self.v6.iter().chain(self.v6_short.iter()).flat_map(|s| {
+            s.leaves.iter().filter_map(move |l| {
+                let p = Ipv6Net::new(l.addr.into(), l.len).ok()?;
+                Some((IpNet::V6(p), s.exits_of(l)))
+            })
+        });
         v4.chain(v6)
-            .flat_map(|s| s.fib.iter().map(move |(p, span)| (p, s.exits_of(*span))))
+    }
+
+    /// Heap bytes held by the table (shared shards counted in full).
+    pub fn heap_bytes(&self) -> usize {
+        self.v4
+            .iter()
+            .flatten()
+            .map(|s| s.heap_bytes())
+            .sum::<usize>()
+            + self
+                .v6
+                .iter()
+                .chain(self.v6_short.iter())
+                .map(|s| s.heap_bytes())
+                .sum::<usize>()
+            + self.v6_keys.capacity() * 2
+            + self.v6.capacity() * 8
     }
 
     /// Whether `self` and `other` share the shard holding `prefix` (tests: unchanged shards are
     /// not copied).
     #[cfg(test)]
     pub fn shares_shard_with(&self, other: &PrefixTable, prefix: &IpNet) -> bool {
-        match (self.shard(prefix), other.shard(prefix)) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            _ => false,
+        match prefix.trunc() {
+            IpNet::V4(p) => match (
+                self.v4.get(shard4(&p)).and_then(Option::as_ref),
+                other.v4.get(shard4(&p)).and_then(Option::as_ref),
+            ) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            },
+            IpNet::V6(p) => match (self.shard6(&p), other.shard6(&p)) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            },
         }
     }
 }
+
+/// The number of leaves one shard can hold is bounded by the index encoding; a first octet holds
+/// at most 2²⁵ distinct prefixes (/8–/32), far below it.
+const _: () = assert!(MAX_LEAVES > 1 << 25);

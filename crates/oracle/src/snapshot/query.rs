@@ -2,11 +2,15 @@
 
 use super::TopologySnapshot;
 use super::paths::{PathEntry, compute_row};
-use super::prefixes::Exit;
+use super::prefixes::{Exit, PrefixTable};
 use super::routers::RouterIdx;
+use super::terms::{Shape, Term};
 use crate::rank::{PathMetrics, order_key};
 use ipnet::IpNet;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Addresses located together before their costs are computed.
+const BLOCK: usize = 32;
 
 /// What the prefix table says about an address (console `show`).
 #[derive(Clone, Debug, PartialEq)]
@@ -30,6 +34,13 @@ pub struct ExitInfo {
     pub as_number: u32,
     /// AS distance from the exit.
     pub as_distance: u16,
+}
+
+/// A path-cache row with its ranking terms.
+pub(crate) struct RowView<'a> {
+    paths: &'a [PathEntry],
+    terms: &'a [Term],
+    shape: Shape,
 }
 
 /// Reusable buffers for [`TopologySnapshot::rank_with`], so ranking allocates nothing once warm.
@@ -79,7 +90,7 @@ impl TopologySnapshot {
     }
 
     fn source_idx(&self, source: IpAddr) -> Option<RouterIdx> {
-        let (_, exits) = self.prefixes.lookup(source)?;
+        let exits = self.prefixes.exits(source)?;
         exits
             .iter()
             .filter(|e| e.source)
@@ -93,12 +104,60 @@ impl TopologySnapshot {
         self.paths.row(self.source_idx(source)?)
     }
 
+    /// The path-cache row and its ranking terms for a query from `source`.
+    #[inline]
+    pub(crate) fn source_view(&self, source: IpAddr) -> Option<RowView<'_>> {
+        let router = self.source_idx(source)?;
+        let index = *self.paths.row_of.get(router as usize)? as usize;
+        let paths = self.paths.rows.get(index)?;
+        let terms = self.terms.row(
+            index,
+            paths,
+            &self.graph.rank,
+            &self.ranking,
+            self.settings.local_as,
+        )?;
+        Some(RowView {
+            paths,
+            terms,
+            shape: Shape::of(&self.ranking),
+        })
+    }
+
     /// Metrics towards `addr` from the router owning `row`: the §3.2.3 routing abstraction
     /// picks, among the prefix's reachable exits, the one with the lowest internal weight (ties:
     /// lower AS distance, then lower router address).
     #[inline]
     pub(crate) fn metrics_in_row(&self, row: &[PathEntry], addr: IpAddr) -> Option<PathMetrics> {
-        let (_, exits) = self.prefixes.lookup(addr)?;
+        self.metrics_of_exits(row, self.prefixes.exits(addr)?)
+    }
+
+    /// The cost of the best exit among `exits` (the §3.2.3 choice of
+    /// [`metrics_in_row`](Self::metrics_in_row)) from precomputed terms.
+    #[inline]
+    fn cost_of_exits(&self, view: &RowView<'_>, exits: &[Exit]) -> Option<f64> {
+        let mut best: Option<((u32, u16, u32), &Exit, &Term)> = None;
+        for e in exits {
+            let Some(t) = view.terms.get(e.router as usize).filter(|t| t.reachable()) else {
+                continue;
+            };
+            let key = (t.weight, e.as_distance, t.rank);
+            if best.is_none_or(|(k, _, _)| key < k) {
+                best = Some((key, e, t));
+            }
+        }
+        let (_, e, t) = best?;
+        match view.shape {
+            Shape::PerCandidate => self
+                .metrics_of_exits(view.paths, std::slice::from_ref(e))
+                .map(|m| self.ranking.cost(&m)),
+            shape => Some(t.cost(shape, e.as_distance)),
+        }
+    }
+
+    /// [`metrics_in_row`](Self::metrics_in_row) for the exits of the matching prefix.
+    #[inline]
+    fn metrics_of_exits(&self, row: &[PathEntry], exits: &[Exit]) -> Option<PathMetrics> {
         let mut best: Option<((u32, u16, u32), &Exit, &PathEntry)> = None;
         for e in exits {
             let Some(p) = row.get(e.router as usize).filter(|p| p.reachable()) else {
@@ -160,22 +219,76 @@ impl TopologySnapshot {
         })
     }
 
-    /// Sort keys for `addrs` as seen from `source` into `keys` (one per address, in order).
+    /// Sort keys for `addrs` (one per address, in order, `(key, index)`) into `keys`, which
+    /// must be at least as long; returns how many addresses were placed.
+    ///
+    /// Works in blocks of [`BLOCK`] addresses: all longest-prefix matches of a block first, then
+    /// all exit choices and costs, so that the table's cache misses of one block overlap instead
+    /// of waiting on each other.
     #[inline]
-    pub(crate) fn keys_into(
+    pub(crate) fn keys_v4(
         &self,
-        row: Option<&[PathEntry]>,
-        addrs: impl Iterator<Item = IpAddr>,
-        keys: &mut impl Extend<(u64, u32)>,
+        row: Option<&RowView<'_>>,
+        addrs: &[Ipv4Addr],
+        keys: &mut [(u64, u32)],
     ) -> usize {
+        self.keys_in_blocks(row, addrs, keys, |t, a, out| t.exits_v4_block(a, out))
+    }
+
+    /// [`keys_v4`](Self::keys_v4) for IPv6 candidates.
+    #[inline]
+    pub(crate) fn keys_v6(
+        &self,
+        row: Option<&RowView<'_>>,
+        addrs: &[Ipv6Addr],
+        keys: &mut [(u64, u32)],
+    ) -> usize {
+        self.keys_in_blocks(row, addrs, keys, |t, a, out| {
+            for (o, &a) in out.iter_mut().zip(a) {
+                *o = t.exits_v6(a);
+            }
+        })
+    }
+
+    /// [`keys_v4`](Self::keys_v4) for candidates of either family.
+    pub(crate) fn keys_ip(
+        &self,
+        row: Option<&RowView<'_>>,
+        addrs: &[IpAddr],
+        keys: &mut [(u64, u32)],
+    ) -> usize {
+        self.keys_in_blocks(row, addrs, keys, |t, a, out| {
+            for (o, &a) in out.iter_mut().zip(a) {
+                *o = t.exits(a);
+            }
+        })
+    }
+
+    #[inline(always)]
+    fn keys_in_blocks<'s, A>(
+        &'s self,
+        row: Option<&RowView<'_>>,
+        addrs: &[A],
+        keys: &mut [(u64, u32)],
+        locate: impl Fn(&'s PrefixTable, &[A], &mut [Option<&'s [Exit]>]),
+    ) -> usize {
+        let Some(row) = row else {
+            for (i, k) in keys.iter_mut().take(addrs.len()).enumerate() {
+                *k = (order_key(None), i as u32);
+            }
+            return 0;
+        };
         let mut placed = 0;
-        keys.extend(addrs.enumerate().map(|(i, a)| {
-            let cost = row
-                .and_then(|row| self.metrics_in_row(row, a))
-                .map(|m| self.ranking.cost(&m));
-            placed += usize::from(cost.is_some());
-            (order_key(cost), i as u32)
-        }));
+        let mut found: [Option<&[Exit]>; BLOCK] = [None; BLOCK];
+        for (b, (block, keys)) in addrs.chunks(BLOCK).zip(keys.chunks_mut(BLOCK)).enumerate() {
+            let found = &mut found[..block.len()];
+            locate(&self.prefixes, block, found);
+            for (j, (k, exits)) in keys.iter_mut().zip(found.iter()).enumerate() {
+                let cost = exits.and_then(|e| self.cost_of_exits(row, e));
+                placed += usize::from(cost.is_some());
+                *k = (order_key(cost), (b * BLOCK + j) as u32);
+            }
+        }
         placed
     }
 
@@ -194,8 +307,9 @@ impl TopologySnapshot {
         scratch: &mut RankScratch,
     ) -> usize {
         scratch.keys.clear();
-        let row = self.source_row(source);
-        let placed = self.keys_into(row, candidates.iter().copied(), &mut scratch.keys);
+        scratch.keys.resize(candidates.len(), (0, 0));
+        let row = self.source_view(source);
+        let placed = self.keys_ip(row.as_ref(), candidates, &mut scratch.keys);
         // (cost, input index) keys are distinct, so an unstable sort is a stable ranking.
         scratch.keys.sort_unstable();
         scratch.addrs.clear();

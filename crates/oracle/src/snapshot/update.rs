@@ -3,16 +3,18 @@
 //!
 //! What a change costs:
 //! - networks (source or external): only the prefix-table shards holding the prefixes are
-//!   copied; the path cache is shared untouched (with [`CacheScope::SourceRouters`], a router that
-//!   gets its first source network gains one row);
+//!   copied and their lookup indexes rebuilt (once per batch); the path cache and its ranking
+//!   terms are shared untouched (with [`CacheScope::SourceRouters`], a router that gets its
+//!   first source network gains one row, and the terms start afresh);
 //! - routers, NICs, links, states: the link graph and every cache row are recomputed (the
 //!   topology is small next to the prefix table; the seed recomputed too);
 //! - removing a router also removes every network attached to it (one pass over the table);
-//! - ranking and TTL: nothing else is touched.
+//! - ranking: the per-row ranking terms start afresh; TTL: nothing else is touched.
 
 use super::paths::PathCache;
 use super::prefixes::Exit;
 use super::routers::{Graph, Router, RouterIdx, check_link};
+use super::terms::RowTerms;
 use super::{BuildError, TopologySnapshot};
 use crate::model::{
     CacheScope, ExternalNetwork, LinkConfig, NicConfig, RouterConfig, SourceNetwork, State,
@@ -118,6 +120,7 @@ impl TopologySnapshot {
         next.generation = self.generation.wrapping_add(1);
         let mut report = UpdateReport::default();
         let mut topology = false;
+        let mut ranking = false;
         let mut new_sources: Vec<RouterIdx> = Vec::new();
         for u in updates {
             match u {
@@ -247,11 +250,13 @@ impl TopologySnapshot {
                 }
                 Update::SetRanking(text) => {
                     next.ranking = Ranking::parse(text)?;
+                    ranking = true;
                     next.settings.ranking = text.clone();
                 }
                 Update::SetTtl(ttl) => next.settings.ttl = *ttl,
             }
         }
+        next.prefixes.seal();
         if topology {
             next.graph = Arc::new(Graph::build(&next.routers)?);
             next.paths = Arc::new(next.compute_paths());
@@ -270,6 +275,9 @@ impl TopologySnapshot {
                     }
                 }
             }
+        }
+        if topology || ranking || report.rows_added > 0 {
+            next.terms = Arc::new(RowTerms::new(next.paths.rows.len()));
         }
         Ok((next, report))
     }

@@ -6,7 +6,7 @@ use ipnet::IpNet;
 use pathwise_oracle::model::{OracleConfig, RouteMode};
 use pathwise_oracle::{PathMetrics, Ranking};
 use proptest::prelude::*;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 #[derive(Clone, Copy, Debug)]
 struct RefEdge {
@@ -249,21 +249,55 @@ pub fn address() -> impl Strategy<Value = IpAddr> {
         8 => (0u8..4, 0u8..4, 0u8..255).prop_map(|(a, b, c)| IpAddr::V4(Ipv4Addr::new(20, a, b, c))),
         1 => Just(IpAddr::V4(Ipv4Addr::new(30, 0, 0, 1))),
         1 => any::<u8>().prop_map(|c| IpAddr::V4(Ipv4Addr::new(20, 9, 9, c))),
+        3 => (0u16..4, 0u16..4, 0u16..6)
+            .prop_map(|(a, b, c)| IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, a, b, 0, 0, 0, c))),
     ]
 }
 
-/// Prefixes in that universe: 20/8, 20.a/16, 20.a.b/24.
+/// Prefixes in that universe: 20/8, 20.a/16, 20.a.b/24, 20.a.b.c/28 and /32, 0/0; IPv6
+/// 2001::/16, 2001:db8::/32, 2001:db8:a::/48, 2001:db8:a:b::/64, /127 and /128, ::/0.
 pub fn prefix() -> impl Strategy<Value = IpNet> {
-    (
+    let v4 = (
         0u8..4,
         0u8..4,
-        prop_oneof![Just(8u8), Just(16), Just(24), Just(24)],
+        any::<u8>(),
+        prop_oneof![
+            1 => Just(0u8),
+            3 => Just(8),
+            4 => Just(16),
+            8 => Just(24),
+            1 => Just(28),
+            1 => Just(32)
+        ],
     )
-        .prop_map(|(a, b, len)| {
-            IpNet::new(IpAddr::V4(Ipv4Addr::new(20, a, b, 0)), len)
+        .prop_map(|(a, b, c, len)| {
+            IpNet::new(IpAddr::V4(Ipv4Addr::new(20, a, b, c)), len)
                 .expect("valid length")
                 .trunc()
-        })
+        });
+    let v6 = (
+        0u16..4,
+        0u16..4,
+        0u16..6,
+        prop_oneof![
+            1 => Just(0u8),
+            1 => Just(16),
+            2 => Just(32),
+            2 => Just(48),
+            3 => Just(64),
+            1 => Just(127),
+            1 => Just(128)
+        ],
+    )
+        .prop_map(|(a, b, c, len)| {
+            IpNet::new(
+                IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, a, b, 0, 0, 0, c)),
+                len,
+            )
+            .expect("valid length")
+            .trunc()
+        });
+    prop_oneof![3 => v4, 1 => v6]
 }
 
 /// A ranking: the built-ins and a few expressions.
