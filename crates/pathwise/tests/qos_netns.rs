@@ -243,6 +243,27 @@ fn a_reservation_installs_an_htb_class_at_every_hop_and_its_release_removes_them
     }
     let _g = serial();
     let lab = chain("htb");
+    // GIST's messaging associations (C-mode, TCP port 30000 by default) are in the signalling
+    // class on every managed interface, both ways, like its datagrams (UDP 270).
+    for (i, name) in NODES.iter().enumerate().take(4) {
+        let f = lab
+            .exec_ok(i, &["tc", "filter", "show", "dev", "e0"])
+            .unwrap_or_default();
+        let to_signalling = |port_match: &str| {
+            f.split("filter ").any(|rule| {
+                rule.contains("flowid 5057:fffd")
+                    && rule.contains("match 00060000/00ff0000 at 8")
+                    && rule.contains(port_match)
+            })
+        };
+        // u32 keys: the ports are the first 32 bits after a 20-byte IPv4 header.
+        for port_match in [
+            "match 00007530/0000ffff at 20",
+            "match 75300000/ffff0000 at 20",
+        ] {
+            assert!(to_signalling(port_match), "{name}: {port_match} in\n{f}");
+        }
+    }
     let (v, ok) = qos(
         &lab,
         H1,
