@@ -3,9 +3,12 @@
 //! reservable per interface), `[gist]` and `[qos_nslp]`, driven through `pathwise qos`.
 //! Needs root, `ip` and `iptables` (GIST takes the QoS NSLP's Router Alert values off the path
 //! through netfilter); skipped with a message otherwise. The namespaces go when the test ends.
+//! The HTB tests use `traffic_control = "htb"`; the data-plane proof runs on RSVP's data-plane
+//! chain (R2 → R3 10 Mbit/s) with iperf3, as `rsvp_netns.rs` does.
 
 mod common;
 
+use common::flood::median_of_three;
 use common::netns::{bin, serial, skip};
 use pathwise::gist::chain::{self as gist_chain, H1, H2_V4, NODES, Options, R2};
 use pathwise::netns::{Lab, wait_for};
@@ -29,13 +32,32 @@ fn rsvp_section(i: usize, tc: &str) -> String {
 }
 
 fn chain(tc: &str) -> Lab {
-    let sections: Vec<String> = (0..5)
-        .map(|i| {
-            format!(
-                "\n[qos_nslp]\nrefresh_period = \"5s\"\n{}",
-                rsvp_section(i, tc)
-            )
-        })
+    chain_with((0..5).map(|i| rsvp_section(i, tc)).collect())
+}
+
+/// RSVP's data-plane chain (`pathwise::rsvp::chain`): R2 → R3 a 10 Mbit/s link, the others
+/// 1 Gbit/s, 80 % of each reservable, HTB.
+fn bottleneck_section(i: usize) -> String {
+    let ifaces: &[&str] = match i {
+        0 => &["e0"],
+        4 => &["w0"],
+        _ => &["w0", "e0"],
+    };
+    let mut s = "\n[rsvp]\ntraffic_control = \"htb\"\n".to_string();
+    for name in ifaces {
+        let bw = if i == R2 && *name == "e0" { 10 } else { 1000 };
+        s += &format!(
+            "\n[[rsvp.interface]]\nname = \"{name}\"\nbandwidth = \"{bw}Mbit\"\nreservable = \"{}Mbit\"\n",
+            bw * 8 / 10
+        );
+    }
+    s
+}
+
+fn chain_with(rsvp: Vec<String>) -> Lab {
+    let sections: Vec<String> = rsvp
+        .iter()
+        .map(|r| format!("\n[qos_nslp]\nrefresh_period = \"5s\"\n{r}"))
         .collect();
     let o = Options {
         refresh: "10s",
@@ -298,4 +320,65 @@ fn a_reservation_installs_an_htb_class_at_every_hop_and_its_release_removes_them
             .then_some(())
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+}
+
+#[test]
+fn a_reserved_flow_keeps_its_rate_under_a_flood() {
+    let test = "a_reserved_flow_keeps_its_rate_under_a_flood";
+    if skip(test, &["ip", "iptables", "tc", "iperf3"]) {
+        return;
+    }
+    let _g = serial();
+    let mut lab = chain_with((0..5).map(bottleneck_section).collect());
+    lab.spawn("iperf-flow", 4, &["iperf3", "-s", "-p", "5001", "-J"])
+        .unwrap();
+    lab.spawn("iperf-flood", 4, &["iperf3", "-s", "-p", "5202"])
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let without = median_of_three(&mut lab, H1, H2_V4, "without").unwrap();
+    // A QoS NSLP reservation of 4 Mbit/s for the flow (UDP to port 5001), as an operator
+    // makes it.
+    let (v, ok) = qos(
+        &lab,
+        H1,
+        &[
+            "reserve",
+            H2_V4,
+            "--rate",
+            "4Mbit",
+            "--protocol",
+            "17",
+            "--dport",
+            "5001",
+        ],
+    );
+    assert!(ok && v["outcome"] == "reserved", "{v:#}\n{}", logs(&lab));
+    let session = v["session"].as_str().unwrap().to_string();
+    let with = median_of_three(&mut lab, H1, H2_V4, "with").unwrap();
+    // The reservation outlived the flood (its refreshes are in the signalling class) and is
+    // still in R2's class towards the bottleneck.
+    let on_r2 = sessions(&lab, R2);
+    assert!(
+        on_r2.iter().any(|s| s["session"] == session.as_str()
+            && s["interface"] == "e0"
+            && s["rate_bps"] == 4_000_000),
+        "{on_r2:#?}"
+    );
+    assert!(
+        classes(&lab, R2, "e0")
+            .lines()
+            .any(|l| l.contains("5057:2 ") && l.contains("rate 4Mbit")),
+        "{}",
+        classes(&lab, R2, "e0")
+    );
+    println!(
+        "4 Mbit/s UDP flow under a 40 Mbit/s UDP flood (median of 3): {:.2} Mbit/s without, {:.2} Mbit/s with the QoS NSLP reservation",
+        without / 1e6,
+        with / 1e6
+    );
+    assert!(with >= 0.9 * 4e6, "with the reservation: {with} bit/s");
+    assert!(
+        without < 0.9 * 4e6,
+        "without the reservation: {without} bit/s"
+    );
 }
