@@ -382,3 +382,196 @@ fn a_reserved_flow_keeps_its_rate_under_a_flood() {
         "without the reservation: {without} bit/s"
     );
 }
+
+/// `tshark -n -X lua_script:gist.lua -X lua_script:qos_nslp.lua -r PCAP ARGS…` at R2, with the
+/// lab directory as HOME (no personal plug-ins or preferences); fails on a Lua error, a
+/// dissector bug or a malformed packet on stdout or stderr.
+fn tshark_at_r2(lab: &Lab, pcap: &str, args: &[&str]) -> String {
+    let lua = |name: &str| {
+        format!(
+            "lua_script:{}",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../contrib/wireshark")
+                .join(name)
+                .display()
+        )
+    };
+    let home = format!("HOME={}", lab.path("").display());
+    let (gist, qos) = (lua("gist.lua"), lua("qos_nslp.lua"));
+    let mut argv = vec![
+        "env", &home, "tshark", "-n", "-X", &gist, "-X", &qos, "-r", pcap,
+    ];
+    argv.extend_from_slice(args);
+    let out = lab.exec(R2, &argv).expect("run tshark");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "tshark {args:?}: {stderr}");
+    for bad in [
+        "Lua Error",
+        "Lua: Error",
+        "Dissector bug",
+        "Malformed Packet",
+    ] {
+        assert!(
+            !stderr.contains(bad) && !stdout.contains(bad),
+            "tshark {args:?}: {bad}:\n{stderr}\n{stdout}"
+        );
+    }
+    stdout
+}
+
+#[test]
+fn tshark_decodes_every_qos_nslp_message_on_the_path() {
+    let test = "tshark_decodes_every_qos_nslp_message_on_the_path";
+    if skip(test, &["ip", "iptables", "tshark"]) {
+        return;
+    }
+    let _g = serial();
+    let mut lab = chain("memory");
+    // GIST at R2, both ways: datagrams (UDP 270, Queries with a Router Alert) and messaging
+    // associations (TCP).
+    let pcap = lab.path("r2.pcap").to_string_lossy().into_owned();
+    lab.spawn(
+        "tshark",
+        R2,
+        &[
+            "tshark",
+            "-q",
+            "-i",
+            "w0",
+            "-i",
+            "e0",
+            "-f",
+            "udp or tcp",
+            "-w",
+            &pcap,
+        ],
+    )
+    .unwrap();
+    wait_for(Duration::from_secs(10), "tshark to capture", || {
+        Path::new(&pcap).exists().then_some(())
+    })
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+
+    // Sender-initiated: RESERVE down, RESPONSE up; then its refreshes (refresh_period 5 s).
+    let (v, ok) = qos(&lab, H1, &["reserve", H2_V4, "--rate", "1Mbit"]);
+    assert!(ok && v["outcome"] == "reserved", "{v:#}\n{}", logs(&lab));
+    let sent = v["session"].as_str().unwrap().to_string();
+    // A QUERY for what the path could give, answered by a RESPONSE.
+    let (v, ok) = qos(&lab, H1, &["query", H2_V4, "--rate", "1Mbit"]);
+    assert!(ok && v["outcome"] == "answered", "{v:#}");
+    // Receiver-initiated: H1's reserve-init QUERY down, H2's RESERVE back up.
+    let (v, ok) = qos(
+        &lab,
+        H1,
+        &["reserve", H2_V4, "--rate", "1Mbit", "--receiver-initiated"],
+    );
+    assert!(ok && v["outcome"] == "requested", "{v:#}");
+    let rx = v["session"].as_str().unwrap().to_string();
+    wait_for(
+        Duration::from_secs(5),
+        "the receiver-initiated RESERVE",
+        || {
+            sessions(&lab, 4)
+                .iter()
+                .any(|s| s["session"] == rx.as_str() && s["role"] == "QNI")
+                .then_some(())
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+    // Long enough for a refresh of both.
+    std::thread::sleep(Duration::from_secs(7));
+    // Tearing RESERVEs from both initiators.
+    let (v, ok) = qos(&lab, 4, &["release", &rx]);
+    assert!(ok && v["outcome"] == "released", "{v:#}");
+    let (v, ok) = qos(&lab, H1, &["release", &sent]);
+    assert!(ok && v["outcome"] == "released", "{v:#}");
+    wait_for(
+        Duration::from_secs(5),
+        "the tears to reach the far end",
+        || (0..5).all(|i| sessions(&lab, i).is_empty()).then_some(()),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+    std::thread::sleep(Duration::from_secs(1));
+    lab.terminate("tshark", Duration::from_secs(5)).unwrap();
+
+    // Every QoS NSLP message decoded, by type and flags.
+    let fields = tshark_at_r2(
+        &lab,
+        &pcap,
+        &[
+            "-Y",
+            "qos_nslp",
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=f",
+            "-e",
+            "qos_nslp.type",
+            "-e",
+            "qos_nslp.flags.tear",
+            "-e",
+            "qos_nslp.flags.reserve_init",
+        ],
+    );
+    let rows: Vec<Vec<&str>> = fields
+        .lines()
+        .map(|l| l.split('\t').collect())
+        .filter(|r: &Vec<&str>| r.len() == 3)
+        .collect();
+    let count = |f: &dyn Fn(&[&str]) -> bool| rows.iter().filter(|r| f(r)).count();
+    let truthy = |x: &str| x == "1" || x == "True";
+    // RFC 5974 §5.1.1: RESERVE 1, QUERY 2, RESPONSE 3.
+    let reserves = count(&|r| r[0] == "1" && !truthy(r[1]));
+    let tears = count(&|r| r[0] == "1" && truthy(r[1]));
+    let queries = count(&|r| r[0] == "2" && !truthy(r[2]));
+    let reserve_init = count(&|r| r[0] == "2" && truthy(r[2]));
+    let responses = count(&|r| r[0] == "3");
+    println!(
+        "at R2: {reserves} RESERVEs, {tears} tearing, {queries} QUERYs, {reserve_init} reserve-init QUERYs, {responses} RESPONSEs"
+    );
+    // Each direction at R2 sees the message once per interface it crosses.
+    assert!(
+        reserves >= 4,
+        "RESERVEs (two reservations, refreshed): {reserves}\n{fields}"
+    );
+    assert!(tears >= 2, "tearing RESERVEs: {tears}\n{fields}");
+    assert!(queries >= 1, "QUERYs: {queries}\n{fields}");
+    assert!(
+        reserve_init >= 1,
+        "reserve-init QUERYs: {reserve_init}\n{fields}"
+    );
+    assert!(responses >= 2, "RESPONSEs: {responses}\n{fields}");
+
+    // Nothing malformed, no expert warning or error from GIST or the QoS NSLP.
+    let flagged = tshark_at_r2(
+        &lab,
+        &pcap,
+        &[
+            "-Y",
+            "_ws.malformed || _ws.expert.severity >= warning",
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+            "-e",
+            "_ws.expert.message",
+        ],
+    );
+    let experts = tshark_at_r2(&lab, &pcap, &["-q", "-z", "expert,warn"]);
+    for line in experts.lines() {
+        let protocol = line.split_whitespace().nth(2).unwrap_or_default();
+        assert!(
+            !["GIST", "QOS_NSLP", "QoS"].contains(&protocol),
+            "expert warning: {line}\n{experts}"
+        );
+    }
+    assert!(!experts.contains("Errors ("), "{experts}");
+    assert!(
+        flagged.trim().is_empty(),
+        "frames with warnings or errors:\n{flagged}"
+    );
+}
