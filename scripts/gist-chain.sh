@@ -3,7 +3,7 @@
 # IPv4 and IPv6 forwarding on and a `pathwise daemon` running GIST (with the Ping NSLP) in each
 # (needs root and iproute2).
 #
-#   sudo scripts/gist-chain.sh up [--without NODE] [PATHWISE_BINARY]
+#   sudo scripts/gist-chain.sh up [--qos] [--without NODE] [PATHWISE_BINARY]
 #   sudo scripts/gist-chain.sh down
 #
 # Build with `cargo build --release` first. `--without r2` leaves GIST off on that node: it
@@ -16,6 +16,11 @@
 # fd00:91:4::2. Daemons log to /tmp/pw-gist/NODE.log and listen on /tmp/pw-gist/NODE.sock; their
 # IPC NSLP API is on /tmp/pw-gist/NODE-ipc.sock (`gist send`, `gist listen`, `gist nslp-ping`).
 # R2 relays NSLPID 42 (`relay = [42]`, the NSIS-ka test NSLP's); the other routers let it by.
+#
+# `--qos` also runs the QoS NSLP on every node (`[qos_nslp]`, refresh period 5 s), admitting
+# through RSVP's HTB traffic control (`[rsvp] traffic_control = "htb"`, the layout of
+# scripts/rsvp-chain.sh: R2 -> R3 a 10 Mbit/s link, the others 1 Gbit/s, 80 % reservable), so
+# `pathwise qos reserve` installs an HTB class at every hop (`tc class show`; needs `tc`).
 set -euo pipefail
 . "$(dirname "$0")/chain-lib.sh"
 nodes=("${chain_nodes[@]}")
@@ -23,10 +28,14 @@ dir=/tmp/pw-gist
 cmd=${1:-}
 shift || true
 without=""
-if [[ ${1:-} == --without ]]; then
-    without=${2:?--without needs a node (h1 r1 r2 r3 h2)}
-    shift 2
-fi
+qos=0
+while [[ ${1:-} == --* ]]; do
+    case $1 in
+        --without) without=${2:?--without needs a node (h1 r1 r2 r3 h2)}; shift 2 ;;
+        --qos) qos=1; shift ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+done
 bin=${1:-$(cd "$(dirname "$0")/.." && pwd)/target/release/pathwise}
 
 down() {
@@ -66,6 +75,15 @@ up() {
                 printf 'transports = ["udp", "tcp", "tls"]\n\n[gist.tls]\ncertificate = "%s/tls/%s.pem"\nkey = "%s/tls/%s.key"\nca = "%s/tls/ca.pem"\n' \
                     "$dir" "$n" "$dir" "$n" "$dir"
             fi
+            if (( qos )); then
+                printf '\n[qos_nslp]\nrefresh_period = "5s"\n\n[rsvp]\ntraffic_control = "htb"\n'
+                case $n in h1) qifs='e0' ;; h2) qifs='w0' ;; *) qifs='w0 e0' ;; esac
+                for i in $qifs; do
+                    bw=1000; if [[ $n == r2 && $i == e0 ]]; then bw=10; fi
+                    printf '\n[[rsvp.interface]]\nname = "%s"\nbandwidth = "%sMbit"\nreservable = "%sMbit"\n' \
+                        "$i" "$bw" "$((bw * 8 / 10))"
+                done
+            fi
         } > "$dir/$n.toml"
         ip netns exec "pwg-$n" "$bin" daemon --config "$dir/$n.toml" > "$dir/$n.log" 2>&1 &
         echo $! > "$dir/$n.pid"
@@ -84,12 +102,21 @@ Chain is up. Try:
   ip netns exec pwg-h1 $bin gist send --nslpid 42 10.91.4.2 --data hello --ipc-socket $dir/h1-ipc.sock
   $bin gist --socket $dir/r2.sock show mrs                         # R2 relays NSLPID 42
   ip netns exec pwg-r2 tshark -X lua_script:contrib/wireshark/gist.lua -i w0 -f 'udp port 270'
-Tear it down with: $0 down
 EOT
+    if (( qos )); then
+        cat <<EOT
+With --qos:
+  $bin qos --socket $dir/h1.sock reserve 10.91.4.2 --rate 4Mbit --protocol 17 --dport 5001
+  $bin qos --socket $dir/r2.sock show                             # the session at a transit node
+  ip netns exec pwg-r2 tc class show dev e0                        # its 4 Mbit/s HTB class
+  $bin qos --socket $dir/h1.sock release SESSION
+EOT
+    fi
+    echo "Tear it down with: $0 down"
 }
 
 case $cmd in
     up) up ;;
     down) down ;;
-    *) echo "usage: $0 up [--without NODE] [PATHWISE_BINARY] | down" >&2; exit 2 ;;
+    *) echo "usage: $0 up [--qos] [--without NODE] [PATHWISE_BINARY] | down" >&2; exit 2 ;;
 esac

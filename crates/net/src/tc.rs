@@ -8,7 +8,8 @@
 //! 5057:      root htb, unclassified traffic to 5057:fffe
 //! 5057:1     parent class, rate = ceil = link bandwidth
 //! 5057:fffd  signaling (IP protocol 46; UDP to or from GIST's port 270, which carries the QoS
-//!            NSLP; IPv4 UDP with a Router Alert, IPv6 with a hop-by-hop header; filter
+//!            NSLP; TCP to or from GIST's messaging-association ports, given by the daemon;
+//!            IPv4 UDP with a Router Alert, IPv6 with a hop-by-hop header; filter
 //!            priority 1 for IPv4, 2 for IPv6): 1% of the link, at least 64 kbit/s,
 //!            HTB priority 0 — a flood cannot starve the refreshes that keep reservations up
 //! 5057:fffe  best effort: rate = link − reservable − signaling, ceil = link; a pfifo of about
@@ -153,6 +154,17 @@ fn reserved_bps(req: &TcRequest<'_>) -> u64 {
 impl<R: TcRunner> HtbTrafficControl<R> {
     /// Take over `interfaces`: remove a root qdisc a previous run left, install ours.
     pub fn new(runner: R, interfaces: impl IntoIterator<Item = (IfIndex, HtbInterface)>) -> Self {
+        Self::with_signalling_tcp_ports(runner, interfaces, &[])
+    }
+
+    /// As [`new`](Self::new), with TCP segments to and from `tcp_ports` in the signalling
+    /// class too: GIST's messaging associations (C-mode over TCP, and TLS), which carry the QoS
+    /// NSLP once a session's messages go in C-mode (RFC 5971 §5.7).
+    pub fn with_signalling_tcp_ports(
+        runner: R,
+        interfaces: impl IntoIterator<Item = (IfIndex, HtbInterface)>,
+        tcp_ports: &[u16],
+    ) -> Self {
         let mut tc = HtbTrafficControl {
             runner,
             ifaces: BTreeMap::new(),
@@ -161,7 +173,7 @@ impl<R: TcRunner> HtbTrafficControl<R> {
             last_failure: None,
         };
         for (ifindex, cfg) in interfaces {
-            tc.setup(&cfg);
+            tc.setup(&cfg, tcp_ports);
             let iface = Iface {
                 cfg,
                 used_bps: 0,
@@ -182,7 +194,7 @@ impl<R: TcRunner> HtbTrafficControl<R> {
         }
     }
 
-    fn setup(&mut self, i: &HtbInterface) {
+    fn setup(&mut self, i: &HtbInterface, tcp_ports: &[u16]) {
         let (dev, link) = (i.name.as_str(), rate(i.bandwidth_bps));
         // A root qdisc a killed run of ours left goes first, with every class and filter under
         // it (`replace` alone would keep them); there is usually none, so that failure is not
@@ -240,6 +252,14 @@ impl<R: TcRunner> HtbTrafficControl<R> {
                 self.exec(format!(
                     "filter add dev {dev} parent {ROOT:x}: protocol {proto} prio {prio} u32 match {fam} protocol 17 0xff match {fam} {dir} {GIST_PORT} 0xffff flowid {control}"
                 ));
+            }
+            // Its messaging associations (TCP, TLS over TCP) likewise.
+            for port in tcp_ports {
+                for dir in ["dport", "sport"] {
+                    self.exec(format!(
+                        "filter add dev {dev} parent {ROOT:x}: protocol {proto} prio {prio} u32 match {fam} protocol 6 0xff match {fam} {dir} {port} 0xffff flowid {control}"
+                    ));
+                }
             }
         }
         // Datagrams with a Router Alert (RSVP's Path, GIST's Queries) have their transport
@@ -521,5 +541,36 @@ mod tests {
             "qdisc del dev veth0 root handle 5057:",
         ];
         assert_eq!(cmds, expect);
+    }
+
+    #[test]
+    fn gist_messaging_association_ports_are_signalling() {
+        let rec = Record::default();
+        let iface = HtbInterface {
+            name: "veth0".into(),
+            bandwidth_bps: 10_000_000,
+            reservable_bps: 8_000_000,
+            mtu: 1500,
+            latency_us: 100,
+        };
+        let tc = HtbTrafficControl::with_signalling_tcp_ports(
+            rec.clone(),
+            [(IfIndex(3), iface)],
+            &[30270, 30271],
+        );
+        drop(tc);
+        let cmds = rec.0.borrow().clone();
+        for (proto, fam, prio) in [("ip", "ip", 1), ("ipv6", "ip6", 2)] {
+            for port in [30270, 30271] {
+                for dir in ["dport", "sport"] {
+                    let f = format!(
+                        "filter add dev veth0 parent 5057: protocol {proto} prio {prio} u32 match {fam} protocol 6 0xff match {fam} {dir} {port} 0xffff flowid 5057:fffd"
+                    );
+                    assert!(cmds.contains(&f), "{f} in {cmds:#?}");
+                }
+            }
+        }
+        // Nothing else on TCP: no port given, no TCP filter.
+        assert_eq!(cmds.iter().filter(|c| c.contains("protocol 6 ")).count(), 8);
     }
 }

@@ -325,7 +325,8 @@ fn daemon_metrics_label_rsvp_and_gist_messages_and_drops_and_pass_promtool() {
                 "[daemon]\nsocket = \"{}\"\nmetrics = \"127.0.0.1:9464\"\n\n\
                  [rsvp]\ntraffic_control = \"memory\"\n[[rsvp.interface]]\nname = \"e0\"\n\
                  bandwidth = \"10Mbit\"\n\n\
-                 [gist]\ninterfaces = [\"e0\"]\ntransports = [\"udp\"]\ninterception = \"socket\"\n",
+                 [gist]\ninterfaces = [\"e0\"]\ntransports = [\"udp\"]\ninterception = \"socket\"\n\n\
+                 [qos_nslp]\n",
                 sock.display()
             ),
         )
@@ -361,6 +362,24 @@ fn daemon_metrics_label_rsvp_and_gist_messages_and_drops_and_pass_promtool() {
         )
         .unwrap_or_else(|e| panic!("ping: {e}\n{}\n{}", lab.log("a"), lab.log("b")));
     assert!(out.contains("\"received\": 1"), "{out}");
+    // A QoS NSLP reservation from A to B: RESERVE out, RESPONSE back.
+    let out = lab
+        .exec_ok(
+            0,
+            &[
+                bin(),
+                "qos",
+                "--json",
+                "--socket",
+                &lab.path("a.sock").to_string_lossy(),
+                "reserve",
+                "10.213.0.2",
+                "--rate",
+                "1Mbit",
+            ],
+        )
+        .unwrap_or_else(|e| panic!("qos reserve: {e}\n{}\n{}", lab.log("a"), lab.log("b")));
+    assert!(out.contains("\"reserved\""), "{out}");
     let ns = lab.ns[0].clone();
     let addr: SocketAddr = "127.0.0.1:9464".parse().unwrap();
     // The loop publishes once a second.
@@ -372,24 +391,52 @@ fn daemon_metrics_label_rsvp_and_gist_messages_and_drops_and_pass_promtool() {
             "pathwise_gist_messages_total{direction=\"received\",type=\"Response\"}",
         )
         .is_some_and(|n| n >= 1)
+            && value(
+                &page,
+                "pathwise_qos_nslp_messages_total{direction=\"received\",type=\"response\"}",
+            )
+            .is_some_and(|n| n >= 1)
         {
             break page;
         }
         assert!(Instant::now() < deadline, "the ping never showed:\n{page}");
         std::thread::sleep(Duration::from_millis(200));
     };
-    for service in ["rsvp", "gist"] {
+    // The QoS NSLP: messages by direction and type, drops in one family, state gauges.
+    assert_family(&page, "pathwise_qos_nslp_messages", "counter");
+    assert_family(&page, "pathwise_qos_nslp_drops", "counter");
+    assert_family(&page, "pathwise_qos_nslp_sessions", "gauge");
+    assert_family(&page, "pathwise_qos_nslp_reservations", "gauge");
+    assert_family(&page, "pathwise_qos_nslp_sent_bytes", "counter");
+    for (sample, n) in [
+        (
+            "pathwise_qos_nslp_messages_total{direction=\"sent\",type=\"reserve\"}",
+            1,
+        ),
+        ("pathwise_qos_nslp_admitted_total", 1),
+        ("pathwise_qos_nslp_sessions", 1),
+        ("pathwise_qos_nslp_reservations", 1),
+    ] {
+        assert!(
+            value(&page, sample).is_some_and(|v| v >= n),
+            "{sample} >= {n}:\n{page}"
+        );
+    }
+    for service in ["rsvp", "gist", "qos_nslp"] {
         assert_family(&page, &format!("pathwise_{service}_messages"), "counter");
         assert_family(&page, &format!("pathwise_{service}_drops"), "counter");
-        assert_family(&page, &format!("pathwise_{service}_state_bytes"), "gauge");
-        assert!(
-            value(
-                &page,
-                &format!("pathwise_{service}_drops_total{{reason=\"kernel_receive_buffer\"}}")
-            )
-            .is_some(),
-            "{page}"
-        );
+        if service != "qos_nslp" {
+            // The sockets are GIST's: the QoS NSLP sees what GIST delivers.
+            assert_family(&page, &format!("pathwise_{service}_state_bytes"), "gauge");
+            assert!(
+                value(
+                    &page,
+                    &format!("pathwise_{service}_drops_total{{reason=\"kernel_receive_buffer\"}}")
+                )
+                .is_some(),
+                "{page}"
+            );
+        }
         // Every message sample names a direction and a type.
         let messages = samples(&page, &format!("pathwise_{service}_messages_total"));
         assert!(!messages.is_empty());

@@ -3,9 +3,12 @@
 //! reservable per interface), `[gist]` and `[qos_nslp]`, driven through `pathwise qos`.
 //! Needs root, `ip` and `iptables` (GIST takes the QoS NSLP's Router Alert values off the path
 //! through netfilter); skipped with a message otherwise. The namespaces go when the test ends.
+//! The HTB tests use `traffic_control = "htb"`; the data-plane proof runs on RSVP's data-plane
+//! chain (R2 → R3 10 Mbit/s) with iperf3, as `rsvp_netns.rs` does.
 
 mod common;
 
+use common::flood::median_of_three;
 use common::netns::{bin, serial, skip};
 use pathwise::gist::chain::{self as gist_chain, H1, H2_V4, NODES, Options, R2};
 use pathwise::netns::{Lab, wait_for};
@@ -29,13 +32,32 @@ fn rsvp_section(i: usize, tc: &str) -> String {
 }
 
 fn chain(tc: &str) -> Lab {
-    let sections: Vec<String> = (0..5)
-        .map(|i| {
-            format!(
-                "\n[qos_nslp]\nrefresh_period = \"5s\"\n{}",
-                rsvp_section(i, tc)
-            )
-        })
+    chain_with((0..5).map(|i| rsvp_section(i, tc)).collect())
+}
+
+/// RSVP's data-plane chain (`pathwise::rsvp::chain`): R2 → R3 a 10 Mbit/s link, the others
+/// 1 Gbit/s, 80 % of each reservable, HTB.
+fn bottleneck_section(i: usize) -> String {
+    let ifaces: &[&str] = match i {
+        0 => &["e0"],
+        4 => &["w0"],
+        _ => &["w0", "e0"],
+    };
+    let mut s = "\n[rsvp]\ntraffic_control = \"htb\"\n".to_string();
+    for name in ifaces {
+        let bw = if i == R2 && *name == "e0" { 10 } else { 1000 };
+        s += &format!(
+            "\n[[rsvp.interface]]\nname = \"{name}\"\nbandwidth = \"{bw}Mbit\"\nreservable = \"{}Mbit\"\n",
+            bw * 8 / 10
+        );
+    }
+    s
+}
+
+fn chain_with(rsvp: Vec<String>) -> Lab {
+    let sections: Vec<String> = rsvp
+        .iter()
+        .map(|r| format!("\n[qos_nslp]\nrefresh_period = \"5s\"\n{r}"))
         .collect();
     let o = Options {
         refresh: "10s",
@@ -243,6 +265,27 @@ fn a_reservation_installs_an_htb_class_at_every_hop_and_its_release_removes_them
     }
     let _g = serial();
     let lab = chain("htb");
+    // GIST's messaging associations (C-mode, TCP port 30000 by default) are in the signalling
+    // class on every managed interface, both ways, like its datagrams (UDP 270).
+    for (i, name) in NODES.iter().enumerate().take(4) {
+        let f = lab
+            .exec_ok(i, &["tc", "filter", "show", "dev", "e0"])
+            .unwrap_or_default();
+        let to_signalling = |port_match: &str| {
+            f.split("filter ").any(|rule| {
+                rule.contains("flowid 5057:fffd")
+                    && rule.contains("match 00060000/00ff0000 at 8")
+                    && rule.contains(port_match)
+            })
+        };
+        // u32 keys: the ports are the first 32 bits after a 20-byte IPv4 header.
+        for port_match in [
+            "match 00007530/0000ffff at 20",
+            "match 75300000/ffff0000 at 20",
+        ] {
+            assert!(to_signalling(port_match), "{name}: {port_match} in\n{f}");
+        }
+    }
     let (v, ok) = qos(
         &lab,
         H1,
@@ -277,4 +320,258 @@ fn a_reservation_installs_an_htb_class_at_every_hop_and_its_release_removes_them
             .then_some(())
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+}
+
+#[test]
+fn a_reserved_flow_keeps_its_rate_under_a_flood() {
+    let test = "a_reserved_flow_keeps_its_rate_under_a_flood";
+    if skip(test, &["ip", "iptables", "tc", "iperf3"]) {
+        return;
+    }
+    let _g = serial();
+    let mut lab = chain_with((0..5).map(bottleneck_section).collect());
+    lab.spawn("iperf-flow", 4, &["iperf3", "-s", "-p", "5001", "-J"])
+        .unwrap();
+    lab.spawn("iperf-flood", 4, &["iperf3", "-s", "-p", "5202"])
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let without = median_of_three(&mut lab, H1, H2_V4, "without").unwrap();
+    // A QoS NSLP reservation of 4 Mbit/s for the flow (UDP to port 5001), as an operator
+    // makes it.
+    let (v, ok) = qos(
+        &lab,
+        H1,
+        &[
+            "reserve",
+            H2_V4,
+            "--rate",
+            "4Mbit",
+            "--protocol",
+            "17",
+            "--dport",
+            "5001",
+        ],
+    );
+    assert!(ok && v["outcome"] == "reserved", "{v:#}\n{}", logs(&lab));
+    let session = v["session"].as_str().unwrap().to_string();
+    let with = median_of_three(&mut lab, H1, H2_V4, "with").unwrap();
+    // The reservation outlived the flood (its refreshes are in the signalling class) and is
+    // still in R2's class towards the bottleneck.
+    let on_r2 = sessions(&lab, R2);
+    assert!(
+        on_r2.iter().any(|s| s["session"] == session.as_str()
+            && s["interface"] == "e0"
+            && s["rate_bps"] == 4_000_000),
+        "{on_r2:#?}"
+    );
+    assert!(
+        classes(&lab, R2, "e0")
+            .lines()
+            .any(|l| l.contains("5057:2 ") && l.contains("rate 4Mbit")),
+        "{}",
+        classes(&lab, R2, "e0")
+    );
+    println!(
+        "4 Mbit/s UDP flow under a 40 Mbit/s UDP flood (median of 3): {:.2} Mbit/s without, {:.2} Mbit/s with the QoS NSLP reservation",
+        without / 1e6,
+        with / 1e6
+    );
+    assert!(with >= 0.9 * 4e6, "with the reservation: {with} bit/s");
+    assert!(
+        without < 0.9 * 4e6,
+        "without the reservation: {without} bit/s"
+    );
+}
+
+/// `tshark -n -X lua_script:gist.lua -X lua_script:qos_nslp.lua -r PCAP ARGS…` at R2, with the
+/// lab directory as HOME (no personal plug-ins or preferences); fails on a Lua error, a
+/// dissector bug or a malformed packet on stdout or stderr.
+fn tshark_at_r2(lab: &Lab, pcap: &str, args: &[&str]) -> String {
+    let lua = |name: &str| {
+        format!(
+            "lua_script:{}",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../contrib/wireshark")
+                .join(name)
+                .display()
+        )
+    };
+    let home = format!("HOME={}", lab.path("").display());
+    let (gist, qos) = (lua("gist.lua"), lua("qos_nslp.lua"));
+    let mut argv = vec![
+        "env", &home, "tshark", "-n", "-X", &gist, "-X", &qos, "-r", pcap,
+    ];
+    argv.extend_from_slice(args);
+    let out = lab.exec(R2, &argv).expect("run tshark");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "tshark {args:?}: {stderr}");
+    for bad in [
+        "Lua Error",
+        "Lua: Error",
+        "Dissector bug",
+        "Malformed Packet",
+    ] {
+        assert!(
+            !stderr.contains(bad) && !stdout.contains(bad),
+            "tshark {args:?}: {bad}:\n{stderr}\n{stdout}"
+        );
+    }
+    stdout
+}
+
+#[test]
+fn tshark_decodes_every_qos_nslp_message_on_the_path() {
+    let test = "tshark_decodes_every_qos_nslp_message_on_the_path";
+    if skip(test, &["ip", "iptables", "tshark"]) {
+        return;
+    }
+    let _g = serial();
+    let mut lab = chain("memory");
+    // GIST at R2, both ways: datagrams (UDP 270, Queries with a Router Alert) and messaging
+    // associations (TCP).
+    let pcap = lab.path("r2.pcap").to_string_lossy().into_owned();
+    lab.spawn(
+        "tshark",
+        R2,
+        &[
+            "tshark",
+            "-q",
+            "-i",
+            "w0",
+            "-i",
+            "e0",
+            "-f",
+            "udp or tcp",
+            "-w",
+            &pcap,
+        ],
+    )
+    .unwrap();
+    wait_for(Duration::from_secs(10), "tshark to capture", || {
+        Path::new(&pcap).exists().then_some(())
+    })
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+
+    // Sender-initiated: RESERVE down, RESPONSE up; then its refreshes (refresh_period 5 s).
+    let (v, ok) = qos(&lab, H1, &["reserve", H2_V4, "--rate", "1Mbit"]);
+    assert!(ok && v["outcome"] == "reserved", "{v:#}\n{}", logs(&lab));
+    let sent = v["session"].as_str().unwrap().to_string();
+    // A QUERY for what the path could give, answered by a RESPONSE.
+    let (v, ok) = qos(&lab, H1, &["query", H2_V4, "--rate", "1Mbit"]);
+    assert!(ok && v["outcome"] == "answered", "{v:#}");
+    // Receiver-initiated: H1's reserve-init QUERY down, H2's RESERVE back up.
+    let (v, ok) = qos(
+        &lab,
+        H1,
+        &["reserve", H2_V4, "--rate", "1Mbit", "--receiver-initiated"],
+    );
+    assert!(ok && v["outcome"] == "requested", "{v:#}");
+    let rx = v["session"].as_str().unwrap().to_string();
+    wait_for(
+        Duration::from_secs(5),
+        "the receiver-initiated RESERVE",
+        || {
+            sessions(&lab, 4)
+                .iter()
+                .any(|s| s["session"] == rx.as_str() && s["role"] == "QNI")
+                .then_some(())
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+    // Long enough for a refresh of both.
+    std::thread::sleep(Duration::from_secs(7));
+    // Tearing RESERVEs from both initiators.
+    let (v, ok) = qos(&lab, 4, &["release", &rx]);
+    assert!(ok && v["outcome"] == "released", "{v:#}");
+    let (v, ok) = qos(&lab, H1, &["release", &sent]);
+    assert!(ok && v["outcome"] == "released", "{v:#}");
+    wait_for(
+        Duration::from_secs(5),
+        "the tears to reach the far end",
+        || (0..5).all(|i| sessions(&lab, i).is_empty()).then_some(()),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+    std::thread::sleep(Duration::from_secs(1));
+    lab.terminate("tshark", Duration::from_secs(5)).unwrap();
+
+    // Every QoS NSLP message decoded, by type and flags.
+    let fields = tshark_at_r2(
+        &lab,
+        &pcap,
+        &[
+            "-Y",
+            "qos_nslp",
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=f",
+            "-e",
+            "qos_nslp.type",
+            "-e",
+            "qos_nslp.flags.tear",
+            "-e",
+            "qos_nslp.flags.reserve_init",
+        ],
+    );
+    let rows: Vec<Vec<&str>> = fields
+        .lines()
+        .map(|l| l.split('\t').collect())
+        .filter(|r: &Vec<&str>| r.len() == 3)
+        .collect();
+    let count = |f: &dyn Fn(&[&str]) -> bool| rows.iter().filter(|r| f(r)).count();
+    let truthy = |x: &str| x == "1" || x == "True";
+    // RFC 5974 §5.1.1: RESERVE 1, QUERY 2, RESPONSE 3.
+    let reserves = count(&|r| r[0] == "1" && !truthy(r[1]));
+    let tears = count(&|r| r[0] == "1" && truthy(r[1]));
+    let queries = count(&|r| r[0] == "2" && !truthy(r[2]));
+    let reserve_init = count(&|r| r[0] == "2" && truthy(r[2]));
+    let responses = count(&|r| r[0] == "3");
+    println!(
+        "at R2: {reserves} RESERVEs, {tears} tearing, {queries} QUERYs, {reserve_init} reserve-init QUERYs, {responses} RESPONSEs"
+    );
+    // Each direction at R2 sees the message once per interface it crosses.
+    assert!(
+        reserves >= 4,
+        "RESERVEs (two reservations, refreshed): {reserves}\n{fields}"
+    );
+    assert!(tears >= 2, "tearing RESERVEs: {tears}\n{fields}");
+    assert!(queries >= 1, "QUERYs: {queries}\n{fields}");
+    assert!(
+        reserve_init >= 1,
+        "reserve-init QUERYs: {reserve_init}\n{fields}"
+    );
+    assert!(responses >= 2, "RESPONSEs: {responses}\n{fields}");
+
+    // Nothing malformed, no expert warning or error from GIST or the QoS NSLP.
+    let flagged = tshark_at_r2(
+        &lab,
+        &pcap,
+        &[
+            "-Y",
+            "_ws.malformed || _ws.expert.severity >= warning",
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+            "-e",
+            "_ws.expert.message",
+        ],
+    );
+    let experts = tshark_at_r2(&lab, &pcap, &["-q", "-z", "expert,warn"]);
+    for line in experts.lines() {
+        let protocol = line.split_whitespace().nth(2).unwrap_or_default();
+        assert!(
+            !["GIST", "QOS_NSLP", "QoS"].contains(&protocol),
+            "expert warning: {line}\n{experts}"
+        );
+    }
+    assert!(!experts.contains("Errors ("), "{experts}");
+    assert!(
+        flagged.trim().is_empty(),
+        "frames with warnings or errors:\n{flagged}"
+    );
 }

@@ -105,9 +105,10 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
     let _server = server.spawn(handler);
 
     // The engines publish a snapshot every second; scrapes read the last one (crate::metrics).
-    let (rsvp_page, gist_page) = (
+    let (rsvp_page, gist_page, qos_page) = (
         crate::metrics::Published::new("rsvp"),
         crate::metrics::Published::new("gist"),
+        crate::metrics::Published::new("qos_nslp"),
     );
     let metrics_server = match &cfg.daemon.metrics {
         Some(addr) => {
@@ -120,6 +121,8 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
                     .then(|| crate::metrics::ServiceCollector::published(rsvp_page.clone())),
                 gist.is_some()
                     .then(|| crate::metrics::ServiceCollector::published(gist_page.clone())),
+                (gist.is_some() && cfg.qos_nslp.is_some())
+                    .then(|| crate::metrics::ServiceCollector::published(qos_page.clone())),
             ];
             let registry = crate::metrics::registry(pages.into_iter().flatten());
             Some(crate::metrics::http::MetricsServer::start(addr, registry)?)
@@ -241,8 +244,11 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
             if let Some(r) = &rsvp {
                 rsvp_page.publish(r.metrics());
             }
-            if let Some(g) = &gist {
+            if let Some(g) = &mut gist {
                 gist_page.publish(g.metrics());
+                if let Some(q) = g.qos_metrics() {
+                    qos_page.publish(q);
+                }
             }
             last_metrics = Instant::now();
         }

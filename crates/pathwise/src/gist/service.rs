@@ -834,7 +834,10 @@ impl GistService {
         let qos = self
             .engine
             .with_nslp::<crate::qos::verbs::DaemonQos, _>(now, |q, _| {
-                crate::qos::verbs::counters_json(q.counters())
+                crate::qos::counters::counters_json(
+                    q.counters(),
+                    &crate::qos::counters::StateCounts::of(q),
+                )
             });
         let c = self.engine.counters();
         let st = self.engine.state_stats();
@@ -914,6 +917,19 @@ impl GistService {
             v[k] = x;
         }
         v
+    }
+
+    /// The QoS NSLP's counters and state as metric families (`pathwise_qos_nslp_*`), with
+    /// `[qos_nslp]`.
+    pub fn qos_metrics(&mut self) -> Option<crate::metrics::Snapshot> {
+        let now = self.now();
+        self.engine
+            .with_nslp::<crate::qos::verbs::DaemonQos, _>(now, |q, _| {
+                crate::qos::counters::snapshot(
+                    q.counters(),
+                    &crate::qos::counters::StateCounts::of(q),
+                )
+            })
     }
 
     /// The counters as metric families (`pathwise_gist_*`, see [`crate::metrics`]; named as

@@ -3,9 +3,11 @@
 //! service's traffic control — one instance, so both protocols share each interface's budget.
 //!
 //! - [`config`]: the `[qos_nslp]` section;
+//! - [`counters`]: the engine's counters in `qos show` and on the metrics page;
 //! - [`verbs`]: the management verbs `qos.reserve`, `qos.release`, `qos.query`, `qos.show`;
 //! - [`cli`]: `pathwise qos reserve|release|query|show`.
 
 pub mod cli;
 pub mod config;
+pub mod counters;
 pub mod verbs;

@@ -14,9 +14,8 @@ use pathwise_core::tc::SharedTrafficControl;
 use pathwise_core::time::Instant;
 use pathwise_gist::GistEngine;
 use pathwise_gist::wire::SessionId;
-use pathwise_qos_nslp::engine::Counters;
 use pathwise_qos_nslp::wire::qspec::{ParamValue, Tmod, parameter_id};
-use pathwise_qos_nslp::wire::{InfoSpec, MsgType, Qspec, QspecObjectType};
+use pathwise_qos_nslp::wire::{InfoSpec, Qspec, QspecObjectType};
 use pathwise_qos_nslp::{QosEvent, QosNslp, Reservation, ReserveRequest};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -182,34 +181,6 @@ fn session_json(
     })
 }
 
-/// The counters as `qos.show` and `gist show counters` give them.
-pub fn counters_json(c: &Counters) -> Value {
-    let by_type = |f: &dyn Fn(MsgType) -> u64| {
-        MsgType::ALL
-            .iter()
-            .map(|&t| (t.name().to_string(), json!(f(t))))
-            .collect::<serde_json::Map<_, _>>()
-    };
-    json!({
-        "messages_out": by_type(&|t| c.sent(t)),
-        "messages_in": by_type(&|t| c.received(t)),
-        "bytes_out": c.bytes_sent,
-        "admitted": c.admitted,
-        "admission_failures": c.admission_failures,
-        "full_refreshes": c.full_refreshes,
-        "reduced_refreshes": c.reduced_refreshes,
-        "summary_refreshes": c.summary_refreshes,
-        "summarised_sessions": c.summarised_sessions,
-        "tears_sent": c.tears_sent,
-        "torn": c.torn,
-        "expired": c.expired,
-        "route_changes": c.route_changes,
-        "retransmissions": c.retransmissions,
-        "request_timeouts": c.request_timeouts,
-        "drops": c.dropped.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-    })
-}
-
 impl QosVerbs {
     /// When a waiting verb times out.
     pub fn deadline(&self) -> Option<std::time::Instant> {
@@ -294,7 +265,7 @@ impl QosVerbs {
                         .map(|(sid, s)| session_json(sid, s, now, ifname))
                         .collect();
                     sessions.sort_by(|a, b| a["session"].as_str().cmp(&b["session"].as_str()));
-                    json!({ "sessions": sessions, "counters": counters_json(q.counters()) })
+                    json!({ "sessions": sessions, "counters": super::counters::counters_json(q.counters(), &super::counters::StateCounts::of(q)) })
                 })
                 .ok_or_else(|| "the QoS NSLP is not running".to_string()),
             _ => Err(format!("unknown verb {verb:?}")),

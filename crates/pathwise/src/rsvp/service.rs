@@ -174,22 +174,32 @@ impl RsvpService {
             }
             _ => None,
         };
+        // GIST's messaging associations (its TCP and TLS ports) are signalling too.
+        let gist_tcp_ports: Vec<u16> = node
+            .gist
+            .iter()
+            .flat_map(|g| [g.tcp_port(), g.tls_port()])
+            .flatten()
+            .collect();
         let tc = match cfg.traffic_control {
-            TrafficControlKind::Htb => DataPlane::Htb(HtbTrafficControl::new(
-                Command,
-                ifaces.iter().map(|(k, bw, res, _)| {
-                    (
-                        k.ifindex,
-                        HtbInterface {
-                            name: k.name.clone(),
-                            bandwidth_bps: *bw,
-                            reservable_bps: *res,
-                            mtu: k.mtu,
-                            latency_us: 0,
-                        },
-                    )
-                }),
-            )),
+            TrafficControlKind::Htb => {
+                DataPlane::Htb(HtbTrafficControl::with_signalling_tcp_ports(
+                    Command,
+                    ifaces.iter().map(|(k, bw, res, _)| {
+                        (
+                            k.ifindex,
+                            HtbInterface {
+                                name: k.name.clone(),
+                                bandwidth_bps: *bw,
+                                reservable_bps: *res,
+                                mtu: k.mtu,
+                                latency_us: 0,
+                            },
+                        )
+                    }),
+                    &gist_tcp_ports,
+                ))
+            }
             TrafficControlKind::Memory => {
                 let mut m = MemoryTrafficControl::new();
                 for (k, bw, res, _) in &ifaces {

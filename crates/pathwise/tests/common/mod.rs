@@ -2,5 +2,6 @@
 
 #![allow(dead_code, unreachable_pub)] // each test binary uses a different subset
 
+pub mod flood;
 pub mod netns;
 pub mod rsvp;
