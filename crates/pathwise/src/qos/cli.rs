@@ -170,17 +170,23 @@ fn render(cmd: &Cmd, v: &Value) -> String {
             );
             if let Some(i) = v.get("info").filter(|i| !i.is_null()) {
                 out += &format!(
-                    "  INFO-SPEC {} code {:#04x} from {}\n",
+                    "  INFO-SPEC {} code {:#04x}{}\n",
                     i["class"].as_str().unwrap_or("?"),
                     i["code"].as_u64().unwrap_or(0),
-                    i["source"].as_str().unwrap_or("?")
+                    i["source"]
+                        .as_str()
+                        .map(|s| format!(" from {s}"))
+                        .unwrap_or_default()
                 );
             }
             for (name, o) in v["qspec"].as_object().into_iter().flatten() {
                 out += &format!(
-                    "  {name}: {}  path latency {} us{}\n",
+                    "  {name}: {}{}{}\n",
                     rate(&o["rate_bps"]),
-                    o["path_latency_us"],
+                    o["path_latency_us"]
+                        .as_u64()
+                        .map(|l| format!("  path latency {l} us"))
+                        .unwrap_or_default(),
                     if o["error"] == true { "  (E)" } else { "" }
                 );
             }

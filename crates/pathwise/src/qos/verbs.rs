@@ -116,13 +116,17 @@ fn parse_hex(s: &str) -> Option<SessionId> {
 }
 
 fn info_json(i: &InfoSpec) -> Value {
+    use pathwise_qos_nslp::wire::ErrorSource;
     json!({
         "class": format!("{:?}", i.class),
         "code": i.code,
+        // ESI (RFC 5974 §5.1.3.6): null when the INFO-SPEC names no source.
         "source": match &i.source {
-            pathwise_qos_nslp::wire::ErrorSource::Ipv4(a) => a.to_string(),
-            pathwise_qos_nslp::wire::ErrorSource::Ipv6(a) => a.to_string(),
-            other => format!("{other:?}"),
+            ErrorSource::None => Value::Null,
+            ErrorSource::Ipv4(a) => json!(a.to_string()),
+            ErrorSource::Ipv6(a) => json!(a.to_string()),
+            ErrorSource::Fqdn(name) => json!(name),
+            other => json!(format!("{other:?}")),
         },
     })
 }
