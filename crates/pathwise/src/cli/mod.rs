@@ -88,6 +88,10 @@ pub enum Bench {
     /// threads (seed network), a plain UDP echo server in the same run (ratio oracle/echo),
     /// and a 10 vs 10,000 router network.
     Oracle(crate::oracle::cli::BenchArgs),
+    /// The QoS NSLP side by side with RSVP on the same simulated chain R0 - R1 - R2: bytes on
+    /// the wire per reservation per refresh period with full and reduced refresh, the transit's
+    /// CPU per reservation per refresh period and its heap per reservation.
+    Qos(crate::qos::bench::QosBenchArgs),
 }
 
 impl Cli {
@@ -109,6 +113,7 @@ impl Cli {
                 Bench::Gist(b) => crate::gist::bench::run(b),
                 Bench::Booster(a) => crate::booster::cli::run_bench(a),
                 Bench::Oracle(a) => crate::oracle::cli::run_bench(a),
+                Bench::Qos(a) => crate::qos::bench::run(a),
             },
         }
     }

@@ -4,8 +4,10 @@
 //!
 //! - [`config`]: the `[qos_nslp]` section;
 //! - [`verbs`]: the management verbs `qos.reserve`, `qos.release`, `qos.query`, `qos.show`;
-//! - [`cli`]: `pathwise qos reserve|release|query|show`.
+//! - [`cli`]: `pathwise qos reserve|release|query|show`;
+//! - [`bench`]: `pathwise bench qos`, the QoS NSLP side by side with RSVP.
 
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod verbs;
