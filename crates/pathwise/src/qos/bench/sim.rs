@@ -36,7 +36,7 @@ pub enum Mode {
     /// RSVP with refresh reduction: Summary Refresh of Message_Ids, acknowledged trigger
     /// messages, bundling (RFC 2961 §5).
     RsvpSummary,
-    /// QoS NSLP, every refresh a full RESERVE with its QSPEC (RFC 5974 §5.2.3).
+    /// QoS NSLP, every refresh a full RESERVE with its QSPEC (what RFC 5974 §3.2.5 abbreviates).
     QosFull,
     /// QoS NSLP, refreshes as RSN-only RESERVEs (RFC 5974 §3.2.5).
     QosRsnOnly,
