@@ -92,6 +92,10 @@ pub enum Bench {
     /// continuously, in process over the simulator) for `--duration`, reporting RSS, heap, CPU,
     /// state per node and messages per sample, and whether memory stayed flat.
     Soak(crate::bench::soak::SoakArgs),
+    /// The QoS NSLP side by side with RSVP on the same simulated chain R0 - R1 - R2: bytes on
+    /// the wire per reservation per refresh period with full and reduced refresh, the transit's
+    /// CPU per reservation per refresh period and its heap per reservation.
+    Qos(crate::qos::bench::QosBenchArgs),
 }
 
 impl Cli {
@@ -114,6 +118,7 @@ impl Cli {
                 Bench::Booster(a) => crate::booster::cli::run_bench(a),
                 Bench::Oracle(a) => crate::oracle::cli::run_bench(a),
                 Bench::Soak(a) => crate::bench::soak::run(a),
+                Bench::Qos(a) => crate::qos::bench::run(a),
             },
         }
     }

@@ -5,8 +5,10 @@
 //! - [`config`]: the `[qos_nslp]` section;
 //! - [`counters`]: the engine's counters in `qos show` and on the metrics page;
 //! - [`verbs`]: the management verbs `qos.reserve`, `qos.release`, `qos.query`, `qos.show`;
-//! - [`cli`]: `pathwise qos reserve|release|query|show`.
+//! - [`cli`]: `pathwise qos reserve|release|query|show`;
+//! - [`bench`]: `pathwise bench qos`, the QoS NSLP side by side with RSVP.
 
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod counters;
