@@ -50,6 +50,15 @@ fn gist_campaign() {
     run(Protocol::Gist);
 }
 
+/// Ignored until the QoS NSLP engine bugs the campaign found are fixed (about 1.5 % of seeds
+/// fail, so 50 seeds fail most runs; seeds and findings in docs/CAMPAIGNS.md). Run with
+/// `cargo test -p pathwise --test sim_campaign -- --ignored qos_campaign`.
+#[test]
+#[ignore = "open QoS NSLP engine bugs found by the campaign: docs/CAMPAIGNS.md"]
+fn qos_campaign() {
+    run(Protocol::Qos);
+}
+
 /// Gist seed 2485318213037986 hung: a messaging association still connecting after its hold
 /// time, that had heard from its peer meanwhile, re-armed its timer at the passed deadline and
 /// fired for ever inside one `handle_timeout` (fixed in `GistEngine::on_ma_timer`). Run on a

@@ -4,8 +4,10 @@
 //!
 //! - [`config`]: the `[qos_nslp]` section;
 //! - [`verbs`]: the management verbs `qos.reserve`, `qos.release`, `qos.query`, `qos.show`;
-//! - [`cli`]: `pathwise qos reserve|release|query|show`.
+//! - [`cli`]: `pathwise qos reserve|release|query|show`;
+//! - [`campaign`]: `pathwise sim campaign qos`.
 
+pub mod campaign;
 pub mod cli;
 pub mod config;
 pub mod verbs;

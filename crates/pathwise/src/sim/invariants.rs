@@ -25,11 +25,14 @@ pub enum Invariant {
     GistSymmetry,
     /// Every datagram handed to an engine is counted as received or as dropped by reason.
     CountersAddUp,
+    /// While a session's state lasts, a node's own RSN never goes back, nor the RSN it holds
+    /// from one peer within one epoch (QoS NSLP, RFC 5974 §5.3.1).
+    RsnMonotonic,
 }
 
 impl Invariant {
     /// Every invariant, in report order.
-    pub const ALL: [Invariant; 7] = [
+    pub const ALL: [Invariant; 8] = [
         Invariant::NoStateLeft,
         Invariant::ResvHasPath,
         Invariant::Admission,
@@ -37,6 +40,7 @@ impl Invariant {
         Invariant::LabelsHopByHop,
         Invariant::GistSymmetry,
         Invariant::CountersAddUp,
+        Invariant::RsnMonotonic,
     ];
 
     /// Its name in reports.
@@ -49,6 +53,7 @@ impl Invariant {
             Invariant::LabelsHopByHop => "labels-hop-by-hop",
             Invariant::GistSymmetry => "gist-symmetry",
             Invariant::CountersAddUp => "counters-add-up",
+            Invariant::RsnMonotonic => "rsn-monotonic",
         }
     }
 }
