@@ -6,9 +6,11 @@
 //! - [`counters`]: the engine's counters in `qos show` and on the metrics page;
 //! - [`verbs`]: the management verbs `qos.reserve`, `qos.release`, `qos.query`, `qos.show`;
 //! - [`cli`]: `pathwise qos reserve|release|query|show`;
-//! - [`bench`]: `pathwise bench qos`, the QoS NSLP side by side with RSVP.
+//! - [`bench`]: `pathwise bench qos`, the QoS NSLP side by side with RSVP;
+//! - [`campaign`]: `pathwise sim campaign qos`.
 
 pub mod bench;
+pub mod campaign;
 pub mod cli;
 pub mod config;
 pub mod counters;

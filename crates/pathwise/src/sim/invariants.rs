@@ -32,11 +32,14 @@ pub enum Invariant {
     StreamIntegrity,
     /// The seed reached quiescence within its step, virtual-time and wall-clock budgets.
     Watchdog,
+    /// While a session's state lasts, a node's own RSN never goes back, nor the RSN it holds
+    /// from one peer within one epoch (QoS NSLP, RFC 5974 §5.3.1).
+    RsnMonotonic,
 }
 
 impl Invariant {
     /// Every invariant, in report order.
-    pub const ALL: [Invariant; 10] = [
+    pub const ALL: [Invariant; 11] = [
         Invariant::NoStateLeft,
         Invariant::ResvHasPath,
         Invariant::Admission,
@@ -47,6 +50,7 @@ impl Invariant {
         Invariant::SegmentsCounted,
         Invariant::StreamIntegrity,
         Invariant::Watchdog,
+        Invariant::RsnMonotonic,
     ];
 
     /// Its name in reports.
@@ -62,6 +66,7 @@ impl Invariant {
             Invariant::SegmentsCounted => "segments-counted",
             Invariant::StreamIntegrity => "stream-integrity",
             Invariant::Watchdog => "watchdog",
+            Invariant::RsnMonotonic => "rsn-monotonic",
         }
     }
 }

@@ -6,7 +6,7 @@
 //! What is shared lives here: the command line and the seed loop ([`run`]), the phases of a
 //! run ([`drive`]), the invariant checkers and report types ([`invariants`]), the network,
 //! faults and hostile nodes ([`faults`]). Each protocol's workload and checks live in its own
-//! folder: `rsvp::campaign`, `gist::campaign`.
+//! folder: `rsvp::campaign`, `gist::campaign`, `qos::campaign`.
 
 pub mod faults;
 pub mod invariants;
@@ -39,6 +39,8 @@ pub enum Protocol {
     RsvpTe,
     /// GIST with the Ping NSLP: sessions pinging over D-mode (UDP) and C-mode.
     Gist,
+    /// The QoS NSLP on GIST: sender- and receiver-initiated reservations, queries, releases.
+    Qos,
 }
 
 impl Protocol {
@@ -48,6 +50,7 @@ impl Protocol {
             Protocol::Rsvp => "rsvp",
             Protocol::RsvpTe => "rsvp-te",
             Protocol::Gist => "gist",
+            Protocol::Qos => "qos",
         }
     }
 
@@ -62,6 +65,7 @@ impl Protocol {
             Protocol::Rsvp => crate::rsvp::campaign::run_seed(seed, false, budget),
             Protocol::RsvpTe => crate::rsvp::campaign::run_seed(seed, true, budget),
             Protocol::Gist => crate::gist::campaign::run_seed(seed, budget),
+            Protocol::Qos => crate::qos::campaign::run_seed(seed, budget),
         }
     }
 }
