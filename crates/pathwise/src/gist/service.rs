@@ -229,7 +229,7 @@ impl GistService {
         };
         let ipc = match &cfg.ipc_socket {
             Some(p) => Some(
-                IpcServer::bind(p)
+                ipc_server(p, node.socket_group()?)
                     .with_context(|| format!("gist.ipc_socket: listening on {}", p.display()))?,
             ),
             None => None,
@@ -1126,6 +1126,22 @@ fn stream_json(st: &super::ma::StreamStats) -> Value {
 }
 
 /// The IPC server's clients and counters.
+/// GIST's IPC socket under the management sockets' rule ([`crate::mgmt::access`]): mode 0600,
+/// or 0660 and `[daemon] socket_group`'s; every client's credentials checked before it is
+/// served, one refused told `Refused(PermissionDenied)` and counted (`ipc.denied`).
+pub fn ipc_server(
+    path: &std::path::Path,
+    group: Option<crate::mgmt::SocketGroup>,
+) -> anyhow::Result<IpcServer> {
+    let access = crate::mgmt::Access::for_this_process(group);
+    let listener = crate::mgmt::access::bind(path, &access)?;
+    let mut ipc = IpcServer::from_listener(listener, path)?;
+    tracing::info!(socket = %path.display(), allowed = %access.describe(), "GIST IPC socket ready");
+    let (socket, refused) = (path.to_path_buf(), std::sync::atomic::AtomicU64::new(0));
+    ipc.set_admission(move |conn| access.check(conn, &socket, &refused).is_ok());
+    Ok(ipc)
+}
+
 fn ipc_json(ipc: &IpcServer) -> Value {
     let s = ipc.stats();
     json!({
@@ -1133,6 +1149,7 @@ fn ipc_json(ipc: &IpcServer) -> Value {
         "clients": ipc.clients(),
         "registered": ipc.registered(),
         "accepted": s.accepted,
+        "denied": s.denied,
         "registrations": s.registrations,
         "refused": s.refused,
         "disconnects": s.disconnects,
