@@ -104,6 +104,8 @@ pub struct GistService {
     fib_retry: bool,
     /// The QoS NSLP's verbs, with `[qos_nslp]`.
     qos: Option<crate::qos::verbs::QosVerbs>,
+    /// Connections refused on the daemon's management socket (shown in `counters`).
+    management_refused: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Addresses GIST may use and name in its NLI: not loopback, not IPv6 link-local (an NLI
@@ -247,6 +249,7 @@ impl GistService {
             load_runs: 0,
             ipc,
             fib,
+            management_refused: Default::default(),
             epoch: std::time::Instant::now(),
             interfaces,
             pings: Vec::new(),
@@ -818,6 +821,14 @@ impl GistService {
         d
     }
 
+    /// Show `counter` (the daemon's management socket's refusals) in `counters`.
+    pub fn show_management_refused(
+        &mut self,
+        counter: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    ) {
+        self.management_refused = counter;
+    }
+
     fn counters_json(&mut self) -> Value {
         let by_type = |f: &dyn Fn(MsgType) -> u64| {
             MsgType::ALL
@@ -892,6 +903,7 @@ impl GistService {
             },
             "interfaces": self.interfaces.iter().map(|(i, _)| self.name(*i)).collect::<Vec<_>>(),
             "ipc": self.ipc.as_ref().map(ipc_json),
+            "management_refused": self.management_refused.load(std::sync::atomic::Ordering::Relaxed),
             "relay": relay,
             "qos_nslp": qos,
         });

@@ -152,6 +152,19 @@ impl Server {
     pub fn refused(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
     }
+
+    /// The refused-connection counter itself, for a service's `show counters` and metrics
+    /// page (see [`crate::metrics::management_refused`]), which exist before the server runs.
+    pub fn refused_counter(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.refused)
+    }
+
+    /// Count refused connections in `counter`, one the service's state held before the socket
+    /// was bound.
+    pub fn count_refused_in(mut self, counter: Arc<AtomicU64>) -> Server {
+        self.refused = counter;
+        self
+    }
 }
 
 impl Drop for Server {
