@@ -378,6 +378,12 @@ fn daemon_metrics_label_rsvp_and_gist_messages_and_drops_and_pass_promtool() {
         assert!(Instant::now() < deadline, "the ping never showed:\n{page}");
         std::thread::sleep(Duration::from_millis(200));
     };
+    // The management socket is the daemon's: its refusals on a page of their own.
+    assert_eq!(
+        value(&page, "pathwise_daemon_management_refused_total"),
+        Some(0),
+        "{page}"
+    );
     for service in ["rsvp", "gist"] {
         assert_family(&page, &format!("pathwise_{service}_messages"), "counter");
         assert_family(&page, &format!("pathwise_{service}_drops"), "counter");
@@ -465,6 +471,7 @@ fn gateway_metrics_count_packets_per_link_and_booster_and_pass_promtool() {
         ("pathwise_booster_booster_packets", "counter"),
         ("pathwise_booster_policy_generation", "gauge"),
         ("pathwise_booster_last_policy_swap_seconds", "gauge"),
+        ("pathwise_booster_management_refused", "counter"),
     ] {
         assert_family(&page, family, kind);
     }
