@@ -1116,6 +1116,11 @@ impl GistService {
                 "Event-loop wake-ups before the deadline waited for.",
                 self.early_wakeups,
             ),
+            (
+                "ipc_denied",
+                "Connections to the IPC socket refused: their user is not its owner, root or in the daemon's socket group.",
+                self.ipc.as_ref().map_or(0, |i| i.stats().denied),
+            ),
         ] {
             m.counter(name, help, n);
         }
