@@ -402,6 +402,12 @@ fn daemon_metrics_label_rsvp_and_gist_messages_and_drops_and_pass_promtool() {
         assert!(Instant::now() < deadline, "the ping never showed:\n{page}");
         std::thread::sleep(Duration::from_millis(200));
     };
+    // The management socket is the daemon's: its refusals on a page of their own.
+    assert_eq!(
+        value(&page, "pathwise_daemon_management_refused_total"),
+        Some(0),
+        "{page}"
+    );
     // The QoS NSLP: messages by direction and type, drops in one family, state gauges.
     assert_family(&page, "pathwise_qos_nslp_messages", "counter");
     assert_family(&page, "pathwise_qos_nslp_drops", "counter");
@@ -512,6 +518,7 @@ fn gateway_metrics_count_packets_per_link_and_booster_and_pass_promtool() {
         ("pathwise_booster_booster_packets", "counter"),
         ("pathwise_booster_policy_generation", "gauge"),
         ("pathwise_booster_last_policy_swap_seconds", "gauge"),
+        ("pathwise_booster_management_refused", "counter"),
     ] {
         assert_family(&page, family, kind);
     }
@@ -569,4 +576,76 @@ fn gateway_check_knows_the_metrics_key() {
     let (code, _, stderr) = check("\"localhost\"");
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("gw.toml:4: metrics: "), "{stderr}");
+}
+
+/// A management connection refused (uid 65534 on a socket whose mode was widened by hand, so
+/// that only the credential check stops it) shows in `show counters` and on the page as
+/// `pathwise_oracle_management_refused_total`. Needs root and `setpriv`.
+#[test]
+fn oracle_management_refusals_are_counted_on_the_page_and_pass_promtool() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let test = "oracle_management_refusals_are_counted_on_the_page_and_pass_promtool";
+    let dir = Scratch::new("refused");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let socket = dir.0.join("oracle.sock");
+    let server = OracleServer::start(&ServeOptions {
+        config: oracle_database(&dir),
+        udp: UdpOptions {
+            address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            workers: 1,
+            batch: 8,
+            ..UdpOptions::default()
+        },
+        socket: socket.clone(),
+        metrics: Some("127.0.0.1:0".parse().unwrap()),
+        socket_group: None,
+    })
+    .expect("server starts");
+    let addr = server.metrics_addr().expect("metrics served");
+    let refused = |what: &str| {
+        let page = scrape(addr, test);
+        let shown = pathwise::mgmt::request(
+            &socket,
+            "oracle server",
+            "show",
+            serde_json::json!({"what": "counters"}),
+        )
+        .unwrap();
+        assert_family(&page, "pathwise_oracle_management_refused", "counter");
+        let on_page = value(&page, "pathwise_oracle_management_refused_total");
+        assert_eq!(
+            on_page,
+            shown["management_refused"].as_u64(),
+            "{what}: {shown}\n{page}"
+        );
+        on_page
+    };
+    assert_eq!(refused("at start"), Some(0));
+    let as_nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+            .arg(bin())
+            .args(args)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+    };
+    if !nix::unistd::geteuid().is_root()
+        || !as_nobody(&["--version"]).is_ok_and(|o| o.status.success())
+    {
+        println!(
+            "{test}: refusal half skipped: needs root, setpriv and a binary uid 65534 can run"
+        );
+        return;
+    }
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let o = as_nobody(&["oracle", "show", "--socket", socket.to_str().unwrap()]).unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("permission denied: uid 65534"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(refused("after a refusal"), Some(1));
+    assert_eq!(server.mgmt_refused(), 1);
 }

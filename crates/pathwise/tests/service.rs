@@ -860,3 +860,130 @@ fn systemd_units_pass_systemd_analyze_verify() {
         described(&o)
     );
 }
+
+/// `pathwise gist listen` on `socket` as uid 65534 with `setpriv_groups`, while `ipc` is served
+/// (polled on an engine of its own) until the command ends.
+fn gist_listen_as_nobody(
+    ipc: &mut pathwise_gist::ipc::IpcServer,
+    socket: &Path,
+    setpriv_groups: &[&str],
+) -> Output {
+    let mut engine = pathwise_gist::GistEngine::on_one_link(
+        pathwise_gist::Config::default(),
+        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+    );
+    let child = Command::new("setpriv")
+        .args(["--reuid", NOBODY, "--regid", NOBODY])
+        .args(setpriv_groups)
+        .arg(bin())
+        .args(["gist", "listen", "--nslpid", "4242", "--duration", "300ms"])
+        .arg("--ipc-socket")
+        .arg(socket)
+        .env("RUST_BACKTRACE", "0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
+    let t0 = std::time::Instant::now();
+    while !waiter.is_finished() {
+        ipc.poll(&mut engine, pathwise_core::time::Instant::ZERO);
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "gist listen hangs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    ipc.poll(&mut engine, pathwise_core::time::Instant::ZERO);
+    waiter.join().unwrap()
+}
+
+#[test]
+fn gist_ipc_socket_is_private_and_refuses_other_users() {
+    let dir = Scratch::new();
+    let socket = dir.path("gist.sock");
+    let mut ipc = pathwise::gist::service::ipc_server(&socket, None).expect("IPC socket");
+    // Created 0600, whatever the umask; no private directory left behind.
+    assert_eq!(mode(&socket), 0o600);
+    assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 1);
+    // The owner registers.
+    let mut engine = pathwise_gist::GistEngine::on_one_link(
+        pathwise_gist::Config::default(),
+        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+    );
+    let s = socket.clone();
+    let owner =
+        std::thread::spawn(move || pathwise_gist::ipc::IpcGist::connect(&s, 4242).map(drop));
+    while !owner.is_finished() {
+        ipc.poll(&mut engine, pathwise_core::time::Instant::ZERO);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    owner.join().unwrap().expect("the owner registers");
+    assert_eq!((ipc.stats().registrations, ipc.stats().denied), (1, 0));
+    if let Some(why) = cannot_switch_users() {
+        println!(
+            "skipping the other-user half of gist_ipc_socket_is_private_and_refuses_other_users: {why}"
+        );
+        return;
+    }
+    // Another user: the kernel refuses at connect (mode 0600).
+    let o = gist_listen_as_nobody(&mut ipc, &socket, &["--clear-groups"]);
+    assert!(!o.status.success(), "{}", described(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("Permission denied"),
+        "{}",
+        described(&o)
+    );
+    assert_eq!(ipc.stats().denied, 0, "the kernel refused, not us");
+    // A mode widened by hand does not let them in: the IPC protocol's own refusal.
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let o = gist_listen_as_nobody(&mut ipc, &socket, &["--clear-groups"]);
+    assert!(!o.status.success(), "{}", described(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "refused by GIST: permission denied: this user may not use GIST's IPC socket"
+        ),
+        "{}",
+        described(&o)
+    );
+    let st = ipc.stats();
+    assert_eq!(
+        (st.denied, st.registrations, st.accepted),
+        (1, 1, 1),
+        "{st:?}"
+    );
+}
+
+#[test]
+fn gist_ipc_socket_admits_its_group() {
+    let dir = Scratch::new();
+    let Ok(group) = mgmt::SocketGroup::lookup("users") else {
+        println!("skipping gist_ipc_socket_admits_its_group: no group \"users\"");
+        return;
+    };
+    let socket = dir.path("gist.sock");
+    let mut ipc =
+        pathwise::gist::service::ipc_server(&socket, Some(group.clone())).expect("IPC socket");
+    assert_eq!(mode(&socket), 0o660);
+    use std::os::unix::fs::MetadataExt as _;
+    assert_eq!(std::fs::metadata(&socket).unwrap().gid(), group.gid);
+    if let Some(why) = cannot_switch_users() {
+        println!("skipping gist_ipc_socket_admits_its_group: {why}");
+        return;
+    }
+    // A member (a supplementary group) registers and listens until its time is up...
+    let gid = group.gid.to_string();
+    let o = gist_listen_as_nobody(&mut ipc, &socket, &["--groups", &gid]);
+    assert!(o.status.success(), "{}", described(&o));
+    assert_eq!(ipc.stats().registrations, 1, "{:?}", ipc.stats());
+    // ... someone else is refused, even with the mode widened.
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let o = gist_listen_as_nobody(&mut ipc, &socket, &["--clear-groups"]);
+    assert!(!o.status.success(), "{}", described(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("permission denied"),
+        "{}",
+        described(&o)
+    );
+    assert_eq!(ipc.stats().denied, 1);
+}

@@ -37,7 +37,7 @@ pub enum ClientError {
     #[error("IPC protocol: {0}")]
     Protocol(#[from] IpcError),
     /// The daemon refused.
-    #[error("refused by GIST: {0:?}")]
+    #[error("refused by GIST: {0}")]
     Refused(Refusal),
     /// The daemon closed the connection.
     #[error("GIST closed the connection")]
@@ -123,7 +123,11 @@ impl IpcGist {
             batching: false,
             broken: false,
         };
-        c.write(&Frame::Register { nslpid })?;
+        if let Err(e) = c.write(&Frame::Register { nslpid }) {
+            // A daemon that refuses this process's user answers and closes at once, perhaps
+            // before the Register was written: its answer says why better than a broken pipe.
+            return Err(c.pending_refusal().unwrap_or(e));
+        }
         match c.read_frame(Some(std::time::Duration::from_secs(10)))? {
             Some(Frame::Registered { nslpid: n, local }) if n == nslpid => {
                 c.local = local;
@@ -132,6 +136,22 @@ impl IpcGist {
             Some(Frame::Refused { reason }) => Err(ClientError::Refused(reason)),
             Some(f) => Err(ClientError::Unexpected(Box::new(f))),
             None => Err(ClientError::Closed),
+        }
+    }
+
+    /// A refusal the daemon sent before closing the connection, if one is there to read.
+    fn pending_refusal(&mut self) -> Option<ClientError> {
+        self.stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(1)))
+            .ok()?;
+        loop {
+            if let Ok(Some(Frame::Refused { reason })) = self.rx.next_frame() {
+                return Some(ClientError::Refused(reason));
+            }
+            match self.stream.read(&mut self.chunk) {
+                Ok(n) if n > 0 => self.rx.extend(&self.chunk[..n]),
+                _ => return None,
+            }
         }
     }
 

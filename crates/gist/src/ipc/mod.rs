@@ -23,5 +23,5 @@ pub mod wire;
 mod tests;
 
 pub use client::{ClientError, IpcGist, Upcall};
-pub use server::{IpcServer, IpcStats};
+pub use server::{Admission, IpcServer, IpcStats};
 pub use wire::{Frame, FrameBuffer, IpcError, MAX_FRAME, Refusal, VERSION};

@@ -41,6 +41,9 @@ const READ_CHUNK: usize = 16 * 1024;
 pub struct IpcStats {
     /// Connections accepted.
     pub accepted: u64,
+    /// Connections refused for who the peer is ([`IpcServer::set_admission`]), answered
+    /// [`Refusal::PermissionDenied`](super::Refusal::PermissionDenied) and closed.
+    pub denied: u64,
     /// Registrations accepted.
     pub registrations: u64,
     /// Requests refused (NSLPID taken, registered twice, not registered, too many clients).
@@ -413,9 +416,13 @@ struct Entry {
     conn: Shared<Conn>,
 }
 
+/// Decides whether a freshly accepted client may use the socket (its peer credentials, say).
+pub type Admission = Box<dyn FnMut(&UnixStream) -> bool>;
+
 /// The IPC NSLP API server.
 pub struct IpcServer {
     listener: Option<UnixListener>,
+    admission: Option<Admission>,
     path: Option<PathBuf>,
     conns: Vec<Entry>,
     /// In-process plug-ins displaced by IPC clients, restored when the client goes.
@@ -445,7 +452,12 @@ impl IpcServer {
         if path.exists() && UnixStream::connect(path).is_err() {
             std::fs::remove_file(path)?;
         }
-        let listener = UnixListener::bind(path)?;
+        Self::from_listener(UnixListener::bind(path)?, path)
+    }
+
+    /// Serve on `listener`, already bound at `path` (by a daemon that sets the socket's mode
+    /// and owner itself); the file at `path` is removed when the server is dropped.
+    pub fn from_listener(listener: UnixListener, path: &Path) -> std::io::Result<Self> {
         listener.set_nonblocking(true)?;
         let mut s = Self::unbound();
         s.listener = Some(listener);
@@ -453,10 +465,19 @@ impl IpcServer {
         Ok(s)
     }
 
+    /// Ask `admit` about every client the listener accepts, before it is served: one it
+    /// refuses is sent [`Refusal::PermissionDenied`](super::Refusal::PermissionDenied), counted
+    /// in [`IpcStats::denied`] and closed. (The daemon checks peer credentials here; connections
+    /// given to [`IpcServer::adopt`] are the caller's to vet.)
+    pub fn set_admission(&mut self, admit: impl FnMut(&UnixStream) -> bool + 'static) {
+        self.admission = Some(Box::new(admit));
+    }
+
     /// A server with no socket: connections come through [`IpcServer::adopt`].
     pub fn unbound() -> Self {
         IpcServer {
             listener: None,
+            admission: None,
             path: None,
             conns: Vec::new(),
             saved: Vec::new(),
@@ -533,6 +554,18 @@ impl IpcServer {
             loop {
                 match l.accept() {
                     Ok((s, _)) => {
+                        if let Some(admit) = &mut self.admission
+                            && !admit(&s)
+                        {
+                            self.stats.borrow_mut().denied += 1;
+                            let _ = (&s).write_all(
+                                &Frame::Refused {
+                                    reason: Refusal::PermissionDenied,
+                                }
+                                .to_bytes(),
+                            );
+                            continue;
+                        }
                         if self.conns.len() + fresh.len() >= MAX_CLIENTS {
                             self.stats.borrow_mut().refused += 1;
                             let _ = (&s).write_all(

@@ -13,7 +13,9 @@ use pathwise_core::time::{Duration, Instant};
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
+use std::cell::Cell;
 use std::net::IpAddr;
+use std::rc::Rc;
 
 fn any_addr() -> BoxedStrategy<IpAddr> {
     any::<bool>().prop_flat_map(addr).boxed()
@@ -769,4 +771,62 @@ fn version_2_clients_are_answered_in_version_2_and_dispatch_is_reported_in_versi
         }
         other => panic!("expected the dispatch report, got {other:?}"),
     }
+}
+
+/// A client the admission check refuses gets `Refused(PermissionDenied)` (before or after its
+/// Register is written), is counted and never served; the next one is served.
+#[test]
+fn clients_the_admission_refuses_are_told_counted_and_dropped() {
+    let dir = std::env::temp_dir().join(format!("pw-ipc-admission-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("gist.sock");
+    let mut server = IpcServer::bind(&path).unwrap();
+    let asked = Rc::new(Cell::new(0u32));
+    let seen = Rc::clone(&asked);
+    // The first client is refused, the second admitted.
+    server.set_admission(move |_| {
+        seen.set(seen.get() + 1);
+        seen.get() > 1
+    });
+    let mut b = engine(B, 2);
+    let p = path.clone();
+    let refused = std::thread::spawn(move || IpcGist::connect(&p, NSLPID).map(drop));
+    let t0 = std::time::Instant::now();
+    while server.stats().denied == 0 {
+        server.poll(&mut b, Instant::ZERO);
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let e = refused.join().unwrap().unwrap_err();
+    assert!(
+        matches!(e, ClientError::Refused(Refusal::PermissionDenied)),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("permission denied"), "{e}");
+    assert_eq!(server.clients(), 0);
+    assert_eq!(server.stats().accepted, 0);
+    let p = path.clone();
+    let admitted = std::thread::spawn(move || IpcGist::connect(&p, NSLPID).map(drop));
+    let t0 = std::time::Instant::now();
+    while server.stats().registrations == 0 {
+        server.poll(&mut b, Instant::ZERO);
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    admitted.join().unwrap().unwrap();
+    assert_eq!((asked.get(), server.stats().denied), (2, 1));
+    drop(server);
+    assert!(!path.exists(), "the socket file goes with the server");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn permission_denied_has_its_own_code() {
+    assert_eq!(wire_refusal(6), Refusal::PermissionDenied);
+    let b = Frame::Refused {
+        reason: Refusal::PermissionDenied,
+    }
+    .to_bytes();
+    assert_eq!(b.last(), Some(&6));
 }

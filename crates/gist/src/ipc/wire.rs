@@ -104,6 +104,9 @@ pub enum Refusal {
     Malformed,
     /// Too many clients.
     Full,
+    /// The connecting process's user may not use the socket (not its owner, root or a member
+    /// of its configured group); the connection is closed.
+    PermissionDenied,
     /// A code this side does not know.
     Unknown(u8),
 }
@@ -116,6 +119,7 @@ impl Refusal {
             Refusal::NotRegistered => 3,
             Refusal::Malformed => 4,
             Refusal::Full => 5,
+            Refusal::PermissionDenied => 6,
             Refusal::Unknown(c) => c,
         }
     }
@@ -127,7 +131,27 @@ impl Refusal {
             3 => Refusal::NotRegistered,
             4 => Refusal::Malformed,
             5 => Refusal::Full,
+            6 => Refusal::PermissionDenied,
             c => Refusal::Unknown(c),
+        }
+    }
+}
+
+impl core::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Refusal::NslpidTaken => f.write_str("the NSLPID is registered by another client"),
+            Refusal::AlreadyRegistered => {
+                f.write_str("this connection has registered an NSLPID already")
+            }
+            Refusal::NotRegistered => f.write_str("an API call before registering"),
+            Refusal::Malformed => f.write_str("bytes that are not a frame"),
+            Refusal::Full => f.write_str("too many clients"),
+            Refusal::PermissionDenied => f.write_str(
+                "permission denied: this user may not use GIST's IPC socket \
+                 (allowed: its owner, root and the members of the daemon's socket_group)",
+            ),
+            Refusal::Unknown(c) => write!(f, "refusal code {c}"),
         }
     }
 }

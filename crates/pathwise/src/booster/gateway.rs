@@ -104,6 +104,8 @@ pub struct Shared {
     pub store: PolicyStore,
     /// Counters of both directions.
     pub counters: Arc<Counters>,
+    /// Connections to the management socket refused (their user was not allowed).
+    pub management_refused: Arc<std::sync::atomic::AtomicU64>,
     /// What the adaptive policy last saw and did.
     pub adaptive: Mutex<AdaptiveState>,
     /// Its configuration.
@@ -170,6 +172,7 @@ impl Gateway {
                 &config.adaptive,
             )),
             counters: Arc::new(Counters::default()),
+            management_refused: Arc::default(),
             adaptive: Mutex::new(AdaptiveState::default()),
             adaptive_config: config.adaptive.clone(),
             peer_loss: Mutex::new((0, 0)),
@@ -183,7 +186,8 @@ impl Gateway {
             .config
             .socket_group()
             .map_err(|e| anyhow::anyhow!("socket_group: {e}"))?;
-        let server = crate::mgmt::Server::bind_with(&shared.config.socket, group)?;
+        let server = crate::mgmt::Server::bind_with(&shared.config.socket, group)?
+            .count_refused_in(shared.management_refused.clone());
         let handler_shared = shared.clone();
         let mgmt = server.spawn(move |verb: &str, args: &serde_json::Value| {
             super::manage::handle(&handler_shared, verb, args)

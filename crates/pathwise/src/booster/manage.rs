@@ -29,6 +29,11 @@ pub fn handle(shared: &Shared, verb: &str, args: &Value) -> Result<Value, String
                 serde_json::to_value(shared.counters.report()).map_err(|e| e.to_string())?;
             v["uptime_s"] = json!(shared.started.elapsed().as_secs_f64());
             v["generation"] = json!(shared.store.load().generation());
+            v["management_refused"] = json!(
+                shared
+                    .management_refused
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            );
             Ok(v)
         }
         "insert" | "remove" => {
@@ -118,6 +123,11 @@ fn show(shared: &Shared) -> Value {
 pub fn metrics(shared: &Shared) -> Snapshot {
     let r = shared.counters.report();
     let mut m = Snapshot::new("booster");
+    m.management_refused(
+        shared
+            .management_refused
+            .load(std::sync::atomic::Ordering::Relaxed),
+    );
     let s = |a: &str, b: &str| [a.to_string(), b.to_string()];
     m.counters(
         "packets",
@@ -225,6 +235,7 @@ mod tests {
                 &config.adaptive,
             )),
             counters: Arc::default(),
+            management_refused: Arc::default(),
             adaptive: Mutex::default(),
             adaptive_config: config.adaptive.clone(),
             peer_loss: Mutex::new((0, 0)),

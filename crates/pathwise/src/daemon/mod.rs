@@ -100,6 +100,13 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
             .map_err(|_| "daemon did not answer".to_string())?
     };
     let server = crate::mgmt::Server::bind_with(&cfg.daemon.socket, cfg.socket_group()?)?;
+    let management_refused = server.refused_counter();
+    if let Some(r) = &mut rsvp {
+        r.show_management_refused(management_refused.clone());
+    }
+    if let Some(g) = &mut gist {
+        g.show_management_refused(management_refused.clone());
+    }
     tracing::info!(socket = %cfg.daemon.socket.display(), allowed = %server.access().describe(),
         "management socket ready");
     let _server = server.spawn(handler);
@@ -116,7 +123,15 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
                 .get_ref()
                 .parse()
                 .with_context(|| format!("daemon.metrics: {:?}", addr.get_ref()))?;
+            // The management socket is the daemon's, not one service's: its page is `daemon`.
+            let refused = management_refused.clone();
+            let daemon_page = crate::metrics::ServiceCollector::live(move || {
+                let mut m = crate::metrics::Snapshot::new("daemon");
+                m.management_refused(refused.load(Ordering::Relaxed));
+                m
+            });
             let pages = [
+                Some(daemon_page),
                 rsvp.is_some()
                     .then(|| crate::metrics::ServiceCollector::published(rsvp_page.clone())),
                 gist.is_some()

@@ -40,7 +40,10 @@
 //! `ipc_socket`: a unix socket on which NSLP programs register an NSLPID and use the NSLP API
 //! out of process (seed 000 §3.7; `pathwise_gist::ipc`, `pathwise gist nslp-ping`). A client
 //! registering an NSLPID served in process (the Ping NSLP) takes its place until it goes.
-//! Anyone who can open the socket can signal as this node: keep its directory private.
+//! Anyone who can use the socket can signal as this node, so it is made like the management
+//! sockets (`crate::mgmt::access`): mode 0600, or 0660 in `[daemon] socket_group`, and every
+//! client's credentials checked; anyone else is answered `Refused(PermissionDenied)` and
+//! counted (`ipc.denied`).
 //!
 //! `relay`: for each NSLPID listed, the node runs the relay NSLP (`pathwise_gist::nslp::relay`):
 //! it peers with every Query of that NSLPID, so it appears on the NSLP's path with routing state

@@ -104,6 +104,8 @@ pub struct GistService {
     fib_retry: bool,
     /// The QoS NSLP's verbs, with `[qos_nslp]`.
     qos: Option<crate::qos::verbs::QosVerbs>,
+    /// Connections refused on the daemon's management socket (shown in `counters`).
+    management_refused: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Addresses GIST may use and name in its NLI: not loopback, not IPv6 link-local (an NLI
@@ -229,7 +231,7 @@ impl GistService {
         };
         let ipc = match &cfg.ipc_socket {
             Some(p) => Some(
-                IpcServer::bind(p)
+                ipc_server(p, node.socket_group()?)
                     .with_context(|| format!("gist.ipc_socket: listening on {}", p.display()))?,
             ),
             None => None,
@@ -247,6 +249,7 @@ impl GistService {
             load_runs: 0,
             ipc,
             fib,
+            management_refused: Default::default(),
             epoch: std::time::Instant::now(),
             interfaces,
             pings: Vec::new(),
@@ -818,6 +821,14 @@ impl GistService {
         d
     }
 
+    /// Show `counter` (the daemon's management socket's refusals) in `counters`.
+    pub fn show_management_refused(
+        &mut self,
+        counter: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    ) {
+        self.management_refused = counter;
+    }
+
     fn counters_json(&mut self) -> Value {
         let by_type = |f: &dyn Fn(MsgType) -> u64| {
             MsgType::ALL
@@ -895,6 +906,7 @@ impl GistService {
             },
             "interfaces": self.interfaces.iter().map(|(i, _)| self.name(*i)).collect::<Vec<_>>(),
             "ipc": self.ipc.as_ref().map(ipc_json),
+            "management_refused": self.management_refused.load(std::sync::atomic::Ordering::Relaxed),
             "relay": relay,
             "qos_nslp": qos,
         });
@@ -1120,6 +1132,11 @@ impl GistService {
                 "Event-loop wake-ups before the deadline waited for.",
                 self.early_wakeups,
             ),
+            (
+                "ipc_denied",
+                "Connections to the IPC socket refused: their user is not its owner, root or in the daemon's socket group.",
+                self.ipc.as_ref().map_or(0, |i| i.stats().denied),
+            ),
         ] {
             m.counter(name, help, n);
         }
@@ -1142,6 +1159,22 @@ fn stream_json(st: &super::ma::StreamStats) -> Value {
 }
 
 /// The IPC server's clients and counters.
+/// GIST's IPC socket under the management sockets' rule ([`crate::mgmt::access`]): mode 0600,
+/// or 0660 and `[daemon] socket_group`'s; every client's credentials checked before it is
+/// served, one refused told `Refused(PermissionDenied)` and counted (`ipc.denied`).
+pub fn ipc_server(
+    path: &std::path::Path,
+    group: Option<crate::mgmt::SocketGroup>,
+) -> anyhow::Result<IpcServer> {
+    let access = crate::mgmt::Access::for_this_process(group);
+    let listener = crate::mgmt::access::bind(path, &access)?;
+    let mut ipc = IpcServer::from_listener(listener, path)?;
+    tracing::info!(socket = %path.display(), allowed = %access.describe(), "GIST IPC socket ready");
+    let (socket, refused) = (path.to_path_buf(), std::sync::atomic::AtomicU64::new(0));
+    ipc.set_admission(move |conn| access.check(conn, &socket, &refused).is_ok());
+    Ok(ipc)
+}
+
 fn ipc_json(ipc: &IpcServer) -> Value {
     let s = ipc.stats();
     json!({
@@ -1149,6 +1182,7 @@ fn ipc_json(ipc: &IpcServer) -> Value {
         "clients": ipc.clients(),
         "registered": ipc.registered(),
         "accepted": s.accepted,
+        "denied": s.denied,
         "registrations": s.registrations,
         "refused": s.refused,
         "disconnects": s.disconnects,

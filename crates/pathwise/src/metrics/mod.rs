@@ -145,6 +145,18 @@ impl Snapshot {
         )
     }
 
+    /// `management_refused`: connections to the process's management socket refused because
+    /// their user was not allowed ([`crate::mgmt::access`]). A family of its own, not a
+    /// `drops` reason: `drops` counts datagrams and messages received and not used, and a
+    /// refused connection carried neither (docs/metrics.md).
+    pub fn management_refused(&mut self, value: u64) -> &mut Self {
+        self.counter(
+            "management_refused",
+            "Connections to the management socket refused: their user is not its owner, root or in its socket group.",
+            value,
+        )
+    }
+
     /// One gauge without labels.
     pub fn gauge(&mut self, name: &str, help: &'static str, value: impl Into<Number>) -> &mut Self {
         self.push(

@@ -7,11 +7,19 @@
 //! refuses other users at `connect(2)`. Each accepted connection is then checked again with the
 //! peer's credentials (`SO_PEERCRED`, and `SO_PEERGROUPS` for its supplementary groups): a file
 //! whose mode was widened by hand, or a descriptor passed on, still admits no one else. A
-//! refused connection gets one error line, is counted and logged.
+//! refused connection is counted and logged here ([`Access::check`]) and answered in its
+//! socket's own protocol by the caller: one JSON error line on the management sockets, a
+//! `Refused(PermissionDenied)` frame on GIST's IPC socket (`pathwise_gist::ipc`).
+//!
+//! Every socket under this rule is made by [`bind`]: the management sockets
+//! ([`super::Server`]) and GIST's IPC socket (`gist.ipc_socket`).
 
+use anyhow::Context as _;
 use std::io;
 use std::os::fd::AsFd;
-use std::os::unix::net::UnixStream;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// A group allowed on a management socket.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,6 +120,130 @@ impl Access {
             self.describe()
         )
     }
+}
+
+/// Why [`Access::check`] refused a connection.
+#[derive(Debug)]
+pub enum Refused {
+    /// The kernel could not tell who the peer is.
+    NoCredentials,
+    /// The peer is not allowed.
+    NotAllowed(Peer),
+}
+
+impl Access {
+    /// Check the client at the other end of `conn`, accepted on `socket`: its credentials, or
+    /// why it is refused. A refusal is counted in `refused` and logged; the caller answers it
+    /// in its socket's protocol and closes the connection.
+    pub fn check(
+        &self,
+        conn: &UnixStream,
+        socket: &Path,
+        refused: &AtomicU64,
+    ) -> Result<Peer, Refused> {
+        let peer = match peer_of(conn) {
+            Ok(p) => p,
+            Err(e) => {
+                let n = refused.fetch_add(1, Ordering::Relaxed) + 1;
+                tracing::warn!(error = %e, refused = n, socket = %socket.display(),
+                    "connection refused: no peer credentials");
+                return Err(Refused::NoCredentials);
+            }
+        };
+        if self.admits(&peer) {
+            return Ok(peer);
+        }
+        let n = refused.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::warn!(
+            uid = peer.uid,
+            gid = peer.gid,
+            pid = peer.pid,
+            refused = n,
+            socket = %socket.display(),
+            allowed = %self.describe(),
+            "connection refused"
+        );
+        Err(Refused::NotAllowed(peer))
+    }
+}
+
+/// Listen on `path` under `access`: mode 0600 (0660 and the group's with a group). A stale
+/// socket file (nothing accepting on it) is replaced; a live one is an error, so two daemons
+/// cannot share a path. The directory is created if needed.
+///
+/// No window in which another user could connect: the socket is bound inside a private
+/// directory (mode 0700) made for it next to `path`, given its mode and group there, then
+/// renamed to `path`. (Setting the umask around `bind(2)` would do too, but the umask is
+/// process-wide and the daemon has other threads creating files.)
+pub fn bind(path: &Path, access: &Access) -> anyhow::Result<UnixListener> {
+    if path.exists() {
+        match UnixStream::connect(path) {
+            Ok(_) => anyhow::bail!("{} is in use by a running daemon", path.display()),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                std::fs::remove_file(path)
+                    .with_context(|| format!("removing stale socket {}", path.display()))?;
+            }
+            Err(e) => anyhow::bail!(
+                "{} exists and cannot be probed ({e}): another user's daemon may be using it",
+                path.display()
+            ),
+        }
+    }
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            dir
+        }
+        None => Path::new("."),
+    };
+    let private = private_dir(dir)?;
+    let bound = bind_private(&private, path, access);
+    let _ = std::fs::remove_file(private.join("s"));
+    let _ = std::fs::remove_dir(&private);
+    bound
+}
+
+/// A new directory of mode 0700 in `dir`, for [`bind_private`].
+fn private_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        // Short: the socket's whole path must fit in sun_path (108 bytes).
+        let private = dir.join(format!(".pw{}.{n}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&private) {
+            Ok(()) => return Ok(private),
+            // Left by a process of the same pid that died: not ours to keep.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let _ = std::fs::remove_dir_all(&private);
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("creating a directory in {}", dir.display()));
+            }
+        }
+    }
+}
+
+/// Bind in `private`, set the mode and group, and move the socket to `path`.
+fn bind_private(private: &Path, path: &Path, access: &Access) -> anyhow::Result<UnixListener> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tmp = private.join("s");
+    let listener =
+        UnixListener::bind(&tmp).with_context(|| format!("binding {}", path.display()))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(access.mode()))
+        .with_context(|| format!("setting the mode of {}", path.display()))?;
+    if let Some(g) = access.group() {
+        std::os::unix::fs::chown(&tmp, None, Some(g.gid)).with_context(|| {
+            format!(
+                "giving {} to group {}: the daemon must be a member of it (or hold CAP_CHOWN)",
+                path.display(),
+                g.name
+            )
+        })?;
+    }
+    std::fs::rename(&tmp, path).with_context(|| format!("binding {}", path.display()))?;
+    Ok(listener)
 }
 
 /// `SO_PEERGROUPS` (Linux 4.13): the generic value; the architectures with their own socket

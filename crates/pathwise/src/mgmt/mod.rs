@@ -31,7 +31,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Largest request line accepted.
@@ -71,42 +71,13 @@ impl Server {
 
     /// Listen on `path` for this process's user, root and the members of `group` (mode 0660,
     /// the file given to the group: this process must be a member of it, or hold
-    /// CAP_CHOWN). A stale socket file (nothing accepting on it) is replaced; a live one is
-    /// an error, so two daemons cannot share a path.
-    ///
-    /// No window in which another user could connect: the socket is bound inside a private
-    /// directory (mode 0700) made for it next to `path`, given its mode and group there, then
-    /// renamed to `path`. (Setting the umask around `bind(2)` would do too, but the umask is
-    /// process-wide and the daemon has other threads creating files.)
+    /// CAP_CHOWN). Made by [`access::bind`]: a stale socket file is replaced, a live one is an
+    /// error, and there is no window in which another user could connect.
     pub fn bind_with(path: &Path, group: Option<SocketGroup>) -> anyhow::Result<Server> {
-        if path.exists() {
-            match UnixStream::connect(path) {
-                Ok(_) => anyhow::bail!("{} is in use by a running daemon", path.display()),
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                    std::fs::remove_file(path)
-                        .with_context(|| format!("removing stale socket {}", path.display()))?;
-                }
-                Err(e) => anyhow::bail!(
-                    "{} exists and cannot be probed ({e}): another user's daemon may be using it",
-                    path.display()
-                ),
-            }
-        }
-        let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            Some(dir) => {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
-                dir
-            }
-            None => Path::new("."),
-        };
         let access = Access::for_this_process(group);
-        let private = private_dir(dir)?;
-        let bound = bind_private(&private, path, &access);
-        let _ = std::fs::remove_file(private.join("s"));
-        let _ = std::fs::remove_dir(&private);
+        let listener = access::bind(path, &access)?;
         Ok(Server {
-            listener: bound?,
+            listener,
             path: path.to_path_buf(),
             stop: Arc::new(AtomicBool::new(false)),
             access,
@@ -160,28 +131,11 @@ impl Server {
     /// Whether the client at the other end of `conn` may use the socket; a refused one gets
     /// an error line, and is counted and logged.
     fn admit(&self, conn: &UnixStream) -> bool {
-        let peer = match access::peer_of(conn) {
-            Ok(p) => p,
-            Err(e) => {
-                let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
-                tracing::warn!(error = %e, refused = n, socket = %self.path.display(),
-                    "management connection refused: no peer credentials");
-                return false;
-            }
+        let peer = match self.access.check(conn, &self.path, &self.refused) {
+            Ok(_) => return true,
+            Err(access::Refused::NoCredentials) => return false,
+            Err(access::Refused::NotAllowed(peer)) => peer,
         };
-        if self.access.admits(&peer) {
-            return true;
-        }
-        let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
-        tracing::warn!(
-            uid = peer.uid,
-            gid = peer.gid,
-            pid = peer.pid,
-            refused = n,
-            socket = %self.path.display(),
-            allowed = %self.access.describe(),
-            "management connection refused"
-        );
         let mut line =
             serde_json::to_vec(&json!({ "error": self.access.refusal(&peer) })).unwrap_or_default();
         line.push(b'\n');
@@ -198,49 +152,19 @@ impl Server {
     pub fn refused(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
     }
-}
 
-/// A new directory of mode 0700 in `dir`, for [`bind_private`].
-fn private_dir(dir: &Path) -> anyhow::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    loop {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        // Short: the socket's whole path must fit in sun_path (108 bytes).
-        let private = dir.join(format!(".pw{}.{n}", std::process::id()));
-        match std::fs::DirBuilder::new().mode(0o700).create(&private) {
-            Ok(()) => return Ok(private),
-            // Left by a process of the same pid that died: not ours to keep.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let _ = std::fs::remove_dir_all(&private);
-            }
-            Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("creating a directory in {}", dir.display()));
-            }
-        }
+    /// The refused-connection counter itself, for a service's `show counters` and metrics
+    /// page (see [`crate::metrics::management_refused`]), which exist before the server runs.
+    pub fn refused_counter(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.refused)
     }
-}
 
-/// Bind in `private`, set the mode and group, and move the socket to `path`.
-fn bind_private(private: &Path, path: &Path, access: &Access) -> anyhow::Result<UnixListener> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let tmp = private.join("s");
-    let listener =
-        UnixListener::bind(&tmp).with_context(|| format!("binding {}", path.display()))?;
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(access.mode()))
-        .with_context(|| format!("setting the mode of {}", path.display()))?;
-    if let Some(g) = access.group() {
-        std::os::unix::fs::chown(&tmp, None, Some(g.gid)).with_context(|| {
-            format!(
-                "giving {} to group {}: the daemon must be a member of it (or hold CAP_CHOWN)",
-                path.display(),
-                g.name
-            )
-        })?;
+    /// Count refused connections in `counter`, one the service's state held before the socket
+    /// was bound.
+    pub fn count_refused_in(mut self, counter: Arc<AtomicU64>) -> Server {
+        self.refused = counter;
+        self
     }
-    std::fs::rename(&tmp, path).with_context(|| format!("binding {}", path.display()))?;
-    Ok(listener)
 }
 
 impl Drop for Server {

@@ -272,6 +272,8 @@ pub struct Console {
     started: Instant,
     swaps: AtomicU64,
     last_change: Mutex<Option<String>>,
+    /// The management socket's refused connections ([`crate::mgmt::Server::refused_counter`]).
+    management_refused: Arc<AtomicU64>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -302,8 +304,10 @@ impl Console {
         counters: Arc<Counters>,
         config: PathBuf,
         listen: SocketAddr,
+        management_refused: Arc<AtomicU64>,
     ) -> Self {
         Console {
+            management_refused,
             shared,
             counters,
             config: Mutex::new(config),
@@ -393,10 +397,15 @@ impl Console {
         let snap = self.shared.load_full();
         match what {
             Show::Summary => json(&self.summary()),
-            Show::Counters => json(&self.counters.report()),
+            Show::Counters => {
+                let mut report = self.counters.report();
+                report.management_refused = self.management_refused.load(Relaxed);
+                json(&report)
+            }
             Show::Metrics => Ok(Value::String(crate::metrics::page([super::metrics(
                 &self.counters,
                 &self.shared,
+                &self.management_refused,
             )]))),
             Show::Router { address } => {
                 let router = need_router(&snap, *address)?;

@@ -256,6 +256,7 @@ impl Counters {
                 .iter()
                 .map(|w| w.received.load(Relaxed))
                 .collect(),
+            management_refused: 0,
         }
     }
 }
@@ -309,6 +310,10 @@ pub struct CounterReport {
     pub batches: u64,
     /// Datagrams per worker (how SO_REUSEPORT spread them).
     pub received_per_worker: Vec<u64>,
+    /// Connections to the management socket refused (their user was not allowed); set by the
+    /// server, which owns that socket.
+    #[serde(default)]
+    pub management_refused: u64,
 }
 
 impl CounterReport {
@@ -345,6 +350,11 @@ impl CounterReport {
             s,
             "sent {} replies ({} B); send errors {}, receive errors {}",
             self.sent, self.bytes_out, self.send_errors, self.recv_errors
+        );
+        let _ = writeln!(
+            s,
+            "management connections refused {}",
+            self.management_refused
         );
         s
     }
@@ -408,6 +418,7 @@ impl CounterReport {
             self.send_errors,
         )
         .counter("receive_errors", "Failed receive calls.", self.recv_errors)
+        .management_refused(self.management_refused)
         .counter(
             "receive_batches",
             "Receive batches (recvmmsg calls that returned datagrams).",

@@ -35,6 +35,7 @@ use server::{Service, UdpOptions, UdpServer};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 /// How to run an oracle server.
@@ -89,11 +90,13 @@ impl OracleServer {
         let shared = Arc::new(SharedSnapshot::new(snapshot));
         let udp = UdpServer::start(&opts.udp, Service::Oracle(shared.clone()))?;
         let config = std::fs::canonicalize(&opts.config).unwrap_or_else(|_| opts.config.clone());
+        let refused = mgmt.refused_counter();
         let console = Arc::new(Console::new(
             shared.clone(),
             udp.counters().clone(),
             config,
             udp.local_addr(),
+            refused.clone(),
         ));
         let served = console.clone();
         let handle =
@@ -101,8 +104,9 @@ impl OracleServer {
         let metrics = match opts.metrics {
             Some(addr) => {
                 let (counters, shared) = (udp.counters().clone(), shared.clone());
-                let page =
-                    crate::metrics::ServiceCollector::live(move || metrics(&counters, &shared));
+                let page = crate::metrics::ServiceCollector::live(move || {
+                    metrics(&counters, &shared, &refused)
+                });
                 let registry = crate::metrics::registry([page]);
                 Some(crate::metrics::http::MetricsServer::start(addr, registry)?)
             }
@@ -168,9 +172,16 @@ impl OracleServer {
     }
 }
 
-/// The oracle's metric families: the workers' counters and the database being served.
-pub fn metrics(counters: &Counters, shared: &SharedSnapshot) -> crate::metrics::Snapshot {
-    let mut m = counters.report().snapshot();
+/// The oracle's metric families: the workers' counters, the management socket's refusals and
+/// the database being served.
+pub fn metrics(
+    counters: &Counters,
+    shared: &SharedSnapshot,
+    management_refused: &AtomicU64,
+) -> crate::metrics::Snapshot {
+    let mut report = counters.report();
+    report.management_refused = management_refused.load(std::sync::atomic::Ordering::Relaxed);
+    let mut m = report.snapshot();
     let snap = shared.load();
     m.gauge(
         "routers",

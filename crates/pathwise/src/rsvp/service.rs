@@ -88,6 +88,8 @@ pub struct RsvpService {
     /// engine keeps each until it is released (or withdrawn after an admission failure) and
     /// reports only how many it keeps, so `show requests` lists them from here.
     requests: Vec<ReserveReq>,
+    /// Connections refused on the daemon's management socket (shown in `counters`).
+    management_refused: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl RsvpService {
@@ -246,6 +248,7 @@ impl RsvpService {
             engine,
             sockets,
             fib,
+            management_refused: Default::default(),
             epoch: std::time::Instant::now(),
             interfaces,
             events: VecDeque::new(),
@@ -581,11 +584,24 @@ impl RsvpService {
     }
 
     fn counters_json(&self) -> Value {
-        counters::counters_json(
+        let mut v = counters::counters_json(
             self.engine.counters(),
             &self.engine.state_stats(),
             &self.daemon_counts(),
-        )
+        );
+        v["management_refused"] = self
+            .management_refused
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .into();
+        v
+    }
+
+    /// Show `counter` (the daemon's management socket's refusals) in `counters`.
+    pub fn show_management_refused(
+        &mut self,
+        counter: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    ) {
+        self.management_refused = counter;
     }
 
     /// The counters as metric families ([`crate::metrics`]).
