@@ -11,10 +11,12 @@
 //!   data sent after it arrives.
 //! - A peer that rejects every Confirm ends the state after `MAX_ERROR_RESTARTS` (RFC 5972
 //!   transition 18): queued messages fail, Routing State Lost.
+//! - State the NSLP stopped using lapses when Inactive_QNode expires even while a refresh
+//!   Query is out (§6.2, Rule 6 "from all states"; GIST campaign seed 3182916611534347).
 
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IfIndex, Transmit};
-use pathwise_core::time::Instant;
+use pathwise_core::time::{Duration, Instant};
 use pathwise_gist::engine::counters::Counters;
 use pathwise_gist::nslp::{Direction, GistApi, NotificationKind, SendMessage, SiiHandle};
 use pathwise_gist::wire::{Body, Message, Mri, MsgType, PathCoupledMri, SessionId};
@@ -43,12 +45,21 @@ struct Pair {
 
 impl Pair {
     fn new(mode: CookieMode) -> Self {
-        let cfg = |seed| Config {
-            seed,
-            nslpids: vec![42],
-            cookie_mode: mode,
-            cmode_port: None,
-            ..Config::default()
+        Self::with(mode, |_| {})
+    }
+
+    /// Both engines configured as `new` does, then changed by `tune`.
+    fn with(mode: CookieMode, tune: impl Fn(&mut Config)) -> Self {
+        let cfg = |seed| {
+            let mut c = Config {
+                seed,
+                nslpids: vec![42],
+                cookie_mode: mode,
+                cmode_port: None,
+                ..Config::default()
+            };
+            tune(&mut c);
+            c
         };
         Pair {
             q: GistEngine::on_one_link(cfg(1), ip(Q)),
@@ -317,4 +328,55 @@ fn a_peer_that_rejects_every_confirm_ends_the_state() {
                 direction: Direction::Downstream
             })
     );
+}
+
+/// GIST fault campaign seed 3182916611534347 (docs/CAMPAIGNS.md, finding 3), the querying node's
+/// side of it in the campaign's timers (refresh 5 s, state lifetime 15 s, hash cookies): the NSLP
+/// sends once (there: the Ping NSLP passing on the data of a hostile node's injected Query) and
+/// never again; the responder answers, the Confirm is lost, so the responder keeps nothing; after
+/// that no Query reaches it (the flow's route went elsewhere). The state, established and then
+/// awaiting its refresh, must lapse when Inactive_QNode expires (RFC 5971 §6.2, Rule 6: from all
+/// states), not live on through the No_Response back-off naming a peer that holds nothing.
+#[test]
+fn gist_seed_3182916611534347_unused_state_lapses_while_awaiting_refresh() {
+    let lifetime = Duration::from_secs(15);
+    let mut p = Pair::with(CookieMode::Hash, |c| {
+        c.refresh_period = Duration::from_secs(5);
+        c.state_lifetime = lifetime;
+    });
+    let lapse = p.now + lifetime;
+    p.send(b"one");
+    p.run(&mut |m: &Message| (m.msg_type() != MsgType::Confirm).then(|| m.clone()));
+    assert_eq!(p.down(), Some(QueryingState::Established));
+    assert_eq!(p.up(), None, "hash cookies: nothing before the Confirm");
+
+    // From here on the querier's Queries are lost; nothing else happens.
+    let mut refreshing_seen = false;
+    let mut queries_after_lapse = 0;
+    while let Some(t) = p.q.poll_timeout() {
+        if t > lapse + Duration::from_secs(120) {
+            break;
+        }
+        p.now = t;
+        p.q.handle_timeout(t);
+        let sent: Vec<Transmit> = std::iter::from_fn(|| p.q.poll_transmit()).collect();
+        p.events_q.extend(std::iter::from_fn(|| p.q.poll_event()));
+        if t < lapse {
+            refreshing_seen |= p.down() == Some(QueryingState::AwaitingRefresh);
+        } else {
+            assert_eq!(p.down(), None, "state still {:?} at {t:?}", p.down());
+            queries_after_lapse += sent
+                .iter()
+                .filter(|x| {
+                    Message::parse_datagram(&x.payload)
+                        .is_ok_and(|m| m.msg_type() == MsgType::Query)
+                })
+                .count();
+        }
+    }
+    assert!(refreshing_seen, "a refresh Query was out before the lapse");
+    assert_eq!(p.down(), None);
+    assert_eq!(queries_after_lapse, 0);
+    assert_eq!(counters(&p.q).downstream_lapses, 1);
+    assert_eq!(counters(&p.q).handshake_failures, 0);
 }

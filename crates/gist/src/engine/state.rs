@@ -180,7 +180,9 @@ impl RoutingState {
             .map_or(Instant::MAX, |p| p.deadline);
         if let Some(d) = &self.down {
             t = t.min(d.deadline);
-            if d.state == QueryingState::Established {
+            // RFC 5971 §6.2: Inactive_QNode runs in Established and in its substate Awaiting
+            // Refresh (a refresh Query out does not keep unused state alive).
+            if d.state != QueryingState::AwaitingResponse {
                 t = t.min(d.expires);
             }
         }

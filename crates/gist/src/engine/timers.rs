@@ -49,6 +49,18 @@ impl GistEngine {
         // Querying-Node half.
         if let Some(d) = self.mrs[idx as usize].down.as_ref() {
             match d.state {
+                // RFC 5971 §6.2 Rule 6: to_Inactive_QNode ends the machine "from all states";
+                // Awaiting Refresh is a substate of Established, so unused state lapses there
+                // too instead of living on through the whole No_Response back-off (the state a
+                // hostile node's injected message made, whose NSLP never uses it again, held a
+                // peer that never saw our Confirm: GIST campaign seed 3182916611534347).
+                QueryingState::Established | QueryingState::AwaitingRefresh if d.expires <= now => {
+                    // The NSLP no longer uses the state: let it lapse.
+                    if let Some(d) = self.mrs[idx as usize].down.take() {
+                        self.counters.downstream_lapses += 1;
+                        self.release_down(&key, *d, DeliveryError::NoRoutingState);
+                    }
+                }
                 QueryingState::AwaitingResponse | QueryingState::AwaitingRefresh
                     if d.deadline <= now =>
                 {
@@ -80,13 +92,6 @@ impl GistEngine {
                                 NotificationKind::LastNode
                             },
                         );
-                    }
-                }
-                QueryingState::Established if d.expires <= now => {
-                    // The NSLP no longer uses the state: let it lapse.
-                    if let Some(d) = self.mrs[idx as usize].down.take() {
-                        self.counters.downstream_lapses += 1;
-                        self.release_down(&key, *d, DeliveryError::NoRoutingState);
                     }
                 }
                 QueryingState::Established if d.deadline <= now => {
