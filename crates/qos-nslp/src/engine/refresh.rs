@@ -96,6 +96,15 @@ impl<T: TrafficControl> QosNslp<T> {
             if s.refresh_at.is_some() {
                 continue; // already refreshed in a summary this round
             }
+            // §3.2.12: a flow now leaving by another interface is a reroute, whether or not
+            // GIST reported a new peer (the same peer behind another link, or a route that
+            // changed back); a refusal there ends the reservation.
+            if !self.readmit(now, gist, sid) {
+                continue;
+            }
+            let Some(s) = self.sessions.get(&sid) else {
+                continue;
+            };
             let full = s.full_refresh || !self.cfg.reduced_refresh;
             let key = s.next_peer.map(|p| (p, s.initiation.toward_qnr()));
             self.schedule_refresh(now, sid);

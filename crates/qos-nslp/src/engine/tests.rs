@@ -197,6 +197,48 @@ fn an_older_rsn_is_dropped_and_a_reduced_refresh_of_an_unknown_session_asks_for_
     assert_eq!(resp.answers, Some(Answers::Rsn(Rsn { rsn: 9, epoch: 1 })));
 }
 
+/// RFC 5974 §5.3.4: R and L have local significance. A forged REFRESH-PERIOD of 2^32 - 1 ms
+/// would hold the state 5.25 × 49.7 days; it is taken as `max_refresh_period`, and the state
+/// goes at the lifetime that gives.
+#[test]
+fn a_peers_refresh_period_is_capped_at_max_refresh_period() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let cap = e.config().max_refresh_period;
+    let mut m = vectors::reserve_initial();
+    if let Body::Reserve(r) = &mut m.body {
+        r.refresh_period = Some(RefreshPeriod(u32::MAX));
+    }
+    e.recv_message(Instant::ZERO, &mut g, recv(m.to_bytes(), UP, 1));
+    let s = e.session(&SessionId([1; 16])).unwrap();
+    assert_eq!(s.refresh_in, cap);
+    let lifetime = QosNslp::<MemoryTrafficControl>::lifetime(cap);
+    assert_eq!(s.expires_at, Some(Instant::ZERO + lifetime));
+    assert_eq!(e.counters().refresh_periods_capped, 1);
+    // A refresh with the same forged period is capped too.
+    let mut refresh = reduced(1, 0x0102_0304); // the RSN held: a refresh
+    refresh.refresh_period = Some(RefreshPeriod(u32::MAX));
+    let t = Instant::ZERO + Duration::from_secs(10);
+    let bytes = Message::new(Body::Reserve(refresh)).to_bytes();
+    e.recv_message(t, &mut g, recv(bytes, UP, 1));
+    assert_eq!(e.counters().refresh_periods_capped, 2);
+    let s = e.session(&SessionId([1; 16])).unwrap();
+    assert_eq!(s.expires_at, Some(t + lifetime));
+    // Nothing refreshes it: it is gone once that lifetime has passed.
+    let end = t + lifetime;
+    e.handle_timeout(end, &mut g);
+    assert!(e.session(&SessionId([1; 16])).is_none());
+    assert!(e.traffic_control().is_empty());
+    // A period within the cap is taken as given.
+    let mut m = vectors::reserve_initial();
+    if let Body::Reserve(r) = &mut m.body {
+        r.refresh_period = Some(RefreshPeriod(7_000));
+    }
+    e.recv_message(end, &mut g, recv(m.to_bytes(), UP, 2));
+    let s = e.session(&SessionId([2; 16])).unwrap();
+    assert_eq!(s.refresh_in, Duration::from_secs(7));
+    assert_eq!(e.counters().refresh_periods_capped, 2);
+}
+
 #[test]
 fn a_malformed_reserve_is_answered_with_the_parse_errors_info_spec() {
     let (mut e, mut g) = (engine(), Recorder::default());
