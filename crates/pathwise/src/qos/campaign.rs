@@ -387,6 +387,7 @@ fn qos_node(setup: &NodeSetup, hostile_until: Option<Instant>) -> Node {
     let qcfg = QosConfig {
         seed: setup.seed ^ 0x9e37,
         refresh_period: REFRESH,
+        max_refresh_period: REFRESH,
         ..QosConfig::default()
     };
     let hostile = hostile_until.map(|until| {

@@ -197,6 +197,17 @@ impl<T: TrafficControl> QosNslp<T> {
             return;
         }
         if let Some(s) = existing
+            && dir != s.initiation.toward_qnr()
+        {
+            // §4.1, §4.3: a session's RESERVEs travel one way — downstream when
+            // sender-initiated, upstream when receiver-initiated. One travelling the other way
+            // (a replay with its direction turned, or another reservation under the same
+            // SESSION-ID) must not refresh this state: the state would be kept alive by the
+            // refreshes of a reservation it is not, and send its own back the way they came.
+            self.counters.drop("reserve_wrong_direction");
+            return;
+        }
+        if let Some(s) = existing
             && m.sii_handle.is_some()
             && m.sii_handle != s.prev_peer
             && m.sii_handle == s.abandoned_peer
@@ -525,6 +536,12 @@ impl<T: TrafficControl> QosNslp<T> {
         };
         if s.role == Role::Qni {
             self.counters.drop("reserve_at_qni");
+            return false;
+        }
+        if Self::travelled(&m.mri) != s.initiation.toward_qnr() {
+            // §4.1, §4.3, as in `on_reserve`: a tear from the wrong direction is not this
+            // reservation's.
+            self.counters.drop("reserve_wrong_direction");
             return false;
         }
         // §5.2.5.2, §5.4.1: a tear "that does not come from the current peer QNE (identified

@@ -239,6 +239,46 @@ fn a_peers_refresh_period_is_capped_at_max_refresh_period() {
     assert_eq!(e.counters().refresh_periods_capped, 2);
 }
 
+/// Campaign seed 5861785519591810 (docs/CAMPAIGNS.md finding 4): a sender-initiated state
+/// (made by a replay with its direction turned) was kept alive for good by the upstream
+/// refreshes of the receiver-initiated reservation under the same SESSION-ID, and sent its
+/// own refreshes back to that reservation's QNI. RFC 5974 §4.1, §4.3: a session's RESERVEs
+/// travel one way only; one travelling the other way neither refreshes nor tears the state.
+#[test]
+fn qos_seed_5861785519591810_a_reserve_travelling_the_other_way_does_not_refresh() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    g.take();
+    let sid = SessionId([1; 16]);
+    let expires = e.session(&sid).unwrap().expires_at;
+    let upstream = |data: Vec<u8>| {
+        let mut m = recv(data, "10.0.9.1", 1);
+        if let Mri::PathCoupled(p) = &mut m.mri {
+            p.upstream = true;
+        }
+        m
+    };
+    let later = Instant::ZERO + Duration::from_secs(20);
+    // The same RSN from downstream, travelling upstream: not a refresh of this state.
+    let refresh = Message::new(Body::Reserve(reduced(5, 0x0102_0304))).to_bytes();
+    e.recv_message(later, &mut g, upstream(refresh));
+    assert_eq!(e.session(&sid).unwrap().expires_at, expires);
+    assert!(g.take().is_empty(), "nothing sent back or on");
+    // Nor does a tear from that side remove it.
+    let mut tear = reduced(6, 0x0102_0304);
+    tear.tear = true;
+    e.recv_message(
+        later,
+        &mut g,
+        upstream(Message::new(Body::Reserve(tear)).to_bytes()),
+    );
+    assert!(e.session(&sid).is_some());
+    assert_eq!(e.counters().dropped("reserve_wrong_direction"), 2);
+    // The state goes at its lifetime.
+    e.handle_timeout(expires.unwrap(), &mut g);
+    assert!(e.session(&sid).is_none());
+}
+
 #[test]
 fn a_malformed_reserve_is_answered_with_the_parse_errors_info_spec() {
     let (mut e, mut g) = (engine(), Recorder::default());
