@@ -49,7 +49,13 @@ impl<T: TrafficControl> QosNslp<T> {
                     }
                     self.counters.expired += 1;
                     self.events.push_back(QosEvent::Expired { session_id: sid });
-                    self.remove_session(gist, now, sid);
+                    // RFC 2205 §3.1.5 (whose timer management §5.3.4 adopts): a teardown is
+                    // also "initiated ... by a router as the result of state timeout" and
+                    // forwarded hop by hop without delay. Otherwise the state this node kept
+                    // refreshing towards the QNR would outlive it by a lifetime per hop. A
+                    // node the flow moved away from is not its peer's current previous peer
+                    // any more, so its tear is ignored there (§5.2.5.2).
+                    self.tear_session(gist, now, sid);
                 }
                 TimerKind::Retry => self.retransmit(now, gist, sid),
             }

@@ -279,6 +279,32 @@ fn qos_seed_5861785519591810_a_reserve_travelling_the_other_way_does_not_refresh
     assert!(e.session(&sid).is_none());
 }
 
+/// Campaign seed 5861785519592521 (docs/CAMPAIGNS.md finding 4): a chain of five QNEs that
+/// no QNI held any more (made by a replayed RESERVE) went one lifetime per hop, so the last
+/// outlived the settle check. RFC 2205 §3.1.5 (adopted by RFC 5974 §5.3.4): a state timeout
+/// initiates a teardown towards the QNR.
+#[test]
+fn qos_seed_5861785519592521_a_qne_whose_state_times_out_tears_towards_the_qnr() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    g.take();
+    let sid = SessionId([1; 16]);
+    let expires = e.session(&sid).unwrap().expires_at.unwrap();
+    // Nothing comes from upstream.
+    e.handle_timeout(expires, &mut g);
+    assert!(e.session(&sid).is_none());
+    let out = g.take();
+    let tear = out.iter().rev().find_map(|(d, m)| match &m.body {
+        Body::Reserve(r) if r.tear => Some((*d, r.rsn.rsn)),
+        _ => None,
+    });
+    let (dir, rsn) = tear.expect("a tearing RESERVE on expiry");
+    assert_eq!(dir, Direction::Downstream);
+    assert!(rsn >= 1, "above the RSN it sent (§5.3.1)");
+    assert_eq!(e.counters().tears_sent, 1);
+    assert!(e.traffic_control().is_empty());
+}
+
 #[test]
 fn a_malformed_reserve_is_answered_with_the_parse_errors_info_spec() {
     let (mut e, mut g) = (engine(), Recorder::default());
