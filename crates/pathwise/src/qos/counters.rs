@@ -229,8 +229,11 @@ mod tests {
             expired: n(),
             reverse_path_lost: n(),
             route_changes: n(),
+            readmitted: n(),
+            readmission_failures: n(),
             retransmissions: n(),
             request_timeouts: n(),
+            refresh_periods_capped: n(),
             dropped: [
                 ("rsn_out_of_order", n()),
                 ("tear_unknown_session", n()),
