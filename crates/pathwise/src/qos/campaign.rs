@@ -387,6 +387,7 @@ fn qos_node(setup: &NodeSetup, hostile_until: Option<Instant>) -> Node {
     let qcfg = QosConfig {
         seed: setup.seed ^ 0x9e37,
         refresh_period: REFRESH,
+        max_refresh_period: REFRESH,
         ..QosConfig::default()
     };
     let hostile = hostile_until.map(|until| {
@@ -555,6 +556,28 @@ impl QosWorkload {
         }
     }
 
+    /// Every node's QNI sessions are released: the applications have left. Also after the
+    /// teardown, at every step: a QUERY with RESERVE-INIT still in flight then makes its
+    /// receiver a QNI (RFC 5974 §4.3: it accepts receiver-initiated reservations), which no
+    /// application is left to release (seed 5861785519592256).
+    fn release_every_qni(sim: &mut Sim<Node>) {
+        for n in sim.topology().node_ids().collect::<Vec<_>>() {
+            sim.with_engine(n, |e, now| {
+                e.with_nslp::<Watched, _>(now, |w, g| {
+                    let own: Vec<SessionId> = w
+                        .qos
+                        .sessions()
+                        .filter(|(_, s)| s.role == Role::Qni)
+                        .map(|(sid, _)| *sid)
+                        .collect();
+                    for sid in own {
+                        let _ = w.qos.release(g, now, sid);
+                    }
+                })
+            });
+        }
+    }
+
     /// The nodes a flow's packets cross from `src`'s owner to `dst`'s owner, on the routes the
     /// simulator holds now; `None` if they cannot be followed.
     fn data_path(sim: &Sim<Node>, src: IpAddr, dst: IpAddr) -> Option<Vec<(NodeId, IfIndex)>> {
@@ -578,10 +601,12 @@ impl Workload for QosWorkload {
 
     fn react(&mut self, sim: &mut Sim<Node>) {
         sim.drain_events();
-        self.snapshot(sim);
         if self.torn_down {
+            Self::release_every_qni(sim);
+            self.snapshot(sim);
             return;
         }
+        self.snapshot(sim);
         let now = sim.now();
         for i in 0..self.apps.len() {
             let a = &self.apps[i];
@@ -778,21 +803,7 @@ impl Workload for QosWorkload {
                 a.release(sim);
             }
         }
-        for n in sim.topology().node_ids().collect::<Vec<_>>() {
-            sim.with_engine(n, |e, now| {
-                e.with_nslp::<Watched, _>(now, |w, g| {
-                    let own: Vec<SessionId> = w
-                        .qos
-                        .sessions()
-                        .filter(|(_, s)| s.role == Role::Qni)
-                        .map(|(sid, _)| *sid)
-                        .collect();
-                    for sid in own {
-                        let _ = w.qos.release(g, now, sid);
-                    }
-                })
-            });
-        }
+        Self::release_every_qni(sim);
         self.torn_down = true;
     }
 }

@@ -3,6 +3,7 @@
 //! ```toml
 //! [qos_nslp]                  # present: the QoS NSLP runs (needs [gist] and [rsvp])
 //! refresh_period = "30s"      # R, sent in REFRESH-PERIOD (RFC 5974 §5.3.4)
+//! max_refresh_period = "5min" # a peer's R is taken as at most this (§5.3.4: local significance)
 //! reduced_refresh = true      # RSN-only refreshes once the peer has the QSPEC (§3.2.5)
 //! summary_refresh = true      # fold refreshes to one peer into SESSION-ID-LISTs (§3.2.6)
 //! ```
@@ -24,6 +25,9 @@ pub struct QosSection {
     /// The refresh period R.
     #[serde(default = "default_refresh")]
     pub refresh_period: Spanned<TimeSpan>,
+    /// The longest refresh period taken from a peer's REFRESH-PERIOD.
+    #[serde(default = "default_max_refresh")]
+    pub max_refresh_period: Spanned<TimeSpan>,
     /// Reduced refreshes.
     #[serde(default = "yes")]
     pub reduced_refresh: bool,
@@ -36,6 +40,10 @@ fn default_refresh() -> Spanned<TimeSpan> {
     Spanned::new(0..0, TimeSpan(std::time::Duration::from_secs(30)))
 }
 
+fn default_max_refresh() -> Spanned<TimeSpan> {
+    Spanned::new(0..0, TimeSpan(std::time::Duration::from_secs(300)))
+}
+
 fn yes() -> bool {
     true
 }
@@ -45,6 +53,7 @@ impl QosSection {
     pub fn engine_config(&self) -> pathwise_qos_nslp::QosConfig {
         pathwise_qos_nslp::QosConfig {
             refresh_period: self.refresh_period.get_ref().0,
+            max_refresh_period: self.max_refresh_period.get_ref().0,
             reduced_refresh: self.reduced_refresh,
             summary_refresh: self.summary_refresh,
             seed: pathwise_core::rand::random(),
@@ -65,6 +74,14 @@ impl QosSection {
                 line_of(cx.text, self.refresh_period.span().start),
                 "qos_nslp.refresh_period",
                 format!("{r:?} is too short: at least 100ms"),
+            ));
+        }
+        let max = self.max_refresh_period.get_ref().0;
+        if max < r {
+            errs.push(cx.line(
+                line_of(cx.text, self.max_refresh_period.span().start),
+                "qos_nslp.max_refresh_period",
+                format!("{max:?} is shorter than refresh_period ({r:?})"),
             ));
         }
         if !has_gist {
@@ -108,6 +125,14 @@ mod tests {
         let q = c.qos_nslp.unwrap().engine_config();
         assert_eq!(q.refresh_period, std::time::Duration::from_secs(5));
         assert!(!q.summary_refresh);
+        assert_eq!(q.max_refresh_period, std::time::Duration::from_secs(300));
+        let c = NodeConfig::parse(
+            "node.toml",
+            &format!("{BASE}\n[qos_nslp]\nmax_refresh_period = \"90s\"\n"),
+        )
+        .unwrap();
+        let q = c.qos_nslp.unwrap().engine_config();
+        assert_eq!(q.max_refresh_period, std::time::Duration::from_secs(90));
     }
 
     #[test]
@@ -127,5 +152,11 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.field, "qos_nslp.refresh_period");
+        let e = NodeConfig::parse(
+            "node.toml",
+            &format!("{BASE}\n[qos_nslp]\nmax_refresh_period = \"10s\"\n"),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "qos_nslp.max_refresh_period");
     }
 }

@@ -29,7 +29,7 @@ impl StateCounts {
 
 /// The engine's counters that are single numbers: name, help text, value. The messages and
 /// drops are families of their own, and the bytes sent one with its unit.
-fn totals(c: &Counters) -> [(&'static str, &'static str, u64); 10] {
+fn totals(c: &Counters) -> [(&'static str, &'static str, u64); 13] {
     let Counters {
         sent: _,
         received: _,
@@ -46,8 +46,11 @@ fn totals(c: &Counters) -> [(&'static str, &'static str, u64); 10] {
         expired,
         reverse_path_lost,
         route_changes,
+        readmitted,
+        readmission_failures,
         retransmissions,
         request_timeouts,
+        refresh_periods_capped,
     } = *c;
     [
         (
@@ -83,6 +86,16 @@ fn totals(c: &Counters) -> [(&'static str, &'static str, u64); 10] {
             route_changes,
         ),
         (
+            "readmitted",
+            "Reservations moved to the interface the flow leaves by after a route change.",
+            readmitted,
+        ),
+        (
+            "readmission_failures",
+            "Reservations given up because the flow's new outgoing interface refused them.",
+            readmission_failures,
+        ),
+        (
             "retransmissions",
             "Messages retransmitted for want of a RESPONSE (RFC 5974 section 5.2.4).",
             retransmissions,
@@ -91,6 +104,11 @@ fn totals(c: &Counters) -> [(&'static str, &'static str, u64); 10] {
             "request_timeouts",
             "Requests that got no RESPONSE within QOSNSLP_RETRY_MAX.",
             request_timeouts,
+        ),
+        (
+            "refresh_periods_capped",
+            "RESERVEs whose REFRESH-PERIOD exceeded max_refresh_period (RFC 5974 section 5.3.4).",
+            refresh_periods_capped,
         ),
     ]
 }
@@ -211,8 +229,11 @@ mod tests {
             expired: n(),
             reverse_path_lost: n(),
             route_changes: n(),
+            readmitted: n(),
+            readmission_failures: n(),
             retransmissions: n(),
             request_timeouts: n(),
+            refresh_periods_capped: n(),
             dropped: [
                 ("rsn_out_of_order", n()),
                 ("tear_unknown_session", n()),

@@ -36,10 +36,17 @@ pub struct Counters {
     pub reverse_path_lost: u64,
     /// Route changes acted on (§5.2.5.2).
     pub route_changes: u64,
+    /// Reservations moved to the interface the flow leaves by after a route change.
+    pub readmitted: u64,
+    /// Reservations given up because the interface the flow now leaves by refused them.
+    pub readmission_failures: u64,
     /// Messages retransmitted for want of a RESPONSE (§5.2.4).
     pub retransmissions: u64,
     /// Requests that got no RESPONSE within QOSNSLP_RETRY_MAX.
     pub request_timeouts: u64,
+    /// RESERVEs whose REFRESH-PERIOD exceeded `max_refresh_period` and was taken as that
+    /// (RFC 5974 §5.3.4: R and L have local significance).
+    pub refresh_periods_capped: u64,
     /// Messages dropped, by reason.
     pub dropped: BTreeMap<&'static str, u64>,
 }

@@ -65,6 +65,11 @@ pub struct QosConfig {
     pub nslpid: u16,
     /// This node's refresh period R, sent in REFRESH-PERIOD (§5.3.4; default 30 s).
     pub refresh_period: Duration,
+    /// The longest refresh period R taken from a peer's REFRESH-PERIOD: a longer one is taken
+    /// as this, so the state lifetime L derived from it stays bounded (RFC 5974 §5.3.4: R and
+    /// L have local significance; without a cap a forged 2^32 ms would hold state for weeks).
+    /// Default 5 minutes, like GIST's `max_state_lifetime` bounding its routing state.
+    pub max_refresh_period: Duration,
     /// Refresh with RSN-only RESERVEs when nothing changed (§3.2.5).
     pub reduced_refresh: bool,
     /// Fold the reduced refreshes of sessions with the same next peer into summary refreshes
@@ -92,6 +97,7 @@ impl Default for QosConfig {
         QosConfig {
             nslpid: NSLPID,
             refresh_period: Duration::from_secs(30),
+            max_refresh_period: Duration::from_secs(300),
             reduced_refresh: true,
             summary_refresh: true,
             summary_max: 50,
@@ -816,6 +822,20 @@ impl<T: TrafficControl> QosNslp<T> {
     fn jittered(&mut self, r: Duration) -> Duration {
         let f: f64 = self.rng.random_range(0.5..1.5);
         r.mul_f64(f)
+    }
+
+    /// The peer's refresh period R from its REFRESH-PERIOD (ours when it sent none), capped at
+    /// `max_refresh_period` (RFC 5974 §5.3.4: local significance).
+    fn peer_refresh_period(&mut self, p: Option<RefreshPeriod>) -> Duration {
+        let r = p.map_or(self.cfg.refresh_period, |p| {
+            Duration::from_millis(u64::from(p.0))
+        });
+        if r > self.cfg.max_refresh_period {
+            self.counters.refresh_periods_capped += 1;
+            self.cfg.max_refresh_period
+        } else {
+            r
+        }
     }
 
     /// The state lifetime L for a refresh period R (RFC 2205 §3.7, via RFC 5974 §5.3.4):

@@ -11,15 +11,29 @@ use rand::Rng;
 
 impl<T: TrafficControl> QosNslp<T> {
     /// After a route change the flow may leave by another interface: the reservation moves
-    /// there (admitted anew from the QSPEC as it reached this node). A refusal keeps the old
-    /// one until the state goes; the RESERVE sent on reports nothing new.
-    fn readmit(&mut self, gist: &mut dyn GistApi, sid: pathwise_gist::wire::SessionId) {
+    /// there (admitted anew from the QSPEC as it reached this node). RFC 5974 §3.2.12 names
+    /// "observing the changes in the outgoing interface" as a way to detect a reroute, so this
+    /// is asked at every route change GIST reports and at every refresh. A refusal on the new
+    /// interface is an admission failure like any other (§5.4.1; RFC 5975 §4.2.3): the old
+    /// interface's reservation no longer serves the flow, so it goes with the state here, and
+    /// the QNI learns of it (an error RESPONSE towards it, or [`QosEvent::Failed`] at the QNI
+    /// itself). Returns whether the session is still held.
+    pub(super) fn readmit(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        sid: pathwise_gist::wire::SessionId,
+    ) -> bool {
         let Some(s) = self.sessions.get(&sid) else {
-            return;
+            return false;
         };
         let oif = self.outgoing_interface(gist, &s.flow);
         if oif == s.tc.map(|(i, _)| i) {
-            return;
+            return true;
+        }
+        if oif.is_none() && !gist.is_local(s.flow.destination) {
+            // No route for the flow right now: keep what is held until one returns.
+            return true;
         }
         let mut q = s.requested.clone();
         let (existing, cls) = (s.tc, s.classifier());
@@ -34,11 +48,59 @@ impl<T: TrafficControl> QosNslp<T> {
                     s.tc = a.tc;
                     s.rate = a.rate;
                     s.qspec = q;
+                    // The next RESERVE towards the QNR carries the QSPEC admitted here.
+                    s.full_refresh = true;
                 }
                 self.counters.admitted += 1;
+                self.counters.readmitted += 1;
+                true
             }
-            Err(_) => self.counters.admission_failures += 1,
+            Err(refusal) => {
+                if refusal.admission {
+                    self.counters.admission_failures += 1;
+                }
+                self.counters.readmission_failures += 1;
+                self.reservation_failed_here(now, gist, sid, refusal.info, q);
+                false
+            }
         }
+    }
+
+    /// This node can no longer hold a reservation (its new outgoing interface refused it): the
+    /// state goes here and towards the QNR (a tearing RESERVE), and the QNI is told — by an
+    /// error RESPONSE carrying the RSN last received from the previous peer (§5.4.3), which
+    /// each node on the way removes its state for (RFC 5975 §4.2.3), or as
+    /// [`QosEvent::Failed`] when this is the QNI.
+    fn reservation_failed_here(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        sid: pathwise_gist::wire::SessionId,
+        mut info: crate::wire::InfoSpec,
+        qspec: crate::wire::Qspec,
+    ) {
+        let Some(s) = self.sessions.get(&sid) else {
+            return;
+        };
+        let (role, flow, rsn_in, toward_qni) =
+            (s.role, s.flow, s.rsn_in, reverse(s.initiation.toward_qnr()));
+        self.tear_session(gist, now, sid);
+        if role == Role::Qni {
+            self.events.push_back(QosEvent::Failed {
+                session_id: sid,
+                info,
+                qspec: Some(qspec),
+            });
+            return;
+        }
+        if info.source == crate::wire::ErrorSource::None {
+            info.source = self.error_source(gist, &flow);
+        }
+        let mut resp = crate::wire::Response::new(info);
+        resp.answers = rsn_in.map(crate::wire::Answers::Rsn);
+        resp.qspec = Some(qspec);
+        let msg = Message::new(Body::Response(resp));
+        let _ = self.send(gist, now, sid, &flow, toward_qni, &msg);
     }
 
     /// §5.4.4: a NOTIFY installs no state; it is reported, and passed on towards the QNI by a
@@ -92,7 +154,9 @@ impl<T: TrafficControl> QosNslp<T> {
                     s.abandoned_next = old.filter(|o| *o != peer);
                 }
                 if moved && s.role != Role::Qnr {
-                    self.readmit(gist, sid);
+                    if !self.readmit(now, gist, sid) {
+                        return;
+                    }
                     let Some(s) = self.sessions.get_mut(&sid) else {
                         return;
                     };

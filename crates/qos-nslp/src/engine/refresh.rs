@@ -49,7 +49,13 @@ impl<T: TrafficControl> QosNslp<T> {
                     }
                     self.counters.expired += 1;
                     self.events.push_back(QosEvent::Expired { session_id: sid });
-                    self.remove_session(gist, now, sid);
+                    // RFC 2205 §3.1.5 (whose timer management §5.3.4 adopts): a teardown is
+                    // also "initiated ... by a router as the result of state timeout" and
+                    // forwarded hop by hop without delay. Otherwise the state this node kept
+                    // refreshing towards the QNR would outlive it by a lifetime per hop. A
+                    // node the flow moved away from is not its peer's current previous peer
+                    // any more, so its tear is ignored there (§5.2.5.2).
+                    self.tear_session(gist, now, sid);
                 }
                 TimerKind::Retry => self.retransmit(now, gist, sid),
             }
@@ -96,6 +102,15 @@ impl<T: TrafficControl> QosNslp<T> {
             if s.refresh_at.is_some() {
                 continue; // already refreshed in a summary this round
             }
+            // §3.2.12: a flow now leaving by another interface is a reroute, whether or not
+            // GIST reported a new peer (the same peer behind another link, or a route that
+            // changed back); a refusal there ends the reservation.
+            if !self.readmit(now, gist, sid) {
+                continue;
+            }
+            let Some(s) = self.sessions.get(&sid) else {
+                continue;
+            };
             let full = s.full_refresh || !self.cfg.reduced_refresh;
             let key = s.next_peer.map(|p| (p, s.initiation.toward_qnr()));
             self.schedule_refresh(now, sid);

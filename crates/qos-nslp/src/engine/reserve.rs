@@ -197,6 +197,17 @@ impl<T: TrafficControl> QosNslp<T> {
             return;
         }
         if let Some(s) = existing
+            && dir != s.initiation.toward_qnr()
+        {
+            // §4.1, §4.3: a session's RESERVEs travel one way — downstream when
+            // sender-initiated, upstream when receiver-initiated. One travelling the other way
+            // (a replay with its direction turned, or another reservation under the same
+            // SESSION-ID) must not refresh this state: the state would be kept alive by the
+            // refreshes of a reservation it is not, and send its own back the way they came.
+            self.counters.drop("reserve_wrong_direction");
+            return;
+        }
+        if let Some(s) = existing
             && m.sii_handle.is_some()
             && m.sii_handle != s.prev_peer
             && m.sii_handle == s.abandoned_peer
@@ -258,13 +269,19 @@ impl<T: TrafficControl> QosNslp<T> {
         r: Reserve,
     ) {
         let sid = m.session_id;
-        let r_in = r.refresh_period.map_or(self.cfg.refresh_period, |p| {
-            pathwise_core::time::Duration::from_millis(u64::from(p.0))
-        });
+        let r_in = self.peer_refresh_period(r.refresh_period);
         let Some(s) = self.sessions.get_mut(&sid) else {
             return;
         };
         s.refresh_in = r_in;
+        // §3.2.12: the QNR sends no refreshes of its own, so it looks at the flow's outgoing
+        // interface when refreshed (the data sender of a receiver-initiated reservation).
+        if s.role == Role::Qnr && !self.readmit(now, gist, sid) {
+            return;
+        }
+        let Some(s) = self.sessions.get(&sid) else {
+            return;
+        };
         let (role, extend) = (s.role, !s.reverse_lost);
         if extend {
             self.set_timer(sid, TimerKind::Expire, Some(now + Self::lifetime(r_in)));
@@ -346,7 +363,11 @@ impl<T: TrafficControl> QosNslp<T> {
                 }
                 self.counters.drop("reservation_refused");
                 // RFC 5975 §4.2.4: the RESPONSE carries the QSPEC with the failed parameters
-                // flagged. A modification that fails keeps the old reservation.
+                // flagged. A modification that fails keeps the old reservation — unless the
+                // flow has moved to another interface: the old one no longer serves it, and
+                // the RESPONSE ends the reservation upstream (§4.2.3), so it ends here too.
+                let moved = existing.is_some_and(|(i, _)| Some(i) != oif);
+                let refusal_info = refusal.info.clone();
                 let break_ = flags.break_;
                 self.respond(
                     gist,
@@ -358,12 +379,13 @@ impl<T: TrafficControl> QosNslp<T> {
                     Some(qspec),
                     break_,
                 );
+                if moved && ends_reservation(&refusal_info) {
+                    self.tear_session(gist, now, sid);
+                }
             }
             Ok(admitted) => {
                 self.counters.admitted += 1;
-                let r_in = r.refresh_period.map_or(self.cfg.refresh_period, |p| {
-                    pathwise_core::time::Duration::from_millis(u64::from(p.0))
-                });
+                let r_in = self.peer_refresh_period(r.refresh_period);
                 let is_new = !self.sessions.contains_key(&sid);
                 let s = self.sessions.entry(sid).or_insert_with(|| Reservation {
                     flow,
@@ -516,6 +538,12 @@ impl<T: TrafficControl> QosNslp<T> {
             self.counters.drop("reserve_at_qni");
             return false;
         }
+        if Self::travelled(&m.mri) != s.initiation.toward_qnr() {
+            // §4.1, §4.3, as in `on_reserve`: a tear from the wrong direction is not this
+            // reservation's.
+            self.counters.drop("reserve_wrong_direction");
+            return false;
+        }
         // §5.2.5.2, §5.4.1: a tear "that does not come from the current peer QNE (identified
         // by its SII) MUST be ignored and MUST NOT be forwarded".
         if m.sii_handle.is_some() && s.prev_peer.is_some() && m.sii_handle != s.prev_peer {
@@ -602,6 +630,12 @@ impl<T: TrafficControl> QosNslp<T> {
                         && (m.sii_handle.is_none() || s.prev_peer == m.sii_handle)
                 }
             };
+            if ok
+                && self.sessions.get(sid).is_some_and(|s| s.role == Role::Qnr)
+                && !self.readmit(now, gist, *sid)
+            {
+                continue; // §3.2.12, as in `on_refresh`
+            }
             if ok && self.sessions.get(sid).is_some_and(|s| !s.reverse_lost) {
                 let r_in = self
                     .sessions

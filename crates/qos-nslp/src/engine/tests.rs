@@ -197,6 +197,114 @@ fn an_older_rsn_is_dropped_and_a_reduced_refresh_of_an_unknown_session_asks_for_
     assert_eq!(resp.answers, Some(Answers::Rsn(Rsn { rsn: 9, epoch: 1 })));
 }
 
+/// RFC 5974 §5.3.4: R and L have local significance. A forged REFRESH-PERIOD of 2^32 - 1 ms
+/// would hold the state 5.25 × 49.7 days; it is taken as `max_refresh_period`, and the state
+/// goes at the lifetime that gives.
+#[test]
+fn a_peers_refresh_period_is_capped_at_max_refresh_period() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let cap = e.config().max_refresh_period;
+    let mut m = vectors::reserve_initial();
+    if let Body::Reserve(r) = &mut m.body {
+        r.refresh_period = Some(RefreshPeriod(u32::MAX));
+    }
+    e.recv_message(Instant::ZERO, &mut g, recv(m.to_bytes(), UP, 1));
+    let s = e.session(&SessionId([1; 16])).unwrap();
+    assert_eq!(s.refresh_in, cap);
+    let lifetime = QosNslp::<MemoryTrafficControl>::lifetime(cap);
+    assert_eq!(s.expires_at, Some(Instant::ZERO + lifetime));
+    assert_eq!(e.counters().refresh_periods_capped, 1);
+    // A refresh with the same forged period is capped too.
+    let mut refresh = reduced(1, 0x0102_0304); // the RSN held: a refresh
+    refresh.refresh_period = Some(RefreshPeriod(u32::MAX));
+    let t = Instant::ZERO + Duration::from_secs(10);
+    let bytes = Message::new(Body::Reserve(refresh)).to_bytes();
+    e.recv_message(t, &mut g, recv(bytes, UP, 1));
+    assert_eq!(e.counters().refresh_periods_capped, 2);
+    let s = e.session(&SessionId([1; 16])).unwrap();
+    assert_eq!(s.expires_at, Some(t + lifetime));
+    // Nothing refreshes it: it is gone once that lifetime has passed.
+    let end = t + lifetime;
+    e.handle_timeout(end, &mut g);
+    assert!(e.session(&SessionId([1; 16])).is_none());
+    assert!(e.traffic_control().is_empty());
+    // A period within the cap is taken as given.
+    let mut m = vectors::reserve_initial();
+    if let Body::Reserve(r) = &mut m.body {
+        r.refresh_period = Some(RefreshPeriod(7_000));
+    }
+    e.recv_message(end, &mut g, recv(m.to_bytes(), UP, 2));
+    let s = e.session(&SessionId([2; 16])).unwrap();
+    assert_eq!(s.refresh_in, Duration::from_secs(7));
+    assert_eq!(e.counters().refresh_periods_capped, 2);
+}
+
+/// Campaign seed 5861785519591810 (docs/CAMPAIGNS.md finding 4): a sender-initiated state
+/// (made by a replay with its direction turned) was kept alive for good by the upstream
+/// refreshes of the receiver-initiated reservation under the same SESSION-ID, and sent its
+/// own refreshes back to that reservation's QNI. RFC 5974 §4.1, §4.3: a session's RESERVEs
+/// travel one way only; one travelling the other way neither refreshes nor tears the state.
+#[test]
+fn qos_seed_5861785519591810_a_reserve_travelling_the_other_way_does_not_refresh() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    g.take();
+    let sid = SessionId([1; 16]);
+    let expires = e.session(&sid).unwrap().expires_at;
+    let upstream = |data: Vec<u8>| {
+        let mut m = recv(data, "10.0.9.1", 1);
+        if let Mri::PathCoupled(p) = &mut m.mri {
+            p.upstream = true;
+        }
+        m
+    };
+    let later = Instant::ZERO + Duration::from_secs(20);
+    // The same RSN from downstream, travelling upstream: not a refresh of this state.
+    let refresh = Message::new(Body::Reserve(reduced(5, 0x0102_0304))).to_bytes();
+    e.recv_message(later, &mut g, upstream(refresh));
+    assert_eq!(e.session(&sid).unwrap().expires_at, expires);
+    assert!(g.take().is_empty(), "nothing sent back or on");
+    // Nor does a tear from that side remove it.
+    let mut tear = reduced(6, 0x0102_0304);
+    tear.tear = true;
+    e.recv_message(
+        later,
+        &mut g,
+        upstream(Message::new(Body::Reserve(tear)).to_bytes()),
+    );
+    assert!(e.session(&sid).is_some());
+    assert_eq!(e.counters().dropped("reserve_wrong_direction"), 2);
+    // The state goes at its lifetime.
+    e.handle_timeout(expires.unwrap(), &mut g);
+    assert!(e.session(&sid).is_none());
+}
+
+/// Campaign seed 5861785519592521 (docs/CAMPAIGNS.md finding 4): a chain of five QNEs that
+/// no QNI held any more (made by a replayed RESERVE) went one lifetime per hop, so the last
+/// outlived the settle check. RFC 2205 §3.1.5 (adopted by RFC 5974 §5.3.4): a state timeout
+/// initiates a teardown towards the QNR.
+#[test]
+fn qos_seed_5861785519592521_a_qne_whose_state_times_out_tears_towards_the_qnr() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    g.take();
+    let sid = SessionId([1; 16]);
+    let expires = e.session(&sid).unwrap().expires_at.unwrap();
+    // Nothing comes from upstream.
+    e.handle_timeout(expires, &mut g);
+    assert!(e.session(&sid).is_none());
+    let out = g.take();
+    let tear = out.iter().rev().find_map(|(d, m)| match &m.body {
+        Body::Reserve(r) if r.tear => Some((*d, r.rsn.rsn)),
+        _ => None,
+    });
+    let (dir, rsn) = tear.expect("a tearing RESERVE on expiry");
+    assert_eq!(dir, Direction::Downstream);
+    assert!(rsn >= 1, "above the RSN it sent (§5.3.1)");
+    assert_eq!(e.counters().tears_sent, 1);
+    assert!(e.traffic_control().is_empty());
+}
+
 #[test]
 fn a_malformed_reserve_is_answered_with_the_parse_errors_info_spec() {
     let (mut e, mut g) = (engine(), Recorder::default());

@@ -3,5 +3,6 @@
 //! the simulated links.
 
 mod common;
+mod rerouting;
 mod reservations;
 mod shared_budget;
