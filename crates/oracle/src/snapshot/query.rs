@@ -157,7 +157,11 @@ impl TopologySnapshot {
 
     /// [`metrics_in_row`](Self::metrics_in_row) for the exits of the matching prefix.
     #[inline]
-    fn metrics_of_exits(&self, row: &[PathEntry], exits: &[Exit]) -> Option<PathMetrics> {
+    pub(crate) fn metrics_of_exits(
+        &self,
+        row: &[PathEntry],
+        exits: &[Exit],
+    ) -> Option<PathMetrics> {
         let mut best: Option<((u32, u16, u32), &Exit, &PathEntry)> = None;
         for e in exits {
             let Some(p) = row.get(e.router as usize).filter(|p| p.reachable()) else {
