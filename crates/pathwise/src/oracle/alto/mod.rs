@@ -324,11 +324,13 @@ fn precheck(
     alto.counters.request(resource);
     if !acceptable(headers, media) {
         alto.counters.refused(Refusal::NotAcceptable);
-        return Some((
-            StatusCode::NOT_ACCEPTABLE,
-            format!("not acceptable: this resource is {media}\n"),
-        )
-            .into_response());
+        return Some(
+            (
+                StatusCode::NOT_ACCEPTABLE,
+                format!("not acceptable: this resource is {media}\n"),
+            )
+                .into_response(),
+        );
     }
     if let Some(input) = input
         && !content_type_is(headers, input)
