@@ -17,6 +17,7 @@
 //! 401 without valid credentials, 404 for anything else. See docs/alto.md.
 
 pub mod auth;
+pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod counters;
