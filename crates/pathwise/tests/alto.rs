@@ -45,6 +45,7 @@ struct Served {
     alto: String,
     udp: std::net::SocketAddr,
     socket: PathBuf,
+    metrics: Option<String>,
 }
 
 impl Drop for Served {
@@ -86,7 +87,7 @@ fn serve(dir: &Scratch, cfg: &OracleConfig, extra: &[&str]) -> Served {
         .spawn()
         .expect("pathwise runs");
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let (mut alto, mut udp) = (None, None);
+    let (mut alto, mut udp, mut metrics) = (None, None, None);
     while alto.is_none() {
         let Some(Ok(line)) = lines.next() else {
             let _ = child.kill();
@@ -94,6 +95,9 @@ fn serve(dir: &Scratch, cfg: &OracleConfig, extra: &[&str]) -> Served {
         };
         if let Some(rest) = line.split("serving udp ").nth(1) {
             udp = rest.split(' ').next().and_then(|a| a.parse().ok());
+        }
+        if let Some(url) = line.split("metrics on ").nth(1) {
+            metrics = Some(url.trim().to_owned());
         }
         if let Some(url) = line.split("ALTO directory on ").nth(1) {
             alto = Some(url.trim().to_owned());
@@ -110,6 +114,7 @@ fn serve(dir: &Scratch, cfg: &OracleConfig, extra: &[&str]) -> Served {
             })
             .expect("udp address"),
         socket,
+        metrics,
     }
 }
 
@@ -238,7 +243,7 @@ fn ecs_body(srcs: &[IpAddr], dsts: &[IpAddr]) -> Value {
 fn alto_serves_every_resource_from_the_proxidor_snapshot() {
     let dir = Scratch::new("resources");
     let cfg = small_config();
-    let s = serve(&dir, &cfg, &[]);
+    let s = serve(&dir, &cfg, &["--metrics", "127.0.0.1:0"]);
     let client = Client::new(None, None).unwrap();
     let base = HttpUrl::parse(&s.alto).unwrap();
     let at = |p: &str| base.join(p).unwrap();
@@ -464,6 +469,18 @@ fn alto_serves_every_resource_from_the_proxidor_snapshot() {
         ("not_found", 2),
     ] {
         assert_eq!(counted(reason), n, "{reason}: {text}");
+    }
+    // And the metrics page.
+    let metrics = HttpUrl::parse(s.metrics.as_deref().expect("metrics served")).unwrap();
+    let (st, _, page) = raw(&client, &metrics, "GET", None, Some("text/plain"), "");
+    assert_eq!(st, 200);
+    for line in [
+        "pathwise_oracle_alto_requests_total{resource=\"endpoint_cost\"} 5",
+        "pathwise_oracle_alto_refusals_total{reason=\"E_SYNTAX\"} 1",
+        "pathwise_oracle_alto_refusals_total{reason=\"unsupported_media_type\"} 1",
+        "pathwise_oracle_alto_streams_open 0",
+    ] {
+        assert!(page.contains(line), "{line} not in\n{page}");
     }
 
     // The same through curl, when it is there.
