@@ -43,31 +43,31 @@ pub fn endpoint_cost(
     let ranking = snapshot.ranking();
     let mut entries: Vec<(usize, usize, f64)> = Vec::with_capacity(srcs.len() * dsts.len());
     for (i, &s) in srcs.iter().enumerate() {
-        for (j, &d) in dsts.iter().enumerate() {
-            if let Some(c) = snapshot
-                .metrics(s, d)
-                .and_then(|m| metric_value(req.cost_type.metric, &m, ranking))
+        for (j, m) in snapshot.metrics_to_each(s, dsts).iter().enumerate() {
+            if let Some(c) = m
+                .as_ref()
+                .and_then(|m| metric_value(req.cost_type.metric, m, ranking))
             {
                 entries.push((i, j, c));
             }
         }
     }
     let values = mode_values(req.cost_type.mode, entries.iter().map(|e| e.2));
-    let mut map: Map<String, Value> = srcs
-        .iter()
-        .map(|&s| (typed_addr(s), Value::Object(Map::new())))
-        .collect();
+    let dst_names: Vec<String> = dsts.iter().map(|&d| typed_addr(d)).collect();
+    let mut rows: Vec<Map<String, Value>> = vec![Map::new(); srcs.len()];
     for ((i, j, _), v) in entries.iter().zip(values) {
         if !req.constraints.iter().all(|c| c.holds(v)) {
             continue;
         }
-        let (Some(&s), Some(&d)) = (srcs.get(*i), dsts.get(*j)) else {
-            continue;
-        };
-        if let Some(Value::Object(row)) = map.get_mut(&typed_addr(s)) {
-            row.insert(typed_addr(d), cost_json(req.cost_type, v));
+        if let (Some(row), Some(d)) = (rows.get_mut(*i), dst_names.get(*j)) {
+            row.insert(d.clone(), cost_json(req.cost_type, v));
         }
     }
+    let map: Map<String, Value> = srcs
+        .iter()
+        .zip(rows)
+        .map(|(&s, row)| (typed_addr(s), Value::Object(row)))
+        .collect();
     json!({
         "meta": { "cost-type": req.cost_type.to_json() },
         "endpoint-cost-map": map,

@@ -197,6 +197,22 @@ impl TopologySnapshot {
         self.metrics_in_row(self.source_row(source)?, candidate)
     }
 
+    /// [`metrics`](Self::metrics) from one source to each of `candidates` (the source located
+    /// once), in order.
+    pub fn metrics_to_each(
+        &self,
+        source: IpAddr,
+        candidates: &[IpAddr],
+    ) -> Vec<Option<PathMetrics>> {
+        match self.source_row(source) {
+            Some(row) => candidates
+                .iter()
+                .map(|&c| self.metrics_in_row(row, c))
+                .collect(),
+            None => vec![None; candidates.len()],
+        }
+    }
+
     /// The ranking cost of `candidate` for a query from `source`.
     pub fn cost(&self, source: IpAddr, candidate: IpAddr) -> Option<f64> {
         self.metrics(source, candidate)
