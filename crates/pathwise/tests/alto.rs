@@ -467,6 +467,7 @@ fn alto_serves_every_resource_from_the_proxidor_snapshot() {
         ("unsupported_media_type", 1),
         ("not_acceptable", 1),
         ("not_found", 2),
+        ("method_not_allowed", 1),
     ] {
         assert_eq!(counted(reason), n, "{reason}: {text}");
     }

@@ -8,13 +8,14 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// HTTP-level refusals, besides the ALTO error codes.
-pub const HTTP_REFUSALS: [&str; 6] = [
+pub const HTTP_REFUSALS: [&str; 7] = [
     "unsupported_media_type",
     "not_acceptable",
     "unauthorized",
     "not_found",
     "stream_control_unknown",
     "bad_connection",
+    "method_not_allowed",
 ];
 
 /// A refusal, as counted.
@@ -35,6 +36,8 @@ pub enum Refusal {
     StreamControlUnknown,
     /// A connection that failed before a request (TLS handshake, I/O).
     BadConnection,
+    /// 405: a resource asked with the wrong method.
+    MethodNotAllowed,
 }
 
 /// The counters, shared by the server's tasks.
@@ -74,6 +77,7 @@ impl AltoCounters {
             Refusal::NotFound => 3,
             Refusal::StreamControlUnknown => 4,
             Refusal::BadConnection => 5,
+            Refusal::MethodNotAllowed => 6,
         };
         self.refusals[slot].fetch_add(1, Relaxed);
     }

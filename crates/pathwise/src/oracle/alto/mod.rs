@@ -251,7 +251,10 @@ fn router(state: Arc<Alto>, auth: Option<auth::Credentials>, bench_route: bool) 
     if bench_route {
         r = r.route("/bench/trivial", post(trivial));
     }
-    let r = r.fallback(not_found).with_state(state.clone());
+    let r = r
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state.clone());
     match auth {
         Some(creds) => r.layer(axum::middleware::from_fn_with_state(
             (Arc::new(creds), state.counters.clone()),
@@ -266,6 +269,15 @@ async fn not_found(State(alto): State<Arc<Alto>>) -> Response {
     (
         StatusCode::NOT_FOUND,
         format!("not found: the ALTO directory is at {BASE}\n"),
+    )
+        .into_response()
+}
+
+async fn method_not_allowed(State(alto): State<Arc<Alto>>) -> Response {
+    alto.counters.refused(Refusal::MethodNotAllowed);
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed: the IRD says which resources take GET and which POST\n",
     )
         .into_response()
 }
