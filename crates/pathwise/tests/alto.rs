@@ -629,6 +629,45 @@ fn an_update_stream_sees_the_merge_patch_of_a_console_change() {
         assert!(media == alto::NETWORK_MAP || media == alto::COST_MAP, "{e}");
         docs.insert(sid.to_owned(), serde_json::from_str::<Value>(&d).unwrap());
     }
+    // A second stream whose client has the current network map (§6.5: no first full
+    // replacement) and wants full replacements, not patches.
+    let vtag = docs["n"]["meta"]["vtag"]["tag"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (tx2, rx2) = std::sync::mpsc::channel::<(String, String)>();
+    let _full_watcher = {
+        let (client, updates) = (client.clone(), updates.clone());
+        std::thread::spawn(move || {
+            rt().block_on(client.watch(
+                &updates,
+                &json!({"add": {"m": {"resource-id": "networkmap", "tag": vtag,
+                                      "incremental-changes": false}}}),
+                |e, d| tx2.send((e.to_owned(), d.to_owned())).is_ok(),
+            ))
+        })
+    };
+    let next2 = || rx2.recv_timeout(Duration::from_secs(10)).expect("an event");
+    assert_eq!(next2().0, alto::UPDATE_STREAM_CONTROL);
+    // The stream is registered once the control event came; wait until the server counts it.
+    let t = Instant::now();
+    while !String::from_utf8_lossy(
+        &Command::new(BIN)
+            .args(["oracle", "show", "counters", "--socket"])
+            .arg(&s.socket)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .contains("2 opened, 2 open")
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the second stream never opened"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
     // A change through the console: a new external network at an exit.
     let exit = cfg.external_networks[0].router.to_string();
     let out = Command::new(BIN)
@@ -678,6 +717,10 @@ fn an_update_stream_sees_the_merge_patch_of_a_console_change() {
         alto::COST_MAP,
     );
     assert_eq!(docs["c"], cm);
+    // The second stream got the new map whole, and nothing before it.
+    let (e, d) = next2();
+    assert_eq!(e, format!("{},m", alto::NETWORK_MAP));
+    assert_eq!(serde_json::from_str::<Value>(&d).unwrap(), nm);
 
     // Stream control (§7): an unknown substream is refused, removing both closes the stream.
     let control = base.join(&control_uri).unwrap();
