@@ -1,9 +1,10 @@
-//! Writes the seeds of the `proxidor_query`, `cost_expression` and `oracle_seed_db` fuzz
-//! targets: the queries of
+//! Writes the seeds of the `proxidor_query`, `cost_expression`, `oracle_seed_db` and
+//! `alto_request` fuzz targets: the queries of
 //! [`proxidor::vectors::queries`](pathwise_oracle::proxidor::vectors::queries), and one cost
 //! expression of each kind (built-in name, functions, `if`, the seed's eq. 3), each checked to
 //! compile; the seed paper's sample database (`examples/seed-config/`) as the main file, a NUL
-//! byte and one router's file, for each router file.
+//! byte and one router's file, for each router file; RFC 7285's example request bodies and a
+//! few of ours, each behind the byte that picks its resource.
 //!
 //! `fuzz/run.sh --seeds` runs this (and the other crates' `fuzz_seeds` examples); by hand, from
 //! the repository root:
@@ -24,7 +25,53 @@ use pathwise_oracle::Ranking;
 use pathwise_oracle::proxidor::vectors;
 
 const USAGE: &str = "usage: fuzz_seeds SEEDS_DIR   (writes SEEDS_DIR/proxidor_query/, \
-                     SEEDS_DIR/cost_expression/ and SEEDS_DIR/oracle_seed_db/)";
+                     SEEDS_DIR/cost_expression/, SEEDS_DIR/oracle_seed_db/ and \
+                     SEEDS_DIR/alto_request/)";
+
+/// ALTO request bodies by seed name, behind the `alto_request` target's resource byte (0 ECS,
+/// 1 EPS, 2 filtered network map, 3 filtered cost map, 4 update stream).
+const ALTO_REQUESTS: &[(&str, u8, &str)] = &[
+    (
+        "rfc7285-ecs",
+        0,
+        include_str!("../src/alto/rfc7285/endpointcost-request.json"),
+    ),
+    (
+        "rfc7285-eps",
+        1,
+        include_str!("../src/alto/rfc7285/endpointprop-request.json"),
+    ),
+    (
+        "rfc7285-networkmap-filter",
+        2,
+        include_str!("../src/alto/rfc7285/networkmapfilter-request.json"),
+    ),
+    (
+        "rfc7285-costmap-filter",
+        3,
+        include_str!("../src/alto/rfc7285/costmapfilter-request.json"),
+    ),
+    (
+        "ecs-constraints-v6",
+        0,
+        r#"{"cost-type": {"cost-mode": "numerical", "cost-metric": "hopcount"}, "constraints": ["le 3", "gt 0"], "endpoints": {"srcs": ["ipv4:100.64.0.9"], "dsts": ["ipv4:100.64.1.1", "ipv6:2001:db8::1"]}}"#,
+    ),
+    (
+        "eps-ours",
+        1,
+        r#"{"properties": ["networkmap.pid", "priv:pathwise-hops", "priv:pathwise-prefix"], "endpoints": ["ipv4:100.64.0.9", "ipv6:::1"]}"#,
+    ),
+    (
+        "networkmap-filter-types",
+        2,
+        r#"{"pids": ["default"], "address-types": ["ipv6"]}"#,
+    ),
+    (
+        "updates",
+        4,
+        r#"{"add": {"1": {"resource-id": "networkmap", "tag": "x", "incremental-changes": false}, "2": {"resource-id": "costmap-num-routingcost", "input": {}}}, "remove": ["3"]}"#,
+    ),
+];
 
 /// The seed paper's sample database: the main file and each router's file.
 const SEED_DB_MAIN: &str = include_str!("seed-config/oracle.conf");
@@ -75,6 +122,12 @@ fn write_seeds(root: &Path) -> Result<(), String> {
         bytes.push(0);
         bytes.extend_from_slice(text.as_bytes());
         dir.write(&format!("{router}.bin"), &bytes)?;
+    }
+    let dir = SeedDir::create(root, "alto_request")?;
+    for (name, resource, body) in ALTO_REQUESTS {
+        let mut bytes = vec![*resource];
+        bytes.extend_from_slice(body.as_bytes());
+        dir.write(name, &bytes)?;
     }
     Ok(())
 }

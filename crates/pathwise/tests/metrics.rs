@@ -194,6 +194,7 @@ fn oracle_metrics_count_queries_drops_and_rejections_and_pass_promtool() {
         socket: dir.0.join("oracle.sock"),
         metrics: Some("127.0.0.1:0".parse().unwrap()),
         socket_group: None,
+        alto: None,
     })
     .expect("server starts");
     let addr = server.metrics_addr().expect("metrics served");
@@ -600,6 +601,7 @@ fn oracle_management_refusals_are_counted_on_the_page_and_pass_promtool() {
         socket: socket.clone(),
         metrics: Some("127.0.0.1:0".parse().unwrap()),
         socket_group: None,
+        alto: None,
     })
     .expect("server starts");
     let addr = server.metrics_addr().expect("metrics served");

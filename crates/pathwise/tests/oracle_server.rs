@@ -70,6 +70,7 @@ fn start(dir: &Scratch, cfg: &OracleConfig, workers: usize) -> OracleServer {
         socket: dir.path("oracle.sock"),
         metrics: None,
         socket_group: None,
+        alto: None,
     })
     .expect("server starts")
 }

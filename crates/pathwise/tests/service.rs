@@ -119,6 +119,7 @@ fn oracle(dir: &Scratch, group: Option<mgmt::SocketGroup>) -> OracleServer {
         },
         socket: dir.path("oracle.sock"),
         socket_group: group,
+        alto: None,
         metrics: None,
     })
     .expect("oracle starts")

@@ -4,6 +4,7 @@
 //! Readers hold an `Arc<TopologySnapshot>` and never wait; [`TopologySnapshot::apply`] builds a
 //! new snapshot from an old one, sharing whatever the change leaves alone (see [`Update`]).
 
+mod groups;
 mod lpm;
 mod paths;
 mod prefixes;
@@ -19,6 +20,7 @@ mod rank_tests;
 #[cfg(test)]
 mod tests;
 
+pub use groups::ExitKey;
 pub use query::{ExitInfo, Located, RankScratch};
 pub use routers::{MAX_LINK_WEIGHT, MAX_ROUTERS};
 pub use update::{Update, UpdateReport};

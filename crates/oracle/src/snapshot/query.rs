@@ -157,7 +157,11 @@ impl TopologySnapshot {
 
     /// [`metrics_in_row`](Self::metrics_in_row) for the exits of the matching prefix.
     #[inline]
-    fn metrics_of_exits(&self, row: &[PathEntry], exits: &[Exit]) -> Option<PathMetrics> {
+    pub(crate) fn metrics_of_exits(
+        &self,
+        row: &[PathEntry],
+        exits: &[Exit],
+    ) -> Option<PathMetrics> {
         let mut best: Option<((u32, u16, u32), &Exit, &PathEntry)> = None;
         for e in exits {
             let Some(p) = row.get(e.router as usize).filter(|p| p.reachable()) else {
@@ -191,6 +195,22 @@ impl TopologySnapshot {
     /// one of them.
     pub fn metrics(&self, source: IpAddr, candidate: IpAddr) -> Option<PathMetrics> {
         self.metrics_in_row(self.source_row(source)?, candidate)
+    }
+
+    /// [`metrics`](Self::metrics) from one source to each of `candidates` (the source located
+    /// once), in order.
+    pub fn metrics_to_each(
+        &self,
+        source: IpAddr,
+        candidates: &[IpAddr],
+    ) -> Vec<Option<PathMetrics>> {
+        match self.source_row(source) {
+            Some(row) => candidates
+                .iter()
+                .map(|&c| self.metrics_in_row(row, c))
+                .collect(),
+            None => vec![None; candidates.len()],
+        }
     }
 
     /// The ranking cost of `candidate` for a query from `source`.

@@ -88,6 +88,10 @@ pub enum Bench {
     /// threads (seed network), a plain UDP echo server in the same run (ratio oracle/echo),
     /// and a 10 vs 10,000 router network.
     Oracle(crate::oracle::cli::BenchArgs),
+    /// The oracle's ALTO server on loopback: endpoint-cost requests/s with N endpoints over
+    /// HTTP/1.1 keep-alive from C clients, against a trivial handler of the same server in the
+    /// same run (ratio ALTO/trivial), seed network.
+    Alto(crate::oracle::alto::bench::BenchArgs),
     /// Soak: the five-node chain under churn (RSVP and GIST sessions started and ended
     /// continuously, in process over the simulator) for `--duration`, reporting RSS, heap, CPU,
     /// state per node and messages per sample, and whether memory stayed flat.
@@ -117,6 +121,7 @@ impl Cli {
                 Bench::Gist(b) => crate::gist::bench::run(b),
                 Bench::Booster(a) => crate::booster::cli::run_bench(a),
                 Bench::Oracle(a) => crate::oracle::cli::run_bench(a),
+                Bench::Alto(a) => crate::oracle::alto::bench::run_cli(a),
                 Bench::Soak(a) => crate::bench::soak::run(a),
                 Bench::Qos(a) => crate::qos::bench::run(a),
             },

@@ -4,8 +4,9 @@
 //!
 //! axum on a tokio runtime of its own (current-thread, on one dedicated thread named
 //! `metrics`): the services' own threads never run async code, and the oracle's ALTO server
-//! (issue #16) will share this stack. The listening socket is bound before the thread starts,
-//! so a bad or busy address is an error of the caller's start-up, and port 0 works (tests).
+//! (issue #16, `oracle::alto`) runs on the same stack, on a thread of its own. The listening
+//! socket is bound before the thread starts, so a bad or busy address is an error of the
+//! caller's start-up, and port 0 works (tests).
 //!
 //! The page is OpenMetrics 1.0 (`application/openmetrics-text; version=1.0.0`), what Prometheus
 //! asks for first; a client whose `Accept` names `text/plain` and not OpenMetrics gets the

@@ -99,6 +99,13 @@ pub enum Oracle {
     Flood(FloodArgs),
     /// Write a database as TOML: the seed's test network or a synthetic one.
     Generate(GenerateArgs),
+    /// Query an ALTO server (RFC 7285; ours is `serve --alto`, any other works too): endpoint
+    /// costs, the network map, cost maps, or follow updates (RFC 8895).
+    Alto {
+        /// What to ask.
+        #[command(subcommand)]
+        cmd: crate::oracle::alto::cli::AltoCmd,
+    },
 }
 
 /// Where the server listens for management requests, and the output format.
@@ -152,6 +159,21 @@ pub struct ServeArgs {
     /// served].
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+    /// Serve ALTO (RFC 7285: directory, network and cost maps, filtered maps, endpoint cost
+    /// and property services; update streams, RFC 8895) on http://ADDR/alto from the same
+    /// database, e.g. 127.0.0.1:8080 [default: not served].
+    #[arg(long, value_name = "ADDR")]
+    alto: Option<SocketAddr>,
+    /// Serve ALTO over HTTPS with this certificate chain (PEM); needs --alto-tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["alto", "alto_tls_key"])]
+    alto_tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --alto-tls-cert.
+    #[arg(long, value_name = "FILE", requires = "alto_tls_cert")]
+    alto_tls_key: Option<PathBuf>,
+    /// Require HTTP basic authentication for ALTO: FILE has `user:hash` lines with bcrypt
+    /// hashes, as `htpasswd -B` writes them.
+    #[arg(long, value_name = "FILE", requires = "alto")]
+    alto_auth: Option<PathBuf>,
 }
 
 /// What the queries carry and where they go.
@@ -438,6 +460,7 @@ pub fn run(o: Oracle) -> anyhow::Result<()> {
         Oracle::Multi(a) => multi(a),
         Oracle::Flood(a) => flood_cmd(a),
         Oracle::Generate(a) => generate(a),
+        Oracle::Alto { cmd } => crate::oracle::alto::cli::run(cmd),
     }
 }
 
@@ -496,6 +519,15 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         socket: a.socket.clone(),
         metrics: a.metrics,
         socket_group,
+        alto: a.alto.map(|addr| crate::oracle::alto::AltoOptions {
+            addr,
+            tls: match (a.alto_tls_cert, a.alto_tls_key) {
+                (Some(cert), Some(key)) => Some(crate::oracle::alto::tls::TlsFiles { cert, key }),
+                _ => None,
+            },
+            auth: a.alto_auth,
+            bench_route: false,
+        }),
     };
     let stop = interrupt_flag()?;
     // SIGHUP: what the console's `reload` does.
@@ -515,6 +547,9 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
     );
     if let Some(addr) = server.metrics_addr() {
         eprintln!("pathwise oracle: metrics on http://{addr}/metrics");
+    }
+    if let Some(url) = server.alto_url() {
+        eprintln!("pathwise oracle: ALTO directory on {url}");
     }
     while !stop.load(Relaxed) {
         std::thread::sleep(Duration::from_millis(200));

@@ -274,6 +274,8 @@ pub struct Console {
     last_change: Mutex<Option<String>>,
     /// The management socket's refused connections ([`crate::mgmt::Server::refused_counter`]).
     management_refused: Arc<AtomicU64>,
+    /// The ALTO server's counters, when it runs.
+    alto: Option<Arc<super::alto::counters::AltoCounters>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -315,7 +317,14 @@ impl Console {
             started: Instant::now(),
             swaps: AtomicU64::new(0),
             last_change: Mutex::new(None),
+            alto: None,
         }
+    }
+
+    /// Report the ALTO server's counters too (`show counters`, the metrics page).
+    pub fn with_alto(mut self, alto: Option<Arc<super::alto::counters::AltoCounters>>) -> Self {
+        self.alto = alto;
+        self
     }
 
     /// Answer one management request.
@@ -400,12 +409,14 @@ impl Console {
             Show::Counters => {
                 let mut report = self.counters.report();
                 report.management_refused = self.management_refused.load(Relaxed);
+                report.alto = self.alto.as_ref().map(|a| a.report());
                 json(&report)
             }
             Show::Metrics => Ok(Value::String(crate::metrics::page([super::metrics(
                 &self.counters,
                 &self.shared,
                 &self.management_refused,
+                self.alto.as_deref(),
             )]))),
             Show::Router { address } => {
                 let router = need_router(&snap, *address)?;

@@ -257,6 +257,7 @@ impl Counters {
                 .map(|w| w.received.load(Relaxed))
                 .collect(),
             management_refused: 0,
+            alto: None,
         }
     }
 }
@@ -314,6 +315,9 @@ pub struct CounterReport {
     /// server, which owns that socket.
     #[serde(default)]
     pub management_refused: u64,
+    /// The ALTO server's counters, when it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alto: Option<super::alto::counters::AltoReport>,
 }
 
 impl CounterReport {
@@ -356,6 +360,9 @@ impl CounterReport {
             "management connections refused {}",
             self.management_refused
         );
+        if let Some(a) = &self.alto {
+            s.push_str(&a.render());
+        }
         s
     }
 
@@ -434,6 +441,9 @@ impl CounterReport {
                 .map(|(i, n)| ([i.to_string()], *n)),
         )
         .gauge("workers", "Worker threads.", self.received_per_worker.len());
+        if let Some(a) = &self.alto {
+            a.add_to(&mut m);
+        }
         m
     }
 }

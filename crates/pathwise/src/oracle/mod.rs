@@ -13,10 +13,13 @@
 //! - [`bench`]: replies/s and RTT against IPs per query, workers and network size, with a plain
 //!   UDP echo server measured in the same run.
 //!
+//! - [`alto`]: the ALTO server (RFC 7285, update streams RFC 8895) beside the UDP one, from the
+//!   same snapshot, and the `pathwise oracle alto …` client.
 //! - [`cli`]: `pathwise oracle …` and the arguments of `pathwise bench oracle`.
 //!
 //! [`OracleServer`] ties the server and the console together (`pathwise oracle serve`).
 
+pub mod alto;
 pub mod bench;
 pub mod check;
 pub mod cli;
@@ -51,6 +54,8 @@ pub struct ServeOptions {
     pub metrics: Option<SocketAddr>,
     /// A group whose members may use the console too (besides the server's user and root).
     pub socket_group: Option<crate::mgmt::SocketGroup>,
+    /// Serve ALTO (RFC 7285) over HTTP from the same snapshot (`None`: not served).
+    pub alto: Option<alto::AltoOptions>,
 }
 
 /// A running oracle server: UDP workers and the console. Dropping it stops both and removes
@@ -65,6 +70,8 @@ pub struct OracleServer {
     socket: PathBuf,
     build: Duration,
     metrics: Option<crate::metrics::http::MetricsServer>,
+    alto: Option<alto::AltoServer>,
+    alto_counters: Option<Arc<alto::counters::AltoCounters>>,
 }
 
 impl OracleServer {
@@ -91,21 +98,33 @@ impl OracleServer {
         let udp = UdpServer::start(&opts.udp, Service::Oracle(shared.clone()))?;
         let config = std::fs::canonicalize(&opts.config).unwrap_or_else(|_| opts.config.clone());
         let refused = mgmt.refused_counter();
-        let console = Arc::new(Console::new(
-            shared.clone(),
-            udp.counters().clone(),
-            config,
-            udp.local_addr(),
-            refused.clone(),
-        ));
+        let alto_counters = opts
+            .alto
+            .as_ref()
+            .map(|_| Arc::new(alto::counters::AltoCounters::default()));
+        let alto = match (&opts.alto, &alto_counters) {
+            (Some(o), Some(c)) => Some(alto::AltoServer::start(o, shared.clone(), c.clone())?),
+            _ => None,
+        };
+        let console = Arc::new(
+            Console::new(
+                shared.clone(),
+                udp.counters().clone(),
+                config,
+                udp.local_addr(),
+                refused.clone(),
+            )
+            .with_alto(alto_counters.clone()),
+        );
         let served = console.clone();
         let handle =
             mgmt.spawn(move |verb: &str, args: &serde_json::Value| served.handle(verb, args))?;
         let metrics = match opts.metrics {
             Some(addr) => {
                 let (counters, shared) = (udp.counters().clone(), shared.clone());
+                let alto = alto_counters.clone();
                 let page = crate::metrics::ServiceCollector::live(move || {
-                    metrics(&counters, &shared, &refused)
+                    metrics(&counters, &shared, &refused, alto.as_deref())
                 });
                 let registry = crate::metrics::registry([page]);
                 Some(crate::metrics::http::MetricsServer::start(addr, registry)?)
@@ -120,7 +139,19 @@ impl OracleServer {
             socket: opts.socket.clone(),
             build: Duration::ZERO,
             metrics,
+            alto,
+            alto_counters,
         })
+    }
+
+    /// The ALTO directory's URL, if ALTO is served.
+    pub fn alto_url(&self) -> Option<String> {
+        self.alto.as_ref().map(|a| a.url())
+    }
+
+    /// The ALTO server's counters, if ALTO is served.
+    pub fn alto_counters(&self) -> Option<&Arc<alto::counters::AltoCounters>> {
+        self.alto_counters.as_ref()
     }
 
     /// Where the metrics are served, if they are.
@@ -178,9 +209,11 @@ pub fn metrics(
     counters: &Counters,
     shared: &SharedSnapshot,
     management_refused: &AtomicU64,
+    alto: Option<&alto::counters::AltoCounters>,
 ) -> crate::metrics::Snapshot {
     let mut report = counters.report();
     report.management_refused = management_refused.load(std::sync::atomic::Ordering::Relaxed);
+    report.alto = alto.map(|a| a.report());
     let mut m = report.snapshot();
     let snap = shared.load();
     m.gauge(
