@@ -305,9 +305,9 @@ fn reserve_many_flows_with_one_request() {
         .filter_map(Value::as_str)
         .collect();
     assert_eq!(ids.len(), 20, "one session per flow: {v:#}");
-    for r in 1..4 {
+    for (r, name) in NODES.iter().enumerate().take(4).skip(1) {
         let s = sessions(&lab, r);
-        assert_eq!(s.len(), 20, "{}: {s:?}", NODES[r]);
+        assert_eq!(s.len(), 20, "{name}: {s:?}");
         assert!(
             s.iter()
                 .all(|s| s["role"] == "QNE" && s["rate_bps"] == 100_000)
