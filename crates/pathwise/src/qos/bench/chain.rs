@@ -6,7 +6,7 @@
 //! - Setup time: on one chain per traffic control ("htb": classes installed with `tc` at
 //!   every hop; "memory": admission only, the signaling alone), N reservations one after the
 //!   other, the two protocols alternating: RSVP as `bench rsvp-chain` sets one up
-//!   ([`rsvp_chain_bench::setup_one`]: sender at H1, Path polled at H2, reservation, Resv
+//!   (`rsvp::bench::chain::setup_one`: sender at H1, Path polled at H2, reservation, Resv
 //!   polled at H1), then a sender-initiated QoS NSLP reservation (`qos.reserve` at H1,
 //!   answered when the QNR's RESPONSE is back).
 //! - Holding: on a fresh chain per protocol and refresh mode, with in-memory traffic control
@@ -233,8 +233,7 @@ fn is_rsvp(mode: Mode) -> bool {
     matches!(mode, Mode::RsvpFull | Mode::RsvpSummary)
 }
 
-/// One holding measurement on a fresh chain: (idle RSS KiB, held RSS KiB, window s, CPU s,
-/// held at the end, install s).
+/// One holding measurement on a fresh chain (RSS in KiB, times in seconds).
 struct HoldRun {
     idle_kib: u64,
     held_kib: u64,
