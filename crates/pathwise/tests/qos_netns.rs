@@ -251,6 +251,86 @@ fn reserve_show_refuse_and_release_through_the_cli() {
     .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
 }
 
+/// `qos reserve --count`: one request starts a reservation per destination port and answers
+/// with their tally once every one is answered; those refused at this node's admission are
+/// counted apart and make the command fail.
+#[test]
+fn reserve_many_flows_with_one_request() {
+    let test = "reserve_many_flows_with_one_request";
+    if skip(test, &["ip", "iptables"]) {
+        return;
+    }
+    let _g = serial();
+    let lab = chain("memory");
+    let flows = |rate: &str, dport: &str, count: &str| {
+        let args = [
+            "reserve",
+            H2_V4,
+            "--rate",
+            rate,
+            "--protocol",
+            "17",
+            "--dport",
+            dport,
+            "--count",
+            count,
+        ];
+        qos(&lab, H1, &args)
+    };
+    let (v, ok) = flows("100kbit", "6000", "20");
+    assert!(ok, "{v:#}\n{}", logs(&lab));
+    assert_eq!(
+        (
+            &v["outcome"],
+            &v["count"],
+            &v["reserved"],
+            &v["failed"],
+            &v["refused"],
+            &v["pending"]
+        ),
+        (
+            &"reserved".into(),
+            &20.into(),
+            &20.into(),
+            &0.into(),
+            &0.into(),
+            &0.into()
+        ),
+        "{v:#}"
+    );
+    let ids: std::collections::BTreeSet<&str> = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(ids.len(), 20, "one session per flow: {v:#}");
+    for (r, name) in NODES.iter().enumerate().take(4).skip(1) {
+        let s = sessions(&lab, r);
+        assert_eq!(s.len(), 20, "{name}: {s:?}");
+        assert!(
+            s.iter()
+                .all(|s| s["role"] == "QNE" && s["rate_bps"] == 100_000)
+        );
+    }
+    assert_eq!(sessions(&lab, 4).len(), 20);
+
+    // 10 × 1 Mbit/s more: 8 fit the 10 Mbit/s reservable beside the 2 held; H1 refuses the
+    // last two before sending anything, and the command fails.
+    let (v, ok) = flows("1Mbit", "7000", "10");
+    assert!(!ok, "{v:#}");
+    assert_eq!(
+        (&v["outcome"], &v["reserved"], &v["refused"], &v["failed"]),
+        (&"failed".into(), &8.into(), &2.into(), &0.into()),
+        "{v:#}"
+    );
+    assert!(
+        v["error"].as_str().is_some_and(|e| e.contains("admission")),
+        "{v:#}"
+    );
+    assert_eq!(sessions(&lab, R2).len(), 28);
+}
+
 /// HTB classes of `dev` on node `i` (tc's text).
 fn classes(lab: &Lab, i: usize, dev: &str) -> String {
     lab.exec_ok(i, &["tc", "class", "show", "dev", dev])

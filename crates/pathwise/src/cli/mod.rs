@@ -100,6 +100,11 @@ pub enum Bench {
     /// the wire per reservation per refresh period with full and reduced refresh, the transit's
     /// CPU per reservation per refresh period and its heap per reservation.
     Qos(crate::qos::bench::QosBenchArgs),
+    /// The QoS NSLP beside RSVP on the five-node network-namespace chain (root), daemons
+    /// running [rsvp], [gist] and [qos_nslp]: setup time end to end and per hop (HTB and
+    /// admission only), then R2's CPU per reservation per refresh period and memory per
+    /// reservation while holding many, with full and reduced refresh.
+    QosChain(crate::qos::bench::chain::QosChainArgs),
 }
 
 impl Cli {
@@ -124,6 +129,7 @@ impl Cli {
                 Bench::Alto(a) => crate::oracle::alto::bench::run_cli(a),
                 Bench::Soak(a) => crate::bench::soak::run(a),
                 Bench::Qos(a) => crate::qos::bench::run(a),
+                Bench::QosChain(a) => crate::qos::bench::chain::run(a),
             },
         }
     }

@@ -28,6 +28,9 @@ pub struct Options<'a> {
     pub extra: String,
     /// Lines appended to one node's `[gist]` section (by index), after `extra`.
     pub node_extra: [&'a str; 5],
+    /// The daemons' `[daemon] log` level ("debug" unless a benchmark wants the logging's own
+    /// cost out of what it measures).
+    pub log: &'a str,
     /// Run C-mode over TLS too: certificates from a test CA made with the `openssl` command,
     /// `[gist.tls]` with `verify_peer = true` on every node.
     pub tls: bool,
@@ -43,6 +46,7 @@ impl Default for Options<'_> {
             cookie_mode: "hash",
             extra: String::new(),
             node_extra: [""; 5],
+            log: "debug",
             tls: false,
             untrusted: [false; 5],
         }
@@ -88,9 +92,10 @@ pub fn build(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
             _ => r#"["w0", "e0"]"#,
         };
         let mut cfg = format!(
-            "[daemon]\nsocket = {:?}\nlog = \"debug\"\n\n[gist]\ninterfaces = {ifaces}\n\
+            "[daemon]\nsocket = {:?}\nlog = {:?}\n\n[gist]\ninterfaces = {ifaces}\n\
              refresh_period = {:?}\ncookie_mode = {:?}\n{}",
             socket(&lab, i),
+            o.log,
             o.refresh,
             o.cookie_mode,
             o.extra

@@ -79,8 +79,12 @@ enum Cmd {
         #[arg(long)]
         max_latency_us: Option<u32>,
         /// Receiver-initiated: DEST becomes the QNI and sends the RESERVE.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "count")]
         receiver_initiated: bool,
+        /// Reserve for N flows at once, one per destination port from --dport up (at most
+        /// 1000): waits until every one is answered and prints how many were reserved.
+        #[arg(long, value_name = "N", requires = "dport", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::qos::verbs::MAX_COUNT)))]
+        count: Option<u32>,
     },
     /// Tear down a reservation this node initiated (a RESERVE with TEAR).
     Release {
@@ -105,9 +109,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             minimum,
             max_latency_us,
             receiver_initiated,
+            count,
         } => {
             let mut m = flow.args();
             m.insert("receiver_initiated".into(), json!(receiver_initiated));
+            if let Some(n) = count {
+                m.insert("count".into(), json!(n));
+            }
             if let Some(b) = minimum {
                 m.insert("minimum_bps".into(), json!(b.0));
             }
@@ -161,6 +169,15 @@ fn render(cmd: &Cmd, v: &Value) -> String {
                 "counters: {}\n",
                 serde_json::to_string(&v["counters"]).unwrap_or_default()
             );
+        }
+        _ if v.get("count").is_some() => {
+            out += &format!(
+                "{} reservations: {} reserved, {} failed, {} refused here, {} pending\n",
+                v["count"], v["reserved"], v["failed"], v["refused"], v["pending"]
+            );
+            if let Some(e) = v["error"].as_str() {
+                out += &format!("  first refusal: {e}\n");
+            }
         }
         _ => {
             out += &format!(

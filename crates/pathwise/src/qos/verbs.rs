@@ -1,9 +1,12 @@
 //! The QoS NSLP's management verbs, served by the GIST service (the engine is its plug-in):
 //!
 //! - `qos.reserve` {destination, rate_bps, bucket?, peak_bps?, max_packet?, min_policed?,
-//!   protocol?, dport?, sport?, receiver_initiated?, minimum_bps?, max_latency_us?}: a
+//!   protocol?, dport?, sport?, receiver_initiated?, minimum_bps?, max_latency_us?, count?}: a
 //!   sender-initiated reservation answered when the QNR's RESPONSE (or an error) comes back,
-//!   or "pending" after 5 s; receiver-initiated: answered once the QUERY is sent;
+//!   or "pending" after 5 s; receiver-initiated: answered once the QUERY is sent. With
+//!   `count` (sender-initiated, a `dport` given) one request starts that many reservations,
+//!   one per destination port from `dport` up, and is answered with their tally when every
+//!   one has its answer, or 5 s after the last answer came;
 //! - `qos.release` {session}: tear down a reservation this node initiated;
 //! - `qos.query` {destination, rate_bps, …}: what the path could give (QoS Available);
 //! - `qos.show`: every session with state here, and the counters.
@@ -28,6 +31,9 @@ pub type DaemonQos = QosNslp<SharedDataPlane>;
 
 /// How long a verb waits for the RESPONSE before answering "pending".
 const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The most reservations one `qos.reserve` starts (`count`).
+pub const MAX_COUNT: u32 = 1000;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,6 +60,8 @@ struct ReserveArgs {
     minimum_bps: Option<u64>,
     #[serde(default)]
     max_latency_us: Option<u32>,
+    #[serde(default)]
+    count: Option<u32>,
 }
 
 impl ReserveArgs {
@@ -92,10 +100,57 @@ struct Pending {
     reply: Reply,
 }
 
+/// A `qos.reserve` with a `count`: its reservations and their answers so far.
+#[derive(Debug)]
+struct Batch {
+    /// Every session started, in port order.
+    sessions: Vec<SessionId>,
+    /// Those still waiting for their RESPONSE.
+    waiting: std::collections::HashSet<SessionId>,
+    reserved: usize,
+    failed: usize,
+    /// Refused here before anything was sent (e.g. admission at this node), with the first
+    /// reason.
+    refused: usize,
+    first_error: Option<String>,
+    deadline: std::time::Instant,
+    reply: Reply,
+}
+
+impl Batch {
+    fn answer(&self) -> Value {
+        let pending = self.waiting.len();
+        let outcome = if self.failed + self.refused > 0 {
+            "failed"
+        } else if pending > 0 {
+            "pending"
+        } else {
+            "reserved"
+        };
+        json!({
+            "outcome": outcome,
+            "count": self.sessions.len() + self.refused,
+            "reserved": self.reserved,
+            "failed": self.failed,
+            "refused": self.refused,
+            "pending": pending,
+            "error": self.first_error,
+            "sessions": self.sessions.iter().map(hex).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Send the tally.
+    fn finish(self) {
+        let answer = self.answer();
+        let _ = self.reply.send(Ok(answer));
+    }
+}
+
 /// The verbs' state: requests waiting for their RESPONSE.
 #[derive(Debug, Default)]
 pub struct QosVerbs {
     pending: Vec<Pending>,
+    batches: Vec<Batch>,
 }
 
 /// A Session ID as hex.
@@ -188,7 +243,76 @@ fn session_json(
 impl QosVerbs {
     /// When a waiting verb times out.
     pub fn deadline(&self) -> Option<std::time::Instant> {
-        self.pending.iter().map(|p| p.deadline).min()
+        self.pending
+            .iter()
+            .map(|p| p.deadline)
+            .chain(self.batches.iter().map(|b| b.deadline))
+            .min()
+    }
+
+    /// `qos.reserve` with a `count`: start the reservations, one per port from `dport` up.
+    fn start_batch(
+        &mut self,
+        engine: &mut GistEngine,
+        now: Instant,
+        a: &ReserveArgs,
+        count: u32,
+        source: IpAddr,
+        reply: Reply,
+    ) {
+        let refuse = |why: String| {
+            let _ = reply.send(Err(why));
+        };
+        if count == 0 || count > MAX_COUNT {
+            return refuse(format!("count: 1 to {MAX_COUNT} reservations per request"));
+        }
+        if a.receiver_initiated {
+            return refuse("count: sender-initiated reservations only".into());
+        }
+        let Some(first) = a.dport else {
+            return refuse("count: give the first destination port (dport)".into());
+        };
+        if u32::from(first) + count - 1 > u32::from(u16::MAX) {
+            return refuse(format!(
+                "count: ports {first} + {count} go beyond {}",
+                u16::MAX
+            ));
+        }
+        let mut batch = Batch {
+            sessions: Vec::with_capacity(count as usize),
+            waiting: std::collections::HashSet::with_capacity(count as usize),
+            reserved: 0,
+            failed: 0,
+            refused: 0,
+            first_error: None,
+            deadline: std::time::Instant::now() + WAIT,
+            reply,
+        };
+        let mut req = a.request(source);
+        let started = engine.with_nslp::<DaemonQos, _>(now, |q, g| {
+            for port in first..=first + (count - 1) as u16 {
+                req.dest_port = Some(port);
+                match q.reserve(g, now, &req) {
+                    Ok(sid) => {
+                        batch.sessions.push(sid);
+                        batch.waiting.insert(sid);
+                    }
+                    Err(e) => {
+                        batch.refused += 1;
+                        batch.first_error.get_or_insert_with(|| e.to_string());
+                    }
+                }
+            }
+        });
+        if started.is_none() {
+            let _ = batch
+                .reply
+                .send(Err("the QoS NSLP is not running".to_string()));
+        } else if batch.waiting.is_empty() {
+            batch.finish();
+        } else {
+            self.batches.push(batch);
+        }
     }
 
     /// Serve `verb`; `now` is the engine's time. Replies now, or once the RESPONSE comes.
@@ -217,6 +341,13 @@ impl QosVerbs {
                         return;
                     }
                 };
+                if let Some(count) = a.count {
+                    if verb != "qos.reserve" {
+                        let _ = reply.send(Err("count: for qos.reserve only".into()));
+                        return;
+                    }
+                    return self.start_batch(engine, now, &a, count, source, reply);
+                }
                 let req = a.request(source);
                 let started = engine
                     .with_nslp::<DaemonQos, _>(now, |q, g| {
@@ -326,12 +457,32 @@ impl QosVerbs {
             if let Some(i) = self.pending.iter().position(|p| p.session == session) {
                 let p = self.pending.swap_remove(i);
                 let _ = p.reply.send(answer);
+            } else if let Some(i) = self
+                .batches
+                .iter()
+                .position(|b| b.waiting.contains(&session))
+            {
+                let b = &mut self.batches[i];
+                b.waiting.remove(&session);
+                match answer.as_ref().ok().and_then(|v| v["outcome"].as_str()) {
+                    Some("reserved") => b.reserved += 1,
+                    _ => b.failed += 1,
+                }
+                // An answer came: wait up to WAIT more for the rest.
+                b.deadline = std::time::Instant::now() + WAIT;
+                if b.waiting.is_empty() {
+                    self.batches.swap_remove(i).finish();
+                }
             }
         }
         let wall = std::time::Instant::now();
         let (late, waiting): (Vec<_>, Vec<_>) =
             self.pending.drain(..).partition(|p| p.deadline <= wall);
         self.pending = waiting;
+        let (late_batches, waiting): (Vec<_>, Vec<_>) =
+            self.batches.drain(..).partition(|b| b.deadline <= wall);
+        self.batches = waiting;
+        late_batches.into_iter().for_each(Batch::finish);
         for p in late {
             let _ = p.reply.send(match p.what {
                 Waiting::Reserve => Ok(json!({

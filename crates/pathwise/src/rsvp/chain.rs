@@ -69,12 +69,7 @@ const CHAIN_SECRET: &str = "7061746877697365206e65746e7320636861696e206b6579";
 
 /// [`build`] with every option.
 pub fn build_with(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
-    let (tc, refresh) = (o.tc, o.refresh);
     let mut lab = crate::netns::chain::topology(false)?;
-    let hello = o
-        .hello
-        .map(|i| format!("hello = {{ interval = {i:?} }}\n"))
-        .unwrap_or_default();
     let integrity_section = match o.integrity {
         None => String::new(),
         Some(alg) => {
@@ -87,37 +82,49 @@ pub fn build_with(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
     };
     let mut configs: [Option<String>; 5] = Default::default();
     for (i, config) in configs.iter_mut().enumerate() {
-        let ifaces: &[&str] = match i {
-            H1 => &["e0"],
-            H2 => &["w0"],
-            _ => &["w0", "e0"],
-        };
-        let mut cfg = format!(
-            "[daemon]\nsocket = {:?}\n\n[rsvp]\nrefresh = {refresh:?}\ntraffic_control = {tc:?}\n",
-            socket(&lab, i)
-        );
-        if o.refresh_reduction {
-            cfg += "refresh_reduction = true\n";
-        }
-        if let Some(block) = o.label_block {
-            let first = block * (i as u32 + 1);
-            cfg += &format!("labels = [{first}, {}]\n", first + block - 1);
-        }
-        for (_, text) in o.extra.iter().filter(|(n, _)| *n == i) {
-            cfg += text;
-            cfg += "\n";
-        }
-        for ifname in ifaces {
-            let bw = if i == R2 && *ifname == "e0" { 10 } else { 1000 };
-            cfg += &format!(
-                "\n[[rsvp.interface]]\nname = \"{ifname}\"\nbandwidth = \"{bw}Mbit\"\nreservable = \"{}Mbit\"\n",
-                bw * 8 / 10
-            );
-            cfg += &hello;
-            cfg += &integrity_section;
-        }
-        *config = Some(cfg);
+        let cfg = format!("[daemon]\nsocket = {:?}\n\n", socket(&lab, i));
+        *config = Some(cfg + &rsvp_section(o, i, &integrity_section));
     }
     crate::netns::chain::start_daemons(&mut lab, bin, &configs)?;
     Ok(lab)
+}
+
+/// Node `i`'s `[rsvp]` section of the chain with options `o` (the interfaces and their
+/// bandwidth, and `integrity`, a `[rsvp.interface.integrity]` table to add to each interface
+/// or empty): what [`build_with`] writes after `[daemon]`, for labs that add other services.
+pub fn rsvp_section(o: &Options<'_>, i: usize, integrity: &str) -> String {
+    let ifaces: &[&str] = match i {
+        H1 => &["e0"],
+        H2 => &["w0"],
+        _ => &["w0", "e0"],
+    };
+    let hello = o
+        .hello
+        .map(|i| format!("hello = {{ interval = {i:?} }}\n"))
+        .unwrap_or_default();
+    let mut cfg = format!(
+        "[rsvp]\nrefresh = {:?}\ntraffic_control = {:?}\n",
+        o.refresh, o.tc
+    );
+    if o.refresh_reduction {
+        cfg += "refresh_reduction = true\n";
+    }
+    if let Some(block) = o.label_block {
+        let first = block * (i as u32 + 1);
+        cfg += &format!("labels = [{first}, {}]\n", first + block - 1);
+    }
+    for (_, text) in o.extra.iter().filter(|(n, _)| *n == i) {
+        cfg += text;
+        cfg += "\n";
+    }
+    for ifname in ifaces {
+        let bw = if i == R2 && *ifname == "e0" { 10 } else { 1000 };
+        cfg += &format!(
+            "\n[[rsvp.interface]]\nname = \"{ifname}\"\nbandwidth = \"{bw}Mbit\"\nreservable = \"{}Mbit\"\n",
+            bw * 8 / 10
+        );
+        cfg += &hello;
+        cfg += integrity;
+    }
+    cfg
 }

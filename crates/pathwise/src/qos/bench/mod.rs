@@ -2,8 +2,11 @@
 //! comparison seed 000 §7.2 promised. The same reservations over both protocols across seed
 //! 004's R0 – R1 – R2 in the simulator: bytes on the wire per reservation per refresh period
 //! with full and with reduced refresh, the transit R1's engine CPU per reservation per refresh
-//! period and its heap per reservation ([`sim`]); what is counted is in [`meter`].
+//! period and its heap per reservation ([`sim`]); what is counted is in [`meter`]. The same
+//! comparison between real daemons on the network-namespace chain is `bench qos-chain`
+//! ([`chain`]).
 
+pub mod chain;
 pub mod meter;
 pub mod sim;
 

@@ -119,57 +119,69 @@ pub(crate) fn clients(lab: &crate::netns::Lab) -> anyhow::Result<(Client, Client
     Ok((c(H1)?, c(H2)?))
 }
 
+/// Set up one session (`port`, `rate_bps`) from H1 to H2 and wait for it: the sender
+/// registered at H1 until the reservation reached H1 (end to end), the Path leg (until H2
+/// holds the Path) and the Resv leg, milliseconds.
+pub(crate) fn setup_one(
+    h1: &mut Client,
+    h2: &mut Client,
+    port: u16,
+    rate_bps: u64,
+) -> anyhow::Result<(f64, f64, f64)> {
+    let name = format!("{RECEIVER}:{port} proto 17");
+    let traffic = json!({ "rate_bps": rate_bps });
+    let t0 = Instant::now();
+    request(
+        h1,
+        "rsvp.sender.add",
+        json!({ "session": session(port), "sender": { "src": SENDER }, "traffic": traffic }),
+    )?;
+    poll(
+        Duration::from_secs(5),
+        Duration::from_micros(200),
+        "the Path at H2",
+        || Ok(sessions_with_path(h2)?.contains(&name)),
+    )?;
+    let t1 = Instant::now();
+    request(
+        h2,
+        "rsvp.reserve",
+        json!({ "session": session(port), "style": "ff", "traffic": traffic, "senders": [{ "src": SENDER }] }),
+    )?;
+    let want = format!("{RECEIVER}:{port}");
+    poll(
+        Duration::from_secs(5),
+        Duration::from_micros(200),
+        "the Resv at H1",
+        || {
+            let ev = request(h1, "rsvp.show.events", json!({}))?;
+            Ok(ev.as_array().is_some_and(|a| {
+                a.iter()
+                    .any(|e| e["event"]["resv"]["session"].as_str() == Some(&want))
+            }))
+        },
+    )?;
+    let t2 = Instant::now();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    Ok((ms(t2 - t0), ms(t1 - t0), ms(t2 - t1)))
+}
+
 fn latency(bin: &Path, tc: &str, n: usize) -> anyhow::Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
     let lab = rsvp_chain::build(bin, tc, "30s")?;
     let (mut h1, mut h2) = clients(&lab)?;
     let (mut e2e, mut path, mut resv) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..n {
-        let port = 10_000 + i as u16;
-        let name = format!("{RECEIVER}:{port} proto 17");
         // 32 kbit/s each: 200 sessions fit in R2's 8 Mbit/s of reservable bandwidth.
-        let traffic = json!({ "rate_bps": 32_000 });
-        let t0 = Instant::now();
-        request(
-            &mut h1,
-            "rsvp.sender.add",
-            json!({ "session": session(port), "sender": { "src": SENDER }, "traffic": traffic }),
-        )?;
-        poll(
-            Duration::from_secs(5),
-            Duration::from_micros(200),
-            "the Path at H2",
-            || Ok(sessions_with_path(&mut h2)?.contains(&name)),
-        )?;
-        let t1 = Instant::now();
-        request(
-            &mut h2,
-            "rsvp.reserve",
-            json!({ "session": session(port), "style": "ff", "traffic": traffic, "senders": [{ "src": SENDER }] }),
-        )?;
-        let want = format!("{RECEIVER}:{port}");
-        poll(
-            Duration::from_secs(5),
-            Duration::from_micros(200),
-            "the Resv at H1",
-            || {
-                let ev = request(&mut h1, "rsvp.show.events", json!({}))?;
-                Ok(ev.as_array().is_some_and(|a| {
-                    a.iter()
-                        .any(|e| e["event"]["resv"]["session"].as_str() == Some(&want))
-                }))
-            },
-        )?;
-        let t2 = Instant::now();
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        e2e.push(ms(t2 - t0));
-        path.push(ms(t1 - t0));
-        resv.push(ms(t2 - t1));
+        let (e, p, r) = setup_one(&mut h1, &mut h2, 10_000 + i as u16, 32_000)?;
+        e2e.push(e);
+        path.push(p);
+        resv.push(r);
     }
     Ok((e2e, path, resv))
 }
 
 /// RSS (KiB) and CPU ticks (user + system) of a process.
-fn proc_usage(pid: u32) -> anyhow::Result<(u64, u64)> {
+pub(crate) fn proc_usage(pid: u32) -> anyhow::Result<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let rss = status
         .lines()
@@ -188,21 +200,18 @@ fn proc_usage(pid: u32) -> anyhow::Result<(u64, u64)> {
     Ok((rss, ticks))
 }
 
-fn hold(bin: &Path, n: usize) -> anyhow::Result<Holding> {
-    let lab = rsvp_chain::build(bin, "memory", "30s")?;
-    let pid = lab
-        .pid("r2")
-        .ok_or_else(|| anyhow::anyhow!("no R2 daemon"))?;
-    let (idle, _) = proc_usage(pid)?;
-    let (mut h1, mut h2) = clients(&lab)?;
+/// Install `n` reservations H1 → H2 (500 bit/s each, ports `first_port` up, senders first,
+/// then the reservations) and wait until R2 holds them all.
+pub(crate) fn install(lab: &crate::netns::Lab, n: usize, first_port: u16) -> anyhow::Result<()> {
+    let (mut h1, mut h2) = clients(lab)?;
     // 10 Mbit/s R2 → R3, 80% reservable: a small rate each, so every one is admitted.
     let traffic = json!({ "rate_bps": 500 });
+    let port = |i: usize| first_port + i as u16;
     for i in 0..n {
-        let port = 20_000 + i as u16;
         request(
             &mut h1,
             "rsvp.sender.add",
-            json!({ "session": session(port), "sender": { "src": SENDER }, "traffic": traffic }),
+            json!({ "session": session(port(i)), "sender": { "src": SENDER }, "traffic": traffic }),
         )?;
     }
     poll(
@@ -212,14 +221,13 @@ fn hold(bin: &Path, n: usize) -> anyhow::Result<Holding> {
         || Ok(sessions_with_path(&mut h2)?.len() >= n),
     )?;
     for i in 0..n {
-        let port = 20_000 + i as u16;
         request(
             &mut h2,
             "rsvp.reserve",
-            json!({ "session": session(port), "style": "ff", "traffic": traffic, "senders": [{ "src": SENDER }] }),
+            json!({ "session": session(port(i)), "style": "ff", "traffic": traffic, "senders": [{ "src": SENDER }] }),
         )?;
     }
-    let mut r2 = Client::connect(&rsvp_chain::socket(&lab, R2), "pathwise daemon")?;
+    let mut r2 = Client::connect(&rsvp_chain::socket(lab, R2), "pathwise daemon")?;
     poll(
         Duration::from_secs(120),
         Duration::from_millis(200),
@@ -230,18 +238,47 @@ fn hold(bin: &Path, n: usize) -> anyhow::Result<Holding> {
                     >= Some(n as u64),
             )
         },
-    )?;
+    )
+}
+
+/// A process's CPU over a window of wall time.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CpuWindow {
+    /// Resident memory at the end, KiB.
+    pub rss_kib: u64,
+    /// User + system CPU time spent in the window, seconds (10 ms ticks).
+    pub cpu_s: f64,
+    /// The window's wall time, seconds.
+    pub wall_s: f64,
+}
+
+/// Read `pid`'s CPU time (/proc/PID/stat utime + stime) across `window` of wall time.
+pub(crate) fn cpu_over(pid: u32, window: Duration) -> anyhow::Result<CpuWindow> {
     let (_, t0) = proc_usage(pid)?;
     let start = Instant::now();
-    std::thread::sleep(Duration::from_secs(60));
-    let (held, t1) = proc_usage(pid)?;
+    std::thread::sleep(window);
+    let (rss_kib, t1) = proc_usage(pid)?;
     let hz = 100.0; // USER_HZ on Linux
-    let cpu = (t1 - t0) as f64 / hz / start.elapsed().as_secs_f64() * 100.0;
+    Ok(CpuWindow {
+        rss_kib,
+        cpu_s: t1.saturating_sub(t0) as f64 / hz,
+        wall_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+fn hold(bin: &Path, n: usize) -> anyhow::Result<Holding> {
+    let lab = rsvp_chain::build(bin, "memory", "30s")?;
+    let pid = lab
+        .pid("r2")
+        .ok_or_else(|| anyhow::anyhow!("no R2 daemon"))?;
+    let (idle, _) = proc_usage(pid)?;
+    install(&lab, n, 20_000)?;
+    let w = cpu_over(pid, Duration::from_secs(60))?;
     Ok(Holding {
         held: n,
         r2_rss_idle_kib: idle,
-        r2_rss_held_kib: held,
-        r2_cpu_percent: cpu,
+        r2_rss_held_kib: w.rss_kib,
+        r2_cpu_percent: w.cpu_s / w.wall_s * 100.0,
     })
 }
 
