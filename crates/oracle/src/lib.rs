@@ -21,6 +21,7 @@
 //! Nothing here reads a clock, opens a socket or spawns a thread.
 #![warn(missing_docs)]
 
+pub mod bgp;
 pub mod config;
 pub mod generate;
 pub mod model;
