@@ -2,6 +2,7 @@
 
 use crate::snapshot::{BuildError, TopologySnapshot, Update, UpdateReport};
 use arc_swap::ArcSwap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The current snapshot behind an [`ArcSwap`]: readers load it without locking or waiting;
@@ -11,6 +12,8 @@ use std::sync::{Arc, Mutex};
 pub struct SharedSnapshot {
     current: ArcSwap<TopologySnapshot>,
     writer: Mutex<()>,
+    /// Snapshots replaced wholesale by [`store`](Self::store).
+    stores: AtomicU64,
 }
 
 impl SharedSnapshot {
@@ -19,6 +22,7 @@ impl SharedSnapshot {
         SharedSnapshot {
             current: ArcSwap::from_pointee(snapshot),
             writer: Mutex::new(()),
+            stores: AtomicU64::new(0),
         }
     }
 
@@ -36,6 +40,14 @@ impl SharedSnapshot {
     pub fn store(&self, snapshot: TopologySnapshot) {
         let _w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         self.current.store(Arc::new(snapshot));
+        self.stores.fetch_add(1, Ordering::Release);
+    }
+
+    /// How many times the snapshot was replaced wholesale ([`store`](Self::store), e.g. a
+    /// reload) rather than updated: a feed that keeps its own state (BMP) re-sends it when this
+    /// moves.
+    pub fn stores(&self) -> u64 {
+        self.stores.load(Ordering::Acquire)
     }
 
     /// Apply `updates` to the current snapshot and swap the result in. Queries keep being

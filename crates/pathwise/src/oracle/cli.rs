@@ -152,6 +152,15 @@ pub struct ServeArgs {
     /// served].
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+    /// Accept BMP sessions (RFC 7854) from the exit routers on ADDR, e.g. 0.0.0.0:11019: their
+    /// BGP routes become the exits' external networks (AS distance = AS_PATH length) [default:
+    /// not listening].
+    #[arg(long, value_name = "ADDR")]
+    bmp: Option<SocketAddr>,
+    /// Which exit router a BMP session from SOURCE speaks for, as SOURCE=ROUTER (repeatable);
+    /// without it a session belongs to the router whose address, or NIC address, it comes from.
+    #[arg(long, value_name = "SOURCE=ROUTER", requires = "bmp")]
+    bmp_router: Vec<crate::oracle::bmp::BmpRouter>,
 }
 
 /// What the queries carry and where they go.
@@ -401,6 +410,7 @@ pub fn run(o: Oracle) -> anyhow::Result<()> {
                 Show::Prefix { .. } => serde_json::from_value::<PrefixView>(v)?.render(),
                 Show::Networks { .. } => serde_json::from_value::<NetworksView>(v)?.render(),
                 Show::Rank { .. } => serde_json::from_value::<RankView>(v)?.render(),
+                Show::Bgp => serde_json::from_value::<crate::oracle::bmp::BgpView>(v)?.render(),
             };
             print!("{text}");
             Ok(())
@@ -503,7 +513,15 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
     signal_hook::flag::register(signal_hook::consts::SIGHUP, hangup.clone())
         .context("installing signal handlers")?;
     let (routers, prefixes) = (snap.router_count(), snap.prefix_count());
-    let server = OracleServer::start_with(&opts, snap)?;
+    let mut server = OracleServer::start_with(&opts, snap)?;
+    if let Some(listen) = a.bmp {
+        let addr = server.start_bmp(&crate::oracle::bmp::BmpOptions {
+            listen,
+            routers: a.bmp_router.clone(),
+            interval: crate::oracle::bmp::DEFAULT_INTERVAL,
+        })?;
+        eprintln!("pathwise oracle: BMP on tcp {addr}");
+    }
     eprintln!(
         "pathwise oracle: {routers} routers, {prefixes} prefixes from {} (built in {:.0} ms); \
          serving udp {} with {} worker(s); console on {}",

@@ -93,6 +93,9 @@ pub enum Show {
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
+    /// The BMP feed (`serve --bmp`): sessions, BGP peers, prefixes per exit, updates applied,
+    /// messages and drops.
+    Bgp,
     /// Rank addresses as the server would for a query from SOURCE, with each one's path
     /// metrics and cost.
     Rank {
@@ -274,6 +277,8 @@ pub struct Console {
     last_change: Mutex<Option<String>>,
     /// The management socket's refused connections ([`crate::mgmt::Server::refused_counter`]).
     management_refused: Arc<AtomicU64>,
+    /// The BMP feed, once `serve --bmp` starts it.
+    bgp: Arc<std::sync::OnceLock<Arc<super::bmp::BmpFeed>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -315,7 +320,13 @@ impl Console {
             started: Instant::now(),
             swaps: AtomicU64::new(0),
             last_change: Mutex::new(None),
+            bgp: Arc::default(),
         }
+    }
+
+    /// Where the BMP feed is registered (`show bgp`, the metrics page).
+    pub fn bgp_slot(&self) -> Arc<std::sync::OnceLock<Arc<super::bmp::BmpFeed>>> {
+        self.bgp.clone()
     }
 
     /// Answer one management request.
@@ -402,11 +413,17 @@ impl Console {
                 report.management_refused = self.management_refused.load(Relaxed);
                 json(&report)
             }
-            Show::Metrics => Ok(Value::String(crate::metrics::page([super::metrics(
-                &self.counters,
-                &self.shared,
-                &self.management_refused,
-            )]))),
+            Show::Metrics => {
+                let mut m = super::metrics(&self.counters, &self.shared, &self.management_refused);
+                if let Some(feed) = self.bgp.get() {
+                    feed.metrics(&mut m);
+                }
+                Ok(Value::String(crate::metrics::page([m])))
+            }
+            Show::Bgp => match self.bgp.get() {
+                Some(feed) => json(&feed.view()),
+                None => Err("BMP is not enabled: start the server with --bmp ADDR".into()),
+            },
             Show::Router { address } => {
                 let router = need_router(&snap, *address)?;
                 let cfg = snap.to_config();

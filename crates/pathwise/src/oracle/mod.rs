@@ -13,11 +13,14 @@
 //! - [`bench`]: replies/s and RTT against IPs per query, workers and network size, with a plain
 //!   UDP echo server measured in the same run.
 //!
+//! - [`bmp`]: the BMP listener (`serve --bmp`): exit routers stream their routes, which become
+//!   external networks (RFC 7854).
 //! - [`cli`]: `pathwise oracle …` and the arguments of `pathwise bench oracle`.
 //!
 //! [`OracleServer`] ties the server and the console together (`pathwise oracle serve`).
 
 pub mod bench;
+pub mod bmp;
 pub mod check;
 pub mod cli;
 pub mod clients;
@@ -57,6 +60,7 @@ pub struct ServeOptions {
 /// the management socket.
 #[derive(Debug)]
 pub struct OracleServer {
+    bmp: Option<bmp::BmpListener>,
     // Stop the console before the workers.
     _mgmt: crate::mgmt::ServerHandle,
     udp: UdpServer,
@@ -104,8 +108,13 @@ impl OracleServer {
         let metrics = match opts.metrics {
             Some(addr) => {
                 let (counters, shared) = (udp.counters().clone(), shared.clone());
+                let bgp = console.bgp_slot();
                 let page = crate::metrics::ServiceCollector::live(move || {
-                    metrics(&counters, &shared, &refused)
+                    let mut m = metrics(&counters, &shared, &refused);
+                    if let Some(feed) = bgp.get() {
+                        feed.metrics(&mut m);
+                    }
+                    m
                 });
                 let registry = crate::metrics::registry([page]);
                 Some(crate::metrics::http::MetricsServer::start(addr, registry)?)
@@ -113,6 +122,7 @@ impl OracleServer {
             None => None,
         };
         Ok(OracleServer {
+            bmp: None,
             _mgmt: handle,
             udp,
             shared,
@@ -121,6 +131,22 @@ impl OracleServer {
             build: Duration::ZERO,
             metrics,
         })
+    }
+
+    /// Start the BMP listener (RFC 7854): exit routers' routes become external networks;
+    /// `show bgp` and the `bmp_*` metrics report it. Returns where routers connect.
+    pub fn start_bmp(&mut self, opts: &bmp::BmpOptions) -> anyhow::Result<SocketAddr> {
+        anyhow::ensure!(self.bmp.is_none(), "the BMP listener is already running");
+        let listener = bmp::BmpListener::start(opts, self.shared.clone())?;
+        let addr = listener.local_addr();
+        let _ = self.console.bgp_slot().set(listener.feed().clone());
+        self.bmp = Some(listener);
+        Ok(addr)
+    }
+
+    /// The BMP feed, when the listener runs.
+    pub fn bmp(&self) -> Option<&Arc<bmp::BmpFeed>> {
+        self.bmp.as_ref().map(|b| b.feed())
     }
 
     /// Where the metrics are served, if they are.
