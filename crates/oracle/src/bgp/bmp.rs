@@ -81,6 +81,9 @@ pub struct BmpCounters {
     pub withdrawn: u64,
     /// End-of-RIB markers (RFC 4724 §2) seen.
     pub end_of_rib: u64,
+    /// Route monitoring messages from an eBGP peer whose AS_PATH starts with the monitored
+    /// router's own AS, which was then not counted (FRR 8.4 sends pre-policy routes so).
+    pub own_as_removed: u64,
 }
 
 /// One NIC of the exit router, used to tell which NIC a BGP peer's routes leave through.
@@ -104,6 +107,9 @@ pub struct BmpSession {
     counters: BmpCounters,
     sys_name: Option<String>,
     sys_descr: Option<String>,
+    /// The monitored router's AS towards each peer (its OPEN in the peer's Peer Up).
+    local_as: Vec<(PeerKey, u32)>,
+    last_error: Option<String>,
 }
 
 impl BmpSession {
@@ -117,7 +123,14 @@ impl BmpSession {
             counters: BmpCounters::default(),
             sys_name: None,
             sys_descr: None,
+            local_as: Vec::new(),
+            last_error: None,
         }
+    }
+
+    /// Why the last dropped message was dropped.
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
     }
 
     /// The exit router.
@@ -183,8 +196,9 @@ impl BmpSession {
         }
         let parsed: BmpMessage = match bgpkit_parser::parse_bmp_msg(&mut msg) {
             Ok(m) => m,
-            Err(_) => {
+            Err(e) => {
                 self.counters.drops.malformed += 1;
+                self.last_error = Some(format!("{} message: {e}", type_name(kind)));
                 return Ok(());
             }
         };
@@ -230,6 +244,11 @@ impl BmpSession {
             // RFC 7854 §4.10.
             (BmpMessageBody::PeerUpNotification(up), Some((_, _, key, asn))) => {
                 let nic = self.nic_for(key.address, up.local_addr);
+                if let BgpMessage::Open(open) = &up.sent_open {
+                    let local = open_asn(open);
+                    self.local_as.retain(|(k, _)| *k != key);
+                    self.local_as.push((key, local));
+                }
                 rib.peer_up(self.exit, key, asn, nic);
             }
             // RFC 7854 §4.9.
@@ -292,13 +311,21 @@ impl BmpSession {
             }
             return;
         }
-        let Some(route) = route_of(attrs, peer_asn) else {
+        let local = self
+            .local_as
+            .iter()
+            .find(|(k, _)| *k == peer)
+            .map(|(_, a)| *a);
+        let Some(route) = route_of(attrs, peer_asn, local) else {
             self.counters.drops.missing_as_path += 1;
             for p in announced {
                 rib.withdraw(self.exit, peer, p.prefix);
             }
             return;
         };
+        if local.is_some_and(|l| l != peer_asn && first_as(attrs) == Some(l)) {
+            self.counters.own_as_removed += 1;
+        }
         for p in announced {
             self.counters.announced += 1;
             rib.announce(self.exit, peer, p.prefix, route);
@@ -306,11 +333,57 @@ impl BmpSession {
     }
 }
 
-/// The route an UPDATE's attributes describe, or `None` without an AS_PATH.
-pub fn route_of(attrs: &Attributes, peer_asn: u32) -> Option<Route> {
+/// The route an UPDATE's attributes describe, or `None` without an AS_PATH. `local_as` is the
+/// monitored router's own AS towards this peer, when known.
+///
+/// An eBGP peer's path starts with the peer's AS (RFC 4271 §5.1.2); one that starts with the
+/// monitored router's own AS was prepended by the router when it encoded the route for BMP
+/// (FRR 8.4 does so for pre-policy routes, against RFC 7854 §4.6, which carries the route as
+/// received). That AS is not counted.
+pub fn route_of(attrs: &Attributes, peer_asn: u32, local_as: Option<u32>) -> Option<Route> {
     // RFC 6793 §4.2.3: a 2-octet session carries the 4-octet path in AS4_PATH.
     let path: AsPath = attrs.effective_as_path()?;
-    Some(route_of_path(&path, peer_asn))
+    let mut route = route_of_path(&path, peer_asn);
+    if local_as
+        .is_some_and(|l| l != peer_asn && path.get_collector_opt().map(|a| a.to_u32()) == Some(l))
+    {
+        route.as_distance = route.as_distance.saturating_sub(1);
+        if route.as_distance == 0 {
+            route.origin_as = peer_asn;
+        }
+    }
+    Some(route)
+}
+
+fn first_as(attrs: &Attributes) -> Option<u32> {
+    attrs
+        .effective_as_path()?
+        .get_collector_opt()
+        .map(|a| a.to_u32())
+}
+
+/// The AS in an OPEN: the 4-octet AS capability's (RFC 6793 §3), else My Autonomous System.
+fn open_asn(open: &bgpkit_parser::models::BgpOpenMessage) -> u32 {
+    use bgpkit_parser::models::{CapabilityValue, ParamValue};
+    open.opt_params
+        .iter()
+        .filter_map(|p| match &p.param_value {
+            ParamValue::Capacities(caps) => Some(caps),
+            ParamValue::Raw(_) => None,
+        })
+        .flatten()
+        .find_map(|c| match &c.value {
+            CapabilityValue::FourOctetAs(f) => Some(f.asn),
+            _ => None,
+        })
+        .unwrap_or(open.asn.to_u32())
+}
+
+fn type_name(kind: u8) -> &'static str {
+    MESSAGE_TYPES
+        .get(usize::from(kind))
+        .copied()
+        .unwrap_or("unknown")
 }
 
 /// AS distance and origin of an AS path (an empty path: the peer's own AS, distance 0).

@@ -84,6 +84,7 @@ struct Totals {
     announced: AtomicU64,
     withdrawn: AtomicU64,
     end_of_rib: AtomicU64,
+    own_as_removed: AtomicU64,
     sessions_accepted: AtomicU64,
     sessions_closed: AtomicU64,
     updates_applied: AtomicU64,
@@ -117,6 +118,8 @@ impl Totals {
             .fetch_add(now.withdrawn - before.withdrawn, Relaxed);
         self.end_of_rib
             .fetch_add(now.end_of_rib - before.end_of_rib, Relaxed);
+        self.own_as_removed
+            .fetch_add(now.own_as_removed - before.own_as_removed, Relaxed);
     }
 
     fn drop(&self, reason: &str, n: u64) {
@@ -142,6 +145,7 @@ struct SessionEntry {
     counters: BmpCounters,
     sys_name: Option<String>,
     sys_descr: Option<String>,
+    last_error: Option<String>,
 }
 
 /// The BMP feed's state: the RIB, the sessions and the counters. `show bgp` and the metrics
@@ -199,6 +203,7 @@ impl BmpFeed {
             counters: BmpCounters::default(),
             sys_name: None,
             sys_descr: None,
+            last_error: None,
         });
         match resolved {
             Some((exit, nics)) => {
@@ -235,6 +240,7 @@ impl BmpFeed {
                 let (name, descr) = session.sys_name();
                 s.sys_name = name.map(str::to_owned);
                 s.sys_descr = descr.map(str::to_owned);
+                s.last_error = session.last_error().map(str::to_owned);
             }
             if let Err(e) = result {
                 if !matches!(e, pathwise_oracle::bgp::BmpError::Terminated) {
@@ -348,6 +354,7 @@ impl BmpFeed {
                     messages: s.counters.messages.iter().sum(),
                     announced: s.counters.announced,
                     withdrawn: s.counters.withdrawn,
+                    last_error: s.last_error.clone(),
                 })
                 .collect(),
             peers: peers
@@ -381,6 +388,7 @@ impl BmpFeed {
             announced: t.announced.load(Relaxed),
             withdrawn: t.withdrawn.load(Relaxed),
             end_of_rib: t.end_of_rib.load(Relaxed),
+            own_as_removed: t.own_as_removed.load(Relaxed),
             sessions_accepted: t.sessions_accepted.load(Relaxed),
             sessions_closed: t.sessions_closed.load(Relaxed),
             updates_applied: t.updates_applied.load(Relaxed),
@@ -615,6 +623,8 @@ pub struct SessionView {
     pub announced: u64,
     /// Prefixes withdrawn.
     pub withdrawn: u64,
+    /// Why its last dropped message was dropped.
+    pub last_error: Option<String>,
 }
 
 /// One BGP peer of an exit.
@@ -670,6 +680,9 @@ pub struct BgpView {
     pub withdrawn: u64,
     /// End-of-RIB markers.
     pub end_of_rib: u64,
+    /// Route monitoring messages whose AS_PATH started with the router's own AS (not
+    /// counted; FRR 8.4 does this).
+    pub own_as_removed: u64,
     /// Sessions accepted.
     pub sessions_accepted: u64,
     /// Sessions closed.
@@ -711,6 +724,9 @@ impl BgpView {
                 s.announced,
                 s.withdrawn
             );
+            if let Some(e) = &s.last_error {
+                let _ = writeln!(o, "    last dropped: {e}");
+            }
         }
         for p in &self.peers {
             let _ = writeln!(

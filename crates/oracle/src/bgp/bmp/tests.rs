@@ -211,3 +211,40 @@ fn as_sets_count_once_and_an_empty_path_is_the_peers_as() {
         }
     );
 }
+
+/// A BMP session from FRR 8.4.4's bgpd (`-M bmp`, `bmp monitor ipv4 unicast pre-policy`,
+/// `soft-reconfiguration inbound`), recorded by the station side in the namespace lab of
+/// `crates/pathwise/tests/oracle_bgp_netns.rs`: Initiation, two Peer Downs (the peer not up
+/// yet), Peer Up for 10.1.1.1 (AS 65001), then 198.51.100.0/24 (path 65001 ×4) and
+/// 203.0.113.0/24 (65001), each twice. FRR writes its own AS 65000 in front of the paths.
+#[test]
+fn an_frr_session_parses_and_frrs_own_as_in_front_is_not_counted() {
+    let bytes = include_bytes!("../../../tests/data/frr-8.4-bmp-session.bin");
+    let exit: IpAddr = "10.255.0.1".parse().unwrap();
+    let mut s = BmpSession::new(
+        exit,
+        vec![ExitNic {
+            index: 1,
+            local: "10.1.1.2".parse().unwrap(),
+            peer: "10.1.1.1".parse().unwrap(),
+        }],
+    );
+    let mut rib = BgpRib::new();
+    assert_eq!(s.handle_bytes(bytes, &mut rib), Ok(8));
+    assert_eq!(
+        s.counters().drops,
+        BmpDrops::default(),
+        "{:?}",
+        s.last_error()
+    );
+    assert_eq!(s.counters().messages, [4, 0, 2, 1, 1, 0, 0]);
+    assert_eq!(s.counters().own_as_removed, 4);
+    assert_eq!(s.sys_name(), (Some("ex1"), Some("FRRouting 8.4.4")));
+    assert_eq!(
+        networks(&mut rib),
+        vec![
+            (net("198.51.100.0/24"), 1, 65001, 4),
+            (net("203.0.113.0/24"), 1, 65001, 1)
+        ]
+    );
+}
