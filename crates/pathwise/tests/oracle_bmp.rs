@@ -224,3 +224,85 @@ fn a_session_from_no_known_router_is_counted_and_ignored() {
     });
     assert_eq!(bgp(server.socket()).sessions[0].exit, None);
 }
+
+#[test]
+fn an_mrt_dump_imported_into_the_running_server_places_its_prefixes() {
+    let dir = Scratch::new("mrt");
+    let (server, _bmp) = start(&dir, Vec::new());
+    let sock = server.socket().to_path_buf();
+    let peer = ip("198.18.0.1");
+    let mut mrt = Vec::new();
+    for (prefixes, path) in [
+        (
+            vec![net("203.0.113.0/24"), net("2001:db8:5::/48")],
+            vec![64600, 64601],
+        ),
+        (
+            vec![net("198.51.100.0/24")],
+            vec![64600, 64602, 64603, 64604],
+        ),
+    ] {
+        mrt.extend(wire::mrt_bgp4mp(
+            peer,
+            64600,
+            ip("198.18.0.2"),
+            64500,
+            &wire::update(&prefixes, &path, &[]),
+        ));
+    }
+    let file = dir.0.join("exit2.mrt");
+    std::fs::write(&file, &mrt).unwrap();
+    let import = pathwise::oracle::mrt::Import::Mrt {
+        file: file.clone(),
+        router: ip(common::bgp::EXIT2),
+    };
+    let v = pathwise::mgmt::request(
+        &sock,
+        DAEMON,
+        "import",
+        serde_json::to_value(&import).unwrap(),
+    )
+    .expect("import");
+    let r: pathwise::oracle::mrt::ImportReport = serde_json::from_value(v).unwrap();
+    assert_eq!((r.records, r.updates, r.networks), (2, 2, 3));
+    let e2 = ip(common::bgp::EXIT2);
+    let (a, b, c) = (ip("203.0.113.7"), ip("198.51.100.7"), ip("2001:db8:5::1"));
+    assert_eq!(
+        order(&sock, &[b, c, a]),
+        vec![(c, Some((e2, 2))), (a, Some((e2, 2))), (b, Some((e2, 4)))]
+    );
+    // The networks leave through the NIC facing the dump's peer.
+    let cfg = pathwise_oracle::config::from_toml_str(
+        pathwise::mgmt::request(&sock, DAEMON, "dump", serde_json::Value::Null).unwrap()["toml"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        cfg.external_networks
+            .iter()
+            .all(|n| n.nic == 1 && n.router == e2)
+    );
+    // A router the database lacks, and a file that is not there, are refused with a reason.
+    let bad = pathwise::oracle::mrt::Import::Mrt {
+        file,
+        router: ip("10.9.9.9"),
+    };
+    let e = pathwise::mgmt::request(&sock, DAEMON, "import", serde_json::to_value(&bad).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no router 10.9.9.9"), "{e}");
+    let missing = pathwise::oracle::mrt::Import::Mrt {
+        file: dir.0.join("nope.mrt"),
+        router: e2,
+    };
+    let e = pathwise::mgmt::request(
+        &sock,
+        DAEMON,
+        "import",
+        serde_json::to_value(&missing).unwrap(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("nope.mrt"), "{e}");
+}

@@ -9,6 +9,7 @@
 //! - [`bmp`]: one BMP session, sans-IO: stream framing (RFC 7854 §4.1), parsing with
 //!   `bgpkit-parser`, and route monitoring / peer up / peer down / termination turned into RIB
 //!   changes; every message counted by type, every drop by reason.
+//! - [`mrt`]: TABLE_DUMP_V2 RIB dumps and BGP4MP updates (RFC 6396 §4.3, §4.4) into a RIB.
 //! - [`wire`]: a BMP / BGP UPDATE writer for tests, benchmarks and fuzz seeds.
 //!
 //! Nothing here reads a clock, opens a socket or spawns a thread: the `pathwise` binary's BMP
@@ -16,6 +17,7 @@
 //! [`SharedSnapshot::update`](crate::SharedSnapshot::update).
 
 pub mod bmp;
+pub mod mrt;
 pub mod rib;
 pub mod wire;
 

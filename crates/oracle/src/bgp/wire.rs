@@ -1,4 +1,4 @@
-//! A small BMP and BGP UPDATE writer: what a router's BMP session sends, for tests, the
+//! A small BMP, BGP UPDATE and MRT BGP4MP writer: what a router's BMP session sends, for tests, the
 //! `pathwise bench oracle-bgp` feed and fuzz seeds. Parsing goes through `bgpkit-parser`; this
 //! writer is independent of it, so tests cross-check the two.
 //!
@@ -224,4 +224,39 @@ pub fn route_monitoring(p: &Peer, bgp_message: &[u8]) -> Vec<u8> {
     per_peer(p, &mut b);
     b.extend_from_slice(bgp_message);
     bmp(0, &b)
+}
+
+/// An MRT BGP4MP_MESSAGE_AS4 record (RFC 6396 §2, §4.4.3) carrying `bgp_message` (e.g. from
+/// [`update`]) received from `peer` by `local`, with timestamp 0.
+pub fn mrt_bgp4mp(
+    peer: IpAddr,
+    peer_as: u32,
+    local: IpAddr,
+    local_as: u32,
+    bgp_message: &[u8],
+) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&peer_as.to_be_bytes());
+    body.extend_from_slice(&local_as.to_be_bytes());
+    body.extend_from_slice(&0u16.to_be_bytes());
+    match (peer, local) {
+        (IpAddr::V4(p), IpAddr::V4(l)) => {
+            body.extend_from_slice(&1u16.to_be_bytes());
+            body.extend_from_slice(&p.octets());
+            body.extend_from_slice(&l.octets());
+        }
+        _ => {
+            body.extend_from_slice(&2u16.to_be_bytes());
+            body.extend_from_slice(&addr16(peer));
+            body.extend_from_slice(&addr16(local));
+        }
+    }
+    body.extend_from_slice(bgp_message);
+    let mut r = Vec::with_capacity(12 + body.len());
+    r.extend_from_slice(&0u32.to_be_bytes());
+    r.extend_from_slice(&16u16.to_be_bytes());
+    r.extend_from_slice(&4u16.to_be_bytes());
+    r.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    r.extend_from_slice(&body);
+    r
 }

@@ -82,6 +82,16 @@ pub enum Oracle {
         #[command(flatten)]
         mgmt: Mgmt,
     },
+    /// Import routes into the running server: an exit router's MRT dump becomes its external
+    /// networks (then `dump` writes the database).
+    Import {
+        /// What to import.
+        #[command(subcommand)]
+        what: crate::oracle::mrt::Import,
+        /// Socket and output format.
+        #[command(flatten)]
+        mgmt: Mgmt,
+    },
     /// Write the running database as TOML (a file `serve --config` loads).
     Dump {
         /// Write here instead of standard output.
@@ -424,6 +434,22 @@ pub fn run(o: Oracle) -> anyhow::Result<()> {
                 .map(|p| std::fs::canonicalize(&p).with_context(|| format!("{}", p.display())))
                 .transpose()?;
             change(&mgmt, "reload", json!({ "config": config }))
+        }
+        Oracle::Import { what, mgmt } => {
+            // The server reads the file from its own working directory: send an absolute path.
+            let crate::oracle::mrt::Import::Mrt { file, router } = what;
+            let file =
+                std::fs::canonicalize(&file).with_context(|| format!("{}", file.display()))?;
+            let what = crate::oracle::mrt::Import::Mrt { file, router };
+            let v = mgmt.request("import", serde_json::to_value(&what)?)?;
+            if mgmt.json {
+                return print_json(&v);
+            }
+            print!(
+                "{}",
+                serde_json::from_value::<crate::oracle::mrt::ImportReport>(v)?.render()
+            );
+            Ok(())
         }
         Oracle::Dump { output, socket } => {
             let v = crate::mgmt::request(&socket, DAEMON, "dump", Value::Null)?;

@@ -365,12 +365,20 @@ impl Console {
                     "prefixes": snap.prefix_count(),
                 }))
             }
+            "import" => {
+                let what: super::mrt::Import = parse(verb, args)?;
+                let old = self.shared.load_full();
+                let report = super::mrt::run(&self.shared, &what)?;
+                self.swapped(&report.message);
+                retire(old);
+                json(&report)
+            }
             "help" | "" => Ok(Value::String(
-                "commands: show, set, reload, dump, create, delete (see `pathwise oracle --help`)"
+                "commands: show, set, reload, dump, create, delete, import (see `pathwise oracle --help`)"
                     .into(),
             )),
             other => Err(format!(
-                "unknown command {other:?}; the oracle console knows show, set, reload, dump, \
+                "unknown command {other:?}; the oracle console knows show, set, reload, dump, import, \
                  create and delete"
             )),
         }

@@ -15,6 +15,7 @@
 //!
 //! - [`bmp`]: the BMP listener (`serve --bmp`): exit routers stream their routes, which become
 //!   external networks (RFC 7854).
+//! - [`mrt`]: `import mrt`: a router's MRT dump as its external networks (RFC 6396).
 //! - [`cli`]: `pathwise oracle …` and the arguments of `pathwise bench oracle`.
 //!
 //! [`OracleServer`] ties the server and the console together (`pathwise oracle serve`).
@@ -27,6 +28,7 @@ pub mod clients;
 pub mod console;
 pub mod counters;
 pub mod demo;
+pub mod mrt;
 pub mod server;
 pub mod views;
 
