@@ -88,6 +88,10 @@ pub enum Bench {
     /// threads (seed network), a plain UDP echo server in the same run (ratio oracle/echo),
     /// and a 10 vs 10,000 router network.
     Oracle(crate::oracle::cli::BenchArgs),
+    /// The oracle's BMP feed on loopback with full tables (1M IPv4 + 200k IPv6 prefixes x 4
+    /// exits by default): prefix changes applied per second while loading and under churn,
+    /// update-to-answer latency (median, p99) and the memory of the full-table snapshot.
+    OracleBgp(crate::oracle::bgp_bench::BgpBenchArgs),
     /// Soak: the five-node chain under churn (RSVP and GIST sessions started and ended
     /// continuously, in process over the simulator) for `--duration`, reporting RSS, heap, CPU,
     /// state per node and messages per sample, and whether memory stayed flat.
@@ -117,6 +121,7 @@ impl Cli {
                 Bench::Gist(b) => crate::gist::bench::run(b),
                 Bench::Booster(a) => crate::booster::cli::run_bench(a),
                 Bench::Oracle(a) => crate::oracle::cli::run_bench(a),
+                Bench::OracleBgp(a) => crate::oracle::bgp_bench::run(a),
                 Bench::Soak(a) => crate::bench::soak::run(a),
                 Bench::Qos(a) => crate::qos::bench::run(a),
             },

@@ -16,11 +16,13 @@
 //! - [`bmp`]: the BMP listener (`serve --bmp`): exit routers stream their routes, which become
 //!   external networks (RFC 7854).
 //! - [`mrt`]: `import mrt`: a router's MRT dump as its external networks (RFC 6396).
+//! - [`bgp_bench`]: `pathwise bench oracle-bgp`: the BMP feed with full tables, end to end.
 //! - [`cli`]: `pathwise oracle …` and the arguments of `pathwise bench oracle`.
 //!
 //! [`OracleServer`] ties the server and the console together (`pathwise oracle serve`).
 
 pub mod bench;
+pub mod bgp_bench;
 pub mod bmp;
 pub mod check;
 pub mod cli;
