@@ -195,14 +195,23 @@ fn connect_from(source: Ipv4Addr, to: SocketAddr) -> anyhow::Result<TcpStream> {
     Ok(s)
 }
 
-fn wait(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> anyhow::Result<()> {
+/// Poll `done` every `every` until it holds.
+fn wait(
+    what: &str,
+    limit: Duration,
+    every: Duration,
+    mut done: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + limit;
     while !done() {
         anyhow::ensure!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_micros(200));
+        std::thread::sleep(every);
     }
     Ok(())
 }
+
+/// How often the load and churn phases look at the feed (it takes the RIB's lock).
+const POLL: Duration = Duration::from_millis(5);
 
 fn exits_of(snap: &TopologySnapshot, addr: IpAddr) -> usize {
     snap.locate(addr).map_or(0, |l| l.exits.len())
@@ -267,6 +276,7 @@ fn one_run(a: &BgpBenchArgs, prefixes: &[IpNet], dir: &std::path::Path) -> anyho
     let total = prefixes.len() * usize::from(a.exits);
     let feed = server.bmp().expect("BMP runs").clone();
     // Load.
+    eprintln!("  loading {total} (prefix, exit) routes");
     let t = Instant::now();
     std::thread::scope(|s| {
         for (c, bytes) in conns.iter_mut().zip(&loads) {
@@ -275,7 +285,7 @@ fn one_run(a: &BgpBenchArgs, prefixes: &[IpNet], dir: &std::path::Path) -> anyho
     });
     drop(loads);
     let last = *prefixes.last().expect("a table");
-    wait("the full table", Duration::from_secs(600), || {
+    wait("the full table", Duration::from_secs(600), POLL, || {
         let v = feed.view();
         v.updates_applied as usize >= total
             && v.pending == 0
@@ -286,7 +296,6 @@ fn one_run(a: &BgpBenchArgs, prefixes: &[IpNet], dir: &std::path::Path) -> anyho
     let snapshot_prefix_bytes = shared.load().prefix_table_bytes();
     // Churn: each exit re-announces a share of its table one AS shorter or longer.
     let n = a.churn.min(prefixes.len());
-    let before = feed.view().updates_applied;
     let churns: Vec<Vec<u8>> = (0..a.exits)
         .map(|i| {
             let p = &peers[usize::from(i)];
@@ -297,6 +306,7 @@ fn one_run(a: &BgpBenchArgs, prefixes: &[IpNet], dir: &std::path::Path) -> anyho
             stream(p, &prefixes[start..start + n], &path)
         })
         .collect();
+    eprintln!("  loaded in {load_s:.2} s; churn");
     let announced_before = feed.view().announced;
     let t = Instant::now();
     std::thread::scope(|s| {
@@ -305,22 +315,12 @@ fn one_run(a: &BgpBenchArgs, prefixes: &[IpNet], dir: &std::path::Path) -> anyho
         }
     });
     let want = announced_before + (n * usize::from(a.exits)) as u64;
-    wait("the churn", Duration::from_secs(600), || {
+    wait("the churn", Duration::from_secs(600), POLL, || {
         let v = feed.view();
         v.announced >= want && v.pending == 0
     })?;
-    // The last batch may still be building: wait for the applied count to settle.
-    let mut applied = feed.view().updates_applied;
-    loop {
-        std::thread::sleep(Duration::from_millis(30));
-        let now = feed.view().updates_applied;
-        if now == applied {
-            break;
-        }
-        applied = now;
-    }
-    let churn_s = (t.elapsed() - Duration::from_millis(30)).as_secs_f64();
-    let _ = before;
+    let churn_s = t.elapsed().as_secs_f64();
+    eprintln!("  churn in {churn_s:.2} s; {} probes", a.probes);
     // Update to answer: flip one prefix between exit 0 at distance 1 and 60.
     let probe_peer = &peers[0];
     let mut lat = Vec::with_capacity(a.probes);
@@ -338,13 +338,19 @@ fn one_run(a: &BgpBenchArgs, prefixes: &[IpNet], dir: &std::path::Path) -> anyho
         let exit0 = exit_addr(0);
         let t = Instant::now();
         conns[0].write_all(&msg)?;
-        wait("a probe", Duration::from_secs(30), || {
-            shared.load().locate(addr).is_some_and(|l| {
-                l.exits
-                    .iter()
-                    .any(|e| e.router == exit0 && e.as_distance == want_distance)
-            })
-        })?;
+        // The served snapshot is read without locks: poll it closely.
+        wait(
+            "a probe",
+            Duration::from_secs(30),
+            Duration::from_micros(100),
+            || {
+                shared.load().locate(addr).is_some_and(|l| {
+                    l.exits
+                        .iter()
+                        .any(|e| e.router == exit0 && e.as_distance == want_distance)
+                })
+            },
+        )?;
         lat.push(t.elapsed().as_secs_f64() * 1e3);
     }
     lat.sort_by(f64::total_cmp);

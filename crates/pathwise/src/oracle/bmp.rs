@@ -92,6 +92,8 @@ struct Totals {
     last_batch_latency_us: AtomicU64,
     last_apply_us: AtomicU64,
     bytes: AtomicU64,
+    /// Changes taken from the RIB by the batcher and not yet served.
+    in_flight: AtomicU64,
 }
 
 impl Totals {
@@ -293,7 +295,9 @@ impl BmpFeed {
             if g.rib.pending() == 0 {
                 return 0;
             }
-            (g.rib.take_updates(), g.first_pending.take())
+            let updates = g.rib.take_updates();
+            self.totals.in_flight.store(updates.len() as u64, Relaxed);
+            (updates, g.first_pending.take())
         };
         if updates.is_empty() {
             return 0;
@@ -314,6 +318,7 @@ impl BmpFeed {
             }
         };
         let done = Instant::now();
+        self.totals.in_flight.store(0, Relaxed);
         self.totals
             .updates_applied
             .fetch_add(applied as u64, Relaxed);
@@ -337,7 +342,7 @@ impl BmpFeed {
                 g.rib.peers(),
                 g.rib.prefixes_per_exit(),
                 g.rib.routes(),
-                g.rib.pending(),
+                g.rib.pending() + self.totals.in_flight.load(Relaxed) as usize,
             )
         };
         let t = &self.totals;
@@ -668,7 +673,7 @@ pub struct BgpView {
     pub exits: Vec<ExitPrefixes>,
     /// Routes held over all peers.
     pub routes: usize,
-    /// Changes waiting for the next batch.
+    /// Changes not yet served: waiting for the next batch, or in the batch being built.
     pub pending: usize,
     /// Messages by type.
     pub messages: BTreeMap<String, u64>,
