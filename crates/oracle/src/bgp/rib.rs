@@ -383,6 +383,11 @@ impl BgpRib {
                 },
             });
         }
+        // A full-table load can leave the record with room for millions of changes; give it
+        // back rather than keep it for a quiet feed.
+        if self.pending.capacity() > 1 << 16 {
+            self.pending = HashMap::new();
+        }
         out
     }
 
