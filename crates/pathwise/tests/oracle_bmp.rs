@@ -306,3 +306,52 @@ fn an_mrt_dump_imported_into_the_running_server_places_its_prefixes() {
     .to_string();
     assert!(e.contains("nope.mrt"), "{e}");
 }
+
+#[test]
+fn changes_the_database_no_longer_accepts_are_counted_and_the_rest_applied() {
+    let dir = Scratch::new("refused");
+    let (server, bmp) = start(
+        &dir,
+        vec![BmpRouter {
+            source: ip("127.0.0.1"),
+            router: ip(EXIT1),
+        }],
+    );
+    let sock = server.socket().to_path_buf();
+    let up = Peer::global(ip("192.0.2.1"), 64510);
+    let mut s = TcpStream::connect(bmp).unwrap();
+    s.write_all(&wire::route_monitoring(
+        &up,
+        &wire::update(
+            &[net("203.0.113.0/24"), net("198.51.100.0/24")],
+            &[64510],
+            &[],
+        ),
+    ))
+    .unwrap();
+    until("the routes applied", || bgp(&sock).updates_applied == 2);
+    // By hand, the operator removes one of the exit's networks.
+    pathwise::mgmt::request(
+        &sock,
+        DAEMON,
+        "delete",
+        serde_json::json!({"object": "external-network", "prefix": "203.0.113.0/24", "router": EXIT1}),
+    )
+    .unwrap();
+    // The router withdraws it (not there any more) and announces another prefix in the same
+    // batch: the withdrawal is refused and counted, the announcement applied.
+    let mut m = wire::route_monitoring(&up, &wire::update(&[], &[], &[net("203.0.113.0/24")]));
+    m.extend(wire::route_monitoring(
+        &up,
+        &wire::update(&[net("192.0.2.0/25")], &[64510, 1], &[]),
+    ));
+    s.write_all(&m).unwrap();
+    until("the refusal counted", || {
+        bgp(&sock).drops["update_refused"] == 1
+    });
+    let e1 = ip(EXIT1);
+    assert_eq!(
+        order(&sock, &[ip("192.0.2.9")]),
+        vec![(ip("192.0.2.9"), Some((e1, 2)))]
+    );
+}

@@ -35,8 +35,8 @@ pub enum Oracle {
     /// serving it.
     #[command(after_long_help = crate::oracle::check::CHECK_HELP)]
     Serve(ServeArgs),
-    /// Show the running server's summary (default), counters, routers, prefixes, networks, or
-    /// rank addresses as it would.
+    /// Show the running server's summary (default), counters, routers, prefixes, networks, the
+    /// BMP feed (bgp), or rank addresses as it would.
     Show {
         /// What to show.
         #[command(subcommand)]
