@@ -355,3 +355,33 @@ fn changes_the_database_no_longer_accepts_are_counted_and_the_rest_applied() {
         vec![(ip("192.0.2.9"), Some((e1, 2)))]
     );
 }
+
+#[test]
+fn after_a_reload_the_feed_puts_its_routes_back() {
+    let dir = Scratch::new("reload");
+    let (server, bmp) = start(
+        &dir,
+        vec![BmpRouter {
+            source: ip("127.0.0.1"),
+            router: ip(EXIT1),
+        }],
+    );
+    let sock = server.socket().to_path_buf();
+    let up = Peer::global(ip("192.0.2.1"), 64510);
+    let mut s = TcpStream::connect(bmp).unwrap();
+    s.write_all(&wire::route_monitoring(
+        &up,
+        &wire::update(&[net("203.0.113.0/24")], &[64510, 64511], &[]),
+    ))
+    .unwrap();
+    let (a, e1) = (ip("203.0.113.7"), ip(EXIT1));
+    until("the route", || {
+        order(&sock, &[a]) == vec![(a, Some((e1, 2)))]
+    });
+    // The file has no external networks: a reload drops the route, the feed re-sends it.
+    server.reload().expect("reload");
+    until("the route back after the reload", || {
+        order(&sock, &[a]) == vec![(a, Some((e1, 2)))]
+    });
+    assert!(bgp(&sock).updates_applied >= 2);
+}
