@@ -6,9 +6,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use pathwise_oracle::TopologySnapshot;
 use pathwise_oracle::bgp::{BgpRib, BmpSession, ExitNic};
 use pathwise_oracle::model::{OracleConfig, RouterConfig, State};
-use pathwise_oracle::TopologySnapshot;
 use std::net::IpAddr;
 use std::sync::OnceLock;
 
