@@ -129,5 +129,40 @@ fn write_seeds(root: &Path) -> Result<(), String> {
         bytes.extend_from_slice(body.as_bytes());
         dir.write(name, &bytes)?;
     }
-    Ok(())
+    bmp_seeds(root)
+}
+
+/// `bmp_message`: a read size byte, then a BMP stream: the FRR 8.4 session recorded in
+/// `tests/data/`, and one written here with IPv4 and IPv6 announcements, a withdrawal, a peer
+/// down and a termination.
+fn bmp_seeds(root: &Path) -> Result<(), String> {
+    use pathwise_oracle::bgp::wire::{self, Peer};
+    let dir = SeedDir::create(root, "bmp_message")?;
+    let mut frr = vec![64];
+    frr.extend_from_slice(include_bytes!("../tests/data/frr-8.4-bmp-session.bin"));
+    dir.write("frr-8.4.bin", &frr)?;
+    let net = |s: &str| s.parse::<ipnet::IpNet>().map_err(|e| e.to_string());
+    let peer = Peer::global("10.1.1.1".parse().map_err(|e| format!("{e}"))?, 65001);
+    let mut s = vec![255];
+    s.extend(wire::initiation("exit", "seed"));
+    s.extend(wire::peer_up(
+        &peer,
+        "10.1.1.2".parse().map_err(|e| format!("{e}"))?,
+        65000,
+    ));
+    s.extend(wire::route_monitoring(
+        &peer,
+        &wire::update(
+            &[net("203.0.113.0/24")?, net("2001:db8::/32")?],
+            &[65001, 65002],
+            &[],
+        ),
+    ));
+    s.extend(wire::route_monitoring(
+        &peer,
+        &wire::update(&[], &[], &[net("2001:db8::/32")?]),
+    ));
+    s.extend(wire::peer_down(&peer));
+    s.extend(wire::termination());
+    dir.write("written.bin", &s)
 }

@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod alto;
+pub mod bgp;
 pub mod config;
 pub mod generate;
 pub mod model;

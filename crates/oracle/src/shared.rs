@@ -18,7 +18,10 @@ use std::sync::{Arc, Mutex};
 pub struct SharedSnapshot {
     current: ArcSwap<TopologySnapshot>,
     writer: Mutex<()>,
+    /// Snapshots swapped in, by [`store`](Self::store) or [`update`](Self::update).
     swaps: AtomicU64,
+    /// Snapshots replaced wholesale by [`store`](Self::store).
+    stores: AtomicU64,
 }
 
 impl SharedSnapshot {
@@ -28,6 +31,7 @@ impl SharedSnapshot {
             current: ArcSwap::from_pointee(snapshot),
             writer: Mutex::new(()),
             swaps: AtomicU64::new(0),
+            stores: AtomicU64::new(0),
         }
     }
 
@@ -46,6 +50,7 @@ impl SharedSnapshot {
         let _w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         self.current.store(Arc::new(snapshot));
         self.swaps.fetch_add(1, Ordering::Release);
+        self.stores.fetch_add(1, Ordering::Release);
     }
 
     /// How many snapshots were swapped in since [`new`](Self::new): a change of this number
@@ -53,6 +58,13 @@ impl SharedSnapshot {
     /// first, then the snapshot).
     pub fn swaps(&self) -> u64 {
         self.swaps.load(Ordering::Acquire)
+    }
+
+    /// How many times the snapshot was replaced wholesale ([`store`](Self::store), e.g. a
+    /// reload) rather than updated: a feed that keeps its own state (BMP) re-sends it when this
+    /// moves.
+    pub fn stores(&self) -> u64 {
+        self.stores.load(Ordering::Acquire)
     }
 
     /// Apply `updates` to the current snapshot and swap the result in. Queries keep being

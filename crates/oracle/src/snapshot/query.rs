@@ -75,6 +75,22 @@ impl TopologySnapshot {
         self.routers.get(idx).map(|r| r.to_config())
     }
 
+    /// Whether a router with this address exists.
+    pub fn has_router(&self, address: IpAddr) -> bool {
+        self.routers.index_of(&address).is_some()
+    }
+
+    /// Whether `router` is an exit of exactly `prefix` as an external network (what an
+    /// [`Update::RemoveExternalNetwork`](crate::Update::RemoveExternalNetwork) needs).
+    pub fn has_external_network(&self, prefix: &ipnet::IpNet, router: IpAddr) -> bool {
+        let Some(r) = self.routers.index_of(&router) else {
+            return false;
+        };
+        self.prefixes
+            .get(prefix)
+            .is_some_and(|ex| ex.iter().any(|e| e.router == r && !e.source))
+    }
+
     /// The addresses of all routers, in slot order.
     pub fn router_addresses(&self) -> impl Iterator<Item = IpAddr> + '_ {
         self.routers.iter().map(|(_, r)| r.address)

@@ -92,6 +92,10 @@ pub enum Bench {
     /// HTTP/1.1 keep-alive from C clients, against a trivial handler of the same server in the
     /// same run (ratio ALTO/trivial), seed network.
     Alto(crate::oracle::alto::bench::BenchArgs),
+    /// The oracle's BMP feed on loopback with full tables (1M IPv4 + 200k IPv6 prefixes x 4
+    /// exits by default): prefix changes applied per second while loading and under churn,
+    /// update-to-answer latency (median, p99) and the memory of the full-table snapshot.
+    OracleBgp(crate::oracle::bgp_bench::BgpBenchArgs),
     /// Soak: the five-node chain under churn (RSVP and GIST sessions started and ended
     /// continuously, in process over the simulator) for `--duration`, reporting RSS, heap, CPU,
     /// state per node and messages per sample, and whether memory stayed flat.
@@ -127,6 +131,7 @@ impl Cli {
                 Bench::Booster(a) => crate::booster::cli::run_bench(a),
                 Bench::Oracle(a) => crate::oracle::cli::run_bench(a),
                 Bench::Alto(a) => crate::oracle::alto::bench::run_cli(a),
+                Bench::OracleBgp(a) => crate::oracle::bgp_bench::run(a),
                 Bench::Soak(a) => crate::bench::soak::run(a),
                 Bench::Qos(a) => crate::qos::bench::run(a),
                 Bench::QosChain(a) => crate::qos::bench::chain::run(a),

@@ -35,8 +35,8 @@ pub enum Oracle {
     /// serving it.
     #[command(after_long_help = crate::oracle::check::CHECK_HELP)]
     Serve(ServeArgs),
-    /// Show the running server's summary (default), counters, routers, prefixes, networks, or
-    /// rank addresses as it would.
+    /// Show the running server's summary (default), counters, routers, prefixes, networks, the
+    /// BMP feed (bgp), or rank addresses as it would.
     Show {
         /// What to show.
         #[command(subcommand)]
@@ -78,6 +78,16 @@ pub enum Oracle {
         /// Read this file instead of the server's (it becomes the server's file).
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Socket and output format.
+        #[command(flatten)]
+        mgmt: Mgmt,
+    },
+    /// Import routes into the running server: an exit router's MRT dump becomes its external
+    /// networks (then `dump` writes the database).
+    Import {
+        /// What to import.
+        #[command(subcommand)]
+        what: crate::oracle::mrt::Import,
         /// Socket and output format.
         #[command(flatten)]
         mgmt: Mgmt,
@@ -174,6 +184,15 @@ pub struct ServeArgs {
     /// hashes, as `htpasswd -B` writes them.
     #[arg(long, value_name = "FILE", requires = "alto")]
     alto_auth: Option<PathBuf>,
+    /// Accept BMP sessions (RFC 7854) from the exit routers on ADDR, e.g. 0.0.0.0:11019: their
+    /// BGP routes become the exits' external networks (AS distance = AS_PATH length) [default:
+    /// not listening].
+    #[arg(long, value_name = "ADDR")]
+    bmp: Option<SocketAddr>,
+    /// Which exit router a BMP session from SOURCE speaks for, as SOURCE=ROUTER (repeatable);
+    /// without it a session belongs to the router whose address, or NIC address, it comes from.
+    #[arg(long, value_name = "SOURCE=ROUTER", requires = "bmp")]
+    bmp_router: Vec<crate::oracle::bmp::BmpRouter>,
 }
 
 /// What the queries carry and where they go.
@@ -423,6 +442,7 @@ pub fn run(o: Oracle) -> anyhow::Result<()> {
                 Show::Prefix { .. } => serde_json::from_value::<PrefixView>(v)?.render(),
                 Show::Networks { .. } => serde_json::from_value::<NetworksView>(v)?.render(),
                 Show::Rank { .. } => serde_json::from_value::<RankView>(v)?.render(),
+                Show::Bgp => serde_json::from_value::<crate::oracle::bmp::BgpView>(v)?.render(),
             };
             print!("{text}");
             Ok(())
@@ -436,6 +456,22 @@ pub fn run(o: Oracle) -> anyhow::Result<()> {
                 .map(|p| std::fs::canonicalize(&p).with_context(|| format!("{}", p.display())))
                 .transpose()?;
             change(&mgmt, "reload", json!({ "config": config }))
+        }
+        Oracle::Import { what, mgmt } => {
+            // The server reads the file from its own working directory: send an absolute path.
+            let crate::oracle::mrt::Import::Mrt { file, router } = what;
+            let file =
+                std::fs::canonicalize(&file).with_context(|| format!("{}", file.display()))?;
+            let what = crate::oracle::mrt::Import::Mrt { file, router };
+            let v = mgmt.request("import", serde_json::to_value(&what)?)?;
+            if mgmt.json {
+                return print_json(&v);
+            }
+            print!(
+                "{}",
+                serde_json::from_value::<crate::oracle::mrt::ImportReport>(v)?.render()
+            );
+            Ok(())
         }
         Oracle::Dump { output, socket } => {
             let v = crate::mgmt::request(&socket, DAEMON, "dump", Value::Null)?;
@@ -535,7 +571,15 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
     signal_hook::flag::register(signal_hook::consts::SIGHUP, hangup.clone())
         .context("installing signal handlers")?;
     let (routers, prefixes) = (snap.router_count(), snap.prefix_count());
-    let server = OracleServer::start_with(&opts, snap)?;
+    let mut server = OracleServer::start_with(&opts, snap)?;
+    if let Some(listen) = a.bmp {
+        let addr = server.start_bmp(&crate::oracle::bmp::BmpOptions {
+            listen,
+            routers: a.bmp_router.clone(),
+            interval: crate::oracle::bmp::DEFAULT_INTERVAL,
+        })?;
+        eprintln!("pathwise oracle: BMP on tcp {addr}");
+    }
     eprintln!(
         "pathwise oracle: {routers} routers, {prefixes} prefixes from {} (built in {:.0} ms); \
          serving udp {} with {} worker(s); console on {}",

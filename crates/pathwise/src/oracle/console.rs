@@ -93,6 +93,9 @@ pub enum Show {
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
+    /// The BMP feed (`serve --bmp`): sessions, BGP peers, prefixes per exit, updates applied,
+    /// messages and drops.
+    Bgp,
     /// Rank addresses as the server would for a query from SOURCE, with each one's path
     /// metrics and cost.
     Rank {
@@ -276,6 +279,8 @@ pub struct Console {
     management_refused: Arc<AtomicU64>,
     /// The ALTO server's counters, when it runs.
     alto: Option<Arc<super::alto::counters::AltoCounters>>,
+    /// The BMP feed, once `serve --bmp` starts it.
+    bgp: Arc<std::sync::OnceLock<Arc<super::bmp::BmpFeed>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -318,6 +323,7 @@ impl Console {
             swaps: AtomicU64::new(0),
             last_change: Mutex::new(None),
             alto: None,
+            bgp: Arc::default(),
         }
     }
 
@@ -325,6 +331,11 @@ impl Console {
     pub fn with_alto(mut self, alto: Option<Arc<super::alto::counters::AltoCounters>>) -> Self {
         self.alto = alto;
         self
+    }
+
+    /// Where the BMP feed is registered (`show bgp`, the metrics page).
+    pub fn bgp_slot(&self) -> Arc<std::sync::OnceLock<Arc<super::bmp::BmpFeed>>> {
+        self.bgp.clone()
     }
 
     /// Answer one management request.
@@ -363,12 +374,20 @@ impl Console {
                     "prefixes": snap.prefix_count(),
                 }))
             }
+            "import" => {
+                let what: super::mrt::Import = parse(verb, args)?;
+                let old = self.shared.load_full();
+                let report = super::mrt::run(&self.shared, &what)?;
+                self.swapped(&report.message);
+                retire(old);
+                json(&report)
+            }
             "help" | "" => Ok(Value::String(
-                "commands: show, set, reload, dump, create, delete (see `pathwise oracle --help`)"
+                "commands: show, set, reload, dump, create, delete, import (see `pathwise oracle --help`)"
                     .into(),
             )),
             other => Err(format!(
-                "unknown command {other:?}; the oracle console knows show, set, reload, dump, \
+                "unknown command {other:?}; the oracle console knows show, set, reload, dump, import, \
                  create and delete"
             )),
         }
@@ -412,12 +431,22 @@ impl Console {
                 report.alto = self.alto.as_ref().map(|a| a.report());
                 json(&report)
             }
-            Show::Metrics => Ok(Value::String(crate::metrics::page([super::metrics(
-                &self.counters,
-                &self.shared,
-                &self.management_refused,
-                self.alto.as_deref(),
-            )]))),
+            Show::Metrics => {
+                let mut m = super::metrics(
+                    &self.counters,
+                    &self.shared,
+                    &self.management_refused,
+                    self.alto.as_deref(),
+                );
+                if let Some(feed) = self.bgp.get() {
+                    feed.metrics(&mut m);
+                }
+                Ok(Value::String(crate::metrics::page([m])))
+            }
+            Show::Bgp => match self.bgp.get() {
+                Some(feed) => json(&feed.view()),
+                None => Err("BMP is not enabled: start the server with --bmp ADDR".into()),
+            },
             Show::Router { address } => {
                 let router = need_router(&snap, *address)?;
                 let cfg = snap.to_config();

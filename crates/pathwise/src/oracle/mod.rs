@@ -15,18 +15,25 @@
 //!
 //! - [`alto`]: the ALTO server (RFC 7285, update streams RFC 8895) beside the UDP one, from the
 //!   same snapshot, and the `pathwise oracle alto …` client.
+//! - [`bmp`]: the BMP listener (`serve --bmp`): exit routers stream their routes, which become
+//!   external networks (RFC 7854).
+//! - [`mrt`]: `import mrt`: a router's MRT dump as its external networks (RFC 6396).
+//! - [`bgp_bench`]: `pathwise bench oracle-bgp`: the BMP feed with full tables, end to end.
 //! - [`cli`]: `pathwise oracle …` and the arguments of `pathwise bench oracle`.
 //!
 //! [`OracleServer`] ties the server and the console together (`pathwise oracle serve`).
 
 pub mod alto;
 pub mod bench;
+pub mod bgp_bench;
+pub mod bmp;
 pub mod check;
 pub mod cli;
 pub mod clients;
 pub mod console;
 pub mod counters;
 pub mod demo;
+pub mod mrt;
 pub mod server;
 pub mod views;
 
@@ -62,6 +69,7 @@ pub struct ServeOptions {
 /// the management socket.
 #[derive(Debug)]
 pub struct OracleServer {
+    bmp: Option<bmp::BmpListener>,
     // Stop the console before the workers.
     _mgmt: crate::mgmt::ServerHandle,
     udp: UdpServer,
@@ -123,8 +131,13 @@ impl OracleServer {
             Some(addr) => {
                 let (counters, shared) = (udp.counters().clone(), shared.clone());
                 let alto = alto_counters.clone();
+                let bgp = console.bgp_slot();
                 let page = crate::metrics::ServiceCollector::live(move || {
-                    metrics(&counters, &shared, &refused, alto.as_deref())
+                    let mut m = metrics(&counters, &shared, &refused, alto.as_deref());
+                    if let Some(feed) = bgp.get() {
+                        feed.metrics(&mut m);
+                    }
+                    m
                 });
                 let registry = crate::metrics::registry([page]);
                 Some(crate::metrics::http::MetricsServer::start(addr, registry)?)
@@ -132,6 +145,7 @@ impl OracleServer {
             None => None,
         };
         Ok(OracleServer {
+            bmp: None,
             _mgmt: handle,
             udp,
             shared,
@@ -152,6 +166,22 @@ impl OracleServer {
     /// The ALTO server's counters, if ALTO is served.
     pub fn alto_counters(&self) -> Option<&Arc<alto::counters::AltoCounters>> {
         self.alto_counters.as_ref()
+    }
+
+    /// Start the BMP listener (RFC 7854): exit routers' routes become external networks;
+    /// `show bgp` and the `bmp_*` metrics report it. Returns where routers connect.
+    pub fn start_bmp(&mut self, opts: &bmp::BmpOptions) -> anyhow::Result<SocketAddr> {
+        anyhow::ensure!(self.bmp.is_none(), "the BMP listener is already running");
+        let listener = bmp::BmpListener::start(opts, self.shared.clone())?;
+        let addr = listener.local_addr();
+        let _ = self.console.bgp_slot().set(listener.feed().clone());
+        self.bmp = Some(listener);
+        Ok(addr)
+    }
+
+    /// The BMP feed, when the listener runs.
+    pub fn bmp(&self) -> Option<&Arc<bmp::BmpFeed>> {
+        self.bmp.as_ref().map(|b| b.feed())
     }
 
     /// Where the metrics are served, if they are.
