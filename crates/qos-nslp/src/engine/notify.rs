@@ -145,8 +145,16 @@ impl<T: TrafficControl> QosNslp<T> {
                 s.reverse_lost = false;
                 if s.abandoned_next == Some(peer) && s.next_peer.is_some() {
                     // §5.2.5.4: GIST's latest peer may be the old one refreshing its state;
-                    // no falling back to it.
+                    // no falling back to it. Nor is it torn: GIST routes by it again, so the
+                    // route may have come back.
+                    if s.old_branch == Some(peer) {
+                        s.old_branch = None;
+                    }
                     return;
+                }
+                if s.old_branch == Some(peer) {
+                    // GIST routes by the old peer again: the route may have come back.
+                    s.old_branch = None;
                 }
                 let old = s.next_peer.replace(peer);
                 let moved = changed || old.is_some_and(|o| o != peer);
@@ -161,10 +169,13 @@ impl<T: TrafficControl> QosNslp<T> {
                         return;
                     };
                     // §5.2.5.2: a full RESERVE with RSN + 2 and an RII, routed by GIST to the
-                    // new peer. The old branch is not torn explicitly — GIST here has no
-                    // explicit routing by SII-Handle — so its state times out (§3.2.12 leaves
-                    // the tear optional); the convergence point ignores the old peer's
+                    // new peer ("An SII-Handle MUST NOT be specified"). Once its RESPONSE
+                    // arrives, the old branch is torn by the old peer's SII-Handle
+                    // (`tear_old_branch`); the convergence point ignores the old peer's
                     // refreshes meanwhile (§5.2.5.4).
+                    if let Some(o) = old.filter(|o| *o != peer) {
+                        s.old_branch = Some(o);
+                    }
                     s.rsn_out = s.rsn_out.wrapping_add(2);
                     s.full_refresh = true;
                     self.counters.route_changes += 1;

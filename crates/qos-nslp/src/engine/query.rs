@@ -4,11 +4,12 @@
 use super::state::{Initiation, Role};
 use super::{QosNslp, rmf};
 use crate::wire::qspec::ParamValue;
-use crate::wire::{Answers, Body, ErrorClass, GenericFlags, InfoSpec, Message, Query, code};
+use crate::wire::{Answers, Body, ErrorClass, GenericFlags, InfoSpec, Message, Query, Rii, code};
 use pathwise_core::tc::TrafficControl;
 use pathwise_core::time::Instant;
 use pathwise_gist::nslp::{GistApi, RecvMessage};
 use pathwise_gist::wire::PathCoupledMri;
+use rand::Rng;
 
 impl<T: TrafficControl> QosNslp<T> {
     pub(super) fn on_query(
@@ -33,9 +34,22 @@ impl<T: TrafficControl> QosNslp<T> {
             {
                 // §3.2.12: a QUERY with RESERVE-INIT reaching a node that holds the
                 // reservation (the convergence point after a route change): a full RESERVE
-                // back up the new path, not the QUERY further down; RSN + 2 (§5.2.5.2).
+                // back up the new path, not the QUERY further down; RSN + 2 and an RII
+                // (§5.2.5.2), whose RESPONSE lets this node tear the branch it sent its
+                // RESERVEs along before (`tear_old_branch`) — a QUERY from another peer than
+                // the one towards the QNR means that branch was left.
                 s.rsn_out = s.rsn_out.wrapping_add(2);
-                let _ = self.send_reserve(gist, now, sid, None, false, true);
+                if let Some(o) = s
+                    .next_peer
+                    .filter(|o| m.sii_handle.is_some_and(|p| p != *o))
+                {
+                    s.old_branch = Some(o);
+                }
+                let (rii, own) = match &s.own_request {
+                    Some(o) => (o.rii, false),
+                    None => (Rii(self.rng.random()), true),
+                };
+                let _ = self.send_reserve(gist, now, sid, Some(rii), own, true);
                 return;
             }
             if !at_end {

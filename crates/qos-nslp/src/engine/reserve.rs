@@ -395,6 +395,7 @@ impl<T: TrafficControl> QosNslp<T> {
                     abandoned_peer: None,
                     next_peer: None,
                     abandoned_next: None,
+                    old_branch: None,
                     rsn_in: None,
                     rsn_out: 0,
                     refresh_in: r_in,
@@ -578,6 +579,65 @@ impl<T: TrafficControl> QosNslp<T> {
             let _ = self.send(gist, now, sid, &flow, dir, &msg);
         }
         self.remove_session(gist, now, sid);
+    }
+
+    /// RFC 5974 §5.2.5.2: "When the QNE receives the RESPONSE message that relates to the
+    /// RESERVE message sent down the new path, it SHOULD send a RESERVE message with the TEAR
+    /// flag sent down the old path. To do so, it MUST request GIST to use its explicit routing
+    /// mechanism, and the QoS NSLP MUST supply an SII-Handle relating to the old peer QNE",
+    /// with RSN[current] − 1 (RSN[current] unchanged). §3.2.12 puts it at the node whose path
+    /// towards the QNR changed: the divergence point of a sender-initiated reservation, the
+    /// convergence point (in the data's direction) of a receiver-initiated one, which sends
+    /// the RESERVE up the new path. The old peer tears its state and sends the tear on towards
+    /// the QNR, where the node the branches meet ignores it (not from its current peer,
+    /// §5.4.1). A node whose GIST named the old peer again meanwhile (a spurious change or a
+    /// route back, §3.2.12.2: `old_branch` is cleared then), or whose RESPONSE came back from
+    /// the old peer (the old path still carries the session), sends nothing; the RSN keeps a
+    /// tear that reaches a node already refreshed along the new path from acting (§5.2.5.2).
+    /// Like any tear it is not retransmitted (§5.2.4): if it is lost, or GIST no longer knows
+    /// the handle (a MessageStatus then says so), the old branch times out as before.
+    pub(super) fn tear_old_branch(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        sid: SessionId,
+        answered_by: Option<pathwise_gist::nslp::SiiHandle>,
+    ) {
+        let Some(s) = self.sessions.get_mut(&sid) else {
+            return;
+        };
+        let Some(old) = s.old_branch.take() else {
+            return;
+        };
+        if Some(old) == answered_by {
+            return;
+        }
+        let mut r = Reserve::new(Rsn {
+            rsn: s.rsn_out.wrapping_sub(1),
+            epoch: self.epoch,
+        });
+        r.tear = true;
+        r.bound_sessions = s.bound.clone();
+        let msg = Message::new(Body::Reserve(r));
+        let (flow, dir) = (s.flow, s.initiation.toward_qnr());
+        let bytes = msg.to_bytes();
+        self.counters
+            .count_sent(crate::wire::MsgType::Reserve, bytes.len());
+        self.counters.tears_sent += 1;
+        let mut mri = flow;
+        mri.upstream = dir == Direction::Upstream;
+        let mut m = pathwise_gist::nslp::SendMessage::new(
+            self.cfg.nslpid,
+            sid,
+            pathwise_gist::wire::Mri::PathCoupled(mri),
+            bytes,
+        );
+        // Explicit routing to the old peer (RFC 5971 §7.1.4, B.1): over an association GIST
+        // still has to it, else D-mode; a tear is best effort either way (§5.2.4).
+        m.sii_handle = Some(old);
+        if gist.send_message(now, m).is_err() {
+            self.counters.drop("gist_refused");
+        }
     }
 
     /// SESSION-ID-LIST and RSN-LIST of a refreshing RESERVE (§5.3.6, §5.3.7): refresh each
@@ -839,7 +899,10 @@ impl<T: TrafficControl> QosNslp<T> {
             self.set_timer(sid, TimerKind::Retry, None);
             if ends_reservation(&r.info_spec) {
                 self.fail_upstream(now, gist, m, flow, r);
-            } else if role == Some(Role::Qni) {
+                return;
+            }
+            self.tear_old_branch(now, gist, sid, m.sii_handle);
+            if role == Some(Role::Qni) {
                 if r.info_spec.is_success() {
                     self.events.push_back(QosEvent::Reserved {
                         session_id: sid,

@@ -91,6 +91,10 @@ pub struct Reservation {
     /// The peer towards the QNR this node moved away from after a route change: GIST
     /// naming it again is not taken for another change (§5.2.5.4).
     pub abandoned_next: Option<SiiHandle>,
+    /// The peer towards the QNR of the branch left after a route change, until the RESPONSE to
+    /// the RESERVE sent along the new path arrives: then a tearing RESERVE goes to it,
+    /// explicitly routed by its SII-Handle (RFC 5974 §5.2.5.2, §3.2.12).
+    pub old_branch: Option<SiiHandle>,
     /// The RSN (and epoch) last accepted from the previous peer.
     pub rsn_in: Option<Rsn>,
     /// This node's own RSN for the session (§5.3.1), sent towards the QNR.
