@@ -731,6 +731,11 @@ impl<T: TrafficControl + 'static> Nslp for QosNslp<T> {
         if status.error.is_some() {
             self.counters.drop("gist_undelivered");
         }
+        if status.error == Some(pathwise_gist::nslp::DeliveryError::NoRoutingState) {
+            // B.3: an upstream message waited for routing state that never came (no Confirm
+            // from upstream): for a receiver-initiated QNE, its RESERVE towards the QNR.
+            self.no_reverse_path(status.session_id);
+        }
     }
 
     fn network_notification(

@@ -143,18 +143,17 @@ impl<T: TrafficControl> QosNslp<T> {
                 changed,
             } if direction == s.initiation.toward_qnr() => {
                 s.reverse_lost = false;
+                if direction == Direction::Downstream && s.old_branch == Some(peer) {
+                    // GIST's Query towards the flow's destination found the old peer again:
+                    // the route may have come back, so it is not torn. (Upstream, GIST's latest
+                    // peer is just whoever queried last — the old peer too, until its state
+                    // goes, RFC 5971 §7.1.4 — which says nothing of the route.)
+                    s.old_branch = None;
+                }
                 if s.abandoned_next == Some(peer) && s.next_peer.is_some() {
                     // §5.2.5.4: GIST's latest peer may be the old one refreshing its state;
-                    // no falling back to it. Nor is it torn: GIST routes by it again, so the
-                    // route may have come back.
-                    if s.old_branch == Some(peer) {
-                        s.old_branch = None;
-                    }
+                    // no falling back to it.
                     return;
-                }
-                if s.old_branch == Some(peer) {
-                    // GIST routes by the old peer again: the route may have come back.
-                    s.old_branch = None;
                 }
                 let old = s.next_peer.replace(peer);
                 let moved = changed || old.is_some_and(|o| o != peer);

@@ -71,7 +71,7 @@ impl<T: TrafficControl> QosNslp<T> {
         if let Some(s) = self.sessions.get_mut(&sid) {
             s.full_refresh &= !full;
         }
-        self.dispatch(
+        let sent = self.dispatch(
             gist,
             now,
             sid,
@@ -79,7 +79,11 @@ impl<T: TrafficControl> QosNslp<T> {
             dir,
             crate::wire::MsgType::Reserve,
             bytes,
-        )?;
+        );
+        if sent == Err(ApiError::NoRoutingState) {
+            self.no_reverse_path(sid);
+        }
+        sent?;
         let mut mri = flow;
         mri.upstream = dir == Direction::Upstream;
         // B.5: keep the routing state towards the QNR for as long as the reservation lives.
@@ -92,6 +96,26 @@ impl<T: TrafficControl> QosNslp<T> {
             Self::lifetime(self.cfg.refresh_period),
         );
         Ok(())
+    }
+
+    /// A receiver-initiated QNE whose RESERVE GIST cannot send on towards the QNR (no
+    /// routing state that way: no QUERY passes here; refused at once, or reported by a
+    /// MessageStatus once GIST gave up waiting for it) is off the reverse path (§4.3), as when
+    /// GIST reports that state lost (`RoutingStateLost`): refreshes no longer extend its state,
+    /// which goes at its lifetime unless GIST finds a peer that way again. Without this, a
+    /// state installed after that report — a full RESERVE from a downstream peer whose GIST
+    /// still routes to this node, because this node keeps querying it to keep its reverse
+    /// path — is refreshed by that peer for ever (QoS campaign finding 4, seed
+    /// 5861785519592049).
+    pub(super) fn no_reverse_path(&mut self, sid: SessionId) {
+        if let Some(s) = self.sessions.get_mut(&sid)
+            && s.initiation == Initiation::Receiver
+            && s.role == Role::Qne
+            && !s.reverse_lost
+        {
+            s.reverse_lost = true;
+            self.counters.reverse_path_lost += 1;
+        }
     }
 
     /// RFC 5974 §4.3: a receiver-initiated reservation's RESERVEs travel the reverse path,

@@ -11,6 +11,8 @@ use pathwise_gist::nslp::{NslpEvent, SiiHandle, TransferAttributes};
 struct Recorder {
     sent: Vec<SendMessage>,
     sessions: u8,
+    /// Refuse upstream messages as GIST does without routing state that way.
+    no_upstream_state: bool,
 }
 
 const ME: &str = "10.0.2.1";
@@ -24,6 +26,9 @@ impl GistApi for Recorder {
         _: Instant,
         msg: SendMessage,
     ) -> Result<pathwise_gist::nslp::MessageHandle, ApiError> {
+        if self.no_upstream_state && msg.mri.is_upstream() {
+            return Err(ApiError::NoRoutingState);
+        }
         self.sent.push(msg);
         Ok(pathwise_gist::nslp::MessageHandle(self.sent.len() as u64))
     }
@@ -869,4 +874,72 @@ fn a_receiver_initiated_convergence_point_tears_the_old_branch_upstream() {
         Some(Role::Qni),
         "the reservation stays"
     );
+}
+
+/// Seed 5861785519592049: a receiver-initiated QNE that installs a full RESERVE it cannot send
+/// on towards the QNR (GIST: no routing state upstream — no QUERY passes here) is off the
+/// reverse path (§4.3): its refreshes no longer extend it, it goes at its lifetime and then
+/// refuses the RESERVEs still sent its way, instead of being kept for ever by a downstream
+/// peer whose GIST still routes to it.
+#[test]
+fn qos_seed_5861785519592049_a_receiver_initiated_qne_without_a_way_on_is_not_kept_alive() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    g.no_upstream_state = true;
+    let sid = SessionId([1; 16]);
+    let at = |s: u64| Instant::ZERO + Duration::from_secs(s);
+    e.recv_message(
+        at(0),
+        &mut g,
+        recv_along(initial(5), DOWN_OLD, 1, SRC, DST, Direction::Upstream),
+    );
+    let s = e.session(&sid).expect("installed");
+    assert_eq!(
+        (s.role, s.initiation, s.reverse_lost),
+        (Role::Qne, Initiation::Receiver, true)
+    );
+    assert_eq!(e.counters().reverse_path_lost, 1);
+    let expires = s.expires_at.unwrap();
+    // Refreshes from the downstream peer do not extend it.
+    let refresh = Message::new(Body::Reserve(reduced(5, 0x0102_0304))).to_bytes();
+    e.recv_message(
+        at(10),
+        &mut g,
+        recv_along(refresh.clone(), DOWN_OLD, 1, SRC, DST, Direction::Upstream),
+    );
+    assert_eq!(e.session(&sid).unwrap().expires_at, Some(expires));
+    e.handle_timeout(expires, &mut g);
+    assert!(e.session(&sid).is_none());
+    assert!(e.traffic_control().is_empty());
+    // What still comes its way is refused, not installed again.
+    e.recv_message(
+        expires,
+        &mut g,
+        recv_along(initial(5), DOWN_OLD, 1, SRC, DST, Direction::Upstream),
+    );
+    assert!(e.is_empty());
+    assert_eq!(e.counters().dropped("no_reverse_path"), 1);
+}
+
+/// The same when GIST accepts the RESERVE and reports later that no routing state came for it
+/// (B.3 MessageStatus: it waited for a Confirm from upstream that never arrived).
+#[test]
+fn a_receiver_initiated_qne_whose_reserve_found_no_routing_state_is_off_the_reverse_path() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let sid = SessionId([1; 16]);
+    e.recv_message(
+        Instant::ZERO,
+        &mut g,
+        recv_along(initial(5), DOWN_OLD, 1, SRC, DST, Direction::Upstream),
+    );
+    assert!(!e.session(&sid).unwrap().reverse_lost);
+    let status = MessageStatus {
+        handle: pathwise_gist::nslp::MessageHandle(1),
+        nslpid: NSLPID,
+        session_id: sid,
+        error: Some(pathwise_gist::nslp::DeliveryError::NoRoutingState),
+        transfer: None,
+    };
+    e.message_status(Instant::ZERO, &mut g, status);
+    assert!(e.session(&sid).unwrap().reverse_lost);
+    assert_eq!(e.counters().reverse_path_lost, 1);
 }
