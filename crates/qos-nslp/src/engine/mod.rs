@@ -522,6 +522,7 @@ impl<T: TrafficControl> QosNslp<T> {
             full_refresh: true,
             own_request: None,
             forwarded_riis: Vec::new(),
+            rii_forwarded_at: None,
             reverse_lost: false,
             break_flag: false,
             refresh_at: None,

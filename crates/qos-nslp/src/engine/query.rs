@@ -53,7 +53,16 @@ impl<T: TrafficControl> QosNslp<T> {
                 return;
             }
             if !at_end {
-                self.forward_query(now, gist, sid, &flow, dir, flags, q);
+                self.forward_query(
+                    now,
+                    gist,
+                    sid,
+                    &flow,
+                    dir,
+                    flags,
+                    q,
+                    m.gist_hops.saturating_sub(1),
+                );
                 return;
             }
             if !self.cfg.accept_reserve_init {
@@ -116,7 +125,16 @@ impl<T: TrafficControl> QosNslp<T> {
                 flags.break_,
             );
         } else {
-            self.forward_query(now, gist, sid, &flow, dir, flags, q);
+            self.forward_query(
+                now,
+                gist,
+                sid,
+                &flow,
+                dir,
+                flags,
+                q,
+                m.gist_hops.saturating_sub(1),
+            );
         }
     }
 
@@ -130,10 +148,32 @@ impl<T: TrafficControl> QosNslp<T> {
         dir: pathwise_gist::nslp::Direction,
         flags: GenericFlags,
         q: Query,
+        hops: u8,
     ) {
+        // RFC 5971 §4.3.2: GIST's hop count is the lightweight loop control of messages an
+        // NSLP passes on, so the QUERY goes on with the count it arrived with less one (as
+        // the Ping NSLP does); at zero it stops. Without it a QUERY caught in a routing loop
+        // (GIST states pointing at each other while routes change) went round for ever.
+        if hops == 0 {
+            self.counters.drop("hop_limit");
+            return;
+        }
         let mut msg = Message::new(Body::Query(q));
         msg.flags.break_ = flags.break_;
-        if self.send(gist, now, sid, flow, dir, &msg).is_err() {
+        let bytes = msg.to_bytes();
+        self.counters
+            .count_sent(crate::wire::MsgType::Query, bytes.len());
+        let mut mri = *flow;
+        mri.upstream = dir == pathwise_gist::nslp::Direction::Upstream;
+        let mut m = pathwise_gist::nslp::SendMessage::new(
+            self.cfg.nslpid,
+            sid,
+            pathwise_gist::wire::Mri::PathCoupled(mri),
+            bytes,
+        );
+        m.transfer.reliable = self.cfg.reliable;
+        m.gist_hops = Some(hops);
+        if gist.send_message(now, m).is_err() {
             self.counters.drop("not_forwarded");
         }
     }

@@ -323,10 +323,25 @@ impl<T: TrafficControl> QosNslp<T> {
                     InfoSpec::new(ErrorClass::Success, code::success::RESERVATION_SUCCESSFUL);
                 self.respond(gist, now, m, &flow, Some(Answers::Rii(rii)), info, q, false);
             } else {
-                if let Some(s) = self.sessions.get_mut(&sid)
-                    && !s.forwarded_riis.contains(&rii)
-                {
-                    s.forwarded_riis.push(rii);
+                // §5.2.4: a request is retransmitted QOSNSLP_REQUEST_RETRY apart at the least,
+                // so the same RII again within half that — or this node's own — is the request
+                // coming round a routing loop (GIST states pointing at each other): forwarding
+                // it would send it round for ever.
+                let retry = self.cfg.request_retry / 2;
+                let looped = self.sessions.get(&sid).is_some_and(|s| {
+                    s.own_request.as_ref().is_some_and(|o| o.rii == rii)
+                        || s.rii_forwarded_at
+                            .is_some_and(|(x, t)| x == rii && now < t + retry)
+                });
+                if looped {
+                    self.counters.drop("rii_looped");
+                    return;
+                }
+                if let Some(s) = self.sessions.get_mut(&sid) {
+                    if !s.forwarded_riis.contains(&rii) {
+                        s.forwarded_riis.push(rii);
+                    }
+                    s.rii_forwarded_at = Some((rii, now));
                 }
                 let _ = self.send_reserve(gist, now, sid, Some(rii), false, true);
             }
@@ -432,6 +447,7 @@ impl<T: TrafficControl> QosNslp<T> {
                     full_refresh: true,
                     own_request: None,
                     forwarded_riis: Vec::new(),
+                    rii_forwarded_at: None,
                     reverse_lost: false,
                     break_flag: false,
                     refresh_at: None,

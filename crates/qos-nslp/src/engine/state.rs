@@ -121,6 +121,9 @@ pub struct Reservation {
     pub own_request: Option<OwnRequest>,
     /// RIIs of others this node forwarded, to pass their RESPONSEs on (§5.3.2).
     pub forwarded_riis: Vec<Rii>,
+    /// The RII this node last passed on in a refreshing RESERVE, and when (a request coming
+    /// round again sooner than a retransmission could is a routing loop, §5.2.4).
+    pub rii_forwarded_at: Option<(Rii, Instant)>,
     /// Receiver-initiated: GIST lost the routing state towards the QNR (no QUERY passes here
     /// any more). Refreshes then no longer extend the state, which goes at its lifetime unless
     /// GIST finds a peer that way again.

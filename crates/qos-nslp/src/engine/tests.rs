@@ -943,3 +943,47 @@ fn a_receiver_initiated_qne_whose_reserve_found_no_routing_state_is_off_the_reve
     assert!(e.session(&sid).unwrap().reverse_lost);
     assert_eq!(e.counters().reverse_path_lost, 1);
 }
+
+/// QoS campaign seed 4843511798430122 (a storm of 3 million QUERYs): a QUERY passed on goes
+/// with the GIST hop count it arrived with less one and stops at zero (RFC 5971 §4.3.2), so a
+/// routing loop cannot keep it going.
+#[test]
+fn qos_seed_4843511798430122_a_forwarded_query_spends_the_gist_hop_count() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let Body::Reserve(r) = vectors::reserve_initial().body else {
+        unreachable!()
+    };
+    let query = Message::new(Body::Query(crate::wire::Query::new(r.qspec.unwrap()))).to_bytes();
+    let mut m = recv(query.clone(), UP, 1);
+    m.gist_hops = 5;
+    e.recv_message(Instant::ZERO, &mut g, m);
+    assert_eq!(g.sent.len(), 1);
+    assert_eq!(g.sent[0].gist_hops, Some(4));
+    g.sent.clear();
+    let mut m = recv(query, UP, 1);
+    m.gist_hops = 1;
+    e.recv_message(Instant::ZERO, &mut g, m);
+    assert!(g.sent.is_empty(), "not passed on with a hop count of zero");
+    assert_eq!(e.counters().dropped("hop_limit"), 1);
+}
+
+/// §5.2.4: the same RII again sooner than a retransmission could come is the request coming
+/// round a routing loop: passed on once, not again.
+#[test]
+fn a_request_coming_round_again_at_once_is_not_passed_on() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    g.sent.clear();
+    let mut again = reduced(5, 0x0102_0304);
+    again.rii = Some(Rii(42));
+    let again = Message::new(Body::Reserve(again)).to_bytes();
+    let t = Instant::ZERO + Duration::from_millis(10);
+    e.recv_message(t, &mut g, recv(again.clone(), UP, 1));
+    assert_eq!(g.sent.len(), 1, "the first retransmission goes on");
+    e.recv_message(t, &mut g, recv(again.clone(), UP, 1));
+    assert_eq!(g.sent.len(), 1);
+    assert_eq!(e.counters().dropped("rii_looped"), 1);
+    // A real retransmission, QOSNSLP_REQUEST_RETRY later, goes on.
+    e.recv_message(t + Duration::from_secs(2), &mut g, recv(again, UP, 1));
+    assert_eq!(g.sent.len(), 2);
+}
