@@ -380,3 +380,56 @@ fn gist_seed_3182916611534347_unused_state_lapses_while_awaiting_refresh() {
     assert_eq!(counters(&p.q).downstream_lapses, 1);
     assert_eq!(counters(&p.q).handshake_failures, 0);
 }
+
+/// B.2: the SII-Handle of a Data message routed by state is its sender (its NLI), not the
+/// peer the state names. After a route change the old peer's messages still arrive; reported
+/// under the new peer's handle, an NSLP took them for the new peer's (QoS campaign finding 4:
+/// the old branch's tear accepted where the branches meet).
+#[test]
+fn data_from_another_node_than_the_peer_is_reported_as_its_sender() {
+    let mut p = Pair::new(CookieMode::Hash);
+    p.send(b"one");
+    p.run(&mut deliver);
+    assert_eq!(p.up(), Some(RespondingState::Established));
+    p.send(b"two");
+    let mut data = None;
+    p.run(&mut |m: &Message| {
+        if m.msg_type() == MsgType::Data {
+            data = Some(m.clone());
+        }
+        Some(m.clone())
+    });
+    // The same Data, as a node that was once R's upstream peer for the session sends it.
+    let old = ip("10.1.0.3");
+    let mut m = data.expect("Data went by");
+    if let Body::Data(d) = &mut m.body {
+        d.nli
+            .as_mut()
+            .expect("D-mode Data carries the NLI")
+            .interface_address = old;
+    }
+    let t = Transmit {
+        src: Some(old),
+        dst: ip(R),
+        ifindex: None,
+        transport: pathwise_core::io::Transport::Udp {
+            src_port: 270,
+            dst_port: 270,
+        },
+        router_alert: None,
+        ttl: 64,
+        payload: m.to_datagram(),
+    };
+    p.events_r.clear();
+    p.r.handle_datagram(p.now, t.received_on(IfIndex(1), old));
+    p.run(&mut deliver);
+    let handles: Vec<_> = p
+        .events_r
+        .iter()
+        .filter_map(|e| match e {
+            GistEvent::Recv(m) if !m.nslp_data.is_empty() => Some(m.sii_handle),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(handles, vec![Some(SiiHandle(old))]);
+}

@@ -51,6 +51,13 @@ fn gist_campaign() {
     run(Protocol::Gist);
 }
 
+/// The QoS NSLP on GIST (docs/CAMPAIGNS.md finding 4: in CI since the old branch of a route
+/// change is torn by SII-Handle, RFC 5974 §5.2.5.2).
+#[test]
+fn qos_campaign() {
+    run(Protocol::Qos);
+}
+
 /// Gist seed 2485318213037986 hung: a messaging association still connecting after its hold
 /// time, that had heard from its peer meanwhile, re-armed its timer at the passed deadline and
 /// fired for ever inside one `handle_timeout` (fixed in `GistEngine::on_ma_timer`). Run on a

@@ -64,6 +64,13 @@ pub struct Counters {
     /// Handshakes for secure transfer whose responder offered no TLS (the secure messages
     /// failed instead of going in the clear).
     pub tls_refused_by_peer: u64,
+    /// Data messages routed explicitly to an SII-Handle (E flag; RFC 5971 §7.1.4).
+    pub explicit_sent: u64,
+    /// Explicitly routed Data messages received (delivered without routing-state checks).
+    pub explicit_received: u64,
+    /// Explicitly routed messages that failed (unknown SII-Handle, or no association for a
+    /// reliable or secure one), each reported in a MessageStatus.
+    pub explicit_failures: u64,
 }
 
 impl Counters {

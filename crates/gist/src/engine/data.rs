@@ -77,6 +77,11 @@ impl GistEngine {
             return Err(ApiError::InvalidMri);
         }
         let key = MrsKey::new(&msg.mri, msg.nslpid, msg.session_id);
+        if let Some(peer) = msg.sii_handle {
+            let handle = handle.unwrap_or_else(|| self.alloc_handle());
+            self.send_explicit(now, &key, peer, msg, handle);
+            return Ok(handle);
+        }
         if msg.mri.is_upstream() {
             let idx = self.lookup(&key).ok_or(ApiError::NoRoutingState)?;
             let handle = handle.unwrap_or_else(|| self.alloc_handle());
@@ -189,6 +194,71 @@ impl GistEngine {
             }
         }
         Ok(handle)
+    }
+
+    /// SendMessage with an SII-Handle: explicit routing to that peer (RFC 5971 §7.1.4: "Messages
+    /// sent using the SII-Handle MUST bypass the routing state tables at the sender, and this
+    /// MUST be indicated by setting the E-flag"; only Data messages are sent this way). Over a
+    /// messaging association to the peer when one is connected (a TLS one for secure
+    /// transfer), else D-mode to its address with this node's NLI, so the receiver knows whom
+    /// it came from. A handle GIST does not know, or a reliable or secure transfer without a
+    /// suitable association, fails with a MessageStatus (B.3); nothing is queued and no
+    /// routing state is made.
+    fn send_explicit(
+        &mut self,
+        now: Instant,
+        key: &MrsKey,
+        peer: SiiHandle,
+        msg: SendMessage,
+        handle: MessageHandle,
+    ) {
+        let addr = peer.0;
+        if !self.knows_handle(addr) {
+            self.counters.explicit_failures += 1;
+            self.fail(key, handle, DeliveryError::UnknownSiiHandle);
+            return;
+        }
+        let mut p = Pending {
+            handle,
+            data: msg.nslp_data,
+            transfer: msg.transfer,
+            report: msg.report_dispatch,
+            hops: msg.gist_hops,
+        };
+        let upstream = msg.mri.is_upstream();
+        let ma = match self.connected_ma(addr, MaTransport::Tls) {
+            Some(m) => Some(m),
+            None if !p.transfer.secure => self.connected_ma(addr, MaTransport::Tcp),
+            None => None,
+        };
+        match ma {
+            Some(ma) => {
+                let t = self.ma_transfer(ma);
+                self.dispatched(key, handle, p.report, t);
+                let mut m = self.data_msg(key, upstream, None, &mut p);
+                m.e_flag = true;
+                self.counters.explicit_sent += 1;
+                self.ma_send(now, ma, &m);
+            }
+            None if p.transfer.reliable || p.transfer.secure => {
+                // Never unreliably (or in the clear) what was asked otherwise.
+                self.counters.explicit_failures += 1;
+                self.fail(key, handle, DeliveryError::Unsupported);
+            }
+            None => {
+                let Some(src) = self.source_for(addr) else {
+                    self.counters.explicit_failures += 1;
+                    self.fail(key, handle, DeliveryError::UnknownSiiHandle);
+                    return;
+                };
+                self.dispatched(key, handle, p.report, TransferAttributes::default());
+                let mut m = self.data_msg(key, upstream, Some(src), &mut p);
+                m.e_flag = true;
+                self.counters.explicit_sent += 1;
+                let ttl = msg.ip_ttl.unwrap_or(self.cfg.ip_ttl);
+                self.send_dmode(&m, Some(src), addr, crate::wire::GIST_PORT, false, ttl);
+            }
+        }
     }
 
     /// A Data message without routing state: Q-mode encapsulated towards the flow's
@@ -429,7 +499,15 @@ impl GistEngine {
         let upstream = d.mri.is_upstream();
         let key = MrsKey::new(&d.mri, msg.nslpid, d.session_id);
         let mut peer = d.nli.as_ref().map(|n| n.interface_address);
-        if !msg.c_flag {
+        if msg.e_flag {
+            // RFC 5971 §7.1.4: "At the receiver, GIST MUST NOT validate the MRI/SID/NSLPID
+            // against local routing state"; §4.3.2 rule 1: delivered, flagged to the NSLP. Who
+            // sent it: the association's peer, else its NLI.
+            self.counters.explicit_received += 1;
+            if let Some(m) = ctx.ma.and_then(|m| self.mas.get(m as usize)) {
+                peer = Some(m.peer);
+            }
+        } else if !msg.c_flag {
             // Routed by state: the half facing the sender must exist, and an MA carrying it
             // must be the one that half uses (A.4.4.4, A.4.4.5).
             let s = self.lookup(&key).map(|i| &self.mrs[i as usize]);
@@ -459,7 +537,17 @@ impl GistEngine {
                     self.reply_error(ctx, &msg, e);
                     return;
                 }
-                Some((p, _)) => peer = self.peer_addr(p).or(peer),
+                // B.2 SII-Handle: who sent it — its NLI, else the association's peer — not
+                // the peer the state names: after a route change the old peer's messages still
+                // arrive (its state lingers), and the NSLP tells them apart by this handle
+                // (RFC 5974 §3.2.12, §5.2.5.4).
+                Some((p, _)) => {
+                    let ma_peer = ctx
+                        .ma
+                        .and_then(|m| self.mas.get(m as usize))
+                        .map(|m| m.peer);
+                    peer = peer.or(ma_peer).or_else(|| self.peer_addr(p));
+                }
             }
         }
         let Body::Data(d) = msg.body else { return };
@@ -484,6 +572,7 @@ impl GistEngine {
                 .map(|x| x.saturating_add(1)),
             gist_hops: msg.gist_hops,
             inbound_interface: ctx.ifindex,
+            explicitly_routed: msg.e_flag,
         }));
     }
 

@@ -307,6 +307,7 @@ impl GistEngine {
                 .map(|d| d.saturating_add(1)),
             gist_hops: msg.gist_hops,
             inbound_interface: ctx.ifindex,
+            explicitly_routed: false,
         };
         let response_data = match self.routing_state_check(now, recv) {
             RoutingDecision::Accept { response_data } => response_data,
@@ -660,6 +661,7 @@ impl GistEngine {
                     .map(|d| d.saturating_add(1)),
                 gist_hops: msg.gist_hops,
                 inbound_interface: ctx.ifindex,
+                explicitly_routed: false,
             }));
         }
         self.schedule_mrs(idx);
@@ -816,6 +818,7 @@ impl GistEngine {
                 ip_distance: None,
                 gist_hops: msg.gist_hops,
                 inbound_interface: ctx.ifindex,
+                explicitly_routed: false,
             }));
         }
         self.schedule_mrs(idx);

@@ -4,6 +4,7 @@ use super::state::{
     Ma, MaState, MrsKey, Peer, PeerId, QueryingState, RespondingState, RoutingState,
 };
 use super::{GistEngine, StateStats};
+use pathwise_core::time::Instant;
 use std::net::IpAddr;
 
 impl GistEngine {
@@ -38,7 +39,8 @@ impl GistEngine {
                 .peers
                 .iter()
                 .map(|(_, p)| p.identity.capacity())
-                .sum::<usize>();
+                .sum::<usize>()
+            + self.recent_handles.capacity() * (size_of::<(IpAddr, Instant)>() + 1);
         let mas = self.mas.capacity() * size_of::<SlabEntry<Ma>>()
             + self
                 .mas

@@ -52,6 +52,10 @@ use state::{Ma, Peer, PeerId, RoutingState};
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
+/// Most SII-Handles remembered for explicit routing beyond the peers GIST holds state with
+/// ([`GistEngine::knows_handle`]).
+pub const HANDLE_MEMORY: usize = 16_384;
+
 /// How the responding node proves a Confirm answers its Response (seed 000 §2.3.3, §4.5.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CookieMode {
@@ -295,6 +299,11 @@ pub struct GistEngine {
     mrs: Slab<RoutingState>,
     peers: Slab<Peer>,
     peer_index: KeyedMap<IpAddr, PeerId>,
+    /// SII-Handles reported to NSLPs, and peers forgotten, with when they stop being usable
+    /// for explicit routing (RFC 5971 §7.1.4; [`GistEngine::knows_handle`]).
+    recent_handles: KeyedMap<IpAddr, Instant>,
+    /// When expired entries of `recent_handles` are next swept out.
+    handles_swept_at: Instant,
     mas: Slab<Ma>,
     ma_index: KeyedMap<(IpAddr, MaTransport), u32>,
     fib: Fib<IfIndex>,
@@ -378,6 +387,8 @@ impl GistEngine {
             mrs: Slab::with_capacity(cfg.expected_sessions),
             peers: Slab::new(),
             peer_index: keyed_map(&mut rng),
+            recent_handles: keyed_map(&mut rng),
+            handles_swept_at: now,
             mas: Slab::new(),
             ma_index: keyed_map(&mut rng),
             fib: Fib::new(),
@@ -588,7 +599,53 @@ impl GistEngine {
             let addr = p.addr;
             self.peers.remove(id as usize);
             self.peer_index.remove(&addr);
+            // RFC 5971 §7.1.4: an NSLP may still route an explicit teardown to the old peer.
+            self.remember_handle(addr);
         }
+    }
+
+    /// How long an SII-Handle stays usable for explicit routing after GIST last reported it
+    /// or last held state with its peer: as long as routing state would live unrefreshed on
+    /// either side (RFC 5971 §7.1.4: GIST "allows the use of prior signalling paths for some
+    /// period while the signalling applications still need them").
+    fn handle_retention(&self) -> Duration {
+        self.cfg.state_lifetime.max(self.cfg.rs_validity)
+    }
+
+    /// Remember `addr` as an SII-Handle usable until [`GistEngine::handle_retention`] from now.
+    /// Expired entries are swept once per retention period. Bounded: past [`HANDLE_MEMORY`] entries the expired ones go, and while it is still full
+    /// nothing new is remembered (a flood of spoofed NLIs cannot grow it).
+    fn remember_handle(&mut self, addr: IpAddr) {
+        let (now, retention) = (self.now, self.handle_retention());
+        if now >= self.handles_swept_at {
+            // At most one sweep per retention period: entries live at most twice as long.
+            self.recent_handles.retain(|_, t| *t > now);
+            self.handles_swept_at = now + retention;
+        }
+        let until = now + retention;
+        if let Some(t) = self.recent_handles.get_mut(&addr) {
+            *t = until;
+            return;
+        }
+        if self.recent_handles.len() >= HANDLE_MEMORY {
+            self.recent_handles.retain(|_, t| *t > now);
+            if self.recent_handles.len() >= HANDLE_MEMORY {
+                self.counters.drop("sii_handle_memory_full");
+                return;
+            }
+        }
+        self.recent_handles.insert(addr, until);
+    }
+
+    /// Whether `addr` is an SII-Handle GIST can route explicitly to: a peer it holds state
+    /// with, or one reported or forgotten within the retention period.
+    fn knows_handle(&self, addr: IpAddr) -> bool {
+        !self.local.contains(&addr)
+            && (self.peer_index.contains_key(&addr)
+                || self
+                    .recent_handles
+                    .get(&addr)
+                    .is_some_and(|t| *t > self.now))
     }
 
     fn peer_addr(&self, id: PeerId) -> Option<IpAddr> {
@@ -645,6 +702,19 @@ impl GistEngine {
 
     /// Queue an upcall for `nslpid`'s NSLP (dispatched when the current input is done).
     fn upcall(&mut self, u: Upcall) {
+        // B.2, B.4: a handle GIST reports may come back in SendMessage (§7.1.4).
+        let handle = match &u {
+            Upcall::Recv(r) => r.sii_handle,
+            Upcall::Notify(n) => match n.kind {
+                crate::nslp::NotificationKind::RoutingStatusChange { peer, .. }
+                | crate::nslp::NotificationKind::CommunicationFailure { peer, .. } => Some(peer),
+                _ => None,
+            },
+            Upcall::Status(_) => None,
+        };
+        if let Some(h) = handle {
+            self.remember_handle(h.0);
+        }
         self.upcalls.push_back(u);
     }
 
@@ -772,7 +842,14 @@ impl Engine for GistEngine {
             .nslps
             .iter()
             .filter_map(|(_, a)| a.as_ref().and_then(|a| a.poll_timeout()));
-        nslps.chain(self.timers.next_deadline()).min()
+        // Upcalls an API call made from outside the engine (a MessageStatus for a message that
+        // failed at once: an unknown SII-Handle, a full queue) are due now: `handle_timeout`
+        // delivers them. Inside an input they are delivered before it returns.
+        let pending = (!self.upcalls.is_empty()).then_some(self.now);
+        nslps
+            .chain(self.timers.next_deadline())
+            .chain(pending)
+            .min()
     }
 
     /// Q-mode messages (C flag: Queries and stateless Data) on the GIST port, for an NSLPID

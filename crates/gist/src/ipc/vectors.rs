@@ -16,7 +16,8 @@ use pathwise_core::time::{Duration, Instant};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// One frame of each kind by name (a SendMessage twice: secure, and asking for a dispatch
-/// report under NSLPID 42; a MessageStatus twice: dispatched over an MA and refused), for
+/// report under NSLPID 42; a RecvMessage twice: a Routing-State-Check, and explicitly routed;
+/// a MessageStatus three times: dispatched over an MA, refused, and an unknown SII-Handle), for
 /// session 0x07…07 and the flow 10.0.0.1 → 10.0.0.2.
 pub fn frames() -> Vec<(&'static str, Frame)> {
     let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
@@ -88,6 +89,28 @@ pub fn frames() -> Vec<(&'static str, Frame)> {
                     ip_distance: Some(1),
                     gist_hops: 2,
                     inbound_interface: IfIndex(1),
+                    explicitly_routed: false,
+                },
+            },
+        ),
+        (
+            "recv_explicit",
+            Frame::Recv {
+                upcall: 0,
+                now: Instant::from_millis(2),
+                msg: RecvMessage {
+                    nslp_data: vec![7],
+                    nslpid: NSLPID,
+                    session_id: sid,
+                    mri: mri.clone(),
+                    routing_state_check: false,
+                    sii_handle: Some(SiiHandle(b)),
+                    transfer: SendMessage::new(NSLPID, sid, mri.clone(), vec![]).transfer,
+                    ip_ttl: 64,
+                    ip_distance: Some(1),
+                    gist_hops: 31,
+                    inbound_interface: IfIndex(2),
+                    explicitly_routed: true,
                 },
             },
         ),
@@ -107,6 +130,10 @@ pub fn frames() -> Vec<(&'static str, Frame)> {
                 Some(DeliveryError::Refused(ApiError::UnknownNslpid(NSLPID))),
                 None,
             ),
+        ),
+        (
+            "status_unknown_sii_handle",
+            status(Some(DeliveryError::UnknownSiiHandle), None),
         ),
         (
             "notify",

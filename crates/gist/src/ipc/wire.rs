@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  0: length (32): bytes after this field, 2 ..= MAX_FRAME
-//!  4: version (8) = 3 (2 accepted) | kind (8)
+//!  4: version (8) = 4 (2 and 3 accepted) | kind (8)
 //!  6: body (per kind)
 //! ```
 //!
@@ -24,6 +24,13 @@
 //! message). Everything else is as in version 2, and version 2 frames still decode (without
 //! those fields); [`Frame::encode_version`] writes either, so GIST answers a version 2 client
 //! in its own version.
+//!
+//! Version 4 adds explicit routing (RFC 5971 §7.1.4, B.1 SII-Handle): a Recv's
+//! routing-state-check byte becomes a flags byte (bit 0: Routing-State-Check, bit 1:
+//! [`RecvMessage::explicitly_routed`]), and a Status's error may be 8,
+//! [`DeliveryError::UnknownSiiHandle`]. To a version 2 or 3 client the flag is left out and
+//! that error is written as 2, [`DeliveryError::NoPeer`] (which it is closest to: no peer to
+//! deliver to). A Send's SII-Handle field was there from version 1.
 
 use crate::nslp::{
     ApiError, DeliveryError, Direction, MessageHandle, MessageStatus, NetworkNotification,
@@ -36,7 +43,7 @@ use pathwise_core::wire::{Reader, Truncated, Writer};
 use std::net::IpAddr;
 
 /// Protocol version of this codec.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 /// The oldest version still decoded and written ([`Frame::encode_version`]).
 pub const MIN_VERSION: u8 = 2;
 /// Largest frame (after the length field): NSLP data is bounded by GIST's own message size
@@ -261,6 +268,7 @@ impl Frame {
             VERSION
         };
         let v3 = version >= 3;
+        let v4 = version >= 4;
         let start = out.len();
         let w = &mut Writer::new(out);
         w.u32(0);
@@ -351,7 +359,7 @@ impl Frame {
                 w.u16(msg.nslpid);
                 w.bytes(&msg.session_id.0);
                 put_mri(w, &msg.mri);
-                w.u8(u8::from(msg.routing_state_check));
+                w.u8(u8::from(msg.routing_state_check) | u8::from(v4 && msg.explicitly_routed) << 1);
                 put_addr(w, msg.sii_handle.map(|s| s.0));
                 put_transfer(w, msg.transfer);
                 w.u8(msg.ip_ttl);
@@ -368,7 +376,7 @@ impl Frame {
                 w.bytes(&status.session_id.0);
                 match status.error {
                     None => w.u8(0),
-                    Some(e) => put_delivery_error(w, e),
+                    Some(e) => put_delivery_error(w, e, v4),
                 }
                 if v3 {
                     match status.transfer {
@@ -460,6 +468,7 @@ impl Frame {
             return Err(IpcError::BadVersion(v));
         }
         let v3 = v >= 3;
+        let v4 = v >= 4;
         let k = r.u8()?;
         let f = match k {
             kind::REGISTER => Frame::Register { nslpid: r.u16()? },
@@ -535,7 +544,12 @@ impl Frame {
                 let nslpid = r.u16()?;
                 let session_id = SessionId(r.array()?);
                 let mri = get_mri(r)?;
-                let routing_state_check = get_bool(r, "routing_state_check")?;
+                let flags = r.u8()?;
+                if flags & !(if v4 { 0b11 } else { 0b1 }) != 0 {
+                    return Err(bad("recv flags", flags));
+                }
+                let routing_state_check = flags & 1 != 0;
+                let explicitly_routed = flags & 2 != 0;
                 let sii_handle = get_addr(r)?.map(SiiHandle);
                 let transfer = get_transfer(r)?;
                 let ip_ttl = r.u8()?;
@@ -558,6 +572,7 @@ impl Frame {
                         ip_distance,
                         gist_hops,
                         inbound_interface,
+                        explicitly_routed,
                     },
                 }
             }
@@ -566,7 +581,7 @@ impl Frame {
                 let handle = MessageHandle(r.u64()?);
                 let nslpid = r.u16()?;
                 let session_id = SessionId(r.array()?);
-                let error = get_delivery_error(r)?;
+                let error = get_delivery_error(r, v4)?;
                 let transfer = match v3 {
                     false => None,
                     true => match r.u8()? {
@@ -790,7 +805,7 @@ fn api_error_from(code: u8, arg: u16) -> Result<ApiError, IpcError> {
     })
 }
 
-fn put_delivery_error(w: &mut Writer<'_>, e: DeliveryError) {
+fn put_delivery_error(w: &mut Writer<'_>, e: DeliveryError, v4: bool) {
     match e {
         DeliveryError::NoRoutingState => w.u8(1),
         DeliveryError::NoPeer => w.u8(2),
@@ -808,10 +823,11 @@ fn put_delivery_error(w: &mut Writer<'_>, e: DeliveryError) {
             w.u8(code);
             w.u16(arg);
         }
+        DeliveryError::UnknownSiiHandle => w.u8(if v4 { 8 } else { 2 }),
     }
 }
 
-fn get_delivery_error(r: &mut Reader<'_>) -> Result<Option<DeliveryError>, IpcError> {
+fn get_delivery_error(r: &mut Reader<'_>, v4: bool) -> Result<Option<DeliveryError>, IpcError> {
     Ok(Some(match r.u8()? {
         0 => return Ok(None),
         1 => DeliveryError::NoRoutingState,
@@ -827,6 +843,7 @@ fn get_delivery_error(r: &mut Reader<'_>) -> Result<Option<DeliveryError>, IpcEr
             let code = r.u8()?;
             DeliveryError::Refused(api_error_from(code, r.u16()?)?)
         }
+        8 if v4 => DeliveryError::UnknownSiiHandle,
         v => return Err(bad("delivery error", v)),
     }))
 }

@@ -31,7 +31,10 @@ use std::net::IpAddr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MessageHandle(pub u64);
 
-/// Names a signalling peer (B.1 SII-Handle): stable while GIST holds state with that peer.
+/// Names a signalling peer (B.1 SII-Handle): its interface address, as GIST reports it in
+/// RecvMessage (B.2) and NetworkNotification (B.4). Stable while GIST holds state with that
+/// peer; a handle stays usable for explicit routing ([`SendMessage::sii_handle`]) for a while
+/// after that (RFC 5971 §7.1.4: "the use of prior signalling paths for some period").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SiiHandle(pub IpAddr);
 
@@ -91,8 +94,12 @@ pub struct SendMessage {
     pub session_id: SessionId,
     /// MRI; its D flag gives the direction.
     pub mri: Mri,
-    /// Send to this peer instead of the one routing state names (B.1 SII-Handle); unused by
-    /// path-coupled routing and ignored.
+    /// Route the message explicitly to this peer (B.1 SII-Handle; RFC 5971 §7.1.4): a Data
+    /// message with the E flag (A.1), bypassing the routing state tables, over a messaging
+    /// association to that peer if one is up, else D-mode to its address. A handle GIST does
+    /// not know (never reported, or forgotten since: [`DeliveryError::UnknownSiiHandle`]) or a
+    /// reliable or secure transfer with no such association ([`DeliveryError::Unsupported`])
+    /// fails with a [`MessageStatus`]. `None`: routed by routing state.
     pub sii_handle: Option<SiiHandle>,
     /// Transfer-Attributes.
     pub transfer: TransferAttributes,
@@ -154,6 +161,10 @@ pub struct RecvMessage {
     pub gist_hops: u8,
     /// Inbound interface.
     pub inbound_interface: IfIndex,
+    /// The message was explicitly routed to this node by its sender's SII-Handle (E flag):
+    /// GIST did not validate it against routing state (RFC 5971 §4.3.2 rule 1, §7.1.4, B.2
+    /// Transfer-Attributes), so the NSLP validates its source and effect itself.
+    pub explicitly_routed: bool,
 }
 
 /// The NSLP's answer to a Routing-State-Check (B.2).
@@ -202,6 +213,10 @@ pub enum DeliveryError {
     /// GIST refused the SendMessage at once; reported this way to an NSLP that did not wait
     /// for the call's result (over IPC, [`crate::ipc`]).
     Refused(ApiError),
+    /// An explicitly routed message ([`SendMessage::sii_handle`]) named a peer GIST does not
+    /// know: never reported to the NSLP, or forgotten since (RFC 5971 B.1: the handle must
+    /// have been "previously supplied by GIST").
+    UnknownSiiHandle,
 }
 
 /// MessageStatus (B.3).

@@ -4,6 +4,7 @@
 mod cmode;
 mod common;
 mod dos;
+mod explicit;
 mod relay;
 mod resilience;
 mod testbed;

@@ -208,6 +208,7 @@ fn error_text(e: DeliveryError) -> String {
             "transfer attributes not supported (no TLS on this node or its peer)".into()
         }
         DeliveryError::Refused(e) => format!("refused by GIST: {e}"),
+        DeliveryError::UnknownSiiHandle => "no such GIST peer (unknown SII-Handle)".into(),
     }
 }
 

@@ -245,6 +245,7 @@ impl Watched {
             fault: self.fault.clone(),
             injected: self.injected,
             events: self.events.clone(),
+            explicit: (0, 0),
         }
     }
 }
@@ -438,6 +439,9 @@ struct NodeView {
     fault: Option<(Invariant, String)>,
     injected: u64,
     events: BTreeMap<&'static str, u64>,
+    /// GIST's explicitly routed Data sent and received (the QoS NSLP's old-branch tears,
+    /// RFC 5974 §5.2.5.2).
+    explicit: (u64, u64),
 }
 
 /// What an application asks of the QoS NSLP.
@@ -545,6 +549,11 @@ impl QosWorkload {
                 .with_engine(n, |e, now| e.with_nslp::<Watched, _>(now, |w, _| w.view()))
                 .flatten()
                 .unwrap_or_default();
+            let mut v = v;
+            v.explicit = sim.engine(n).map_or((0, 0), |e| {
+                let c = e.inner().counters();
+                (c.explicit_sent, c.explicit_received)
+            });
             let old = &mut self.views[n.index()];
             // A node that crashed lost its counts with its engine; keep what it reported.
             if v.events.values().sum::<u64>() < old.events.values().sum::<u64>() {
@@ -785,6 +794,8 @@ impl Workload for QosWorkload {
             out.add("retransmissions", c.retransmissions);
             out.add("hostile QoS NSLP messages injected", v.injected);
             out.add("messages dropped by QoS NSLP engines", c.dropped_total());
+            out.add("old-branch tears sent by SII-Handle", v.explicit.0);
+            out.add("explicitly routed messages received", v.explicit.1);
             for (k, n) in &v.events {
                 out.add(k, *n);
             }

@@ -509,6 +509,7 @@ impl<T: TrafficControl> QosNslp<T> {
             abandoned_peer: None,
             next_peer: None,
             abandoned_next: None,
+            old_branch: None,
             rsn_in: None,
             rsn_out: 0, // §5.3.1: "The RSN starts at zero."
             refresh_in: self.cfg.refresh_period,
@@ -521,6 +522,7 @@ impl<T: TrafficControl> QosNslp<T> {
             full_refresh: true,
             own_request: None,
             forwarded_riis: Vec::new(),
+            rii_forwarded_at: None,
             reverse_lost: false,
             break_flag: false,
             refresh_at: None,
@@ -645,6 +647,24 @@ impl<T: TrafficControl> QosNslp<T> {
                     Duration::ZERO,
                 );
             }
+            if s.initiation == Initiation::Receiver && s.role != Role::Qni {
+                // B.5 likewise for the reverse path this node kept for the RESERVEs
+                // (`keep_reverse_path`): RFC 5971 §7.1.4 — a node on an old path should tell
+                // GIST "that routing state is no longer required for this flow ... to prevent
+                // GIST in nodes on the old path initiating routing state refresh and thus
+                // causing state conflicts at the crossover router" (whose GIST would take this
+                // node back as its upstream peer at each refresh Query).
+                let mut mri = s.flow;
+                mri.upstream = false;
+                gist.set_state_lifetime(
+                    now,
+                    self.cfg.nslpid,
+                    sid,
+                    &Mri::PathCoupled(mri),
+                    Direction::Downstream,
+                    Duration::ZERO,
+                );
+            }
         }
     }
 
@@ -712,6 +732,11 @@ impl<T: TrafficControl + 'static> Nslp for QosNslp<T> {
         if status.error.is_some() {
             self.counters.drop("gist_undelivered");
         }
+        if status.error == Some(pathwise_gist::nslp::DeliveryError::NoRoutingState) {
+            // B.3: an upstream message waited for routing state that never came (no Confirm
+            // from upstream): for a receiver-initiated QNE, its RESERVE towards the QNR.
+            self.no_reverse_path(status.session_id);
+        }
     }
 
     fn network_notification(
@@ -753,6 +778,15 @@ impl<T: TrafficControl> QosNslp<T> {
             }
         };
         self.counters.count_received(msg.msg_type());
+        if m.explicitly_routed && !matches!(&msg.body, crate::wire::Body::Reserve(r) if r.tear) {
+            // RFC 5971 §7.1.4: GIST did not check an explicitly routed message against its
+            // routing state, so the NSLP validates it. The QoS NSLP routes only the tear of an
+            // old branch explicitly (RFC 5974 §5.2.5.2; a tear is still checked against the
+            // current peer and RSN, `tear_allowed`); anything else arriving that way could
+            // install or refresh state off the path.
+            self.counters.drop("explicitly_routed_not_tear");
+            return;
+        }
         let flags = msg.flags;
         match msg.body {
             crate::wire::Body::Reserve(r) => self.on_reserve(now, gist, m, flow, flags, r),

@@ -143,6 +143,13 @@ impl<T: TrafficControl> QosNslp<T> {
                 changed,
             } if direction == s.initiation.toward_qnr() => {
                 s.reverse_lost = false;
+                if direction == Direction::Downstream && s.old_branch == Some(peer) {
+                    // GIST's Query towards the flow's destination found the old peer again:
+                    // the route may have come back, so it is not torn. (Upstream, GIST's latest
+                    // peer is just whoever queried last — the old peer too, until its state
+                    // goes, RFC 5971 §7.1.4 — which says nothing of the route.)
+                    s.old_branch = None;
+                }
                 if s.abandoned_next == Some(peer) && s.next_peer.is_some() {
                     // §5.2.5.4: GIST's latest peer may be the old one refreshing its state;
                     // no falling back to it.
@@ -161,10 +168,13 @@ impl<T: TrafficControl> QosNslp<T> {
                         return;
                     };
                     // §5.2.5.2: a full RESERVE with RSN + 2 and an RII, routed by GIST to the
-                    // new peer. The old branch is not torn explicitly — GIST here has no
-                    // explicit routing by SII-Handle — so its state times out (§3.2.12 leaves
-                    // the tear optional); the convergence point ignores the old peer's
+                    // new peer ("An SII-Handle MUST NOT be specified"). Once its RESPONSE
+                    // arrives, the old branch is torn by the old peer's SII-Handle
+                    // (`tear_old_branch`); the convergence point ignores the old peer's
                     // refreshes meanwhile (§5.2.5.4).
+                    if let Some(o) = old.filter(|o| *o != peer) {
+                        s.old_branch = Some(o);
+                    }
                     s.rsn_out = s.rsn_out.wrapping_add(2);
                     s.full_refresh = true;
                     self.counters.route_changes += 1;

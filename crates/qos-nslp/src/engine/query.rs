@@ -4,11 +4,12 @@
 use super::state::{Initiation, Role};
 use super::{QosNslp, rmf};
 use crate::wire::qspec::ParamValue;
-use crate::wire::{Answers, Body, ErrorClass, GenericFlags, InfoSpec, Message, Query, code};
+use crate::wire::{Answers, Body, ErrorClass, GenericFlags, InfoSpec, Message, Query, Rii, code};
 use pathwise_core::tc::TrafficControl;
 use pathwise_core::time::Instant;
 use pathwise_gist::nslp::{GistApi, RecvMessage};
 use pathwise_gist::wire::PathCoupledMri;
+use rand::Rng;
 
 impl<T: TrafficControl> QosNslp<T> {
     pub(super) fn on_query(
@@ -33,13 +34,35 @@ impl<T: TrafficControl> QosNslp<T> {
             {
                 // §3.2.12: a QUERY with RESERVE-INIT reaching a node that holds the
                 // reservation (the convergence point after a route change): a full RESERVE
-                // back up the new path, not the QUERY further down; RSN + 2 (§5.2.5.2).
+                // back up the new path, not the QUERY further down; RSN + 2 and an RII
+                // (§5.2.5.2), whose RESPONSE lets this node tear the branch it sent its
+                // RESERVEs along before (`tear_old_branch`) — a QUERY from another peer than
+                // the one towards the QNR means that branch was left.
                 s.rsn_out = s.rsn_out.wrapping_add(2);
-                let _ = self.send_reserve(gist, now, sid, None, false, true);
+                if let Some(o) = s
+                    .next_peer
+                    .filter(|o| m.sii_handle.is_some_and(|p| p != *o))
+                {
+                    s.old_branch = Some(o);
+                }
+                let (rii, own) = match &s.own_request {
+                    Some(o) => (o.rii, false),
+                    None => (Rii(self.rng.random()), true),
+                };
+                let _ = self.send_reserve(gist, now, sid, Some(rii), own, true);
                 return;
             }
             if !at_end {
-                self.forward_query(now, gist, sid, &flow, dir, flags, q);
+                self.forward_query(
+                    now,
+                    gist,
+                    sid,
+                    &flow,
+                    dir,
+                    flags,
+                    q,
+                    m.gist_hops.saturating_sub(1),
+                );
                 return;
             }
             if !self.cfg.accept_reserve_init {
@@ -102,7 +125,16 @@ impl<T: TrafficControl> QosNslp<T> {
                 flags.break_,
             );
         } else {
-            self.forward_query(now, gist, sid, &flow, dir, flags, q);
+            self.forward_query(
+                now,
+                gist,
+                sid,
+                &flow,
+                dir,
+                flags,
+                q,
+                m.gist_hops.saturating_sub(1),
+            );
         }
     }
 
@@ -116,10 +148,32 @@ impl<T: TrafficControl> QosNslp<T> {
         dir: pathwise_gist::nslp::Direction,
         flags: GenericFlags,
         q: Query,
+        hops: u8,
     ) {
+        // RFC 5971 §4.3.2: GIST's hop count is the lightweight loop control of messages an
+        // NSLP passes on, so the QUERY goes on with the count it arrived with less one (as
+        // the Ping NSLP does); at zero it stops. Without it a QUERY caught in a routing loop
+        // (GIST states pointing at each other while routes change) went round for ever.
+        if hops == 0 {
+            self.counters.drop("hop_limit");
+            return;
+        }
         let mut msg = Message::new(Body::Query(q));
         msg.flags.break_ = flags.break_;
-        if self.send(gist, now, sid, flow, dir, &msg).is_err() {
+        let bytes = msg.to_bytes();
+        self.counters
+            .count_sent(crate::wire::MsgType::Query, bytes.len());
+        let mut mri = *flow;
+        mri.upstream = dir == pathwise_gist::nslp::Direction::Upstream;
+        let mut m = pathwise_gist::nslp::SendMessage::new(
+            self.cfg.nslpid,
+            sid,
+            pathwise_gist::wire::Mri::PathCoupled(mri),
+            bytes,
+        );
+        m.transfer.reliable = self.cfg.reliable;
+        m.gist_hops = Some(hops);
+        if gist.send_message(now, m).is_err() {
             self.counters.drop("not_forwarded");
         }
     }

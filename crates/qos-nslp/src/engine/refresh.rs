@@ -188,6 +188,12 @@ impl<T: TrafficControl> QosNslp<T> {
         self.counters.summary_refreshes += 1;
         self.counters.summarised_sessions += rest.len() as u64;
         let msg = Message::new(Body::Reserve(r));
-        let _ = self.send(gist, now, primary, &flow, dir, &msg);
+        if self.send(gist, now, primary, &flow, dir, &msg)
+            == Err(pathwise_gist::nslp::ApiError::NoRoutingState)
+        {
+            for sid in sids {
+                self.no_reverse_path(*sid);
+            }
+        }
     }
 }

@@ -71,7 +71,7 @@ impl<T: TrafficControl> QosNslp<T> {
         if let Some(s) = self.sessions.get_mut(&sid) {
             s.full_refresh &= !full;
         }
-        self.dispatch(
+        let sent = self.dispatch(
             gist,
             now,
             sid,
@@ -79,7 +79,11 @@ impl<T: TrafficControl> QosNslp<T> {
             dir,
             crate::wire::MsgType::Reserve,
             bytes,
-        )?;
+        );
+        if sent == Err(ApiError::NoRoutingState) {
+            self.no_reverse_path(sid);
+        }
+        sent?;
         let mut mri = flow;
         mri.upstream = dir == Direction::Upstream;
         // B.5: keep the routing state towards the QNR for as long as the reservation lives.
@@ -92,6 +96,26 @@ impl<T: TrafficControl> QosNslp<T> {
             Self::lifetime(self.cfg.refresh_period),
         );
         Ok(())
+    }
+
+    /// A receiver-initiated QNE whose RESERVE GIST cannot send on towards the QNR (no
+    /// routing state that way: no QUERY passes here; refused at once, or reported by a
+    /// MessageStatus once GIST gave up waiting for it) is off the reverse path (§4.3), as when
+    /// GIST reports that state lost (`RoutingStateLost`): refreshes no longer extend its state,
+    /// which goes at its lifetime unless GIST finds a peer that way again. Without this, a
+    /// state installed after that report — a full RESERVE from a downstream peer whose GIST
+    /// still routes to this node, because this node keeps querying it to keep its reverse
+    /// path — is refreshed by that peer for ever (QoS campaign finding 4, seed
+    /// 5861785519592049).
+    pub(super) fn no_reverse_path(&mut self, sid: SessionId) {
+        if let Some(s) = self.sessions.get_mut(&sid)
+            && s.initiation == Initiation::Receiver
+            && s.role == Role::Qne
+            && !s.reverse_lost
+        {
+            s.reverse_lost = true;
+            self.counters.reverse_path_lost += 1;
+        }
     }
 
     /// RFC 5974 §4.3: a receiver-initiated reservation's RESERVEs travel the reverse path,
@@ -299,10 +323,25 @@ impl<T: TrafficControl> QosNslp<T> {
                     InfoSpec::new(ErrorClass::Success, code::success::RESERVATION_SUCCESSFUL);
                 self.respond(gist, now, m, &flow, Some(Answers::Rii(rii)), info, q, false);
             } else {
-                if let Some(s) = self.sessions.get_mut(&sid)
-                    && !s.forwarded_riis.contains(&rii)
-                {
-                    s.forwarded_riis.push(rii);
+                // §5.2.4: a request is retransmitted QOSNSLP_REQUEST_RETRY apart at the least,
+                // so the same RII again within half that — or this node's own — is the request
+                // coming round a routing loop (GIST states pointing at each other): forwarding
+                // it would send it round for ever.
+                let retry = self.cfg.request_retry / 2;
+                let looped = self.sessions.get(&sid).is_some_and(|s| {
+                    s.own_request.as_ref().is_some_and(|o| o.rii == rii)
+                        || s.rii_forwarded_at
+                            .is_some_and(|(x, t)| x == rii && now < t + retry)
+                });
+                if looped {
+                    self.counters.drop("rii_looped");
+                    return;
+                }
+                if let Some(s) = self.sessions.get_mut(&sid) {
+                    if !s.forwarded_riis.contains(&rii) {
+                        s.forwarded_riis.push(rii);
+                    }
+                    s.rii_forwarded_at = Some((rii, now));
                 }
                 let _ = self.send_reserve(gist, now, sid, Some(rii), false, true);
             }
@@ -395,6 +434,7 @@ impl<T: TrafficControl> QosNslp<T> {
                     abandoned_peer: None,
                     next_peer: None,
                     abandoned_next: None,
+                    old_branch: None,
                     rsn_in: None,
                     rsn_out: 0,
                     refresh_in: r_in,
@@ -407,6 +447,7 @@ impl<T: TrafficControl> QosNslp<T> {
                     full_refresh: true,
                     own_request: None,
                     forwarded_riis: Vec::new(),
+                    rii_forwarded_at: None,
                     reverse_lost: false,
                     break_flag: false,
                     refresh_at: None,
@@ -578,6 +619,65 @@ impl<T: TrafficControl> QosNslp<T> {
             let _ = self.send(gist, now, sid, &flow, dir, &msg);
         }
         self.remove_session(gist, now, sid);
+    }
+
+    /// RFC 5974 §5.2.5.2: "When the QNE receives the RESPONSE message that relates to the
+    /// RESERVE message sent down the new path, it SHOULD send a RESERVE message with the TEAR
+    /// flag sent down the old path. To do so, it MUST request GIST to use its explicit routing
+    /// mechanism, and the QoS NSLP MUST supply an SII-Handle relating to the old peer QNE",
+    /// with RSN[current] − 1 (RSN[current] unchanged). §3.2.12 puts it at the node whose path
+    /// towards the QNR changed: the divergence point of a sender-initiated reservation, the
+    /// convergence point (in the data's direction) of a receiver-initiated one, which sends
+    /// the RESERVE up the new path. The old peer tears its state and sends the tear on towards
+    /// the QNR, where the node the branches meet ignores it (not from its current peer,
+    /// §5.4.1). A node whose GIST named the old peer again meanwhile (a spurious change or a
+    /// route back, §3.2.12.2: `old_branch` is cleared then), or whose RESPONSE came back from
+    /// the old peer (the old path still carries the session), sends nothing; the RSN keeps a
+    /// tear that reaches a node already refreshed along the new path from acting (§5.2.5.2).
+    /// Like any tear it is not retransmitted (§5.2.4): if it is lost, or GIST no longer knows
+    /// the handle (a MessageStatus then says so), the old branch times out as before.
+    pub(super) fn tear_old_branch(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        sid: SessionId,
+        answered_by: Option<pathwise_gist::nslp::SiiHandle>,
+    ) {
+        let Some(s) = self.sessions.get_mut(&sid) else {
+            return;
+        };
+        let Some(old) = s.old_branch.take() else {
+            return;
+        };
+        if Some(old) == answered_by {
+            return;
+        }
+        let mut r = Reserve::new(Rsn {
+            rsn: s.rsn_out.wrapping_sub(1),
+            epoch: self.epoch,
+        });
+        r.tear = true;
+        r.bound_sessions = s.bound.clone();
+        let msg = Message::new(Body::Reserve(r));
+        let (flow, dir) = (s.flow, s.initiation.toward_qnr());
+        let bytes = msg.to_bytes();
+        self.counters
+            .count_sent(crate::wire::MsgType::Reserve, bytes.len());
+        self.counters.tears_sent += 1;
+        let mut mri = flow;
+        mri.upstream = dir == Direction::Upstream;
+        let mut m = pathwise_gist::nslp::SendMessage::new(
+            self.cfg.nslpid,
+            sid,
+            pathwise_gist::wire::Mri::PathCoupled(mri),
+            bytes,
+        );
+        // Explicit routing to the old peer (RFC 5971 §7.1.4, B.1): over an association GIST
+        // still has to it, else D-mode; a tear is best effort either way (§5.2.4).
+        m.sii_handle = Some(old);
+        if gist.send_message(now, m).is_err() {
+            self.counters.drop("gist_refused");
+        }
     }
 
     /// SESSION-ID-LIST and RSN-LIST of a refreshing RESERVE (§5.3.6, §5.3.7): refresh each
@@ -839,7 +939,10 @@ impl<T: TrafficControl> QosNslp<T> {
             self.set_timer(sid, TimerKind::Retry, None);
             if ends_reservation(&r.info_spec) {
                 self.fail_upstream(now, gist, m, flow, r);
-            } else if role == Some(Role::Qni) {
+                return;
+            }
+            self.tear_old_branch(now, gist, sid, m.sii_handle);
+            if role == Some(Role::Qni) {
                 if r.info_spec.is_success() {
                     self.events.push_back(QosEvent::Reserved {
                         session_id: sid,

@@ -91,6 +91,10 @@ pub struct Reservation {
     /// The peer towards the QNR this node moved away from after a route change: GIST
     /// naming it again is not taken for another change (§5.2.5.4).
     pub abandoned_next: Option<SiiHandle>,
+    /// The peer towards the QNR of the branch left after a route change, until the RESPONSE to
+    /// the RESERVE sent along the new path arrives: then a tearing RESERVE goes to it,
+    /// explicitly routed by its SII-Handle (RFC 5974 §5.2.5.2, §3.2.12).
+    pub old_branch: Option<SiiHandle>,
     /// The RSN (and epoch) last accepted from the previous peer.
     pub rsn_in: Option<Rsn>,
     /// This node's own RSN for the session (§5.3.1), sent towards the QNR.
@@ -117,6 +121,9 @@ pub struct Reservation {
     pub own_request: Option<OwnRequest>,
     /// RIIs of others this node forwarded, to pass their RESPONSEs on (§5.3.2).
     pub forwarded_riis: Vec<Rii>,
+    /// The RII this node last passed on in a refreshing RESERVE, and when (a request coming
+    /// round again sooner than a retransmission could is a routing loop, §5.2.4).
+    pub rii_forwarded_at: Option<(Rii, Instant)>,
     /// Receiver-initiated: GIST lost the routing state towards the QNR (no QUERY passes here
     /// any more). Refreshes then no longer extend the state, which goes at its lifetime unless
     /// GIST finds a peer that way again.

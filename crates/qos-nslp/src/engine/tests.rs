@@ -11,6 +11,8 @@ use pathwise_gist::nslp::{NslpEvent, SiiHandle, TransferAttributes};
 struct Recorder {
     sent: Vec<SendMessage>,
     sessions: u8,
+    /// Refuse upstream messages as GIST does without routing state that way.
+    no_upstream_state: bool,
 }
 
 const ME: &str = "10.0.2.1";
@@ -24,6 +26,9 @@ impl GistApi for Recorder {
         _: Instant,
         msg: SendMessage,
     ) -> Result<pathwise_gist::nslp::MessageHandle, ApiError> {
+        if self.no_upstream_state && msg.mri.is_upstream() {
+            return Err(ApiError::NoRoutingState);
+        }
         self.sent.push(msg);
         Ok(pathwise_gist::nslp::MessageHandle(self.sent.len() as u64))
     }
@@ -112,6 +117,7 @@ fn recv(data: Vec<u8>, from: &str, sid: u8) -> RecvMessage {
         ip_distance: Some(1),
         gist_hops: 16,
         inbound_interface: IfIndex(1),
+        explicitly_routed: false,
     }
 }
 
@@ -611,4 +617,373 @@ mod properties {
             }
         }
     }
+}
+
+const DOWN_OLD: &str = "10.0.4.1";
+const DOWN_NEW: &str = "10.0.5.1";
+
+/// A message for flow `src` → `dst` travelling `dir`, from `from`.
+fn recv_along(
+    data: Vec<u8>,
+    from: &str,
+    sid: u8,
+    src: &str,
+    dst: &str,
+    dir: Direction,
+) -> RecvMessage {
+    let mut flow = PathCoupledMri::flow(src.parse().unwrap(), dst.parse().unwrap());
+    flow.upstream = dir == Direction::Upstream;
+    RecvMessage {
+        mri: Mri::PathCoupled(flow),
+        ..recv(data, from, sid)
+    }
+}
+
+fn routing_change(
+    sid: u8,
+    src: &str,
+    dst: &str,
+    direction: Direction,
+    peer: &str,
+    changed: bool,
+) -> NetworkNotification {
+    NetworkNotification {
+        nslpid: NSLPID,
+        session_id: SessionId([sid; 16]),
+        mri: Mri::PathCoupled(PathCoupledMri::flow(
+            src.parse().unwrap(),
+            dst.parse().unwrap(),
+        )),
+        kind: pathwise_gist::nslp::NotificationKind::RoutingStatusChange {
+            direction,
+            peer: SiiHandle(peer.parse().unwrap()),
+            changed,
+        },
+    }
+}
+
+fn success(rii: Rii) -> Vec<u8> {
+    let mut r = crate::wire::Response::new(InfoSpec::new(
+        ErrorClass::Success,
+        code::success::RESERVATION_SUCCESSFUL,
+    ));
+    r.answers = Some(Answers::Rii(rii));
+    Message::new(Body::Response(r)).to_bytes()
+}
+
+/// The RII of the last RESERVE sent, and whether it named an SII-Handle.
+fn last_reserve(g: &Recorder) -> (Reserve, Option<SiiHandle>) {
+    g.sent
+        .iter()
+        .rev()
+        .find_map(|m| match Message::parse(&m.nslp_data).unwrap().body {
+            Body::Reserve(r) => Some((r, m.sii_handle)),
+            _ => None,
+        })
+        .expect("a RESERVE")
+}
+
+/// A QNE of a sender-initiated reservation whose downstream peer changed: the RESERVE down the
+/// new path goes by routing state, and only its RESPONSE lets the tear go to the old peer, by
+/// that peer's SII-Handle, with RSN[current] − 1 (RFC 5974 §5.2.5.2, §3.2.12).
+#[test]
+fn a_route_change_tears_the_old_branch_by_its_sii_handle_once_the_new_path_answers() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let t = Instant::ZERO;
+    e.recv_message(t, &mut g, recv(initial(5), UP, 1));
+    e.network_notification(
+        t,
+        &mut g,
+        routing_change(1, SRC, DST, Direction::Downstream, DOWN_OLD, false),
+    );
+    g.sent.clear();
+    e.network_notification(
+        t,
+        &mut g,
+        routing_change(1, SRC, DST, Direction::Downstream, DOWN_NEW, true),
+    );
+    let (r, handle) = last_reserve(&g);
+    assert_eq!(
+        handle, None,
+        "§5.2.5.2: no SII-Handle for the RESERVE down the new path"
+    );
+    assert_eq!((r.rsn.rsn, r.tear), (2, false), "RSN + 2, full");
+    assert!(r.qspec.is_some());
+    let rii = r.rii.expect("an RII asks the QNR to answer");
+    assert_eq!(
+        e.session(&SessionId([1; 16])).unwrap().old_branch,
+        Some(SiiHandle(DOWN_OLD.parse().unwrap()))
+    );
+    g.sent.clear();
+    // The RESPONSE comes back up the new path.
+    e.recv_message(
+        t,
+        &mut g,
+        recv_along(success(rii), DOWN_NEW, 1, SRC, DST, Direction::Upstream),
+    );
+    assert_eq!(g.sent.len(), 1, "only the tear: {:?}", g.take());
+    let m = &g.sent[0];
+    assert_eq!(
+        m.sii_handle,
+        Some(SiiHandle(DOWN_OLD.parse().unwrap())),
+        "explicitly routed"
+    );
+    assert_eq!(Direction::of(&m.mri), Direction::Downstream);
+    let Body::Reserve(tear) = Message::parse(&m.nslp_data).unwrap().body else {
+        panic!("not a RESERVE");
+    };
+    assert!(tear.tear);
+    assert_eq!(tear.rsn.rsn, 1, "RSN[current] − 1; RSN[current] unchanged");
+    let s = e.session(&SessionId([1; 16])).unwrap();
+    assert_eq!((s.rsn_out, s.old_branch), (2, None));
+    assert_eq!(e.traffic_control().len(), 1, "the reservation here stays");
+    assert_eq!(e.counters().tears_sent, 1);
+}
+
+/// §3.2.12.2, §5.2.5.4: no tear when the route came back to the old peer before the RESPONSE,
+/// nor when the RESPONSE came from the old peer itself.
+#[test]
+fn no_old_branch_tear_when_the_old_peer_is_still_the_path() {
+    for case in ["route back", "answered by the old peer"] {
+        let (mut e, mut g) = (engine(), Recorder::default());
+        let t = Instant::ZERO;
+        e.recv_message(t, &mut g, recv(initial(5), UP, 1));
+        e.network_notification(
+            t,
+            &mut g,
+            routing_change(1, SRC, DST, Direction::Downstream, DOWN_OLD, false),
+        );
+        e.network_notification(
+            t,
+            &mut g,
+            routing_change(1, SRC, DST, Direction::Downstream, DOWN_NEW, true),
+        );
+        let rii = last_reserve(&g).0.rii.unwrap();
+        let from = match case {
+            "route back" => {
+                e.network_notification(
+                    t,
+                    &mut g,
+                    routing_change(1, SRC, DST, Direction::Downstream, DOWN_OLD, true),
+                );
+                DOWN_NEW
+            }
+            _ => DOWN_OLD,
+        };
+        g.sent.clear();
+        e.recv_message(
+            t,
+            &mut g,
+            recv_along(success(rii), from, 1, SRC, DST, Direction::Upstream),
+        );
+        assert!(
+            g.sent.iter().all(|m| m.sii_handle.is_none()),
+            "{case}: no explicit tear"
+        );
+        assert_eq!(e.counters().tears_sent, 0, "{case}");
+        assert_eq!(e.len(), 1, "{case}");
+    }
+}
+
+/// The receiving end (RFC 5971 §7.1.4: the NSLP validates what GIST did not): an explicitly
+/// routed tear from the current peer removes the state and goes on towards the QNR; anything
+/// else explicitly routed is dropped, so it can neither install nor refresh state.
+#[test]
+fn an_explicitly_routed_tear_is_honoured_and_nothing_else_explicit_is() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let t = Instant::ZERO;
+    let mut install = recv(initial(5), UP, 1);
+    install.explicitly_routed = true;
+    e.recv_message(t, &mut g, install);
+    assert!(e.is_empty() && g.sent.is_empty());
+    assert_eq!(e.counters().dropped("explicitly_routed_not_tear"), 1);
+    e.recv_message(t, &mut g, recv(initial(5), UP, 1));
+    g.sent.clear();
+    let mut tear = reduced(6, 0x0102_0304);
+    tear.tear = true;
+    let mut m = recv(Message::new(Body::Reserve(tear)).to_bytes(), UP, 1);
+    m.explicitly_routed = true;
+    e.recv_message(t, &mut g, m);
+    assert!(e.is_empty(), "torn");
+    assert!(e.traffic_control().is_empty());
+    let out = g.take();
+    assert!(
+        matches!(&out[..], [(Direction::Downstream, Message { body: Body::Reserve(r), .. })] if r.tear),
+        "on towards the QNR: {out:?}"
+    );
+}
+
+/// Receiver-initiated (§3.2.12): the node that holds the reservation and gets a QUERY with
+/// RESERVE-INIT from another peer than the one its RESERVEs went to is where the branches
+/// meet; its full RESERVE up the new path carries an RII (§5.2.5.2), and the RESPONSE lets it
+/// tear the old branch upstream by the old peer's SII-Handle.
+#[test]
+fn a_receiver_initiated_convergence_point_tears_the_old_branch_upstream() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let t = Instant::ZERO;
+    let query = |from: &str| {
+        let Body::Reserve(r) = vectors::reserve_initial().body else {
+            unreachable!()
+        };
+        let mut q = crate::wire::Query::new(r.qspec.unwrap());
+        q.reserve_init = true;
+        recv_along(
+            Message::new(Body::Query(q)).to_bytes(),
+            from,
+            1,
+            SRC,
+            ME,
+            Direction::Downstream,
+        )
+    };
+    // This node is the flow's destination: the QNI of a receiver-initiated reservation.
+    e.recv_message(t, &mut g, query(UP));
+    let sid = SessionId([1; 16]);
+    assert_eq!(
+        e.session(&sid).map(|s| (s.role, s.initiation)),
+        Some((Role::Qni, Initiation::Receiver))
+    );
+    e.network_notification(
+        t,
+        &mut g,
+        routing_change(1, SRC, ME, Direction::Upstream, UP, false),
+    );
+    g.sent.clear();
+    // The QUERY from the divergence point comes down the new path.
+    const UP_NEW: &str = "10.0.7.1";
+    e.recv_message(t, &mut g, query(UP_NEW));
+    let (r, handle) = last_reserve(&g);
+    assert_eq!((handle, r.tear), (None, false));
+    let rii = r.rii.expect("§5.2.5.2: an RII");
+    g.sent.clear();
+    e.recv_message(
+        t,
+        &mut g,
+        recv_along(success(rii), UP_NEW, 1, SRC, ME, Direction::Downstream),
+    );
+    let tear = g
+        .sent
+        .iter()
+        .find(|m| m.sii_handle.is_some())
+        .expect("the old branch's tear");
+    assert_eq!(tear.sii_handle, Some(SiiHandle(UP.parse().unwrap())));
+    assert_eq!(Direction::of(&tear.mri), Direction::Upstream);
+    assert!(matches!(Message::parse(&tear.nslp_data).unwrap().body, Body::Reserve(r) if r.tear));
+    assert_eq!(
+        e.session(&sid).map(|s| s.role),
+        Some(Role::Qni),
+        "the reservation stays"
+    );
+}
+
+/// Seed 5861785519592049: a receiver-initiated QNE that installs a full RESERVE it cannot send
+/// on towards the QNR (GIST: no routing state upstream — no QUERY passes here) is off the
+/// reverse path (§4.3): its refreshes no longer extend it, it goes at its lifetime and then
+/// refuses the RESERVEs still sent its way, instead of being kept for ever by a downstream
+/// peer whose GIST still routes to it.
+#[test]
+fn qos_seed_5861785519592049_a_receiver_initiated_qne_without_a_way_on_is_not_kept_alive() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    g.no_upstream_state = true;
+    let sid = SessionId([1; 16]);
+    let at = |s: u64| Instant::ZERO + Duration::from_secs(s);
+    e.recv_message(
+        at(0),
+        &mut g,
+        recv_along(initial(5), DOWN_OLD, 1, SRC, DST, Direction::Upstream),
+    );
+    let s = e.session(&sid).expect("installed");
+    assert_eq!(
+        (s.role, s.initiation, s.reverse_lost),
+        (Role::Qne, Initiation::Receiver, true)
+    );
+    assert_eq!(e.counters().reverse_path_lost, 1);
+    let expires = s.expires_at.unwrap();
+    // Refreshes from the downstream peer do not extend it.
+    let refresh = Message::new(Body::Reserve(reduced(5, 0x0102_0304))).to_bytes();
+    e.recv_message(
+        at(10),
+        &mut g,
+        recv_along(refresh.clone(), DOWN_OLD, 1, SRC, DST, Direction::Upstream),
+    );
+    assert_eq!(e.session(&sid).unwrap().expires_at, Some(expires));
+    e.handle_timeout(expires, &mut g);
+    assert!(e.session(&sid).is_none());
+    assert!(e.traffic_control().is_empty());
+    // What still comes its way is refused, not installed again.
+    e.recv_message(
+        expires,
+        &mut g,
+        recv_along(initial(5), DOWN_OLD, 1, SRC, DST, Direction::Upstream),
+    );
+    assert!(e.is_empty());
+    assert_eq!(e.counters().dropped("no_reverse_path"), 1);
+}
+
+/// The same when GIST accepts the RESERVE and reports later that no routing state came for it
+/// (B.3 MessageStatus: it waited for a Confirm from upstream that never arrived).
+#[test]
+fn a_receiver_initiated_qne_whose_reserve_found_no_routing_state_is_off_the_reverse_path() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let sid = SessionId([1; 16]);
+    e.recv_message(
+        Instant::ZERO,
+        &mut g,
+        recv_along(initial(5), DOWN_OLD, 1, SRC, DST, Direction::Upstream),
+    );
+    assert!(!e.session(&sid).unwrap().reverse_lost);
+    let status = MessageStatus {
+        handle: pathwise_gist::nslp::MessageHandle(1),
+        nslpid: NSLPID,
+        session_id: sid,
+        error: Some(pathwise_gist::nslp::DeliveryError::NoRoutingState),
+        transfer: None,
+    };
+    e.message_status(Instant::ZERO, &mut g, status);
+    assert!(e.session(&sid).unwrap().reverse_lost);
+    assert_eq!(e.counters().reverse_path_lost, 1);
+}
+
+/// QoS campaign seed 4843511798430122 (a storm of 3 million QUERYs): a QUERY passed on goes
+/// with the GIST hop count it arrived with less one and stops at zero (RFC 5971 §4.3.2), so a
+/// routing loop cannot keep it going.
+#[test]
+fn qos_seed_4843511798430122_a_forwarded_query_spends_the_gist_hop_count() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let Body::Reserve(r) = vectors::reserve_initial().body else {
+        unreachable!()
+    };
+    let query = Message::new(Body::Query(crate::wire::Query::new(r.qspec.unwrap()))).to_bytes();
+    let mut m = recv(query.clone(), UP, 1);
+    m.gist_hops = 5;
+    e.recv_message(Instant::ZERO, &mut g, m);
+    assert_eq!(g.sent.len(), 1);
+    assert_eq!(g.sent[0].gist_hops, Some(4));
+    g.sent.clear();
+    let mut m = recv(query, UP, 1);
+    m.gist_hops = 1;
+    e.recv_message(Instant::ZERO, &mut g, m);
+    assert!(g.sent.is_empty(), "not passed on with a hop count of zero");
+    assert_eq!(e.counters().dropped("hop_limit"), 1);
+}
+
+/// §5.2.4: the same RII again sooner than a retransmission could come is the request coming
+/// round a routing loop: passed on once, not again.
+#[test]
+fn a_request_coming_round_again_at_once_is_not_passed_on() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    g.sent.clear();
+    let mut again = reduced(5, 0x0102_0304);
+    again.rii = Some(Rii(42));
+    let again = Message::new(Body::Reserve(again)).to_bytes();
+    let t = Instant::ZERO + Duration::from_millis(10);
+    e.recv_message(t, &mut g, recv(again.clone(), UP, 1));
+    assert_eq!(g.sent.len(), 1, "the first retransmission goes on");
+    e.recv_message(t, &mut g, recv(again.clone(), UP, 1));
+    assert_eq!(g.sent.len(), 1);
+    assert_eq!(e.counters().dropped("rii_looped"), 1);
+    // A real retransmission, QOSNSLP_REQUEST_RETRY later, goes on.
+    e.recv_message(t + Duration::from_secs(2), &mut g, recv(again, UP, 1));
+    assert_eq!(g.sent.len(), 2);
 }

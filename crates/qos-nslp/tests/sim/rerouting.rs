@@ -70,3 +70,130 @@ fn a_qne_whose_new_interface_refuses_ends_the_reservation_up_to_the_qni() {
     assert!(failed(&mut sim, "N1", sid));
     assert_clean(&mut sim, &["N1", "N2", "N3", "N4", "N5", "N6", "N7"]);
 }
+
+/// The thesis testbed plus an N3 - N5 bypass (cost 3, as wide as the rest): the flow N1 → N6
+/// takes N3 - N4 - N5 until N3 - N4 costs more, then N3 - N5; N4 stays up and reachable, off
+/// the path.
+fn with_wide_bypass() -> Topology {
+    let text = format!(
+        "{}\n[[link]]\na = \"N3\"\nb = \"N5\"\ncost = 3\n",
+        testbeds::GIST_THESIS
+    );
+    Topology::from_toml(&text).expect("topology")
+}
+
+/// Make N3 - N4 dearer than the bypass and step until `node` acts on the route change
+/// (its `route_changes` counter moves); returns how long that took.
+fn divert_at_n3_until_acted_on(sim: &mut QosSim, node: &str) -> pathwise_core::time::Duration {
+    let before = counters(sim, node).route_changes;
+    let l = sim.link_between(id(sim, "N3"), id(sim, "N4")).unwrap();
+    sim.update_link(l, None, |p| p.cost = 10);
+    let start = sim.now();
+    while counters(sim, node).route_changes == before {
+        sim.run_for(pathwise_core::time::Duration::from_millis(100));
+        assert!(
+            sim.now() - start < pathwise_core::time::Duration::from_secs(60),
+            "{node} never saw the route change"
+        );
+    }
+    sim.now() - start
+}
+
+/// The old branch N4 after the flow left it: no state, no class.
+fn assert_old_branch_gone(sim: &mut QosSim, sid: pathwise_gist::wire::SessionId) {
+    assert!(state(sim, "N4", sid).is_none(), "N4's state is gone");
+    assert_eq!(
+        with_qos(sim, "N4", |q, _, _| q.traffic_control().lock().len()),
+        0,
+        "and its traffic-control class"
+    );
+}
+
+/// RFC 5974 §5.2.5.2, §3.2.12: after a route change, the divergence point of a
+/// sender-initiated reservation (N3) tears the old branch (N4) by the old peer's SII-Handle
+/// once the RESERVE down the new path is answered — within one refresh period R of acting on
+/// the change, where soft state alone takes a lifetime (5.25 R). The tear, passed on by N4,
+/// is ignored where the branches meet (N5: not from its current peer).
+#[test]
+fn a_sender_initiated_old_branch_is_torn_within_one_refresh_period() {
+    let mut sim = sim(with_wide_bypass(), 11, short_gist, short);
+    let sid = reserve(&mut sim, "N1", "N6", 4.0);
+    run_secs(&mut sim, 2);
+    let to_n4 = ifindex_to(&sim, "N3", "N4");
+    assert_eq!(tc_of(&mut sim, "N3", to_n4), (1, RATE));
+    assert!(state(&mut sim, "N4", sid).is_some());
+
+    divert_at_n3_until_acted_on(&mut sim, "N3");
+    run_secs(&mut sim, 5); // R
+    assert_old_branch_gone(&mut sim, sid);
+    assert_eq!(counters(&mut sim, "N4").torn, 1, "torn, not timed out");
+    assert_eq!(counters(&mut sim, "N4").expired, 0);
+    assert!(counters(&mut sim, "N3").tears_sent >= 1);
+    assert!(
+        counters(&mut sim, "N5").dropped("tear_not_from_peer") >= 1,
+        "N4's tear, passed on, is ignored where the branches meet"
+    );
+    assert_eq!(counters(&mut sim, "N5").torn, 0);
+    let to_n5 = ifindex_to(&sim, "N3", "N5");
+    assert_eq!(
+        tc_of(&mut sim, "N3", to_n5),
+        (1, RATE),
+        "N3 holds it on the bypass"
+    );
+    for n in ["N1", "N3", "N5", "N6"] {
+        assert!(
+            state(&mut sim, n, sid).is_some(),
+            "{n} keeps the reservation"
+        );
+    }
+    let explicit =
+        |sim: &QosSim, n: &str| sim.engine(id(sim, n)).unwrap().inner().counters().clone();
+    assert_eq!(explicit(&sim, "N3").explicit_sent, 1);
+    assert_eq!(explicit(&sim, "N4").explicit_received, 1);
+
+    // Released later, nothing is left anywhere.
+    with_qos(&mut sim, "N1", |q, g, now| q.release(g, now, sid)).unwrap();
+    run_secs(&mut sim, 60);
+    assert_clean(&mut sim, &["N1", "N2", "N3", "N4", "N5", "N6", "N7"]);
+}
+
+/// The same for a receiver-initiated reservation (QNI N6, RESERVEs travelling up): N3 sends a
+/// QUERY with RESERVE-INIT down the bypass (§3.2.12), N5 — where the branches meet, and the
+/// node whose peer towards the QNR changed — answers with a full RESERVE carrying an RII up
+/// the new path, and on its RESPONSE tears N4 by N4's SII-Handle. N4 releases its reverse path
+/// too, so its GIST stops taking N5's upstream peer back (RFC 5971 §7.1.4).
+#[test]
+fn a_receiver_initiated_old_branch_is_torn_within_one_refresh_period() {
+    let mut sim = sim(with_wide_bypass(), 12, short_gist, short);
+    let req = pathwise_qos_nslp::ReserveRequest::new(lo(&sim, "N1"), lo(&sim, "N6"), tmod(4.0));
+    let sid = with_qos(&mut sim, "N1", |q, g, now| {
+        q.reserve_receiver_initiated(g, now, &req)
+    })
+    .unwrap();
+    run_secs(&mut sim, 2);
+    let to_n4 = ifindex_to(&sim, "N3", "N4");
+    assert_eq!(tc_of(&mut sim, "N3", to_n4), (1, RATE));
+    assert!(state(&mut sim, "N4", sid).is_some());
+
+    divert_at_n3_until_acted_on(&mut sim, "N3");
+    run_secs(&mut sim, 5); // R
+    assert_old_branch_gone(&mut sim, sid);
+    assert_eq!(counters(&mut sim, "N4").torn, 1, "torn, not timed out");
+    assert!(counters(&mut sim, "N5").tears_sent >= 1);
+    let to_n5 = ifindex_to(&sim, "N3", "N5");
+    assert_eq!(
+        tc_of(&mut sim, "N3", to_n5),
+        (1, RATE),
+        "N3 holds it on the bypass"
+    );
+    // Stays so: N5's refreshes go up the bypass, none wins N4 back.
+    run_secs(&mut sim, 60);
+    assert_old_branch_gone(&mut sim, sid);
+    for n in ["N1", "N3", "N5", "N6"] {
+        assert!(
+            state(&mut sim, n, sid).is_some(),
+            "{n} keeps the reservation"
+        );
+    }
+    assert_eq!(tc_of(&mut sim, "N3", to_n5), (1, RATE));
+}

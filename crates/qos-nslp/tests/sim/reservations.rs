@@ -384,12 +384,13 @@ fn a_route_change_moves_a_receiver_initiated_reservation() {
         "N3 holds it on the bypass"
     );
     assert_eq!(tc_of(&mut sim, "N3", to_n4).1, 0.0);
-    // The old branch: N4 lost its routing state towards N3, gave the reservation up and
-    // refused N5's stray refreshes until GIST at N5 settled on N3 (§5.2.5.4).
+    // The old branch: N5, answered along the new path, tore N4 by N4's SII-Handle
+    // (§5.2.5.2), rather than leave it to time out once GIST lost its state towards N3.
     assert!(state(&mut sim, "N4", sid).is_none(), "N4's state is gone");
     let n4_out = ifindex_to(&sim, "N4", "N5");
     assert_eq!(tc_of(&mut sim, "N4", n4_out), (0, 0.0));
-    assert_eq!(counters(&mut sim, "N4").reverse_path_lost, 1);
+    assert_eq!(counters(&mut sim, "N4").torn, 1);
+    assert_eq!(counters(&mut sim, "N4").expired, 0);
     for n in ["N1", "N3", "N5", "N6"] {
         assert!(
             state(&mut sim, n, sid).is_some(),
