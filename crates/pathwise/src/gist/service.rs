@@ -918,6 +918,9 @@ impl GistService {
                 json!(self.transit_bad_destination),
             ),
             ("validity_capped", json!(c.validity_capped)),
+            ("explicit_sent", json!(c.explicit_sent)),
+            ("explicit_received", json!(c.explicit_received)),
+            ("explicit_failures", json!(c.explicit_failures)),
             ("streams_refused", json!(c.streams_refused)),
             ("ma_takeovers", json!(c.ma_takeovers)),
             ("ma_takeovers_refused", json!(c.ma_takeovers_refused)),
@@ -1080,6 +1083,21 @@ impl GistService {
                 "peer_changes",
                 "Refreshes that found a different peer.",
                 c.peer_changes,
+            ),
+            (
+                "explicit_sent",
+                "Data sent explicitly routed to an SII-Handle (RFC 5971 §7.1.4).",
+                c.explicit_sent,
+            ),
+            (
+                "explicit_received",
+                "Explicitly routed Data received (E flag).",
+                c.explicit_received,
+            ),
+            (
+                "explicit_failures",
+                "Explicitly routed sends refused: unknown SII-Handle or no transfer to that peer.",
+                c.explicit_failures,
             ),
             (
                 "messaging_associations_opened",
