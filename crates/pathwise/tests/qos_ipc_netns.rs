@@ -195,3 +195,96 @@ fn qos_nslp_out_of_process_reserves_along_the_path_and_releases_when_killed() {
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
 }
+
+/// Receiver-initiated (RFC 5974 §4.3) from the out-of-process NSLP: its QUERY with RESERVE-INIT
+/// makes H2 the QNI, whose RESERVE comes back up the path to H1, the QNR, which admits it on
+/// its own link towards H2 and reports it installed; H2 releases it and H1 hears the tear.
+#[test]
+fn qos_nslp_out_of_process_asks_for_a_receiver_initiated_reservation() {
+    let test = "qos_nslp_out_of_process_asks_for_a_receiver_initiated_reservation";
+    if skip(test, &["ip", "iptables"]) {
+        return;
+    }
+    let _g = serial();
+    let mut lab = chain();
+    let sock = lab
+        .path(&format!("{}-ipc.sock", NODES[H1]))
+        .to_string_lossy()
+        .into_owned();
+    lab.spawn(
+        "qosnslp",
+        H1,
+        &[
+            bin(),
+            "qos",
+            "nslp",
+            "--json",
+            "--ipc-socket",
+            &sock,
+            "--interface",
+            "e0:100Mbit:10Mbit",
+            "--receiver-initiated",
+            "--rate",
+            "1Mbit",
+            "--reserve",
+            H2_V4,
+        ],
+    )
+    .unwrap();
+    let ev = wait_for(Duration::from_secs(10), "the RESERVE back at H1", || {
+        let ev = events(&lab);
+        ev.iter().any(|e| e["event"] == "installed").then_some(ev)
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+    let session = ev
+        .iter()
+        .find(|e| e["event"] == "requested")
+        .and_then(|e| e["session"].as_str())
+        .unwrap_or_else(|| panic!("{ev:#?}"))
+        .to_string();
+    let installed = ev.iter().find(|e| e["event"] == "installed").unwrap();
+    assert_eq!(installed["session"], session.as_str(), "{ev:#?}");
+    let at_h2 = sessions(&lab, H2);
+    assert!(
+        at_h2.iter().any(|s| s["session"] == session.as_str()
+            && s["role"] == "QNI"
+            && s["initiation"] == "receiver"),
+        "{at_h2:#?}"
+    );
+    let at_r2 = sessions(&lab, R2);
+    assert!(
+        at_r2.iter().any(|s| s["session"] == session.as_str()
+            && s["interface"] == "e0"
+            && s["rate_bps"] == 1_000_000),
+        "{at_r2:#?}"
+    );
+
+    // Its QNI releases it; the tear reaches H1's out-of-process NSLP.
+    let h2 = gist_chain::socket(&lab, H2);
+    lab.exec_ok(
+        H2,
+        &[
+            bin(),
+            "qos",
+            "--json",
+            "--socket",
+            h2.to_str().unwrap(),
+            "release",
+            &session,
+        ],
+    )
+    .unwrap_or_else(|e| panic!("release at H2: {e}\n{}", logs(&lab)));
+    wait_for(Duration::from_secs(5), "the tear to reach H1", || {
+        events(&lab)
+            .iter()
+            .any(|e| e["event"] == "torn" && e["session"] == session.as_str())
+            .then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
+    assert!(
+        (1..5).all(|i| sessions(&lab, i).is_empty()),
+        "{}",
+        logs(&lab)
+    );
+    lab.terminate("qosnslp", Duration::from_secs(5)).unwrap();
+}
