@@ -23,6 +23,10 @@
 //!    [`QosNslp::reserve_receiver_initiated`], [`QosNslp::query`] and ends them with
 //!    [`QosNslp::release`], reached through `GistEngine::with_nslp`; outcomes come back from
 //!    [`QosNslp::poll_event`].
+//!
+//! It runs over IPC too, as its own process on GIST's node (`pathwise_gist::ipc::IpcGist`,
+//! whose `with_outgoing_interface` supplies the flow's outgoing link from the kernel's routes):
+//! `pathwise qos nslp --ipc-socket PATH --interface e0:100Mbit --reserve DEST --rate 4Mbit`.
 #![warn(missing_docs)]
 
 pub mod engine;

@@ -10,6 +10,10 @@
 //! once. The socket's read timeout is set only when the wanted timeout changes (never while
 //! serving for ever).
 //!
+//! The NSLP process runs on GIST's node, so the route its flows leave by is the kernel's: the
+//! user hands [`IpcGist::with_outgoing_interface`] a lookup (the binary's is a netlink route
+//! mirror), which answers [`GistApi::outgoing_interface`] — the link the QoS NSLP admits on.
+//!
 //! [`DeliveryError::Refused`]: crate::nslp::DeliveryError::Refused
 
 use super::wire::{Frame, FrameBuffer, IpcError, Refusal};
@@ -18,9 +22,11 @@ use crate::nslp::{
     NslpEvent, RecvMessage, RoutingDecision, SendMessage,
 };
 use crate::wire::{Mri, SessionId};
+use pathwise_core::io::IfIndex;
 use pathwise_core::rand::Rng as _;
 use pathwise_core::rng::SeededRng;
 use pathwise_core::time::{Duration, Instant};
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::IpAddr;
@@ -75,6 +81,19 @@ pub enum Upcall {
     },
 }
 
+/// The interface data for a destination leaves this node by, as the NSLP's user finds it.
+pub type OutgoingInterfaceLookup = Box<dyn FnMut(IpAddr) -> Option<IfIndex> + Send>;
+
+/// The user's route lookup; mutable behind `&self` because [`GistApi::outgoing_interface`]
+/// takes `&self` and a lookup may refresh a route mirror first.
+struct RouteLookup(RefCell<OutgoingInterfaceLookup>);
+
+impl std::fmt::Debug for RouteLookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RouteLookup")
+    }
+}
+
 /// A connection to GIST over its IPC socket, registered for one NSLPID.
 #[derive(Debug)]
 pub struct IpcGist {
@@ -95,6 +114,8 @@ pub struct IpcGist {
     batching: bool,
     /// The first failure; every later call fails at once.
     broken: bool,
+    /// Answers [`GistApi::outgoing_interface`] (`None`: not known here).
+    route: Option<RouteLookup>,
 }
 
 /// Bytes asked of the socket per read: a wake-up's worth of upcalls.
@@ -122,6 +143,7 @@ impl IpcGist {
             read_timeout: None,
             batching: false,
             broken: false,
+            route: None,
         };
         if let Err(e) = c.write(&Frame::Register { nslpid }) {
             // A daemon that refuses this process's user answers and closes at once, perhaps
@@ -153,6 +175,13 @@ impl IpcGist {
                 _ => return None,
             }
         }
+    }
+
+    /// Answer [`GistApi::outgoing_interface`] with `lookup` (without one: `None`, "not known").
+    /// The NSLP runs on GIST's node, so its kernel's routes are GIST's.
+    pub fn with_outgoing_interface(mut self, lookup: OutgoingInterfaceLookup) -> Self {
+        self.route = Some(RouteLookup(RefCell::new(lookup)));
+        self
     }
 
     /// The NSLPID registered.
@@ -436,6 +465,12 @@ impl GistApi for IpcGist {
 
     fn is_local(&self, addr: IpAddr) -> bool {
         self.local.contains(&addr)
+    }
+
+    /// The user's lookup (see [`IpcGist::with_outgoing_interface`]); `None` without one.
+    fn outgoing_interface(&self, destination: IpAddr) -> Option<IfIndex> {
+        let r = self.route.as_ref()?;
+        (r.0.borrow_mut())(destination)
     }
 
     fn new_session_id(&mut self) -> SessionId {

@@ -22,6 +22,6 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use client::{ClientError, IpcGist, Upcall};
+pub use client::{ClientError, IpcGist, OutgoingInterfaceLookup, Upcall};
 pub use server::{Admission, IpcServer, IpcStats};
 pub use wire::{Frame, FrameBuffer, IpcError, MAX_FRAME, Refusal, VERSION};

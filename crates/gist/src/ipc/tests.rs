@@ -857,3 +857,33 @@ fn permission_denied_has_its_own_code() {
     .to_bytes();
     assert_eq!(b.last(), Some(&6));
 }
+
+/// The NSLP's user answers `outgoing_interface` over IPC (its node's routes are GIST's); each
+/// call asks the lookup afresh, and without one the answer is "not known".
+#[test]
+fn outgoing_interface_comes_from_the_users_lookup() {
+    use std::io::Write;
+    let registered = |local: Vec<IpAddr>| {
+        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        theirs
+            .write_all(&Frame::Registered { nslpid: 1, local }.to_bytes())
+            .unwrap();
+        (IpcGist::register(ours, 1).unwrap(), theirs)
+    };
+    let (plain, _d) = registered(vec![A]);
+    assert_eq!(plain.outgoing_interface(B), None);
+
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = asked.clone();
+    let (gist, _d) = registered(vec![A]);
+    let gist = gist.with_outgoing_interface(Box::new(move |dst| {
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        (dst == B).then_some(IfIndex(7))
+    }));
+    let api: &dyn GistApi = &gist;
+    assert_eq!(api.outgoing_interface(B), Some(IfIndex(7)));
+    assert_eq!(api.outgoing_interface(A), None);
+    assert_eq!(api.outgoing_interface(B), Some(IfIndex(7)));
+    assert_eq!(asked.load(std::sync::atomic::Ordering::Relaxed), 3);
+    assert!(api.is_local(A) && !api.is_local(B));
+}

@@ -23,6 +23,13 @@ struct FlowOpts {
     /// Rate to reserve (<TMOD-1> r), e.g. 4Mbit.
     #[arg(long)]
     rate: Bandwidth,
+    #[command(flatten)]
+    traffic: TrafficOpts,
+}
+
+/// The traffic of a flow besides its rate, and what classifies it besides its addresses.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct TrafficOpts {
     /// Token bucket depth b, bytes.
     #[arg(long, default_value_t = 15_000)]
     bucket: u32,
@@ -45,9 +52,16 @@ struct FlowOpts {
 
 impl FlowOpts {
     fn args(&self) -> serde_json::Map<String, Value> {
+        self.traffic.args(self.dest, self.rate)
+    }
+}
+
+impl TrafficOpts {
+    /// The arguments of `qos.reserve` for a flow to `dest` at `rate`.
+    pub(crate) fn args(&self, dest: IpAddr, rate: Bandwidth) -> serde_json::Map<String, Value> {
         let mut m = serde_json::Map::new();
-        m.insert("destination".into(), json!(self.dest));
-        m.insert("rate_bps".into(), json!(self.rate.0));
+        m.insert("destination".into(), json!(dest));
+        m.insert("rate_bps".into(), json!(rate.0));
         m.insert("bucket".into(), json!(self.bucket));
         m.insert("max_packet".into(), json!(self.max_packet));
         for (k, v) in [
@@ -99,6 +113,11 @@ enum Cmd {
     },
     /// Every session with QoS NSLP state on this node, and the counters.
     Show,
+    /// Run the QoS NSLP as its own process over the daemon's IPC NSLP API (`[gist]
+    /// ipc_socket`) on a node whose daemon has no `[qos_nslp]`: it registers NSLPID 1, admits
+    /// through its own traffic control on the interfaces given, makes the reservations asked
+    /// for, prints every outcome, refreshes until SIGINT or SIGTERM, then releases them.
+    Nslp(super::ipc::NslpArgs),
 }
 
 /// Run the command.
@@ -127,6 +146,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         Cmd::Release { session } => ("qos.release", json!({ "session": session })),
         Cmd::Query { flow } => ("qos.query", Value::Object(flow.args())),
         Cmd::Show => ("qos.show", json!({})),
+        Cmd::Nslp(n) => return super::ipc::run(n, a.daemon.json),
     };
     let v = crate::mgmt::request(&a.daemon.socket, "pathwise daemon", verb, args)?;
     if a.daemon.json {

@@ -5,7 +5,8 @@
 //! - [`config`]: the `[qos_nslp]` section;
 //! - [`counters`]: the engine's counters in `qos show` and on the metrics page;
 //! - [`verbs`]: the management verbs `qos.reserve`, `qos.release`, `qos.query`, `qos.show`;
-//! - [`cli`]: `pathwise qos reserve|release|query|show`;
+//! - [`cli`]: `pathwise qos reserve|release|query|show|nslp`;
+//! - [`ipc`]: `pathwise qos nslp`, the QoS NSLP as its own process over GIST's IPC NSLP API;
 //! - [`bench`]: `pathwise bench qos`, the QoS NSLP side by side with RSVP;
 //! - [`campaign`]: `pathwise sim campaign qos`.
 
@@ -14,4 +15,5 @@ pub mod campaign;
 pub mod cli;
 pub mod config;
 pub mod counters;
+pub mod ipc;
 pub mod verbs;

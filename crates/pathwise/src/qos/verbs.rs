@@ -37,7 +37,7 @@ pub const MAX_COUNT: u32 = 1000;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ReserveArgs {
+pub(crate) struct ReserveArgs {
     destination: IpAddr,
     rate_bps: u64,
     #[serde(default)]
@@ -75,7 +75,8 @@ impl ReserveArgs {
         }
     }
 
-    fn request(&self, source: IpAddr) -> ReserveRequest {
+    /// The request for the flow from `source`.
+    pub(crate) fn request(&self, source: IpAddr) -> ReserveRequest {
         let mut r = ReserveRequest::new(source, self.destination, self.tmod(self.rate_bps));
         r.protocol = self.protocol;
         r.dest_port = self.dport;
@@ -170,7 +171,7 @@ fn parse_hex(s: &str) -> Option<SessionId> {
     Some(SessionId(out))
 }
 
-fn info_json(i: &InfoSpec) -> Value {
+pub(crate) fn info_json(i: &InfoSpec) -> Value {
     use pathwise_qos_nslp::wire::ErrorSource;
     json!({
         "class": format!("{:?}", i.class),
@@ -187,7 +188,7 @@ fn info_json(i: &InfoSpec) -> Value {
 }
 
 /// The QSPEC objects as rates (bit/s) and path latency (µs).
-fn qspec_json(q: &Qspec) -> Value {
+pub(crate) fn qspec_json(q: &Qspec) -> Value {
     let mut m = serde_json::Map::new();
     for o in &q.objects {
         let name = match o.object_type {

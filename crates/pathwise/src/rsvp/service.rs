@@ -34,6 +34,67 @@ pub enum DataPlane {
     Memory(MemoryTrafficControl),
 }
 
+/// One interface reservations are admitted on.
+#[derive(Clone, Debug)]
+pub struct TcLink {
+    /// Kernel ifindex.
+    pub ifindex: IfIndex,
+    /// Interface name.
+    pub name: String,
+    /// Link bandwidth, bit/s.
+    pub bandwidth_bps: u64,
+    /// What reservations may take of it, bit/s.
+    pub reservable_bps: u64,
+    /// MTU, bytes.
+    pub mtu: u32,
+}
+
+impl DataPlane {
+    /// Traffic control of `kind` on `links`; HTB takes the interfaces over (TCP to and from
+    /// `signalling_tcp_ports`, GIST's messaging associations, in the signalling class).
+    pub fn build(
+        kind: TrafficControlKind,
+        links: &[TcLink],
+        signalling_tcp_ports: &[u16],
+    ) -> DataPlane {
+        match kind {
+            TrafficControlKind::Htb => {
+                DataPlane::Htb(HtbTrafficControl::with_signalling_tcp_ports(
+                    Command,
+                    links.iter().map(|l| {
+                        (
+                            l.ifindex,
+                            HtbInterface {
+                                name: l.name.clone(),
+                                bandwidth_bps: l.bandwidth_bps,
+                                reservable_bps: l.reservable_bps,
+                                mtu: l.mtu,
+                                latency_us: 0,
+                            },
+                        )
+                    }),
+                    signalling_tcp_ports,
+                ))
+            }
+            TrafficControlKind::Memory => {
+                let mut m = MemoryTrafficControl::new();
+                for l in links {
+                    m.add_interface(
+                        l.ifindex,
+                        TcInterface {
+                            reservable: l.reservable_bps as f64 / 8.0,
+                            bandwidth: l.bandwidth_bps as f64 / 8.0,
+                            latency_us: 0,
+                            mtu: l.mtu,
+                        },
+                    );
+                }
+                DataPlane::Memory(m)
+            }
+        }
+    }
+}
+
 impl TrafficControl for DataPlane {
     fn reserve(
         &mut self,
@@ -183,41 +244,17 @@ impl RsvpService {
             .flat_map(|g| [g.tcp_port(), g.tls_port()])
             .flatten()
             .collect();
-        let tc = match cfg.traffic_control {
-            TrafficControlKind::Htb => {
-                DataPlane::Htb(HtbTrafficControl::with_signalling_tcp_ports(
-                    Command,
-                    ifaces.iter().map(|(k, bw, res, _)| {
-                        (
-                            k.ifindex,
-                            HtbInterface {
-                                name: k.name.clone(),
-                                bandwidth_bps: *bw,
-                                reservable_bps: *res,
-                                mtu: k.mtu,
-                                latency_us: 0,
-                            },
-                        )
-                    }),
-                    &gist_tcp_ports,
-                ))
-            }
-            TrafficControlKind::Memory => {
-                let mut m = MemoryTrafficControl::new();
-                for (k, bw, res, _) in &ifaces {
-                    m.add_interface(
-                        k.ifindex,
-                        TcInterface {
-                            reservable: *res as f64 / 8.0,
-                            bandwidth: *bw as f64 / 8.0,
-                            latency_us: 0,
-                            mtu: k.mtu,
-                        },
-                    );
-                }
-                DataPlane::Memory(m)
-            }
-        };
+        let links: Vec<TcLink> = ifaces
+            .iter()
+            .map(|(k, bw, res, _)| TcLink {
+                ifindex: k.ifindex,
+                name: k.name.clone(),
+                bandwidth_bps: *bw,
+                reservable_bps: *res,
+                mtu: k.mtu,
+            })
+            .collect();
+        let tc = DataPlane::build(cfg.traffic_control, &links, &gist_tcp_ports);
         // Shared: the QoS NSLP ([qos_nslp]) admits through the same instance (one budget per
         // interface for both protocols).
         let engine = RsvpEngine::new(engine_cfg, SharedTrafficControl::new(tc), Instant::ZERO);

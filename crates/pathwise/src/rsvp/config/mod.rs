@@ -36,7 +36,7 @@ pub use te::{LspSection, MplsKind};
 use toml::Spanned;
 
 /// How reservations reach the data plane.
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum TrafficControlKind {
     /// HTB classes and u32 filters through `tc`.
