@@ -50,6 +50,12 @@ fn soak_reports_and_terminates() {
     }
     assert!(r["flat"].is_boolean(), "a verdict with this many samples");
     assert!(r["rss_growth_kib"].is_i64());
+    assert!(r["rss_flat"].is_boolean());
+    assert!(
+        r["heap_flat"].is_boolean(),
+        "a heap verdict: the counting allocator is installed"
+    );
+    assert!(r["heap_growth_bytes"].is_i64());
 }
 
 #[test]
@@ -70,5 +76,7 @@ fn soak_table_ends_with_the_verdict() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("  wall s"), "{text}");
-    assert!(text.lines().last().unwrap().starts_with("RSS: "), "{text}");
+    let verdict: Vec<&str> = text.lines().rev().take(2).collect();
+    assert!(verdict[1].starts_with("RSS: "), "{text}");
+    assert!(verdict[0].starts_with("heap: "), "{text}");
 }
