@@ -323,7 +323,10 @@ impl BmpSession {
             }
             return;
         };
-        if local.is_some_and(|l| l != peer_asn && first_as(attrs) == Some(l)) {
+        if attrs
+            .effective_as_path()
+            .is_some_and(|p| prepended_by_router(&p, peer_asn, local))
+        {
             self.counters.own_as_removed += 1;
         }
         for p in announced {
@@ -336,17 +339,15 @@ impl BmpSession {
 /// The route an UPDATE's attributes describe, or `None` without an AS_PATH. `local_as` is the
 /// monitored router's own AS towards this peer, when known.
 ///
-/// An eBGP peer's path starts with the peer's AS (RFC 4271 §5.1.2); one that starts with the
-/// monitored router's own AS was prepended by the router when it encoded the route for BMP
-/// (FRR 8.4 does so for pre-policy routes, against RFC 7854 §4.6, which carries the route as
-/// received). That AS is not counted.
+/// An eBGP peer's path starts with the peer's AS (RFC 4271 §5.1.2, §6.3); one that starts with
+/// another AS was prepended by the monitored router when it encoded the route for BMP (FRR 8.4
+/// does so for pre-policy routes, against RFC 7854 §4.6, which carries the route as received).
+/// That AS is not counted (see [`prepended_by_router`]).
 pub fn route_of(attrs: &Attributes, peer_asn: u32, local_as: Option<u32>) -> Option<Route> {
     // RFC 6793 §4.2.3: a 2-octet session carries the 4-octet path in AS4_PATH.
     let path: AsPath = attrs.effective_as_path()?;
     let mut route = route_of_path(&path, peer_asn);
-    if local_as
-        .is_some_and(|l| l != peer_asn && path.get_collector_opt().map(|a| a.to_u32()) == Some(l))
-    {
+    if prepended_by_router(&path, peer_asn, local_as) {
         route.as_distance = route.as_distance.saturating_sub(1);
         if route.as_distance == 0 {
             route.origin_as = peer_asn;
@@ -355,11 +356,22 @@ pub fn route_of(attrs: &Attributes, peer_asn: u32, local_as: Option<u32>) -> Opt
     Some(route)
 }
 
-fn first_as(attrs: &Attributes) -> Option<u32> {
-    attrs
-        .effective_as_path()?
-        .get_collector_opt()
-        .map(|a| a.to_u32())
+/// Whether `path`'s first AS was put there by the monitored router rather than received from
+/// the peer: it is the router's own AS (`local_as`, from the Peer Up's sent OPEN) and not the
+/// peer's; or, when the Peer Up was not understood (FRR 8.4 may send one without the received
+/// OPEN: "bmp: missing RX OPEN message"), the path starts with another AS than the peer's and
+/// the peer's comes second.
+pub fn prepended_by_router(path: &AsPath, peer_asn: u32, local_as: Option<u32>) -> bool {
+    let first = path.get_collector_opt().map(|a| a.to_u32());
+    match local_as {
+        Some(l) => l != peer_asn && first == Some(l),
+        None => {
+            first.is_some_and(|f| f != peer_asn)
+                && path
+                    .to_u32_vec_opt(false)
+                    .is_some_and(|v| v.get(1) == Some(&peer_asn))
+        }
+    }
 }
 
 /// The AS in an OPEN: the 4-octet AS capability's (RFC 6793 §3), else My Autonomous System.

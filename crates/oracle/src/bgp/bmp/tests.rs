@@ -248,3 +248,25 @@ fn an_frr_session_parses_and_frrs_own_as_in_front_is_not_counted() {
         ]
     );
 }
+
+/// FRR 8.4 can send a Peer Up without the received OPEN ("bmp: missing RX OPEN message for
+/// peer", seen in CI on 2026-11-24), which the parser refuses: the exit's own AS is then not
+/// known from the sent OPEN, yet the AS it writes in front of the path must still not count.
+#[test]
+fn without_the_peer_up_the_routers_own_as_in_front_is_still_not_counted() {
+    let p = |v: &[u32]| AsPath::from_sequence(v);
+    // From eBGP peer 65001, written by exit AS 65000 with its own AS in front.
+    assert!(prepended_by_router(&p(&[65000, 65001]), 65001, None));
+    assert!(prepended_by_router(&p(&[65000, 65001, 65001]), 65001, None));
+    // As received: the peer's AS first.
+    assert!(!prepended_by_router(&p(&[65001, 65002]), 65001, None));
+    // Another AS first and the peer's nowhere second: not ours to remove.
+    assert!(!prepended_by_router(&p(&[65009, 65002]), 65001, None));
+    // With the sent OPEN known, the rule of the Peer Up.
+    assert!(prepended_by_router(&p(&[65000, 65001]), 65001, Some(65000)));
+    assert!(!prepended_by_router(
+        &p(&[65001, 65001]),
+        65001,
+        Some(65001)
+    ));
+}
