@@ -90,9 +90,11 @@ impl PschedClock {
 
     /// `tc_calc_xmittime(rate, size)`: the time to send `size` bytes at `rate` bytes/s, in
     /// ticks.
+    /// As `tc` computes it, whole microseconds first (`tc_core_time2tick` takes an
+    /// `unsigned int`).
     fn xmittime(&self, rate_bytes: u64, size: u64) -> u32 {
-        let usec = 1e6 * size as f64 / rate_bytes.max(1) as f64;
-        (usec * self.tick_in_usec) as u32
+        let usec = (1e6 * size as f64 / rate_bytes.max(1) as f64) as u32;
+        (f64::from(usec) * self.tick_in_usec) as u32
     }
 
     /// HTB's default burst for a rate (`q_htb.c`: `rate / get_hz() + mtu`), in ticks.
@@ -411,6 +413,8 @@ mod tests {
         assert_eq!(c.tick_in_usec, 1000.0 / 64.0);
         // tc shows `burst 1600b` for a 10 Mbit/s class: 1600 bytes at 1.25 MB/s is 1280 µs.
         assert_eq!(c.burst(1_250_000), 20_000);
+        // 19 Mbit/s: 673.7 µs, taken as 673 (tc shows `burst 1596b`, not 1598b).
+        assert_eq!(c.burst(2_375_000), 10_515);
         assert_eq!(PschedClock::parse("000003e8 00000000 1 1"), None);
         assert_eq!(PschedClock::parse("zz"), None);
     }
