@@ -351,6 +351,18 @@ mod tests {
     }
 
     #[test]
+    fn traffic_control_values() {
+        use super::TrafficControlKind as K;
+        for (value, kind) in [("htb", K::Htb), ("htb-tc", K::HtbTc), ("memory", K::Memory)] {
+            let text = format!("[rsvp]\ntraffic_control = \"{value}\"\n");
+            let r = NodeConfig::parse("node.toml", &text).unwrap().rsvp.unwrap();
+            assert_eq!(r.traffic_control, kind, "{value}");
+        }
+        let text = "[rsvp]\ntraffic_control = \"tc\"\n";
+        assert!(NodeConfig::parse("node.toml", text).is_err());
+    }
+
+    #[test]
     fn lsp_setup_keys_default_to_the_engines() {
         let c = NodeConfig::parse("node.toml", &node("")).unwrap();
         let r = c.rsvp.unwrap();
