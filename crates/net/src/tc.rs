@@ -16,12 +16,17 @@
 //!            100 ms at link rate
 //! 5057:N     one per reservation: rate = reserved, ceil = link (it may borrow when idle);
 //!            its filters sit at u32 priority 10 + N, so a reservation's filters go with one
-//!            command
+//!            deletion
 //! ```
 //!
-//! Admission is decided here, against the configured reservable bandwidth, before any command
-//! runs; a `tc` command that fails afterwards is logged and counted, not turned into an RSVP
-//! error (the reservation is accounted either way, so signaling and accounting stay consistent).
+//! This module decides *what* (admission, handles, the layout) as [`TcOp`]s; a [`TcBackend`]
+//! does it: [`Netlink`] sends rtnetlink messages (the daemon's `traffic_control = "htb"`), a
+//! [`TcRunner`] runs one `tc` command line per operation (`"htb-tc"`, and tests that record the
+//! lines).
+//!
+//! Admission is decided here, against the configured reservable bandwidth, before any operation
+//! is sent; one that fails afterwards is logged and counted, not turned into an RSVP error (the
+//! reservation is accounted either way, so signaling and accounting stay consistent).
 //! Starting up removes a root qdisc with our handle left by a previous run, and dropping the
 //! [`HtbTrafficControl`] removes ours: a restart leaves nothing behind.
 
