@@ -16,12 +16,17 @@
 //!            100 ms at link rate
 //! 5057:N     one per reservation: rate = reserved, ceil = link (it may borrow when idle);
 //!            its filters sit at u32 priority 10 + N, so a reservation's filters go with one
-//!            command
+//!            deletion
 //! ```
 //!
-//! Admission is decided here, against the configured reservable bandwidth, before any command
-//! runs; a `tc` command that fails afterwards is logged and counted, not turned into an RSVP
-//! error (the reservation is accounted either way, so signaling and accounting stay consistent).
+//! This module decides *what* (admission, handles, the layout) as [`TcOp`]s; a [`TcBackend`]
+//! does it: [`Netlink`] sends rtnetlink messages (the daemon's `traffic_control = "htb"`), a
+//! [`TcRunner`] runs one `tc` command line per operation (`"htb-tc"`, and tests that record the
+//! lines).
+//!
+//! Admission is decided here, against the configured reservable bandwidth, before any operation
+//! is sent; one that fails afterwards is logged and counted, not turned into an RSVP error (the
+//! reservation is accounted either way, so signaling and accounting stay consistent).
 //! Starting up removes a root qdisc with our handle left by a previous run, and dropping the
 //! [`HtbTrafficControl`] removes ours: a restart leaves nothing behind.
 
@@ -40,26 +45,147 @@ const BEST_EFFORT: u16 = 0xfffe;
 /// GIST's UDP port (RFC 5971 §5.2.1), whose datagrams are signalling too.
 const GIST_PORT: u16 = 270;
 
-/// Runs one `tc` command line (its arguments after `tc`).
-pub trait TcRunner {
-    /// Run it; `Err` carries tc's complaint.
-    fn run(&mut self, args: &[String]) -> Result<(), String>;
+mod command;
+mod netlink;
+
+pub use command::{Command, TcRunner};
+pub use netlink::Netlink;
+
+/// Which interface an operation is for: the kernel's ifindex (netlink) and name (`tc`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dev {
+    /// Kernel ifindex.
+    pub ifindex: IfIndex,
+    /// Kernel name.
+    pub name: String,
 }
 
-/// Runs the `tc` binary from iproute2.
-#[derive(Debug, Default)]
-pub struct Command;
+/// How a new class or filter meets an existing one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Create; fail if it exists (`tc … add`).
+    Add,
+    /// Create or replace (`tc … replace`).
+    Replace,
+    /// Change an existing one (`tc … change`).
+    Change,
+}
 
-impl TcRunner for Command {
-    fn run(&mut self, args: &[String]) -> Result<(), String> {
-        let out = std::process::Command::new("tc")
-            .args(args)
-            .output()
-            .map_err(|e| format!("cannot run tc: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+/// One u32 match, in the words of `tc`'s `match ip …`/`match ip6 …` (the family is the
+/// filter's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum U32Match {
+    /// Source address, host prefix.
+    Src(std::net::IpAddr),
+    /// Destination address, host prefix.
+    Dst(std::net::IpAddr),
+    /// IP protocol (IPv6: next header).
+    Protocol(u8),
+    /// Source port, right after a 20-byte IPv4 header or the IPv6 header.
+    Sport(u16),
+    /// Destination port, likewise.
+    Dport(u16),
+    /// IPv6 flow label (20 bits).
+    FlowLabel(u32),
+    /// One byte at an offset from the network header (`match u8 V 0xff at OFF`).
+    U8 {
+        /// The byte.
+        value: u8,
+        /// Its offset.
+        at: u16,
+    },
+}
+
+/// One traffic-control operation: what [`HtbTrafficControl`] decides; a [`TcBackend`] does it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TcOp {
+    /// Delete the root qdisc with handle [`ROOT`] (and everything under it).
+    DelRoot(Dev),
+    /// Create or replace the root HTB qdisc [`ROOT`]`:`, unclassified traffic to `default`.
+    HtbRoot {
+        /// Interface.
+        dev: Dev,
+        /// Minor of the default class.
+        default: u16,
+    },
+    /// An HTB class `ROOT:minor` under `ROOT:parent` (0: the qdisc itself).
+    Class {
+        /// Interface.
+        dev: Dev,
+        /// Add, replace or change.
+        mode: Mode,
+        /// Parent's minor (0 for the qdisc).
+        parent: u16,
+        /// This class's minor.
+        minor: u16,
+        /// Guaranteed rate, bit/s.
+        rate_bps: u64,
+        /// Ceiling, bit/s.
+        ceil_bps: u64,
+        /// HTB priority, if set.
+        prio: Option<u32>,
+    },
+    /// A pfifo leaf qdisc `minor:` under class `ROOT:minor`.
+    Pfifo {
+        /// Interface.
+        dev: Dev,
+        /// The class's minor (also the qdisc's major).
+        minor: u16,
+        /// Queue length, packets.
+        limit: u32,
+    },
+    /// A u32 filter under the root qdisc steering matching packets to class `ROOT:flowid`.
+    Filter {
+        /// Interface.
+        dev: Dev,
+        /// Add or replace.
+        mode: Mode,
+        /// IPv6 (`protocol ipv6`) or IPv4 (`protocol ip`).
+        ipv6: bool,
+        /// Filter priority.
+        prio: u16,
+        /// All must match.
+        matches: Vec<U32Match>,
+        /// The class's minor.
+        flowid: u16,
+    },
+    /// Delete every filter at a priority under the root qdisc.
+    DelFilters {
+        /// Interface.
+        dev: Dev,
+        /// Filter priority.
+        prio: u16,
+    },
+    /// Delete class `ROOT:minor`.
+    DelClass {
+        /// Interface.
+        dev: Dev,
+        /// Its minor.
+        minor: u16,
+    },
+}
+
+/// Performs [`TcOp`]s: over rtnetlink ([`Netlink`]) or by running `tc` ([`TcRunner`]).
+pub trait TcBackend {
+    /// Perform `ops` in order (a failing one does not stop the others) and return the failures
+    /// as (index into `ops`, complaint).
+    fn apply(&mut self, ops: &[TcOp]) -> Vec<(usize, String)>;
+}
+
+/// The backend `traffic_control` chose.
+#[derive(Debug)]
+pub enum Backend {
+    /// rtnetlink messages (`traffic_control = "htb"`).
+    Netlink(Netlink),
+    /// `tc` command lines (`traffic_control = "htb-tc"`, for debugging and comparison).
+    Command(Command),
+}
+
+impl TcBackend for Backend {
+    fn apply(&mut self, ops: &[TcOp]) -> Vec<(usize, String)> {
+        match self {
+            Backend::Netlink(b) => b.apply(ops),
+            Backend::Command(b) => b.apply(ops),
         }
     }
 }
@@ -96,53 +222,34 @@ struct Iface {
 
 /// Reservations as HTB classes (see the module doc).
 #[derive(Debug)]
-pub struct HtbTrafficControl<R: TcRunner = Command> {
-    runner: R,
+pub struct HtbTrafficControl<B: TcBackend = Backend> {
+    backend: B,
     ifaces: BTreeMap<IfIndex, Iface>,
     installed: Arena<Installed>,
-    /// `tc` commands that failed.
+    /// Traffic-control operations that failed.
     pub failures: u64,
     /// The last failure, for `show`.
     pub last_failure: Option<String>,
 }
 
-/// A command line's arguments. They never contain spaces (interface names cannot), so the line
-/// is split on whitespace.
-fn args_of(line: &str) -> Vec<String> {
-    line.split_whitespace().map(str::to_string).collect()
-}
-
-fn class_id(minor: u16) -> String {
-    format!("{ROOT:x}:{minor:x}")
-}
-
-fn rate(bps: u64) -> String {
-    format!("{}bit", bps.max(8))
-}
-
-/// The `match` clauses of a u32 filter selecting one classifier's packets. A zero protocol,
-/// port or flow label, or no source, adds no clause (matches any).
-fn u32_matches(c: &FlowClassifier) -> String {
-    let (fam, host) = if c.dst.is_ipv4() {
-        ("ip", 32)
-    } else {
-        ("ip6", 128)
-    };
-    let mut m = format!("match {fam} dst {}/{host}", c.dst);
+/// The u32 matches selecting one classifier's packets. A zero protocol, port or flow label, or
+/// no source, adds no match (matches any).
+fn u32_matches(c: &FlowClassifier) -> Vec<U32Match> {
+    let mut m = vec![U32Match::Dst(c.dst)];
     if c.protocol != 0 {
-        m += &format!(" match {fam} protocol {} 0xff", c.protocol);
+        m.push(U32Match::Protocol(c.protocol));
     }
     if c.dst_port != 0 {
-        m += &format!(" match {fam} dport {} 0xffff", c.dst_port);
+        m.push(U32Match::Dport(c.dst_port));
     }
     if let Some(src) = c.src {
-        m += &format!(" match {fam} src {src}/{host}");
+        m.push(U32Match::Src(src));
     }
     if c.src_port != 0 {
-        m += &format!(" match {fam} sport {} 0xffff", c.src_port);
+        m.push(U32Match::Sport(c.src_port));
     }
     if c.flow_label != 0 {
-        m += &format!(" match ip6 flowlabel {:#x} 0xfffff", c.flow_label);
+        m.push(U32Match::FlowLabel(c.flow_label));
     }
     m
 }
@@ -151,29 +258,29 @@ fn reserved_bps(req: &TcRequest<'_>) -> u64 {
     (req.rate * 8.0).ceil() as u64
 }
 
-impl<R: TcRunner> HtbTrafficControl<R> {
+impl<B: TcBackend> HtbTrafficControl<B> {
     /// Take over `interfaces`: remove a root qdisc a previous run left, install ours.
-    pub fn new(runner: R, interfaces: impl IntoIterator<Item = (IfIndex, HtbInterface)>) -> Self {
-        Self::with_signalling_tcp_ports(runner, interfaces, &[])
+    pub fn new(backend: B, interfaces: impl IntoIterator<Item = (IfIndex, HtbInterface)>) -> Self {
+        Self::with_signalling_tcp_ports(backend, interfaces, &[])
     }
 
     /// As [`new`](Self::new), with TCP segments to and from `tcp_ports` in the signalling
     /// class too: GIST's messaging associations (C-mode over TCP, and TLS), which carry the QoS
     /// NSLP once a session's messages go in C-mode (RFC 5971 §5.7).
     pub fn with_signalling_tcp_ports(
-        runner: R,
+        backend: B,
         interfaces: impl IntoIterator<Item = (IfIndex, HtbInterface)>,
         tcp_ports: &[u16],
     ) -> Self {
         let mut tc = HtbTrafficControl {
-            runner,
+            backend,
             ifaces: BTreeMap::new(),
             installed: Arena::new(),
             failures: 0,
             last_failure: None,
         };
         for (ifindex, cfg) in interfaces {
-            tc.setup(&cfg, tcp_ports);
+            tc.setup(ifindex, &cfg, tcp_ports);
             let iface = Iface {
                 cfg,
                 used_bps: 0,
@@ -185,79 +292,98 @@ impl<R: TcRunner> HtbTrafficControl<R> {
         tc
     }
 
-    /// Run one `tc` command line, counting and logging a failure.
-    fn exec(&mut self, line: String) {
-        if let Err(e) = self.runner.run(&args_of(&line)) {
+    /// Perform `ops` (one batch), counting and logging each failure.
+    fn exec(&mut self, ops: &[TcOp]) {
+        for (i, e) in self.backend.apply(ops) {
             self.failures += 1;
-            tracing::warn!(command = %line, error = %e, "tc command failed");
+            tracing::warn!(op = ?ops.get(i), error = %e, "traffic control operation failed");
             self.last_failure = Some(e);
         }
     }
 
-    fn setup(&mut self, i: &HtbInterface, tcp_ports: &[u16]) {
-        let (dev, link) = (i.name.as_str(), rate(i.bandwidth_bps));
+    fn setup(&mut self, ifindex: IfIndex, i: &HtbInterface, tcp_ports: &[u16]) {
+        let dev = Dev {
+            ifindex,
+            name: i.name.clone(),
+        };
+        let link = i.bandwidth_bps;
         // A root qdisc a killed run of ours left goes first, with every class and filter under
         // it (`replace` alone would keep them); there is usually none, so that failure is not
         // counted. A foreign root qdisc is replaced atomically: pathwise manages the interface.
-        let _ = self.runner.run(&args_of(&format!(
-            "qdisc del dev {dev} root handle {ROOT:x}:"
-        )));
-        self.exec(format!(
-            "qdisc replace dev {dev} root handle {ROOT:x}: htb default {BEST_EFFORT:x}"
-        ));
-        self.exec(format!(
-            "class replace dev {dev} parent {ROOT:x}: classid {} htb rate {link} ceil {link}",
-            class_id(PARENT_CLASS)
-        ));
+        let _ = self.backend.apply(&[TcOp::DelRoot(dev.clone())]);
+        let mut ops = vec![
+            TcOp::HtbRoot {
+                dev: dev.clone(),
+                default: BEST_EFFORT,
+            },
+            TcOp::Class {
+                dev: dev.clone(),
+                mode: Mode::Replace,
+                parent: 0,
+                minor: PARENT_CLASS,
+                rate_bps: link,
+                ceil_bps: link,
+                prio: None,
+            },
+        ];
         // Signaling keeps a small guaranteed share ahead of best effort, so a flood cannot
         // starve the refreshes that keep reservations alive.
-        let control = i
-            .bandwidth_bps
-            .div_ceil(100)
-            .max(64_000)
-            .min(i.bandwidth_bps);
-        let best = i
-            .bandwidth_bps
+        let control = link.div_ceil(100).max(64_000).min(link);
+        let best = link
             .saturating_sub(i.reservable_bps)
             .saturating_sub(control);
-        let parent = class_id(PARENT_CLASS);
-        self.exec(format!(
-            "class replace dev {dev} parent {parent} classid {} htb rate {} ceil {link} prio 0",
-            class_id(CONTROL),
-            rate(control)
-        ));
-        self.exec(format!(
-            "class replace dev {dev} parent {parent} classid {} htb rate {} ceil {link} prio 1",
-            class_id(BEST_EFFORT),
-            rate(best)
-        ));
+        for (minor, rate_bps, prio) in [(CONTROL, control, 0), (BEST_EFFORT, best, 1)] {
+            ops.push(TcOp::Class {
+                dev: dev.clone(),
+                mode: Mode::Replace,
+                parent: PARENT_CLASS,
+                minor,
+                rate_bps,
+                ceil_bps: link,
+                prio: Some(prio),
+            });
+        }
         // Best effort queues about 100 ms at link rate rather than the device's 1000 packets
         // (1.2 s at 10 Mbit/s): bounded delay for unreserved traffic, and under overload its
         // drops are spread over its flows instead of queueing behind bursts.
-        let limit = (i.bandwidth_bps / 10 / 12_000).clamp(16, 10_000);
-        self.exec(format!(
-            "qdisc replace dev {dev} parent {} handle {BEST_EFFORT:x}: pfifo limit {limit}",
-            class_id(BEST_EFFORT)
-        ));
-        // One filter priority per protocol (the kernel refuses a second protocol at a priority
-        // that has one): IPv4 at 1, IPv6 at 2.
-        let control = class_id(CONTROL);
-        for (proto, fam, prio) in [("ip", "ip", 1), ("ipv6", "ip6", 2)] {
-            self.exec(format!(
-                "filter replace dev {dev} parent {ROOT:x}: protocol {proto} prio {prio} u32 match {fam} protocol 46 0xff flowid {control}"
+        let limit = (link / 10 / 12_000).clamp(16, 10_000) as u32;
+        ops.push(TcOp::Pfifo {
+            dev: dev.clone(),
+            minor: BEST_EFFORT,
+            limit,
+        });
+        let signalling = |mode, ipv6, matches| TcOp::Filter {
+            dev: dev.clone(),
+            mode,
+            ipv6,
+            // One filter priority per protocol (the kernel refuses a second protocol at a
+            // priority that has one): IPv4 at 1, IPv6 at 2.
+            prio: if ipv6 { 2 } else { 1 },
+            matches,
+            flowid: CONTROL,
+        };
+        for ipv6 in [false, true] {
+            ops.push(signalling(
+                Mode::Replace,
+                ipv6,
+                vec![U32Match::Protocol(46)],
             ));
             // GIST's datagrams (to and from UDP 270, RFC 5971 §5.2.1) carry the QoS NSLP: its
             // refreshes get the same protection as RSVP's.
-            for dir in ["dport", "sport"] {
-                self.exec(format!(
-                    "filter add dev {dev} parent {ROOT:x}: protocol {proto} prio {prio} u32 match {fam} protocol 17 0xff match {fam} {dir} {GIST_PORT} 0xffff flowid {control}"
+            for port in [U32Match::Dport(GIST_PORT), U32Match::Sport(GIST_PORT)] {
+                ops.push(signalling(
+                    Mode::Add,
+                    ipv6,
+                    vec![U32Match::Protocol(17), port],
                 ));
             }
             // Its messaging associations (TCP, TLS over TCP) likewise.
-            for port in tcp_ports {
-                for dir in ["dport", "sport"] {
-                    self.exec(format!(
-                        "filter add dev {dev} parent {ROOT:x}: protocol {proto} prio {prio} u32 match {fam} protocol 6 0xff match {fam} {dir} {port} 0xffff flowid {control}"
+            for &p in tcp_ports {
+                for port in [U32Match::Dport(p), U32Match::Sport(p)] {
+                    ops.push(signalling(
+                        Mode::Add,
+                        ipv6,
+                        vec![U32Match::Protocol(6), port],
                     ));
                 }
             }
@@ -265,32 +391,38 @@ impl<R: TcRunner> HtbTrafficControl<R> {
         // Datagrams with a Router Alert (RSVP's Path, GIST's Queries) have their transport
         // header further on than the matches above look: IPv4 with a 24-byte header (the
         // option, RFC 2113) carrying UDP, IPv6 with a hop-by-hop header (RFC 2711).
-        self.exec(format!(
-            "filter add dev {dev} parent {ROOT:x}: protocol ip prio 1 u32 match u8 0x46 0xff at 0 match ip protocol 17 0xff flowid {control}"
+        ops.push(signalling(
+            Mode::Add,
+            false,
+            vec![U32Match::U8 { value: 0x46, at: 0 }, U32Match::Protocol(17)],
         ));
-        self.exec(format!(
-            "filter add dev {dev} parent {ROOT:x}: protocol ipv6 prio 2 u32 match u8 0 0xff at 6 flowid {control}"
+        ops.push(signalling(
+            Mode::Add,
+            true,
+            vec![U32Match::U8 { value: 0, at: 6 }],
         ));
+        self.exec(&ops);
     }
 
-    fn filters(&mut self, dev: &str, minor: u16, req: &TcRequest<'_>) {
+    fn filters(ops: &mut Vec<TcOp>, dev: &Dev, minor: u16, req: &TcRequest<'_>) {
         for c in req.classifiers {
-            let proto = if c.dst.is_ipv4() { "ip" } else { "ipv6" };
-            let m = u32_matches(c);
             // Reservation filters sit at priority 10 + minor, after the control filter (1).
-            self.exec(format!(
-                "filter add dev {dev} parent {ROOT:x}: protocol {proto} prio {} u32 {m} flowid {}",
-                u32::from(minor) + 10,
-                class_id(minor)
-            ));
+            ops.push(TcOp::Filter {
+                dev: dev.clone(),
+                mode: Mode::Add,
+                ipv6: !c.dst.is_ipv4(),
+                prio: minor.saturating_add(10),
+                matches: u32_matches(c),
+                flowid: minor,
+            });
         }
     }
 
-    fn del_filters(&mut self, dev: &str, minor: u16) {
-        self.exec(format!(
-            "filter del dev {dev} parent {ROOT:x}: prio {}",
-            u32::from(minor) + 10
-        ));
+    fn dev(&self, ifindex: IfIndex) -> Option<Dev> {
+        self.ifaces.get(&ifindex).map(|i| Dev {
+            ifindex,
+            name: i.cfg.name.clone(),
+        })
     }
 
     fn admit(
@@ -337,22 +469,30 @@ impl<R: TcRunner> HtbTrafficControl<R> {
     /// Remove everything pathwise installed (the root qdiscs, and with them every class and
     /// filter).
     pub fn teardown(&mut self) {
-        let names: Vec<String> = self.ifaces.values().map(|i| i.cfg.name.clone()).collect();
-        for dev in names {
-            self.exec(format!("qdisc del dev {dev} root handle {ROOT:x}:"));
-        }
+        let ops: Vec<TcOp> = self
+            .ifaces
+            .iter()
+            .map(|(&ifindex, i)| {
+                TcOp::DelRoot(Dev {
+                    ifindex,
+                    name: i.cfg.name.clone(),
+                })
+            })
+            .collect();
+        self.exec(&ops);
         self.ifaces.clear();
         self.installed = Arena::new();
     }
 }
 
-impl<R: TcRunner> TrafficControl for HtbTrafficControl<R> {
+impl<B: TcBackend> TrafficControl for HtbTrafficControl<B> {
     fn reserve(
         &mut self,
         ifindex: IfIndex,
         req: TcRequest<'_>,
     ) -> Result<TcHandle, AdmissionError> {
         let bps = self.admit(ifindex, &req, 0)?;
+        let dev = self.dev(ifindex).ok_or(AdmissionError::UnknownInterface)?;
         let i = self
             .ifaces
             .get_mut(&ifindex)
@@ -367,14 +507,17 @@ impl<R: TcRunner> TrafficControl for HtbTrafficControl<R> {
             None => return Err(AdmissionError::BandwidthUnavailable),
         };
         i.used_bps += bps;
-        let (dev, link) = (i.cfg.name.clone(), rate(i.cfg.bandwidth_bps));
-        self.exec(format!(
-            "class replace dev {dev} parent {} classid {} htb rate {} ceil {link} prio 1",
-            class_id(PARENT_CLASS),
-            class_id(minor),
-            rate(bps)
-        ));
-        self.filters(&dev, minor, &req);
+        let mut ops = vec![TcOp::Class {
+            dev: dev.clone(),
+            mode: Mode::Replace,
+            parent: PARENT_CLASS,
+            minor,
+            rate_bps: bps,
+            ceil_bps: i.cfg.bandwidth_bps,
+            prio: Some(1),
+        }];
+        Self::filters(&mut ops, &dev, minor, &req);
+        self.exec(&ops);
         Ok(TcHandle(
             self.installed
                 .insert(Installed {
@@ -394,21 +537,31 @@ impl<R: TcRunner> TrafficControl for HtbTrafficControl<R> {
             rate_bps,
         } = self.installed[id];
         let bps = self.admit(ifindex, &req, rate_bps)?;
+        let dev = self.dev(ifindex).ok_or(AdmissionError::UnknownInterface)?;
         let i = self
             .ifaces
             .get_mut(&ifindex)
             .ok_or(AdmissionError::UnknownInterface)?;
         i.used_bps = i.used_bps - rate_bps + bps;
-        let (dev, link) = (i.cfg.name.clone(), rate(i.cfg.bandwidth_bps));
+        let link = i.cfg.bandwidth_bps;
         self.installed[id].rate_bps = bps;
-        self.exec(format!(
-            "class change dev {dev} parent {} classid {} htb rate {} ceil {link} prio 1",
-            class_id(PARENT_CLASS),
-            class_id(minor),
-            rate(bps)
-        ));
-        self.del_filters(&dev, minor);
-        self.filters(&dev, minor, &req);
+        let mut ops = vec![
+            TcOp::Class {
+                dev: dev.clone(),
+                mode: Mode::Change,
+                parent: PARENT_CLASS,
+                minor,
+                rate_bps: bps,
+                ceil_bps: link,
+                prio: Some(1),
+            },
+            TcOp::DelFilters {
+                dev: dev.clone(),
+                prio: minor.saturating_add(10),
+            },
+        ];
+        Self::filters(&mut ops, &dev, minor, &req);
+        self.exec(&ops);
         Ok(())
     }
 
@@ -419,14 +572,19 @@ impl<R: TcRunner> TrafficControl for HtbTrafficControl<R> {
             minor,
             rate_bps,
         } = self.installed.remove(id);
+        let Some(dev) = self.dev(ifindex) else { return };
         let Some(i) = self.ifaces.get_mut(&ifindex) else {
             return;
         };
         i.used_bps = i.used_bps.saturating_sub(rate_bps);
         i.free_minors.push(minor);
-        let dev = i.cfg.name.clone();
-        self.del_filters(&dev, minor);
-        self.exec(format!("class del dev {dev} classid {}", class_id(minor)));
+        self.exec(&[
+            TcOp::DelFilters {
+                dev: dev.clone(),
+                prio: minor.saturating_add(10),
+            },
+            TcOp::DelClass { dev, minor },
+        ]);
     }
 
     fn hop_characteristics(&self, ifindex: IfIndex) -> HopCharacteristics {
@@ -444,7 +602,7 @@ impl<R: TcRunner> TrafficControl for HtbTrafficControl<R> {
     }
 }
 
-impl<R: TcRunner> Drop for HtbTrafficControl<R> {
+impl<B: TcBackend> Drop for HtbTrafficControl<B> {
     fn drop(&mut self) {
         self.teardown();
     }

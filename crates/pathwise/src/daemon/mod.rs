@@ -283,10 +283,13 @@ pub fn capability_needs(cfg: &NodeConfig) -> Vec<crate::caps::Need> {
             Capability::NetRaw,
             "the raw RSVP sockets (IP protocol 46, Router Alert interception)",
         ));
-        if r.traffic_control == TrafficControlKind::Htb {
+        if matches!(
+            r.traffic_control,
+            TrafficControlKind::Htb | TrafficControlKind::HtbTc
+        ) {
             needs.push(Need::new(
                 Capability::NetAdmin,
-                "rsvp.traffic_control = \"htb\" (HTB classes and filters through tc)",
+                "rsvp.traffic_control = \"htb\" (HTB classes and filters)",
             ));
         }
         if r.mpls_kind() == MplsKind::Kernel {

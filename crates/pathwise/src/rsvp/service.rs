@@ -14,7 +14,7 @@ use pathwise_core::mpls::{LabelDataplane, LfibChange};
 use pathwise_core::tc::SharedTrafficControl;
 use pathwise_core::time::Instant;
 use pathwise_core::timer::WheelConfig;
-use pathwise_net::tc::{Command, HtbInterface, HtbTrafficControl};
+use pathwise_net::tc::{Backend, Command, HtbInterface, HtbTrafficControl, Netlink};
 use pathwise_net::{Family, FibMirror, LinuxMpls, NetEvent, RawConfig, RawSocket};
 use pathwise_rsvp::engine::{
     AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
@@ -29,7 +29,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 #[derive(Debug)]
 pub enum DataPlane {
     /// Linux HTB classes.
-    Htb(HtbTrafficControl<Command>),
+    Htb(HtbTrafficControl<Backend>),
     /// Accounting only.
     Memory(MemoryTrafficControl),
 }
@@ -58,9 +58,21 @@ impl DataPlane {
         signalling_tcp_ports: &[u16],
     ) -> DataPlane {
         match kind {
-            TrafficControlKind::Htb => {
+            TrafficControlKind::Htb | TrafficControlKind::HtbTc => {
+                let backend = match kind {
+                    TrafficControlKind::HtbTc => Backend::Command(Command),
+                    _ => match Netlink::open() {
+                        Ok(n) => Backend::Netlink(n),
+                        // Without a netlink socket (never seen in practice), `tc` can still do
+                        // the job, slower.
+                        Err(e) => {
+                            tracing::warn!(error = %e, "no rtnetlink socket for traffic control, using tc");
+                            Backend::Command(Command)
+                        }
+                    },
+                };
                 DataPlane::Htb(HtbTrafficControl::with_signalling_tcp_ports(
-                    Command,
+                    backend,
                     links.iter().map(|l| {
                         (
                             l.ifindex,

@@ -11,6 +11,7 @@ use super::{KOM_BASIC, KOM_TUNED, KomRow};
 use crate::bench::plot::{Axis, Figure, Series};
 use crate::mgmt::Client;
 use crate::rsvp::chain::{self as rsvp_chain, H1, H2, R2, RECEIVER, SENDER};
+use crate::rsvp::config::TrafficControlKind;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -47,7 +48,8 @@ pub(crate) fn stats(mut v: Vec<f64>) -> Stats {
 /// Result of `pathwise bench rsvp-chain`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChainReport {
-    /// Traffic control used for the latency runs ("htb" installs classes with `tc`).
+    /// Traffic control used for the latency runs ("htb": classes over rtnetlink; "htb-tc":
+    /// with the `tc` command).
     pub traffic_control: String,
     /// Sessions set up one after the other.
     pub sessions: usize,
@@ -63,6 +65,28 @@ pub struct ChainReport {
     pub end_to_end_signaling_only_ms: Stats,
     /// R2 holding reservations: one entry per count, each on a fresh chain.
     pub holding: Vec<Holding>,
+    /// The latency runs of the other traffic controls asked for (`--traffic-control`).
+    pub compared: Vec<Compared>,
+}
+
+/// Setup latency with another traffic control, on a fresh chain.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compared {
+    /// "htb" or "htb-tc".
+    pub traffic_control: String,
+    /// Sender registration at H1 until the reservation reached H1.
+    pub end_to_end_ms: Stats,
+    /// Median per-hop share of the end-to-end time (eight hops).
+    pub per_hop_ms: f64,
+}
+
+/// The `traffic_control` value of `kind` in node.toml.
+fn kind_name(kind: TrafficControlKind) -> &'static str {
+    match kind {
+        TrafficControlKind::Htb => "htb",
+        TrafficControlKind::HtbTc => "htb-tc",
+        TrafficControlKind::Memory => "memory",
+    }
 }
 
 /// R2's daemon holding a number of reservations.
@@ -283,21 +307,38 @@ fn hold(bin: &Path, n: usize) -> anyhow::Result<Holding> {
 }
 
 /// Run the benchmark.
-pub fn run(sessions: usize, held: &[usize]) -> anyhow::Result<ChainReport> {
+pub fn run(
+    sessions: usize,
+    held: &[usize],
+    kinds: &[TrafficControlKind],
+) -> anyhow::Result<ChainReport> {
     if let Some(why) = crate::netns::unavailable(&["tc"]) {
         anyhow::bail!("rsvp-chain needs network namespaces: {why}");
     }
     let bin = std::env::current_exe()?;
-    let (e2e, path, resv) = latency(&bin, "htb", sessions)?;
+    let (first, rest) = kinds
+        .split_first()
+        .unwrap_or((&TrafficControlKind::Htb, &[]));
+    let (e2e, path, resv) = latency(&bin, kind_name(*first), sessions)?;
     let e2e = stats(e2e);
     let per_hop_ms = e2e.median / 8.0;
     let (signaling_only, _, _) = latency(&bin, "memory", sessions)?;
+    let mut compared = Vec::new();
+    for &kind in rest {
+        let (e2e, _, _) = latency(&bin, kind_name(kind), sessions)?;
+        let e2e = stats(e2e);
+        compared.push(Compared {
+            traffic_control: kind_name(kind).into(),
+            per_hop_ms: e2e.median / 8.0,
+            end_to_end_ms: e2e,
+        });
+    }
     let holding = held
         .iter()
         .map(|&n| hold(&bin, n))
         .collect::<anyhow::Result<_>>()?;
     Ok(ChainReport {
-        traffic_control: "htb".into(),
+        traffic_control: kind_name(*first).into(),
         sessions,
         end_to_end_ms: e2e,
         path_ms: stats(path),
@@ -305,6 +346,7 @@ pub fn run(sessions: usize, held: &[usize]) -> anyhow::Result<ChainReport> {
         per_hop_ms,
         end_to_end_signaling_only_ms: stats(signaling_only),
         holding,
+        compared,
     })
 }
 
@@ -332,9 +374,17 @@ pub fn render(r: &ChainReport) -> String {
     );
     out += &format!("    per hop (median / 8)  {:.2}\n", r.per_hop_ms);
     out += &format!(
-        "  end to end, admission only (no tc)  {}\n",
+        "  end to end, admission only (no traffic control)  {}\n",
         s(&r.end_to_end_signaling_only_ms)
     );
+    for c in &r.compared {
+        out += &format!(
+            "  end to end ({}) {}\n    per hop (median / 8)  {:.2}\n",
+            c.traffic_control,
+            s(&c.end_to_end_ms),
+            c.per_hop_ms
+        );
+    }
     for h in &r.holding {
         out += &format!(
             "R2 holding {} reservations: RSS {} KiB (idle {} KiB), CPU {:.2}% of a core over 60 s of refreshes (R = 30 s)\n",
@@ -426,6 +476,7 @@ mod tests {
                     r2_cpu_percent: n as f64 / 10_000.0,
                 })
                 .collect(),
+            compared: Vec::new(),
         };
         let figs = figures(&r);
         assert_eq!(figs.len(), 2);

@@ -8,6 +8,7 @@ pub mod engine;
 pub mod integrity;
 
 use crate::bench::{plot_target, plot_to, print_report};
+use crate::rsvp::config::TrafficControlKind;
 use std::path::PathBuf;
 
 /// The most reservations `bench rsvp-chain --hold` asks R2 to admit.
@@ -120,6 +121,15 @@ pub enum Bench {
         /// (comma-separated) are measured one after another, each on a fresh chain.
         #[arg(long, value_delimiter = ',', default_value = "10000")]
         hold: Vec<usize>,
+        /// Skip the memory and CPU figures (the latency runs only).
+        #[arg(long)]
+        latency_only: bool,
+        /// Traffic control of the latency runs with classes installed: "htb" (over rtnetlink),
+        /// "htb-tc" (one `tc` process per operation); several (comma-separated) are measured one
+        /// after another, each on a fresh chain. The signaling alone ("memory") is always
+        /// measured too.
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "htb")]
+        traffic_control: Vec<TrafficControlKind>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -157,16 +167,23 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
         Bench::RsvpChain {
             sessions,
             hold,
+            latency_only,
+            traffic_control,
             json,
             plot,
         } => {
+            anyhow::ensure!(
+                !traffic_control.contains(&TrafficControlKind::Memory),
+                "--traffic-control: memory (the signaling alone) is always measured; choose htb or htb-tc"
+            );
+            let hold = if latency_only { Vec::new() } else { hold };
             // R2 → R3 admits 8 Mbit/s (80% of 10), 500 bit/s each: 16,000 fit; keep a margin.
             anyhow::ensure!(
                 hold.iter().all(|&n| n <= MAX_HOLD),
                 "--hold: at most {MAX_HOLD} reservations (R2 admits 8 Mbit/s towards R3, 500 bit/s each)"
             );
             plot_target(plot.as_deref())?;
-            let report = chain::run(sessions, &hold)?;
+            let report = chain::run(sessions, &hold, &traffic_control)?;
             print_report(json, &report, chain::render)?;
             plot_to(plot.as_deref(), &chain::figures(&report))
         }

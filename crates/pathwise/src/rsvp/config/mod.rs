@@ -5,7 +5,9 @@
 //! refresh = "30s"                           # R (RFC 2205 §3.7)
 //! keep_multiplier = 3                       # K
 //! local_repair_delay = "2s"                 # W (RFC 2205 §3.6)
-//! traffic_control = "htb"                   # "htb" (Linux tc) or "memory" (admission only)
+//! traffic_control = "htb"                   # "htb" (Linux HTB over rtnetlink), "htb-tc" (the
+//!                                           # same through the tc command, for debugging) or
+//!                                           # "memory" (admission only)
 //! timer_wheel = { slot_width = "10ms", slots = 256, levels = 3, fuzzy = false }
 //! refresh_reduction = true                  # RFC 2961 with capable neighbours (default off)
 //! lsp_setup_timeout = "60s"                 # a head-end LSP without a label by then is given
@@ -39,9 +41,14 @@ use toml::Spanned;
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum TrafficControlKind {
-    /// HTB classes and u32 filters through `tc`.
+    /// HTB classes and u32 filters, installed over rtnetlink.
     #[default]
     Htb,
+    /// The same HTB classes and filters installed by running iproute2's `tc`, one process per
+    /// operation (about 2.4 ms each): for debugging, and to compare with `htb`.
+    #[serde(rename = "htb-tc")]
+    #[value(name = "htb-tc")]
+    HtbTc,
     /// Admission control only (no data-plane effect).
     Memory,
 }
@@ -341,6 +348,18 @@ mod tests {
     /// `[rsvp]` with `keys` on line 3.
     fn node(keys: &str) -> String {
         format!("[rsvp]\ntraffic_control = \"memory\"\n{keys}\n")
+    }
+
+    #[test]
+    fn traffic_control_values() {
+        use super::TrafficControlKind as K;
+        for (value, kind) in [("htb", K::Htb), ("htb-tc", K::HtbTc), ("memory", K::Memory)] {
+            let text = format!("[rsvp]\ntraffic_control = \"{value}\"\n");
+            let r = NodeConfig::parse("node.toml", &text).unwrap().rsvp.unwrap();
+            assert_eq!(r.traffic_control, kind, "{value}");
+        }
+        let text = "[rsvp]\ntraffic_control = \"tc\"\n";
+        assert!(NodeConfig::parse("node.toml", text).is_err());
     }
 
     #[test]
