@@ -840,6 +840,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// Put unicast messages queued to the same capable neighbour into Bundles (RFC 2961 §3),
     /// as many as fit an MTU each. Every sub-message is signed on its own, so a Bundle needs
     /// no INTEGRITY of its own; the receiver checks each sub-message.
+    ///
+    /// The queue may already hold Bundles: a driver that hands the engine a batch of
+    /// datagrams before polling (the daemon does, a whole `recvmmsg` batch) sees this run
+    /// once per datagram over everything still queued. A Bundle is never bundled again:
+    /// RFC 2961 §3.2 "A sub-message MAY be any message type except for another Bundle
+    /// message", and a receiver stops at one (issue #21: neighbours lost the rest of the
+    /// outer Bundle, counted `bad_bundle`).
     fn bundle_transmits(&mut self) {
         if self.transmits.len() < 2 {
             return;
@@ -853,7 +860,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 && t.payload.get(1).is_some_and(|&ty| {
                     !matches!(
                         MsgType::from(ty),
-                        MsgType::Hello | MsgType::IntegrityChallenge
+                        MsgType::Hello | MsgType::IntegrityChallenge | MsgType::Bundle
                     )
                 });
             if !bundlable {
