@@ -623,15 +623,18 @@ fn multicast_path_state_is_refreshed_in_full() {
     assert_eq!(e.counters().refresh.summarized, 0);
 }
 
-/// Issue #21: a driver that hands the engine several datagrams before polling (the daemon
-/// hands it a whole `recvmmsg` batch) found the Bundle built after the second input put inside
-/// the one built after the third, and the neighbour dropped the rest of the outer Bundle at
-/// the inner one (`bad_bundle`). RFC 2961 §3.2: a sub-message is never another Bundle.
+/// Issue #21: a driver that hands the engine several datagrams before it has sent everything
+/// queued (the daemon hands it a whole `recvmmsg` batch) found a Bundle built for one input
+/// put inside the one built for a later input, and the neighbour dropped the rest of the
+/// outer Bundle at the inner one (`bad_bundle`). RFC 2961 §3.2: a sub-message is never
+/// another Bundle. Here the driver takes one message after each input (a forwarded Path
+/// first), so Bundles already made stay queued when new acknowledgements join them.
 #[test]
 fn bundles_built_across_a_batch_of_inputs_never_nest() {
     let mut e = rr_engine();
     let t0 = Instant::ZERO;
     let n = 5u16;
+    let mut sent = Vec::new();
     for i in 0..n {
         let p = identified(
             &path_rate(session(i + 1), 1000.0),
@@ -649,8 +652,9 @@ fn bundles_built_across_a_batch_of_inputs_never_nest() {
                 payload: &p,
             },
         );
+        sent.extend(e.poll_transmit());
     }
-    let sent: Vec<Transmit> = std::iter::from_fn(|| e.poll_transmit()).collect();
+    sent.extend(std::iter::from_fn(|| e.poll_transmit()));
     let bundles: Vec<&Transmit> = sent
         .iter()
         .filter(|t| t.payload[1] == crate::wire::te::msg_type::BUNDLE)
