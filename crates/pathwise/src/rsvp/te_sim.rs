@@ -9,7 +9,7 @@ use pathwise_rsvp::{Config, RsvpEngine};
 use pathwise_sim::{Direction, NodeSetup, Sim, SimConfig, testbeds};
 
 /// What keeping LSPs alive cost over a window of steady state.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct RefreshLoad {
     /// LSPs up at the head end at the end.
     pub lsps_up: usize,
@@ -19,11 +19,35 @@ pub struct RefreshLoad {
     pub bytes_per_s: f64,
     /// Path and Resv state that timed out anywhere during the run.
     pub timeouts: u64,
+    /// Messages (Bundle sub-messages included) any node dropped during the whole run, by
+    /// reason.
+    pub drops: std::collections::BTreeMap<&'static str, u64>,
+    /// Packets the links lost (loss, queue overflow) during the whole run.
+    pub lost: u64,
 }
 
 /// Set up `lsps` LSPs from R0 to R2 (1 kbit/s each) with refresh period `refresh`, let them
 /// settle for two periods, then count what crosses the links during `periods` periods.
 pub fn refresh_load(
+    lsps: usize,
+    refresh_reduction: bool,
+    refresh: Duration,
+    periods: u32,
+) -> RefreshLoad {
+    refresh_load_on(
+        testbeds::seed004_r0_r2(),
+        ("R0", "R2"),
+        lsps,
+        refresh_reduction,
+        refresh,
+        periods,
+    )
+}
+
+/// [`refresh_load`] on any topology, from the head end to the tail end named.
+pub(crate) fn refresh_load_on(
+    topology: pathwise_sim::Topology,
+    (head, tail): (&str, &str),
     lsps: usize,
     refresh_reduction: bool,
     refresh: Duration,
@@ -35,15 +59,15 @@ pub fn refresh_load(
         ..sim_engine_config(refresh)
     };
     let mut sim = Sim::new(
-        testbeds::seed004_r0_r2(),
+        topology,
         SimConfig::seeded(2961),
         move |setup: &NodeSetup| {
             let cfg = node_config(setup, &base, &|_, _| Default::default());
             Some(RsvpEngine::with_memory_tc(cfg, Instant::ZERO))
         },
     );
-    let r0 = sim.node("R0").expect("R0");
-    let r2 = sim.node("R2").expect("R2");
+    let r0 = sim.node(head).expect("head end");
+    let r2 = sim.node(tail).expect("tail end");
     let to = sim.topology().loopbacks(r2)[0];
     sim.schedule_call(
         Instant::from_millis(1),
@@ -95,7 +119,20 @@ pub fn refresh_load(
         .filter_map(|n| sim.engine(n))
         .map(|e| e.counters().path_timeouts + e.counters().resv_timeouts)
         .sum();
+    let mut drops = std::collections::BTreeMap::new();
+    for e in sim.topology().node_ids().filter_map(|n| sim.engine(n)) {
+        for (reason, n) in &e.counters().drops {
+            *drops.entry(*reason).or_insert(0) += n;
+        }
+    }
+    let lost = links
+        .iter()
+        .flat_map(|&l| [Direction::AToB, Direction::BToA].map(|d| sim.link_stats(l, d)))
+        .map(|s| s.drops.total())
+        .sum();
     RefreshLoad {
+        drops,
+        lost,
         lsps_up,
         messages_per_s: (after.0 - before.0) as f64 / secs,
         bytes_per_s: (after.1 - before.1) as f64 / secs,
@@ -142,14 +179,21 @@ pub fn render_refresh(r: &RefreshReport) -> String {
         "", "messages/s", "bytes/s", "LSPs up", "timeouts"
     );
     for (name, l) in [
-        ("full refresh", r.full),
-        ("refresh reduction", r.refresh_reduction),
+        ("full refresh", &r.full),
+        ("refresh reduction", &r.refresh_reduction),
     ] {
         let _ = writeln!(
             out,
             "{name:<20} {:>12.1} {:>12.0} {:>8} {:>9}",
             l.messages_per_s, l.bytes_per_s, l.lsps_up, l.timeouts
         );
+    }
+    for (name, l) in [
+        ("full refresh", &r.full),
+        ("refresh reduction", &r.refresh_reduction),
+    ] {
+        let total: u64 = l.drops.values().sum();
+        let _ = writeln!(out, "{name}: {total} messages dropped {:?}", l.drops);
     }
     let _ = writeln!(
         out,
@@ -158,4 +202,33 @@ pub fn render_refresh(r: &RefreshReport) -> String {
         r.full.bytes_per_s / r.refresh_reduction.bytes_per_s
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #21: with refresh reduction on, nodes dropped sub-messages of their neighbours'
+    /// Bundles while many LSPs were set up at once.
+    #[test]
+    fn refresh_reduction_drops_nothing_while_lsps_come_up() {
+        let l = refresh_load(2000, true, Duration::from_secs(30), 1);
+        assert_eq!(l.lsps_up, 2000);
+        assert_eq!(l.timeouts, 0);
+        assert!(l.drops.is_empty(), "dropped: {:?}", l.drops);
+    }
+
+    /// The same over a longer chain (seed 001's R0 – R1 – R2 – R3) losing 2 % of the packets
+    /// on every link, so Bundles, Acks and Srefreshes are lost and retransmitted while the
+    /// LSPs come up and are kept: still nothing dropped and nothing timed out.
+    #[test]
+    fn refresh_reduction_over_a_lossy_chain_drops_nothing() {
+        let text = testbeds::KOM_LATENCY.replace("mtu = 1500", "mtu = 1500\nloss = 0.02");
+        let topo = pathwise_sim::Topology::from_toml(&text).expect("testbed parses");
+        let l = refresh_load_on(topo, ("R0", "R3"), 2000, true, Duration::from_secs(30), 2);
+        assert!(l.lost > 100, "the links lost only {} packets", l.lost);
+        assert_eq!(l.lsps_up, 2000);
+        assert_eq!(l.timeouts, 0);
+        assert!(l.drops.is_empty(), "dropped: {:?}", l.drops);
+    }
 }

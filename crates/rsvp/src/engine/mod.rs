@@ -657,6 +657,7 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
     }
 
     fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.bundle_if_due();
         self.transmits.pop_front()
     }
 

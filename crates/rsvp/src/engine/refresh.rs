@@ -147,6 +147,8 @@ pub struct RefreshState {
     /// When the queued summaries go out.
     summaries_due: Option<Instant>,
     retransmit: BTreeSet<(Instant, u32)>,
+    /// Messages were queued since the queue was last put into Bundles.
+    bundle_due: bool,
     hasher: KeyedState,
 }
 
@@ -167,6 +169,7 @@ impl RefreshState {
             summaries: Vec::new(),
             summaries_due: None,
             retransmit: BTreeSet::new(),
+            bundle_due: false,
             hasher: KeyedState::from_rng(rng),
         }
     }
@@ -790,7 +793,17 @@ impl<T: TrafficControl> RsvpEngine<T> {
             self.rr.summaries_due = None;
             self.send_summaries();
         }
-        self.bundle_transmits();
+        self.rr.bundle_due = true;
+    }
+
+    /// Put what is queued into Bundles if anything was queued since the last time: called by
+    /// `poll_transmit`, so a driver that hands the engine a batch of datagrams before polling
+    /// has the queue bundled once per batch, not walked again after every datagram (which
+    /// cost time quadratic in the batch).
+    pub(super) fn bundle_if_due(&mut self) {
+        if std::mem::take(&mut self.rr.bundle_due) {
+            self.bundle_transmits();
+        }
     }
 
     /// One Srefresh per neighbour (more when the identifiers do not fit one).
@@ -840,6 +853,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// Put unicast messages queued to the same capable neighbour into Bundles (RFC 2961 §3),
     /// as many as fit an MTU each. Every sub-message is signed on its own, so a Bundle needs
     /// no INTEGRITY of its own; the receiver checks each sub-message.
+    ///
+    /// The queue may already hold Bundles: a driver that hands the engine a batch of
+    /// datagrams before polling (the daemon does, a whole `recvmmsg` batch) sees this run
+    /// once per datagram over everything still queued. A Bundle is never bundled again:
+    /// RFC 2961 §3.2 "A sub-message MAY be any message type except for another Bundle
+    /// message", and a receiver stops at one (issue #21: neighbours lost the rest of the
+    /// outer Bundle, counted `bad_bundle`).
     fn bundle_transmits(&mut self) {
         if self.transmits.len() < 2 {
             return;
@@ -853,7 +873,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 && t.payload.get(1).is_some_and(|&ty| {
                     !matches!(
                         MsgType::from(ty),
-                        MsgType::Hello | MsgType::IntegrityChallenge
+                        MsgType::Hello | MsgType::IntegrityChallenge | MsgType::Bundle
                     )
                 });
             if !bundlable {

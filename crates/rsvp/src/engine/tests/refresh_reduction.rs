@@ -622,3 +622,74 @@ fn multicast_path_state_is_refreshed_in_full() {
     assert!(e.counters().refresh.acks_received > 0);
     assert_eq!(e.counters().refresh.summarized, 0);
 }
+
+/// Issue #21: a driver that hands the engine several datagrams before it has sent everything
+/// queued (the daemon hands it a whole `recvmmsg` batch) found a Bundle built for one input
+/// put inside the one built for a later input, and the neighbour dropped the rest of the
+/// outer Bundle at the inner one (`bad_bundle`). RFC 2961 §3.2: a sub-message is never
+/// another Bundle. Here the driver takes one message after each input (a forwarded Path
+/// first), so Bundles already made stay queued when new acknowledgements join them.
+#[test]
+fn bundles_built_across_a_batch_of_inputs_never_nest() {
+    let mut e = rr_engine();
+    let t0 = Instant::ZERO;
+    let n = 5u16;
+    let mut sent = Vec::new();
+    for i in 0..n {
+        let p = identified(
+            &path_rate(session(i + 1), 1000.0),
+            &mid(5, u32::from(i) + 10),
+        );
+        e.handle_datagram(
+            t0,
+            Received {
+                src: PHOP.into(),
+                dst: IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)),
+                ifindex: UP,
+                transport: Transport::Raw(IPPROTO_RSVP),
+                router_alert: Some(0),
+                ttl: 63,
+                payload: &p,
+            },
+        );
+        sent.extend(e.poll_transmit());
+    }
+    sent.extend(std::iter::from_fn(|| e.poll_transmit()));
+    let bundles: Vec<&Transmit> = sent
+        .iter()
+        .filter(|t| t.payload[1] == crate::wire::te::msg_type::BUNDLE)
+        .collect();
+    assert!(!bundles.is_empty(), "the acknowledgements go in Bundles");
+    for b in bundles {
+        for sub in bundle_messages(&b.payload) {
+            let sub = sub.expect("every sub-message of a Bundle is valid");
+            assert_ne!(
+                sub[1],
+                crate::wire::te::msg_type::BUNDLE,
+                "a Bundle in a Bundle"
+            );
+        }
+    }
+    // Every identified Path was acknowledged to its previous hop, and a neighbour receiving
+    // what was sent drops nothing.
+    let mut acked = acks_to(&sent, AckKind::Ack);
+    acked.sort_unstable();
+    assert_eq!(acked, (10..10 + u32::from(n)).collect::<Vec<_>>());
+    let mut phop = rr_engine();
+    for t in sent.iter().filter(|t| t.dst == IpAddr::from(PHOP)) {
+        phop.handle_datagram(
+            t0,
+            Received {
+                src: Ipv4Addr::new(20, 0, 0, 1).into(),
+                dst: t.dst,
+                ifindex: DOWN,
+                transport: Transport::Raw(IPPROTO_RSVP),
+                router_alert: None,
+                ttl: 64,
+                payload: &t.payload,
+            },
+        );
+    }
+    assert_eq!(phop.counters().drops.get("bad_bundle"), None);
+    assert_eq!(phop.counters().received(MsgType::Ack), u64::from(n));
+}

@@ -79,8 +79,10 @@ pub struct Srefresh {
 
 /// The messages of a Bundle (RFC 2961 §3.1), each a whole RSVP message with its own common
 /// header, after the Bundle's header and optional INTEGRITY. A sub-message whose RSVP Length
-/// does not fit ends the walk with an error; a Bundle inside a Bundle is refused (§3.2: "a
-/// Bundle message MUST NOT include a Bundle sub-message").
+/// does not fit ends the walk with an error; a Bundle inside a Bundle is refused (§3.2: "A
+/// sub-message MAY be any message type except for another Bundle message") with an error of
+/// its own, and the walk goes on after it: its length is known, so the sub-messages after it
+/// are still whole messages from the neighbour and are not lost with it.
 pub fn bundle_messages(buf: &[u8]) -> impl Iterator<Item = Result<&[u8], ParseErrorKind>> + '_ {
     let length = Packet::new_checked(buf).map_or(0, |p| usize::from(p.length()));
     let mut rest = buf.get(CommonHeader::LEN..length).unwrap_or(&[]);
@@ -95,20 +97,18 @@ pub fn bundle_messages(buf: &[u8]) -> impl Iterator<Item = Result<&[u8], ParseEr
         if failed || rest.is_empty() {
             return None;
         }
-        let sub = Packet::new_checked(rest).and_then(|p| {
-            if u8::from(p.msg_type()) == crate::wire::te::msg_type::BUNDLE {
-                Err(ParseErrorKind::UnknownMsgType(
-                    crate::wire::te::msg_type::BUNDLE,
-                ))
-            } else {
-                Ok(usize::from(p.length()))
-            }
-        });
-        match sub {
-            Ok(n) => {
-                let (m, tail) = rest.split_at(n);
+        match Packet::new_checked(rest) {
+            Ok(p) => {
+                let nested = u8::from(p.msg_type()) == crate::wire::te::msg_type::BUNDLE;
+                let (m, tail) = rest.split_at(usize::from(p.length()));
                 rest = tail;
-                Some(Ok(m))
+                Some(if nested {
+                    Err(ParseErrorKind::UnknownMsgType(
+                        crate::wire::te::msg_type::BUNDLE,
+                    ))
+                } else {
+                    Ok(m)
+                })
             }
             Err(e) => {
                 failed = true;
@@ -268,6 +268,14 @@ mod tests {
         let mut nested = Vec::new();
         emit_bundle(1, [b.as_slice()], &mut nested);
         assert!(bundle_messages(&nested).next().unwrap().is_err());
+        // ... and only it: what follows it is still read.
+        let mut mixed = Vec::new();
+        emit_bundle(1, [a.as_slice(), b.as_slice(), a.as_slice()], &mut mixed);
+        let subs: Vec<_> = bundle_messages(&mixed).collect();
+        assert_eq!(subs.len(), 3);
+        assert_eq!(subs[0], Ok(a.as_slice()));
+        assert!(subs[1].is_err());
+        assert_eq!(subs[2], Ok(a.as_slice()));
         let mut cut = b.clone();
         cut.truncate(b.len() - 4);
         let cut_len = u16::try_from(cut.len()).unwrap();
