@@ -1,8 +1,9 @@
 //! Reading a snapshot: locating addresses, path metrics, ranking.
 
 use super::TopologySnapshot;
+use super::costs::RowCosts;
 use super::paths::{PathEntry, compute_row};
-use super::prefixes::{Exit, PrefixTable};
+use super::prefixes::{Exit, Hit, PrefixTable};
 use super::routers::RouterIdx;
 use super::terms::{Shape, Term};
 use crate::rank::{PathMetrics, order_key};
@@ -36,11 +37,12 @@ pub struct ExitInfo {
     pub as_distance: u16,
 }
 
-/// A path-cache row with its ranking terms.
+/// A path-cache row with its ranking terms and its per-prefix sort keys.
 pub(crate) struct RowView<'a> {
     paths: &'a [PathEntry],
     terms: &'a [Term],
     shape: Shape,
+    costs: Option<&'a RowCosts>,
 }
 
 /// Reusable buffers for [`TopologySnapshot::rank_with`], so ranking allocates nothing once warm.
@@ -137,6 +139,7 @@ impl TopologySnapshot {
             paths,
             terms,
             shape: Shape::of(&self.ranking),
+            costs: self.costs.row(index, &self.prefixes),
         })
     }
 
@@ -259,8 +262,8 @@ impl TopologySnapshot {
     /// must be at least as long; returns how many addresses were placed.
     ///
     /// Works in blocks of [`BLOCK`] addresses: all longest-prefix matches of a block first, then
-    /// all exit choices and costs, so that the table's cache misses of one block overlap instead
-    /// of waiting on each other.
+    /// all keys, so that the table's cache misses of one block overlap instead of waiting on
+    /// each other.
     #[inline]
     pub(crate) fn keys_v4(
         &self,
@@ -268,7 +271,7 @@ impl TopologySnapshot {
         addrs: &[Ipv4Addr],
         keys: &mut [(u64, u32)],
     ) -> usize {
-        self.keys_in_blocks(row, addrs, keys, |t, a, out| t.exits_v4_block(a, out))
+        self.keys_in_blocks(row, addrs, keys, |t, a, out| t.hits_v4_block(a, out))
     }
 
     /// [`keys_v4`](Self::keys_v4) for IPv6 candidates.
@@ -281,7 +284,7 @@ impl TopologySnapshot {
     ) -> usize {
         self.keys_in_blocks(row, addrs, keys, |t, a, out| {
             for (o, &a) in out.iter_mut().zip(a) {
-                *o = t.exits_v6(a);
+                *o = t.hit_v6(a);
             }
         })
     }
@@ -295,37 +298,77 @@ impl TopologySnapshot {
     ) -> usize {
         self.keys_in_blocks(row, addrs, keys, |t, a, out| {
             for (o, &a) in out.iter_mut().zip(a) {
-                *o = t.exits(a);
+                *o = t.hit(a);
             }
         })
     }
 
     #[inline(always)]
-    fn keys_in_blocks<'s, A>(
-        &'s self,
+    fn keys_in_blocks<A>(
+        &self,
         row: Option<&RowView<'_>>,
         addrs: &[A],
         keys: &mut [(u64, u32)],
-        locate: impl Fn(&'s PrefixTable, &[A], &mut [Option<&'s [Exit]>]),
+        locate: impl Fn(&PrefixTable, &[A], &mut [Hit]),
     ) -> usize {
+        const NONE: u64 = u64::MAX;
+        debug_assert_eq!(order_key(None), NONE);
         let Some(row) = row else {
             for (i, k) in keys.iter_mut().take(addrs.len()).enumerate() {
-                *k = (order_key(None), i as u32);
+                *k = (NONE, i as u32);
             }
             return 0;
         };
         let mut placed = 0;
-        let mut found: [Option<&[Exit]>; BLOCK] = [None; BLOCK];
+        let mut hits = [Hit::NONE; BLOCK];
         for (b, (block, keys)) in addrs.chunks(BLOCK).zip(keys.chunks_mut(BLOCK)).enumerate() {
-            let found = &mut found[..block.len()];
-            locate(&self.prefixes, block, found);
-            for (j, (k, exits)) in keys.iter_mut().zip(found.iter()).enumerate() {
-                let cost = exits.and_then(|e| self.cost_of_exits(row, e));
-                placed += usize::from(cost.is_some());
-                *k = (order_key(cost), (b * BLOCK + j) as u32);
+            let hits = &mut hits[..block.len()];
+            locate(&self.prefixes, block, hits);
+            for (j, (k, &hit)) in keys.iter_mut().zip(hits.iter()).enumerate() {
+                let key = if hit.leaf == 0 {
+                    NONE
+                } else {
+                    self.key_of(row, hit)
+                };
+                placed += usize::from(key != NONE);
+                *k = (key, (b * BLOCK + j) as u32);
             }
         }
         placed
+    }
+
+    /// The sort key of the prefix at `hit` (a match) from `row`: read from the row's keys, built
+    /// for the prefix's shard on first use; computed from the exits when the keys are over
+    /// their budget.
+    #[inline(always)]
+    fn key_of(&self, row: &RowView<'_>, hit: Hit) -> u64 {
+        let keys = row.costs.and_then(|c| {
+            self.costs.keys(
+                c,
+                hit.slot,
+                || self.prefixes.slot_len(hit.slot),
+                || self.slot_keys(row, hit.slot),
+            )
+        });
+        match keys.and_then(|k| k.get(hit.leaf as usize - 1)) {
+            Some(&k) => k,
+            None => order_key(
+                self.prefixes
+                    .hit_exits(hit)
+                    .and_then(|e| self.cost_of_exits(row, e)),
+            ),
+        }
+    }
+
+    /// The sort key of every prefix of shard `slot` from `row`, in leaf order.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn slot_keys(&self, row: &RowView<'_>, slot: u32) -> Vec<u64> {
+        self.prefixes
+            .slot_exits(slot)
+            .into_iter()
+            .map(|e| order_key(self.cost_of_exits(row, e)))
+            .collect()
     }
 
     /// Rank `candidates` in place for a query from `source`: lower cost first, ties in input
