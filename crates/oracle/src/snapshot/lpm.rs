@@ -103,7 +103,7 @@ impl Dir24 {
     }
 
     /// `leaf + 1` of the most specific prefix containing `addr`, or 0.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, addr: u32) -> u32 {
         let i = (addr >> 8) & 0xffff;
         let Some(b) = self.blocks.get((i >> 6) as usize) else {
@@ -148,7 +148,7 @@ impl Octet {
     }
 
     /// `leaf + 1` of the most specific prefix containing `addr`, or 0.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, addr: u32) -> u32 {
         self.table[(addr >> 24) as usize]
     }

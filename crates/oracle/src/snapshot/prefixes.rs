@@ -173,7 +173,7 @@ impl<A: Copy + Ord> Shard<A> {
 
 impl Shard<u32> {
     /// `leaf + 1` of the most specific prefix of this IPv4 shard containing `a`, or 0.
-    #[inline]
+    #[inline(always)]
     fn index_lookup4(&self, a: u32) -> u32 {
         match &*self.index {
             Index::Dir24(d) => d.lookup(a),
@@ -276,7 +276,7 @@ impl PrefixTable {
     /// Where the most specific prefix containing each of `addrs` sits (`out[i]` for
     /// `addrs[i]`; [`Hit::NONE`] when no prefix contains it): index reads only, the prefixes
     /// and their exits are not touched.
-    #[inline]
+    #[inline(always)]
     pub fn hits_v4_block(&self, addrs: &[Ipv4Addr], out: &mut [Hit]) {
         for (h, &a) in out.iter_mut().zip(addrs) {
             let a = u32::from(a);
@@ -316,7 +316,7 @@ impl PrefixTable {
     }
 
     /// [`hits_v4_block`](Self::hits_v4_block) for one address of either family.
-    #[inline]
+    #[inline(always)]
     pub fn hit(&self, addr: IpAddr) -> Hit {
         match addr {
             IpAddr::V4(a) => {

@@ -6,7 +6,7 @@ use super::paths::{PathEntry, compute_row};
 use super::prefixes::{Exit, Hit, PrefixTable};
 use super::routers::RouterIdx;
 use super::terms::{Shape, Term};
-use crate::rank::{PathMetrics, order_key};
+use crate::rank::{PathMetrics, order_key, sort_order};
 use ipnet::IpNet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -48,7 +48,8 @@ pub(crate) struct RowView<'a> {
 /// Reusable buffers for [`TopologySnapshot::rank_with`], so ranking allocates nothing once warm.
 #[derive(Clone, Debug, Default)]
 pub struct RankScratch {
-    keys: Vec<(u64, u32)>,
+    keys: Vec<u64>,
+    order: Vec<u64>,
     addrs: Vec<IpAddr>,
 }
 
@@ -258,18 +259,47 @@ impl TopologySnapshot {
         })
     }
 
-    /// Sort keys for `addrs` (one per address, in order, `(key, index)`) into `keys`, which
+    /// Sort keys for `addrs` (one per address, in order) into `keys`, which
     /// must be at least as long; returns how many addresses were placed.
     ///
     /// Works in blocks of [`BLOCK`] addresses: all longest-prefix matches of a block first, then
     /// all keys, so that the table's cache misses of one block overlap instead of waiting on
     /// each other.
-    #[inline]
+    #[allow(unsafe_code)]
     pub(crate) fn keys_v4(
         &self,
         row: Option<&RowView<'_>>,
         addrs: &[Ipv4Addr],
-        keys: &mut [(u64, u32)],
+        keys: &mut [u64],
+    ) -> usize {
+        // The level-1 lookup counts bits; the baseline x86-64 target has no POPCNT instruction
+        // and counts them in software unless the CPU is known to have it.
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU has POPCNT (checked just above), the only feature the callee
+            // enables.
+            return unsafe { self.keys_v4_popcnt(row, addrs, keys) };
+        }
+        self.keys_v4_portable(row, addrs, keys)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn keys_v4_popcnt(
+        &self,
+        row: Option<&RowView<'_>>,
+        addrs: &[Ipv4Addr],
+        keys: &mut [u64],
+    ) -> usize {
+        self.keys_v4_portable(row, addrs, keys)
+    }
+
+    #[inline(always)]
+    fn keys_v4_portable(
+        &self,
+        row: Option<&RowView<'_>>,
+        addrs: &[Ipv4Addr],
+        keys: &mut [u64],
     ) -> usize {
         self.keys_in_blocks(row, addrs, keys, |t, a, out| t.hits_v4_block(a, out))
     }
@@ -280,7 +310,7 @@ impl TopologySnapshot {
         &self,
         row: Option<&RowView<'_>>,
         addrs: &[Ipv6Addr],
-        keys: &mut [(u64, u32)],
+        keys: &mut [u64],
     ) -> usize {
         self.keys_in_blocks(row, addrs, keys, |t, a, out| {
             for (o, &a) in out.iter_mut().zip(a) {
@@ -290,11 +320,38 @@ impl TopologySnapshot {
     }
 
     /// [`keys_v4`](Self::keys_v4) for candidates of either family.
+    #[allow(unsafe_code)]
     pub(crate) fn keys_ip(
         &self,
         row: Option<&RowView<'_>>,
         addrs: &[IpAddr],
-        keys: &mut [(u64, u32)],
+        keys: &mut [u64],
+    ) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("popcnt") {
+            // SAFETY: as in `keys_v4`.
+            return unsafe { self.keys_ip_popcnt(row, addrs, keys) };
+        }
+        self.keys_ip_portable(row, addrs, keys)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn keys_ip_popcnt(
+        &self,
+        row: Option<&RowView<'_>>,
+        addrs: &[IpAddr],
+        keys: &mut [u64],
+    ) -> usize {
+        self.keys_ip_portable(row, addrs, keys)
+    }
+
+    #[inline(always)]
+    fn keys_ip_portable(
+        &self,
+        row: Option<&RowView<'_>>,
+        addrs: &[IpAddr],
+        keys: &mut [u64],
     ) -> usize {
         self.keys_in_blocks(row, addrs, keys, |t, a, out| {
             for (o, &a) in out.iter_mut().zip(a) {
@@ -308,30 +365,30 @@ impl TopologySnapshot {
         &self,
         row: Option<&RowView<'_>>,
         addrs: &[A],
-        keys: &mut [(u64, u32)],
+        keys: &mut [u64],
         locate: impl Fn(&PrefixTable, &[A], &mut [Hit]),
     ) -> usize {
         const NONE: u64 = u64::MAX;
         debug_assert_eq!(order_key(None), NONE);
         let Some(row) = row else {
-            for (i, k) in keys.iter_mut().take(addrs.len()).enumerate() {
-                *k = (NONE, i as u32);
+            for k in keys.iter_mut().take(addrs.len()) {
+                *k = NONE;
             }
             return 0;
         };
         let mut placed = 0;
         let mut hits = [Hit::NONE; BLOCK];
-        for (b, (block, keys)) in addrs.chunks(BLOCK).zip(keys.chunks_mut(BLOCK)).enumerate() {
+        for (block, keys) in addrs.chunks(BLOCK).zip(keys.chunks_mut(BLOCK)) {
             let hits = &mut hits[..block.len()];
             locate(&self.prefixes, block, hits);
-            for (j, (k, &hit)) in keys.iter_mut().zip(hits.iter()).enumerate() {
+            for (k, &hit) in keys.iter_mut().zip(hits.iter()) {
                 let key = if hit.leaf == 0 {
                     NONE
                 } else {
                     self.key_of(row, hit)
                 };
                 placed += usize::from(key != NONE);
-                *k = (key, (b * BLOCK + j) as u32);
+                *k = key;
             }
         }
         placed
@@ -386,14 +443,15 @@ impl TopologySnapshot {
         scratch: &mut RankScratch,
     ) -> usize {
         scratch.keys.clear();
-        scratch.keys.resize(candidates.len(), (0, 0));
+        scratch.keys.resize(candidates.len(), 0);
+        scratch.order.clear();
+        scratch.order.resize(candidates.len(), 0);
         let row = self.source_view(source);
         let placed = self.keys_ip(row.as_ref(), candidates, &mut scratch.keys);
-        // (cost, input index) keys are distinct, so an unstable sort is a stable ranking.
-        scratch.keys.sort_unstable();
+        sort_order(&scratch.keys, &mut scratch.order);
         scratch.addrs.clear();
         scratch.addrs.extend_from_slice(candidates);
-        for (slot, &(_, i)) in candidates.iter_mut().zip(&scratch.keys) {
+        for (slot, &i) in candidates.iter_mut().zip(&scratch.order) {
             if let Some(a) = scratch.addrs.get(i as usize) {
                 *slot = *a;
             }
