@@ -12,7 +12,7 @@
 //! their index when the batch is sealed ([`PrefixTable::seal`]), so adding a prefix to a table
 //! of a million costs one shard's worth of work, and snapshots share every untouched shard.
 
-use super::lpm::{Dir24, MAX_LEAVES, Octet, Ranges};
+use super::lpm::{Block, Dir24, MAX_LEAVES, Octet, Ranges};
 use super::routers::RouterIdx;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -278,20 +278,39 @@ impl PrefixTable {
     /// and their exits are not touched.
     #[inline(always)]
     pub fn hits_v4_block(&self, addrs: &[Ipv4Addr], out: &mut [Hit]) {
-        for (h, &a) in out.iter_mut().zip(addrs) {
-            let a = u32::from(a);
-            let octet = a >> 24;
-            let long = self.v4.get(octet as usize).and_then(Option::as_deref);
-            *h = match long.map(|s| s.index_lookup4(a)) {
-                Some(leaf) if leaf != 0 => Hit { slot: octet, leaf },
-                _ => {
+        const N: usize = 32;
+        let mut blocks = [Block::default(); N];
+        for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
+            // Every level-1 block first: independent reads, their misses overlap.
+            for (b, &a) in blocks.iter_mut().zip(addrs) {
+                let a = u32::from(a);
+                if let Some(Index::Dir24(d)) = self
+                    .v4
+                    .get((a >> 24) as usize)
+                    .and_then(|s| s.as_deref())
+                    .map(|s| &*s.index)
+                {
+                    *b = d.block(a);
+                }
+            }
+            for ((h, &a), &b) in out.iter_mut().zip(addrs).zip(&blocks) {
+                let a = u32::from(a);
+                let octet = a >> 24;
+                let long = self.v4.get(octet as usize).and_then(Option::as_deref);
+                let leaf = long.map_or(0, |s| match &*s.index {
+                    Index::Dir24(d) => d.lookup_in(b, a),
+                    _ => s.index_lookup4(a),
+                });
+                *h = if leaf != 0 {
+                    Hit { slot: octet, leaf }
+                } else {
                     let short = self.v4.get(256).and_then(Option::as_deref);
                     Hit {
                         slot: 256,
                         leaf: short.map_or(0, |s| s.index_lookup4(a)),
                     }
-                }
-            };
+                };
+            }
         }
     }
 

@@ -45,6 +45,38 @@ pub(crate) struct RowView<'a> {
     costs: Option<&'a RowCosts>,
 }
 
+/// An address type ranking locates in blocks. A trait rather than a closure so that the lookup
+/// is inlined into the `#[target_feature]` copies of the key loop (a closure is compiled on its
+/// own, without the feature).
+trait Candidate: Copy {
+    fn locate(table: &PrefixTable, addrs: &[Self], out: &mut [Hit]);
+}
+
+impl Candidate for Ipv4Addr {
+    #[inline(always)]
+    fn locate(table: &PrefixTable, addrs: &[Self], out: &mut [Hit]) {
+        table.hits_v4_block(addrs, out);
+    }
+}
+
+impl Candidate for Ipv6Addr {
+    #[inline(always)]
+    fn locate(table: &PrefixTable, addrs: &[Self], out: &mut [Hit]) {
+        for (o, &a) in out.iter_mut().zip(addrs) {
+            *o = table.hit_v6(a);
+        }
+    }
+}
+
+impl Candidate for IpAddr {
+    #[inline(always)]
+    fn locate(table: &PrefixTable, addrs: &[Self], out: &mut [Hit]) {
+        for (o, &a) in out.iter_mut().zip(addrs) {
+            *o = table.hit(a);
+        }
+    }
+}
+
 /// Reusable buffers for [`TopologySnapshot::rank_with`], so ranking allocates nothing once warm.
 #[derive(Clone, Debug, Default)]
 pub struct RankScratch {
@@ -301,7 +333,7 @@ impl TopologySnapshot {
         addrs: &[Ipv4Addr],
         keys: &mut [u64],
     ) -> usize {
-        self.keys_in_blocks(row, addrs, keys, |t, a, out| t.hits_v4_block(a, out))
+        self.keys_in_blocks(row, addrs, keys)
     }
 
     /// [`keys_v4`](Self::keys_v4) for IPv6 candidates.
@@ -312,11 +344,7 @@ impl TopologySnapshot {
         addrs: &[Ipv6Addr],
         keys: &mut [u64],
     ) -> usize {
-        self.keys_in_blocks(row, addrs, keys, |t, a, out| {
-            for (o, &a) in out.iter_mut().zip(a) {
-                *o = t.hit_v6(a);
-            }
-        })
+        self.keys_in_blocks(row, addrs, keys)
     }
 
     /// [`keys_v4`](Self::keys_v4) for candidates of either family.
@@ -353,20 +381,15 @@ impl TopologySnapshot {
         addrs: &[IpAddr],
         keys: &mut [u64],
     ) -> usize {
-        self.keys_in_blocks(row, addrs, keys, |t, a, out| {
-            for (o, &a) in out.iter_mut().zip(a) {
-                *o = t.hit(a);
-            }
-        })
+        self.keys_in_blocks(row, addrs, keys)
     }
 
     #[inline(always)]
-    fn keys_in_blocks<A>(
+    fn keys_in_blocks<A: Candidate>(
         &self,
         row: Option<&RowView<'_>>,
         addrs: &[A],
         keys: &mut [u64],
-        locate: impl Fn(&PrefixTable, &[A], &mut [Hit]),
     ) -> usize {
         const NONE: u64 = u64::MAX;
         debug_assert_eq!(order_key(None), NONE);
@@ -380,7 +403,7 @@ impl TopologySnapshot {
         let mut hits = [Hit::NONE; BLOCK];
         for (block, keys) in addrs.chunks(BLOCK).zip(keys.chunks_mut(BLOCK)) {
             let hits = &mut hits[..block.len()];
-            locate(&self.prefixes, block, hits);
+            A::locate(&self.prefixes, block, hits);
             for (k, &hit) in keys.iter_mut().zip(hits.iter()) {
                 let key = if hit.leaf == 0 {
                     NONE
