@@ -175,3 +175,104 @@ impl<R: Record> Records<R> {
             + (self.by_state.capacity() + self.by_id.capacity()) * 5
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Rec {
+        state: u8,
+        id: Option<u8>,
+        payload: u32,
+    }
+
+    impl Record for Rec {
+        type State = u8;
+        type Id = u8;
+        fn state(&self) -> u8 {
+            self.state
+        }
+        fn id(&self) -> Option<u8> {
+            self.id
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Insert(u8, Option<u8>, u32),
+        RemoveState(u8),
+        RemoveById(u8),
+        Touch(u8, u32),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        // Few states and identifiers, so replacement, identifier theft and slot reuse happen.
+        prop_oneof![
+            3 => (0u8..12, proptest::option::of(0u8..12), any::<u32>())
+                .prop_map(|(s, i, p)| Op::Insert(s, i, p)),
+            2 => (0u8..12).prop_map(Op::RemoveState),
+            1 => (0u8..12).prop_map(Op::RemoveById),
+            1 => (0u8..12, any::<u32>()).prop_map(|(s, p)| Op::Touch(s, p)),
+        ]
+    }
+
+    proptest! {
+        /// Against a plain map of state → record: every record is found by its state and by its
+        /// identifier, nothing else is, after any mix of inserts (replacing, taking another
+        /// record's identifier), removals (reusing slots) and changes in place.
+        #[test]
+        fn records_agree_with_a_reference_map(ops in proptest::collection::vec(op(), 0..200)) {
+            let mut t: Records<Rec> = Records::with_capacity(
+                0,
+                KeyedState::from_rng(&mut pathwise_core::rng::seeded(7)),
+            );
+            let mut model: HashMap<u8, Rec> = HashMap::new();
+            for op in ops {
+                match op {
+                    Op::Insert(state, id, payload) => {
+                        let rec = Rec { state, id, payload };
+                        t.insert(rec, |r| r.id = None);
+                        if let Some(id) = id {
+                            for r in model.values_mut() {
+                                if r.id == Some(id) && r.state != state {
+                                    r.id = None;
+                                }
+                            }
+                        }
+                        model.insert(state, rec);
+                    }
+                    Op::RemoveState(s) => {
+                        prop_assert_eq!(t.remove_state(&s), model.remove(&s));
+                    }
+                    Op::RemoveById(i) => {
+                        let slot = t.find_id(&i);
+                        let want = model.values().find(|r| r.id == Some(i)).map(|r| r.state);
+                        prop_assert_eq!(slot.map(|s| t.get(s).state), want);
+                        if let Some(slot) = slot {
+                            let r = t.remove(slot);
+                            model.remove(&r.state);
+                        }
+                    }
+                    Op::Touch(s, p) => {
+                        if let Some(slot) = t.find_state(&s) {
+                            t.get_mut(slot).payload = p;
+                            model.get_mut(&s).unwrap().payload = p;
+                        }
+                    }
+                }
+                prop_assert_eq!(t.len(), model.len());
+                prop_assert_eq!(t.iter().count(), model.len());
+                for s in 0..12u8 {
+                    prop_assert_eq!(t.get_state(&s), model.get(&s));
+                }
+                for i in 0..12u8 {
+                    let want = model.values().find(|r| r.id == Some(i));
+                    prop_assert_eq!(t.find_id(&i).map(|s| t.get(s)), want);
+                }
+            }
+        }
+    }
+}
