@@ -1163,3 +1163,15 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.transmits = keep;
     }
 }
+
+#[cfg(test)]
+mod size_tests {
+    /// Refresh reduction's bytes per reservation are a published figure (docs/BENCHMARKS.md):
+    /// four record slots of these sizes per reservation at a transit node.
+    #[test]
+    fn refresh_records_stay_small() {
+        use std::mem::size_of;
+        assert!(size_of::<Option<super::OutMsg>>() <= 32);
+        assert!(size_of::<Option<super::InIds>>() <= 32);
+    }
+}
