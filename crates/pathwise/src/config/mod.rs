@@ -9,6 +9,8 @@
 //!                                          # members may use it too (the daemon must be one)
 //! metrics = "127.0.0.1:9464"               # optional: OpenMetrics on http://…/metrics
 //! log = "info"                              # error | warn | info | debug | trace
+//! threads = 2                               # optional: RSVP shards (default 1; what more than
+//!                                           # one cannot do yet: crate::rsvp::shard)
 //!
 //! [rsvp]                                    # present: RSVP runs
 //! [gist]                                    # present: GIST runs

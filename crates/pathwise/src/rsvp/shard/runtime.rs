@@ -330,9 +330,21 @@ impl ShardedService {
             "rsvp.show.interfaces" | "rsvp.show.neighbors" => self.ask(0, one)?,
             "rsvp.show.counters" => {
                 let mut v = Value::Null;
+                let mut per_shard = Vec::new();
                 for answer in self.gather(one)? {
-                    merge(&mut v, answer?);
+                    let answer = answer?;
+                    // How the state is spread, shard by shard (the sums are below).
+                    per_shard.push(serde_json::json!({
+                        "sessions": answer["sessions"],
+                        "path_states": answer["path_states"],
+                        "resv_states": answer["resv_states"],
+                        "messages_in": answer["messages_in"].as_object().map_or(0, |m| {
+                            m.values().filter_map(Value::as_u64).sum::<u64>()
+                        }),
+                    }));
+                    merge(&mut v, answer);
                 }
+                v["shards"] = Value::Array(per_shard);
                 merge(&mut v, self.own_counters_json());
                 v["management_refused"] = self.management_refused.load(Ordering::Relaxed).into();
                 Ok(v)
