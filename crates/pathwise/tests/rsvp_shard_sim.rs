@@ -306,3 +306,74 @@ fn sharded_and_unsharded_nodes_send_the_same_messages_for_the_same_inputs() {
         );
     }
 }
+
+/// RSVP-TE through sharded transit and tail nodes (seed 004's R0 – R1 – R2, R0 unsharded as
+/// head ends must be for now): every LSP comes up, and the labels the sharded transit hands out
+/// are all different and each inside its shard's slice of the range (RFC 3209 §4.1: a label
+/// names one LSP at the node that allocated it).
+#[test]
+fn lsps_through_sharded_nodes_get_distinct_labels_from_each_shards_range() {
+    use pathwise::rsvp::shard::label_ranges;
+    use pathwise::rsvp::shard::sim::sharded_sim_with;
+    use pathwise_rsvp::engine::te::{LspRole, LspSpec, LspStatus};
+    const LSPS: usize = 60;
+    let mut sim = sharded_sim_with(
+        testbeds::seed004_r0_r2(),
+        SimConfig::seeded(3209),
+        base(),
+        |setup| if setup.name == "R0" { 1 } else { 3 },
+        Box::new(|_, _| Default::default()),
+    );
+    let (r0, r2) = (sim.node("R0").unwrap(), sim.node("R2").unwrap());
+    let to = sim.topology().loopbacks(r2)[0];
+    sim.schedule_call(Instant::from_millis(1), r0, move |e, now| {
+        for i in 0..LSPS {
+            let spec = LspSpec {
+                name: format!("lsp{i}"),
+                to,
+                from: None,
+                ero: None,
+                bandwidth_bps: 1000,
+                setup_priority: 7,
+                hold_priority: 0,
+                record_route: true,
+                label_recording: false,
+                gmpls: None,
+            };
+            e.engine_for(&Session::ip(to, 0, 0))
+                .open_lsp(now, spec)
+                .expect("LSP opens");
+        }
+    });
+    sim.run_until(Instant::from_secs(5));
+    let up = sim.engine(r0).unwrap().shards()[0]
+        .lsps()
+        .iter()
+        .filter(|v| v.role == LspRole::HeadEnd && v.status == LspStatus::Up)
+        .count();
+    assert_eq!(up, LSPS);
+    let ranges = label_ranges(Config::default().label_range, 3);
+    // R1 swaps; R2, the egress, advertises implicit null and allocates none.
+    for name in ["R1"] {
+        let node = sim.engine(sim.node(name).unwrap()).unwrap();
+        let mut all = Vec::new();
+        for (i, shard) in node.shards().iter().enumerate() {
+            let labels: Vec<u32> = shard.lfib().entries().map(|e| e.in_label).collect();
+            assert!(!labels.is_empty(), "{name} shard {i} holds no LSP");
+            let (first, last) = ranges[i];
+            assert!(
+                labels.iter().all(|l| (first..=last).contains(l)),
+                "{name} shard {i}: {labels:?} outside {first}..={last}"
+            );
+            all.extend(labels);
+        }
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(
+            (all.len(), n),
+            (LSPS, LSPS),
+            "{name}: labels in use once each"
+        );
+    }
+}

@@ -162,8 +162,23 @@ pub fn sharded_sim(
     shards: usize,
     integrity: Box<IntegrityFn>,
 ) -> Sim<ShardedRsvp<SharedTrafficControl<MemoryTrafficControl>>> {
+    sharded_sim_with(topology, sim, base, move |_| shards, integrity)
+}
+
+/// [`sharded_sim`] with a number of shards per node (1: an unsharded node).
+pub fn sharded_sim_with(
+    topology: Topology,
+    sim: SimConfig,
+    base: Config,
+    shards: impl Fn(&NodeSetup) -> usize + 'static,
+    integrity: Box<IntegrityFn>,
+) -> Sim<ShardedRsvp<SharedTrafficControl<MemoryTrafficControl>>> {
     Sim::new(topology, sim, move |setup: &NodeSetup| {
         let cfg = node_config(setup, &base, &*integrity);
-        Some(ShardedRsvp::with_memory_tc(&cfg, shards, Instant::ZERO))
+        Some(ShardedRsvp::with_memory_tc(
+            &cfg,
+            shards(setup),
+            Instant::ZERO,
+        ))
     })
 }
