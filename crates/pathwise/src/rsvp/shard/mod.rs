@@ -250,7 +250,7 @@ pub(crate) fn check_config(cx: &Source<'_>, cfg: &NodeConfig, errs: &mut Vec<Con
     if n == 1 {
         return;
     }
-    let why = "with more than one shard (docs/daemon.md, \"Sharded RSVP\")";
+    let why = "(docs/daemon.md, \"Sharded RSVP\")";
     if r.refresh_reduction {
         errs.push(at(format!(
             "threads = {n} cannot run with rsvp.refresh_reduction yet: Srefresh and Ack \
