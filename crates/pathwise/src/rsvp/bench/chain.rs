@@ -311,18 +311,19 @@ fn hold(bin: &Path, n: usize, threads: usize) -> anyhow::Result<Holding> {
         .ok_or_else(|| anyhow::anyhow!("no R2 daemon"))?;
     let (idle, _) = proc_usage(pid)?;
     install(&lab, n, 20_000)?;
-    let mut r2 = Client::connect(&rsvp_chain::socket(&lab, R2), "pathwise daemon")?;
-    let messages = |r2: &mut Client| -> anyhow::Result<u64> {
-        let c = request(r2, "rsvp.show.counters", json!({}))?;
+    // A connection of its own each time: the daemon closes one idle for 30 s.
+    let messages = || -> anyhow::Result<u64> {
+        let mut r2 = Client::connect(&rsvp_chain::socket(&lab, R2), "pathwise daemon")?;
+        let c = request(&mut r2, "rsvp.show.counters", json!({}))?;
         let sum = |k: &str| {
             c[k].as_object()
                 .map_or(0, |m| m.values().filter_map(Value::as_u64).sum::<u64>())
         };
         Ok(sum("messages_in") + sum("messages_out"))
     };
-    let (m0, t0) = (messages(&mut r2)?, thread_cpu_ns(pid));
+    let (m0, t0) = (messages()?, thread_cpu_ns(pid));
     let w = cpu_over(pid, Duration::from_secs(60))?;
-    let (m1, t1) = (messages(&mut r2)?, thread_cpu_ns(pid));
+    let (m1, t1) = (messages()?, thread_cpu_ns(pid));
     let msgs = m1.saturating_sub(m0).max(1) as f64;
     let r2_threads_us_per_message = t1
         .iter()
