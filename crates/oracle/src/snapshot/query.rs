@@ -178,7 +178,9 @@ impl TopologySnapshot {
 
     /// Metrics towards `addr` from the router owning `row`: the §3.2.3 routing abstraction
     /// picks, among the prefix's reachable exits, the one with the lowest internal weight (ties:
-    /// lower AS distance, then lower router address).
+    /// lower AS distance, then lower router address, then the source network over an external
+    /// route announced for the same prefix at the same router — explicit, so that the choice does
+    /// not depend on the order in which builds and live updates stored the exits).
     #[inline]
     pub(crate) fn metrics_in_row(&self, row: &[PathEntry], addr: IpAddr) -> Option<PathMetrics> {
         self.metrics_of_exits(row, self.prefixes.exits(addr)?)
@@ -188,12 +190,12 @@ impl TopologySnapshot {
     /// [`metrics_in_row`](Self::metrics_in_row)) from precomputed terms.
     #[inline]
     fn cost_of_exits(&self, view: &RowView<'_>, exits: &[Exit]) -> Option<f64> {
-        let mut best: Option<((u32, u16, u32), &Exit, &Term)> = None;
+        let mut best: Option<(ExitKey, &Exit, &Term)> = None;
         for e in exits {
             let Some(t) = view.terms.get(e.router as usize).filter(|t| t.reachable()) else {
                 continue;
             };
-            let key = (t.weight, e.as_distance, t.rank);
+            let key = exit_key(t.weight, e, t.rank);
             if best.is_none_or(|(k, _, _)| key < k) {
                 best = Some((key, e, t));
             }
@@ -214,7 +216,7 @@ impl TopologySnapshot {
         row: &[PathEntry],
         exits: &[Exit],
     ) -> Option<PathMetrics> {
-        let mut best: Option<((u32, u16, u32), &Exit, &PathEntry)> = None;
+        let mut best: Option<(ExitKey, &Exit, &PathEntry)> = None;
         for e in exits {
             let Some(p) = row.get(e.router as usize).filter(|p| p.reachable()) else {
                 continue;
@@ -225,7 +227,7 @@ impl TopologySnapshot {
                 .get(e.router as usize)
                 .copied()
                 .unwrap_or(u32::MAX);
-            let key = (p.weight, e.as_distance, rank);
+            let key = exit_key(p.weight, e, rank);
             if best.is_none_or(|(k, _, _)| key < k) {
                 best = Some((key, e, p));
             }
@@ -481,4 +483,15 @@ impl TopologySnapshot {
         }
         placed
     }
+}
+
+/// The order in which the §3.2.3 routing abstraction prefers a prefix's exits, lowest first:
+/// internal weight, AS distance, router rank (its address order), then a source network over an
+/// external route for the same prefix at the same router.
+type ExitKey = (u32, u16, u32, bool);
+
+/// [`ExitKey`] of exit `e` reached with internal `weight` at router `rank`.
+#[inline]
+fn exit_key(weight: u32, e: &Exit, rank: u32) -> ExitKey {
+    (weight, e.as_distance, rank, !e.source)
 }
