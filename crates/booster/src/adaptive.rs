@@ -45,6 +45,13 @@ pub struct AdaptiveConfig {
     pub interval_ms: u64,
     /// Compress one outgoing packet in this many to measure compressibility.
     pub sample_every: u32,
+    /// Judge compressibility only from at least this many sampled bytes; an interval with fewer
+    /// carries its sample over to the next, so that the few acknowledgements at the end of a
+    /// transfer do not undo what the transfer showed.
+    pub min_sample_bytes: u64,
+    /// Judge loss only from reports covering at least this many packets (carried over
+    /// likewise): with fewer, one lost packet is already more than `fec_on`.
+    pub min_loss_packets: u64,
 }
 
 impl Default for AdaptiveConfig {
@@ -60,6 +67,8 @@ impl Default for AdaptiveConfig {
             fec_off: 0.002,
             interval_ms: 1000,
             sample_every: 8,
+            min_sample_bytes: 16 * 1024,
+            min_loss_packets: 100,
         }
     }
 }
@@ -166,12 +175,12 @@ impl Adaptive {
         if let Some(f) = self.cfg.fec {
             self.state.fec_inserted &= has(f);
         }
-        let (orig, comp) = std::mem::take(&mut self.sampled);
-        if orig > 0 {
+        if self.sampled.0 >= self.cfg.min_sample_bytes.max(1) {
+            let (orig, comp) = std::mem::take(&mut self.sampled);
             self.state.ratio = Some(comp as f64 / orig as f64);
         }
-        let (recv, exp) = std::mem::take(&mut self.reported);
-        if exp > 0 {
+        if self.reported.1 >= self.cfg.min_loss_packets.max(1) {
+            let (recv, exp) = std::mem::take(&mut self.reported);
             self.state.loss = Some(1.0 - recv.min(exp) as f64 / exp as f64);
         }
         let mut want = Vec::new();
@@ -234,7 +243,7 @@ mod tests {
             ..AdaptiveConfig::default()
         });
         let t = |s| Instant::from_secs(s);
-        a.observe_compressibility(1000, 300);
+        a.observe_compressibility(100_000, 30_000);
         assert_eq!(
             a.poll(t(1), &snap(&["encrypt"])),
             Some(Action::Insert(BoosterSpec::Lz4))
@@ -242,9 +251,9 @@ mod tests {
         // Same interval: nothing.
         assert_eq!(a.poll(t(1), &snap(&["lz4", "encrypt"])), None);
         // Ratio between the thresholds: keep.
-        a.observe_compressibility(1000, 900);
+        a.observe_compressibility(100_000, 90_000);
         assert_eq!(a.poll(t(2), &snap(&["lz4", "encrypt"])), None);
-        a.observe_compressibility(1000, 1000);
+        a.observe_compressibility(100_000, 100_000);
         assert_eq!(
             a.poll(t(3), &snap(&["lz4", "encrypt"])),
             Some(Action::Remove(BoosterSpec::Lz4))
@@ -272,5 +281,38 @@ mod tests {
         // An operator's FEC stays.
         a.observe_loss(1000, 1000);
         assert_eq!(a.poll(Instant::from_secs(3), &snap(&["fec:8:2"])), None);
+    }
+
+    #[test]
+    fn too_little_evidence_carries_over_instead_of_undoing_a_decision() {
+        let mut a = Adaptive::new(AdaptiveConfig {
+            enabled: true,
+            fec: Some(BoosterSpec::Fec { k: 4, m: 2 }),
+            ..AdaptiveConfig::default()
+        });
+        let t = |s| Instant::from_secs(s);
+        a.observe_compressibility(100_000, 30_000);
+        a.observe_loss(950, 1000);
+        assert_eq!(
+            a.poll(t(1), &snap(&["encrypt"])),
+            Some(Action::Insert(BoosterSpec::Lz4))
+        );
+        assert_eq!(
+            a.poll(t(2), &snap(&["lz4", "encrypt"])),
+            Some(Action::Insert(BoosterSpec::Fec { k: 4, m: 2 }))
+        );
+        // The end of the transfer: a few incompressible acknowledgements, none lost.
+        a.observe_compressibility(600, 600);
+        a.observe_loss(3, 3);
+        let chain = snap(&["lz4", "encrypt", "fec:4:2"]);
+        assert_eq!(a.poll(t(3), &chain), None);
+        assert_eq!(a.state().ratio, Some(0.3));
+        assert!(a.state().loss.is_some_and(|l| (l - 0.05).abs() < 1e-9));
+        // Enough of it, carried over with what came before, does decide.
+        a.observe_compressibility(100_000, 100_000);
+        a.observe_loss(1000, 1000);
+        assert_eq!(a.poll(t(4), &chain), Some(Action::Remove(BoosterSpec::Lz4)));
+        assert!(a.state().ratio.is_some_and(|r| r > 0.99));
+        assert!(a.state().loss.is_some_and(|l| l < 0.002));
     }
 }

@@ -167,6 +167,24 @@ pub struct TcInterface {
     pub mtu: u32,
 }
 
+impl TcInterface {
+    /// An interface as configurations and topologies give it, in bits per second: the rates
+    /// become bytes per second, the latency whole microseconds (saturating).
+    pub fn from_link(
+        reservable_bps: u64,
+        bandwidth_bps: u64,
+        latency: crate::time::Duration,
+        mtu: u32,
+    ) -> Self {
+        TcInterface {
+            reservable: reservable_bps as f64 / 8.0,
+            bandwidth: bandwidth_bps as f64 / 8.0,
+            latency_us: u32::try_from(latency.as_micros()).unwrap_or(u32::MAX),
+            mtu,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Installed {
     ifindex: IfIndex,
@@ -178,6 +196,17 @@ struct Installed {
 pub struct MemoryTrafficControl {
     interfaces: BTreeMap<IfIndex, (TcInterface, f64)>,
     installed: Arena<Installed>,
+}
+
+/// Admission over these interfaces, nothing reserved yet.
+impl FromIterator<(IfIndex, TcInterface)> for MemoryTrafficControl {
+    fn from_iter<I: IntoIterator<Item = (IfIndex, TcInterface)>>(interfaces: I) -> Self {
+        let mut tc = MemoryTrafficControl::new();
+        for (ifindex, iface) in interfaces {
+            tc.add_interface(ifindex, iface);
+        }
+        tc
+    }
 }
 
 impl MemoryTrafficControl {

@@ -8,42 +8,19 @@
 //! 2205 §3.7), their timing, which each engine draws from its own random generator. So the
 //! messages are compared as a sorted list up to 0.5 R, and the state after that.
 
+mod common;
+
+use common::rsvp::{filter, tb};
 use pathwise::rsvp::shard::sim::{SessionEngine, sharded_sim};
 use pathwise::rsvp::sim::{rsvp_sim, sim_engine_config};
 use pathwise_core::engine::Engine;
 use pathwise_core::time::{Duration, Instant};
-use pathwise_rsvp::wire::{
-    FilterSpec, FlowDescriptor, FlowSpec, SenderTspec, Session, StyleKind, TokenBucket,
-};
+use pathwise_rsvp::wire::{FilterSpec, FlowDescriptor, FlowSpec, SenderTspec, Session, StyleKind};
 use pathwise_rsvp::{Config, Event};
 use pathwise_sim::{NodeId, Sim, SimConfig, testbeds};
-use std::net::IpAddr;
 
 const R: Duration = Duration::from_secs(30);
 const SESSIONS: u16 = 40;
-
-fn tb(kbps: f32) -> TokenBucket {
-    TokenBucket {
-        rate: kbps * 125.0,
-        bucket: 4000.0,
-        peak: f32::INFINITY,
-        min_policed: 64,
-        max_packet: 1500,
-    }
-}
-
-fn filter(addr: IpAddr, port: u16) -> FilterSpec {
-    match addr {
-        IpAddr::V4(a) => FilterSpec::V4 {
-            src: a,
-            src_port: port,
-        },
-        IpAddr::V6(a) => FilterSpec::V6 {
-            src: a,
-            src_port: port,
-        },
-    }
-}
 
 /// One session of the workload: who sends, who receives, what is asked for.
 #[derive(Clone, Copy, Debug)]
@@ -328,18 +305,7 @@ fn lsps_through_sharded_nodes_get_distinct_labels_from_each_shards_range() {
     let to = sim.topology().loopbacks(r2)[0];
     sim.schedule_call(Instant::from_millis(1), r0, move |e, now| {
         for i in 0..LSPS {
-            let spec = LspSpec {
-                name: format!("lsp{i}"),
-                to,
-                from: None,
-                ero: None,
-                bandwidth_bps: 1000,
-                setup_priority: 7,
-                hold_priority: 0,
-                record_route: true,
-                label_recording: false,
-                gmpls: None,
-            };
+            let spec = LspSpec::new(format!("lsp{i}"), to, 1000);
             e.engine_for(&Session::ip(to, 0, 0))
                 .open_lsp(now, spec)
                 .expect("LSP opens");

@@ -60,16 +60,9 @@ fn ero(hops: &[(IpAddr, bool)]) -> ExplicitRoute {
 
 fn spec(name: &str, to: IpAddr, route: Option<ExplicitRoute>, mbps: u64) -> LspSpec {
     LspSpec {
-        name: name.into(),
-        to,
-        from: None,
         ero: route,
-        bandwidth_bps: mbps * 1_000_000,
-        setup_priority: 7,
-        hold_priority: 0,
-        record_route: true,
         label_recording: true,
-        gmpls: None,
+        ..LspSpec::new(name, to, mbps * 1_000_000)
     }
 }
 

@@ -2,6 +2,9 @@
 #![warn(missing_docs)]
 
 pub mod engine;
+pub mod shard;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod wire;
 
 pub use engine::{

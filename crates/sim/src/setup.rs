@@ -75,6 +75,15 @@ pub struct NodeSetup {
 }
 
 impl NodeSetup {
+    /// In-memory admission control over this node's interfaces (reservable as the topology
+    /// says).
+    pub fn memory_tc(&self) -> pathwise_core::tc::MemoryTrafficControl {
+        self.interfaces
+            .iter()
+            .map(|i| (i.ifindex, i.tc_interface()))
+            .collect()
+    }
+
     /// The IPv4 router id (the loopback address).
     pub fn router_id(&self) -> Ipv4Addr {
         self.loopback_v4.addr()
@@ -127,6 +136,18 @@ pub struct InterfaceSetup {
     pub peer_addrs: Vec<IpAddr>,
     /// Whether the link was up when the engine was created.
     pub up: bool,
+}
+
+impl InterfaceSetup {
+    /// This interface for in-memory admission control.
+    pub fn tc_interface(&self) -> pathwise_core::tc::TcInterface {
+        pathwise_core::tc::TcInterface::from_link(
+            self.reservable_bps,
+            self.bandwidth_bps,
+            self.latency,
+            self.mtu,
+        )
+    }
 }
 
 /// One engine event, stamped with when and where it was polled.

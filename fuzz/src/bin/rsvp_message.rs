@@ -2,12 +2,16 @@
 //! emit exactly `buffer_len()` bytes that parse back to the same message, and emitting is
 //! deterministic. The integrity layer (`pathwise_rsvp::wire::integrity`) gets the same bytes:
 //! locating the INTEGRITY object and digesting never panics and digests exactly the message,
-//! and a parsed message, signed, verifies and parses with its object first.
+//! and a parsed message, signed, verifies and parses with its object first. A sharded node's
+//! dispatcher (`pathwise_rsvp::shard`) gets them too: reading the SESSION and handing the
+//! datagram or its Bundle's sub-messages to shards never panics, hands out only pieces of the
+//! datagram to existing shards, and counts what it cannot hand out.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use pathwise_auth::{Algorithm, Key};
 use pathwise_rsvp::wire::integrity::{Signed, rsvp_hop, sign};
+use pathwise_rsvp::shard::{ShardMap, session_of};
 use pathwise_rsvp::wire::message::refresh::bundle_messages;
 use pathwise_rsvp::wire::{Message, MsgType};
 
@@ -22,6 +26,16 @@ fuzz_target!(|data: &[u8]| {
     }
     for sub in bundle_messages(data).flatten() {
         assert!(sub.len() >= 8 && sub.len() <= data.len());
+    }
+    let map = ShardMap::new(3, 1);
+    let mut handed = 0;
+    let bad = map.dispatch(data, |shard, piece| {
+        assert!(shard < 3 && piece.len() <= data.len());
+        handed += 1;
+    });
+    assert!(handed > 0 || bad > 0);
+    if let Some(s) = session_of(data) {
+        assert!(map.of_session(&s) < 3);
     }
     let Ok((header, msg, refresh)) = Message::parse_refresh(data) else {
         return;

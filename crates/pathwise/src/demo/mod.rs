@@ -120,19 +120,6 @@ fn tb(kbps: f32) -> TokenBucket {
     }
 }
 
-fn filter(addr: IpAddr, port: u16) -> FilterSpec {
-    match addr {
-        IpAddr::V4(a) => FilterSpec::V4 {
-            src: a,
-            src_port: port,
-        },
-        IpAddr::V6(a) => FilterSpec::V6 {
-            src: a,
-            src_port: port,
-        },
-    }
-}
-
 fn style_name(s: StyleKind) -> &'static str {
     match s {
         StyleKind::Ff => "FF",
@@ -174,7 +161,7 @@ pub fn run(seed: u64) -> anyhow::Result<DemoReport> {
             name: "voice",
             session: udp(v4(&sc, n5), 5004),
             style: StyleKind::Ff,
-            sender: (n1, filter(v4(&sc, n1), 6004)),
+            sender: (n1, FilterSpec::ip(v4(&sc, n1), 6004)),
             receivers: vec![n5],
             start: Instant::from_millis(10),
         },
@@ -182,7 +169,7 @@ pub fn run(seed: u64) -> anyhow::Result<DemoReport> {
             name: "video",
             session: udp(v4(&sc, n6), 5006),
             style: StyleKind::Se,
-            sender: (n2, filter(v4(&sc, n2), 6006)),
+            sender: (n2, FilterSpec::ip(v4(&sc, n2), 6006)),
             receivers: vec![n6],
             start: Instant::from_millis(20),
         },
@@ -190,7 +177,7 @@ pub fn run(seed: u64) -> anyhow::Result<DemoReport> {
             name: "conference",
             session: udp(group, 7000),
             style: StyleKind::Wf,
-            sender: (n1, filter(v4(&sc, n1), 7001)),
+            sender: (n1, FilterSpec::ip(v4(&sc, n1), 7001)),
             receivers: vec![n5, n6],
             start: Instant::from_millis(30),
         },
@@ -198,7 +185,7 @@ pub fn run(seed: u64) -> anyhow::Result<DemoReport> {
             name: "conference",
             session: udp(group, 7000),
             style: StyleKind::Wf,
-            sender: (n2, filter(v4(&sc, n2), 7002)),
+            sender: (n2, FilterSpec::ip(v4(&sc, n2), 7002)),
             receivers: vec![n5, n6],
             start: Instant::from_millis(40),
         },
@@ -206,7 +193,7 @@ pub fn run(seed: u64) -> anyhow::Result<DemoReport> {
             name: "voice-v6",
             session: udp(v6(&sc, n6), 5008),
             style: StyleKind::Ff,
-            sender: (n1, filter(v6(&sc, n1), 6008)),
+            sender: (n1, FilterSpec::ip(v6(&sc, n1), 6008)),
             receivers: vec![n6],
             start: Instant::from_millis(50),
         },

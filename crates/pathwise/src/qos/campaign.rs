@@ -17,7 +17,7 @@ use crate::sim::{Activity, Budget, Phases, SeedRun, Stage, Workload, run_plan};
 use pathwise_core::io::IfIndex;
 use pathwise_core::rand::Rng;
 use pathwise_core::rng::SeededRng;
-use pathwise_core::tc::{MemoryTrafficControl, SharedTrafficControl, TcInterface};
+use pathwise_core::tc::{MemoryTrafficControl, SharedTrafficControl};
 use pathwise_core::time::{Duration, Instant};
 use pathwise_gist::nslp::{
     GistApi, MessageStatus, NetworkNotification, Nslp, RecvMessage, RoutingDecision, SendMessage,
@@ -370,21 +370,12 @@ fn qos_node(setup: &NodeSetup, hostile_until: Option<Instant>) -> Node {
         ..Config::default()
     };
     short_timers(&mut cfg);
-    let mut tc = MemoryTrafficControl::new();
-    let mut budgets = Vec::new();
-    for i in &setup.interfaces {
-        let reservable = i.reservable_bps as f64 / 8.0;
-        tc.add_interface(
-            i.ifindex,
-            TcInterface {
-                reservable,
-                bandwidth: i.bandwidth_bps as f64 / 8.0,
-                latency_us: u32::try_from(i.latency.as_micros()).unwrap_or(u32::MAX),
-                mtu: i.mtu,
-            },
-        );
-        budgets.push((i.ifindex, reservable));
-    }
+    let tc = setup.memory_tc();
+    let budgets: Vec<_> = setup
+        .interfaces
+        .iter()
+        .map(|i| (i.ifindex, i.tc_interface().reservable))
+        .collect();
     let qcfg = QosConfig {
         seed: setup.seed ^ 0x9e37,
         refresh_period: REFRESH,

@@ -74,18 +74,7 @@ pub(crate) fn refresh_load_on(
         r0,
         move |e: &mut RsvpEngine, now| {
             for i in 0..lsps {
-                let spec = LspSpec {
-                    name: format!("lsp{i}"),
-                    to,
-                    from: None,
-                    ero: None,
-                    bandwidth_bps: 1000,
-                    setup_priority: 7,
-                    hold_priority: 0,
-                    record_route: true,
-                    label_recording: false,
-                    gmpls: None,
-                };
+                let spec = LspSpec::new(format!("lsp{i}"), to, 1000);
                 e.open_lsp(now, spec).expect("LSP opens");
             }
         },

@@ -21,16 +21,7 @@ pub fn cl(kbps: f32) -> FlowSpec {
 }
 
 pub fn filter(addr: IpAddr, port: u16) -> FilterSpec {
-    match addr {
-        IpAddr::V4(a) => FilterSpec::V4 {
-            src: a,
-            src_port: port,
-        },
-        IpAddr::V6(a) => FilterSpec::V6 {
-            src: a,
-            src_port: port,
-        },
-    }
+    FilterSpec::ip(addr, port)
 }
 
 pub fn udp(dest: IpAddr, port: u16) -> Session {

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use pathwise_core::io::IfIndex;
-use pathwise_core::tc::{MemoryTrafficControl, SharedTrafficControl, TcInterface};
+use pathwise_core::tc::{MemoryTrafficControl, SharedTrafficControl};
 use pathwise_core::time::{Duration, Instant};
 use pathwise_gist::sim_stream::StreamAdapter;
 use pathwise_gist::wire::SessionId;
@@ -37,19 +37,7 @@ pub fn gist_config(setup: &NodeSetup) -> Config {
 /// In-memory traffic control over a node's simulated interfaces (reservable as the topology
 /// says, bit/s to bytes/s).
 pub fn traffic_control(setup: &NodeSetup) -> MemoryTrafficControl {
-    let mut tc = MemoryTrafficControl::new();
-    for i in &setup.interfaces {
-        tc.add_interface(
-            i.ifindex,
-            TcInterface {
-                reservable: i.reservable_bps as f64 / 8.0,
-                bandwidth: i.bandwidth_bps as f64 / 8.0,
-                latency_us: u32::try_from(i.latency.as_micros()).unwrap_or(u32::MAX),
-                mtu: i.mtu,
-            },
-        );
-    }
-    tc
+    setup.memory_tc()
 }
 
 /// A node: GIST with the QoS NSLP over `tc`.

@@ -167,6 +167,21 @@ impl LspRetry {
     }
 }
 
+impl Config {
+    /// In-memory admission control over the configured interfaces (what
+    /// [`RsvpEngine::with_memory_tc`] admits through).
+    pub fn memory_tc(&self) -> MemoryTrafficControl {
+        self.interfaces
+            .iter()
+            .map(|i| {
+                let link =
+                    TcInterface::from_link(i.reservable_bps, i.bandwidth_bps, i.latency, i.mtu);
+                (i.ifindex, link)
+            })
+            .collect()
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -264,18 +279,7 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
 impl RsvpEngine<MemoryTrafficControl> {
     /// An engine with in-memory admission control over the configured interfaces.
     pub fn with_memory_tc(cfg: Config, now: Instant) -> Self {
-        let mut tc = MemoryTrafficControl::new();
-        for i in &cfg.interfaces {
-            tc.add_interface(
-                i.ifindex,
-                TcInterface {
-                    reservable: i.reservable_bps as f64 / 8.0,
-                    bandwidth: i.bandwidth_bps as f64 / 8.0,
-                    latency_us: u32::try_from(i.latency.as_micros()).unwrap_or(u32::MAX),
-                    mtu: i.mtu,
-                },
-            );
-        }
+        let tc = cfg.memory_tc();
         Self::new(cfg, tc, now)
     }
 }

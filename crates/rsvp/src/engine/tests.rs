@@ -1,12 +1,12 @@
 //! One engine, hand-fed bytes: the processing rules of RFC 2209 that the multi-node simulation
 //! tests (crates/pathwise/tests/rsvp_sim.rs) do not reach — error replies, drops, lifetimes.
 
-use super::{Config, InterfaceConfig, RsvpEngine};
+use super::{Config, RsvpEngine};
+use crate::testing::*;
 use crate::wire::error::error_code;
 use crate::wire::{
-    Adspec, FilterSpec, FilterTe, FlowDescriptor, FlowSpec, Label, LabelRequest, Message, MsgType,
-    Path, PathErr, PathTear, Resv, RsvpHop, SenderDescriptor, SenderTspec, Session,
-    SessionAttribute, Style, StyleKind, TimeValues, TokenBucket,
+    FilterSpec, FilterTe, Label, LabelRequest, Message, MsgType, PathErr, PathTear, Resv, RsvpHop,
+    SenderTspec, Session, SessionAttribute, Style, StyleKind,
 };
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transmit, Transport};
@@ -15,111 +15,10 @@ use pathwise_core::time::{Duration, Instant};
 use pathwise_core::wire::internet_checksum;
 use std::net::{IpAddr, Ipv4Addr};
 
-const UP: IfIndex = IfIndex(1);
-const DOWN: IfIndex = IfIndex(2);
-const PHOP: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 1);
-const NHOP: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
-
 fn engine() -> RsvpEngine {
-    let iface = |ifindex, a: [u8; 4]| InterfaceConfig {
-        ifindex,
-        addrs: vec![IpAddr::V4(a.into())],
-        bandwidth_bps: 10_000_000,
-        reservable_bps: 8_000_000,
-        mtu: 1500,
-        latency: Duration::from_micros(50),
-        integrity: Default::default(),
-        hello: None,
-    };
-    let cfg = Config {
-        interfaces: vec![iface(UP, [10, 0, 1, 2]), iface(DOWN, [10, 0, 2, 1])],
-        ..Config::default()
-    };
-    let mut e = RsvpEngine::with_memory_tc(cfg, Instant::ZERO);
-    let prefix = "20.0.0.0/8".parse().unwrap();
-    e.handle_route_change(
-        Instant::ZERO,
-        RouteChange::Add(Route {
-            prefix,
-            next_hop: Some(NHOP.into()),
-            ifindex: DOWN,
-            metric: 1,
-        }),
-    );
+    let mut e = RsvpEngine::with_memory_tc(router_config(8_000_000), Instant::ZERO);
+    e.handle_route_change(Instant::ZERO, route());
     e
-}
-
-fn session(port: u16) -> Session {
-    Session::ip(IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)), 17, port)
-}
-
-fn sender(port: u16) -> FilterSpec {
-    FilterSpec::V4 {
-        src: Ipv4Addr::new(30, 0, 0, 1),
-        src_port: port,
-    }
-}
-
-fn tb(rate: f32) -> TokenBucket {
-    TokenBucket {
-        rate,
-        bucket: 1000.0,
-        peak: f32::INFINITY,
-        min_policed: 64,
-        max_packet: 1500,
-    }
-}
-
-fn path(s: Session, f: FilterSpec) -> Message {
-    Message::Path(Path {
-        integrity: None,
-        session: s,
-        hop: RsvpHop::new(PHOP.into(), 7),
-        time_values: TimeValues { refresh_ms: 30_000 },
-        explicit_route: None,
-        label_request: None,
-        session_attribute: None,
-        policy: Vec::new(),
-        sender: SenderDescriptor {
-            template: f,
-            tspec: SenderTspec(tb(1000.0)),
-            adspec: Some(Adspec::new_at_sender(true, true)),
-            record_route: None,
-        },
-        forward: Vec::new(),
-    })
-}
-
-fn resv(s: Session, style: StyleKind, flows: Vec<FlowDescriptor>) -> Message {
-    Message::Resv(Resv {
-        integrity: None,
-        session: s,
-        hop: RsvpHop::new(NHOP.into(), DOWN.0),
-        time_values: TimeValues { refresh_ms: 30_000 },
-        confirm: None,
-        scope: None,
-        policy: Vec::new(),
-        style: Style {
-            flags: 0,
-            kind: style,
-        },
-        flows,
-        forward: Vec::new(),
-    })
-}
-
-fn ff(rate: f32, f: FilterSpec) -> Vec<FlowDescriptor> {
-    vec![FlowDescriptor {
-        flowspec: Some(FlowSpec::ControlledLoad(tb(rate))),
-        filters: vec![f],
-        te: Vec::new(),
-    }]
-}
-
-fn bytes(m: &Message, send_ttl: u8) -> Vec<u8> {
-    let mut v = Vec::new();
-    m.emit(send_ttl, &mut v);
-    v
 }
 
 /// Append a raw object and fix up RSVP Length and the checksum.
@@ -144,18 +43,7 @@ fn feed(
     ifindex: IfIndex,
     ttl: u8,
 ) -> Vec<Transmit> {
-    e.handle_datagram(
-        now,
-        Received {
-            src: from.into(),
-            dst: IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)),
-            ifindex,
-            transport: Transport::Raw(IPPROTO_RSVP),
-            router_alert: Some(0),
-            ttl,
-            payload,
-        },
-    );
+    e.handle_datagram(now, received(from, ifindex, ttl, payload));
     std::iter::from_fn(|| e.poll_transmit()).collect()
 }
 

@@ -279,6 +279,21 @@ pub enum FilterSpec {
 }
 
 impl FilterSpec {
+    /// The FILTER_SPEC (or SENDER_TEMPLATE) of the sender at `addr`, source port `port`
+    /// (RFC 2205 §A.9, C-Type 1 or 2 by the address family).
+    pub fn ip(addr: IpAddr, port: u16) -> Self {
+        match addr {
+            IpAddr::V4(src) => FilterSpec::V4 {
+                src,
+                src_port: port,
+            },
+            IpAddr::V6(src) => FilterSpec::V6 {
+                src,
+                src_port: port,
+            },
+        }
+    }
+
     /// The sender's address.
     pub fn src(&self) -> IpAddr {
         match *self {

@@ -14,7 +14,7 @@
 use super::meter::{Metered, Sent, clock_overhead_ns};
 use crate::bench::alloc;
 use crate::rsvp::sim::{node_config, sim_engine_config};
-use pathwise_core::tc::{MemoryTrafficControl, SharedTrafficControl, TcInterface};
+use pathwise_core::tc::{MemoryTrafficControl, SharedTrafficControl};
 use pathwise_core::time::{Duration, Instant};
 use pathwise_gist::sim_stream::StreamAdapter;
 use pathwise_gist::{GistEngine, InterfaceConfig};
@@ -318,18 +318,7 @@ fn qos_node(setup: &NodeSetup, qos: &QosConfig) -> StreamAdapter {
         local_addrs: setup.loopbacks().iter().map(|n| n.addr()).collect(),
         ..pathwise_gist::Config::default()
     };
-    let mut tc = MemoryTrafficControl::new();
-    for i in &setup.interfaces {
-        tc.add_interface(
-            i.ifindex,
-            TcInterface {
-                reservable: i.reservable_bps as f64 / 8.0,
-                bandwidth: i.bandwidth_bps as f64 / 8.0,
-                latency_us: u32::try_from(i.latency.as_micros()).unwrap_or(u32::MAX),
-                mtu: i.mtu,
-            },
-        );
-    }
+    let tc = setup.memory_tc();
     let qcfg = QosConfig {
         seed: setup.seed ^ 0x9e37,
         ..qos.clone()

@@ -11,7 +11,7 @@ use pathwise_core::io::Transmit;
 use pathwise_core::route::RouteChange;
 use pathwise_core::tc::SharedTrafficControl;
 use pathwise_core::time::Instant;
-use pathwise_rsvp::engine::{MemoryTrafficControl, TcInterface, TrafficControl};
+use pathwise_rsvp::engine::{MemoryTrafficControl, TrafficControl};
 use pathwise_rsvp::wire::Session;
 use pathwise_rsvp::{Config, Event, RsvpEngine};
 use pathwise_sim::{NodeSetup, Sim, SimConfig, Topology};
@@ -66,26 +66,9 @@ impl<T: TrafficControl> ShardedRsvp<T> {
 impl ShardedRsvp<SharedTrafficControl<MemoryTrafficControl>> {
     /// Shards admitting through one in-memory traffic control over `cfg`'s interfaces.
     pub fn with_memory_tc(cfg: &Config, shards: usize, now: Instant) -> Self {
-        let tc = SharedTrafficControl::new(memory_tc(cfg));
+        let tc = SharedTrafficControl::new(cfg.memory_tc());
         Self::new(cfg, shards, |_| tc.clone(), now)
     }
-}
-
-/// In-memory traffic control over `cfg`'s interfaces (as [`RsvpEngine::with_memory_tc`]).
-pub fn memory_tc(cfg: &Config) -> MemoryTrafficControl {
-    let mut tc = MemoryTrafficControl::new();
-    for i in &cfg.interfaces {
-        tc.add_interface(
-            i.ifindex,
-            TcInterface {
-                reservable: i.reservable_bps as f64 / 8.0,
-                bandwidth: i.bandwidth_bps as f64 / 8.0,
-                latency_us: u32::try_from(i.latency.as_micros()).unwrap_or(u32::MAX),
-                mtu: i.mtu,
-            },
-        );
-    }
-    tc
 }
 
 /// The engine that holds a session's state on a node: the node's only engine, or the shard the

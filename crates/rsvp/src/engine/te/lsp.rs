@@ -50,6 +50,28 @@ pub struct LspSpec {
     pub gmpls: Option<GmplsRequest>,
 }
 
+impl LspSpec {
+    /// An LSP named `name` to `to` reserving `bandwidth_bps`, following routing from the
+    /// interface towards `to`, with the route recorded and RFC 3209's LABEL_REQUEST; setup
+    /// priority 7 (the lowest: it preempts nothing) and holding priority 0 (the highest: it
+    /// cannot be preempted), the setup priority not higher than the holding one as RFC 3209
+    /// §4.7.3 asks.
+    pub fn new(name: impl Into<String>, to: IpAddr, bandwidth_bps: u64) -> Self {
+        LspSpec {
+            name: name.into(),
+            to,
+            from: None,
+            ero: None,
+            bandwidth_bps,
+            setup_priority: 7,
+            hold_priority: 0,
+            record_route: true,
+            label_recording: false,
+            gmpls: None,
+        }
+    }
+}
+
 /// What a GMPLS LSP asks for (RFC 3471 §3.1.1), sent in its Generalized LABEL_REQUEST.
 /// [`GmplsRequest::default`] is what an MPLS LSR carries: a packet LSP over PSC-1 links with
 /// the G-PID of the tunnel's address family.
