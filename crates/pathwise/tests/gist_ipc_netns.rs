@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::netns::{bin, serial, skip};
+use common::netns::{bin, json_cli, serial, skip};
 use pathwise::gist::chain::{self as gist_chain, H1, H2, H2_V4, NODES, Options, R1, R2, R3};
 use pathwise::netns::{Lab, wait_for};
 use pathwise_gist::ipc::{ClientError, Frame, IpcGist, Refusal};
@@ -17,17 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
-    let sock = gist_chain::socket(lab, i);
-    let mut argv = vec![
-        bin(),
-        "gist",
-        "--json",
-        "--socket",
-        sock.to_str().unwrap_or_default(),
-    ];
-    argv.extend_from_slice(args);
-    let out = lab.exec_ok(i, &argv)?;
-    Ok(serde_json::from_str(&out)?)
+    json_cli(lab, i, "gist", &gist_chain::socket(lab, i), args)
 }
 
 fn logs(lab: &Lab) -> String {

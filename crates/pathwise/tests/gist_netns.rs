@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::netns::{bin, serial, skip};
+use common::netns::{bin, json_cli, serial, skip};
 use pathwise::gist::chain::{self as gist_chain, H1, H2, H2_V4, H2_V6, NODES, Options, R1, R2, R3};
 use pathwise::netns::{Lab, unavailable, wait_for};
 use serde_json::Value;
@@ -20,17 +20,7 @@ fn chain(o: &Options<'_>) -> Lab {
 
 /// `pathwise gist --json …` against node `i`'s daemon, run in node `i`.
 fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
-    let sock = gist_chain::socket(lab, i);
-    let mut argv = vec![
-        bin(),
-        "gist",
-        "--json",
-        "--socket",
-        sock.to_str().unwrap_or_default(),
-    ];
-    argv.extend_from_slice(args);
-    let out = lab.exec_ok(i, &argv)?;
-    Ok(serde_json::from_str(&out)?)
+    json_cli(lab, i, "gist", &gist_chain::socket(lab, i), args)
 }
 
 /// Ping `dest` from H1 `count` times over UDP; the replies (a lost ping fails the call).

@@ -6,7 +6,7 @@
 mod common;
 
 use common::flood::median_of_three;
-use common::netns::{bin, serial, skip};
+use common::netns::{bin, json_cli, serial, skip};
 use pathwise::netns::{Lab, unavailable, wait_for};
 use serde_json::Value;
 use std::path::Path;
@@ -20,17 +20,7 @@ fn chain(tc: &str) -> anyhow::Result<Lab> {
 
 /// Run `pathwise rsvp --json …` against node `i`'s daemon.
 fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
-    let sock = pathwise::rsvp::chain::socket(lab, i);
-    let mut argv = vec![
-        bin(),
-        "rsvp",
-        "--json",
-        "--socket",
-        sock.to_str().unwrap_or_default(),
-    ];
-    argv.extend_from_slice(args);
-    let out = lab.exec_ok(i, &argv)?;
-    Ok(serde_json::from_str(&out)?)
+    json_cli(lab, i, "rsvp", &pathwise::rsvp::chain::socket(lab, i), args)
 }
 
 fn sessions(lab: &Lab, i: usize) -> Vec<Value> {

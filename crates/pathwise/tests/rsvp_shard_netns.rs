@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::netns::{bin, serial, skip};
+use common::netns::{bin, json_cli, serial, skip};
 use pathwise::netns::{Lab, wait_for};
 use pathwise::rsvp::chain::{H1, H2, NODES, R1, R2, R3, RECEIVER, SENDER};
 use serde_json::Value;
@@ -19,17 +19,7 @@ const FLOWS: u16 = 20;
 const KBIT: u32 = 100;
 
 fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
-    let sock = pathwise::rsvp::chain::socket(lab, i);
-    let mut argv = vec![
-        bin(),
-        "rsvp",
-        "--json",
-        "--socket",
-        sock.to_str().unwrap_or_default(),
-    ];
-    argv.extend_from_slice(args);
-    let out = lab.exec_ok(i, &argv)?;
-    Ok(serde_json::from_str(&out)?)
+    json_cli(lab, i, "rsvp", &pathwise::rsvp::chain::socket(lab, i), args)
 }
 
 fn counters(lab: &Lab, i: usize) -> Value {

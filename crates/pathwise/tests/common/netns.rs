@@ -1,7 +1,9 @@
 //! What the network-namespace tests share: the binary under test, one five-namespace network at
 //! a time, and skipping with a message when root or a tool is missing.
 
-use pathwise::netns::unavailable;
+use pathwise::netns::{Lab, unavailable};
+use serde_json::Value;
+use std::path::Path;
 
 /// The `pathwise` binary cargo built for these tests.
 pub fn bin() -> &'static str {
@@ -28,4 +30,25 @@ pub fn skip(test: &str, tools: &[&str]) -> bool {
         }
         None => false,
     }
+}
+
+/// `pathwise SERVICE --json --socket SOCKET ARGS…` run in node `i` of `lab` (a daemon's
+/// management socket), its JSON output.
+pub fn json_cli(
+    lab: &Lab,
+    i: usize,
+    service: &str,
+    socket: &Path,
+    args: &[&str],
+) -> anyhow::Result<Value> {
+    let mut argv = vec![
+        bin(),
+        service,
+        "--json",
+        "--socket",
+        socket.to_str().unwrap_or_default(),
+    ];
+    argv.extend_from_slice(args);
+    let out = lab.exec_ok(i, &argv)?;
+    Ok(serde_json::from_str(&out)?)
 }
