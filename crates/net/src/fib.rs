@@ -92,6 +92,8 @@ pub struct FibMirror {
     pending: Vec<NetEvent>,
     resyncs: u64,
     decode_errors: u64,
+    /// The last read failed: the events it held back wait in `pending`.
+    failed: bool,
 }
 
 impl FibMirror {
@@ -119,6 +121,7 @@ impl FibMirror {
             pending: Vec::new(),
             resyncs: 0,
             decode_errors: 0,
+            failed: false,
         };
         let snap = snapshot(true)?;
         mirror.state.resync(snap, &mut mirror.pending);
@@ -129,6 +132,23 @@ impl FibMirror {
     /// (the initial state on the first call). On an overrun it re-dumps and reports the
     /// difference.
     pub fn drain(&mut self) -> io::Result<Vec<NetEvent>> {
+        let got = self.read_all();
+        self.failed = got.is_err();
+        got
+    }
+
+    /// [`FibMirror::drain`] when poll(2) found the socket `readable`, or at once, without
+    /// waiting for it, when the last read failed and held events back; otherwise nothing (an
+    /// idle routing feed costs no system call).
+    pub fn drain_ready(&mut self, readable: bool) -> io::Result<Vec<NetEvent>> {
+        if readable || self.failed {
+            self.drain()
+        } else {
+            Ok(Vec::new())
+        }
+    }
+
+    fn read_all(&mut self) -> io::Result<Vec<NetEvent>> {
         let mut out = std::mem::take(&mut self.pending);
         let mut overrun = false;
         loop {

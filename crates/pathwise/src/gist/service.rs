@@ -101,7 +101,6 @@ pub struct GistService {
     wakeups: u64,
     early_wakeups: u64,
     /// The last routing-feed read failed.
-    fib_retry: bool,
     /// The QoS NSLP's verbs, with `[qos_nslp]`.
     qos: Option<crate::qos::verbs::QosVerbs>,
     /// Connections refused on the daemon's management socket (shown in `counters`).
@@ -259,7 +258,6 @@ impl GistService {
             send_errors: 0,
             wakeups: 0,
             early_wakeups: 0,
-            fib_retry: false,
             qos,
         };
         s.on_readable();
@@ -331,13 +329,7 @@ impl GistService {
     pub fn on_ready(&mut self, ready: Option<&[RawFd]>) {
         let ready = |fd: BorrowedFd<'_>| ready.is_none_or(|r| r.contains(&fd.as_raw_fd()));
         let now = self.now();
-        // After a failed read the mirror holds events back: read again without waiting.
-        let fib = if ready(self.fib.as_fd()) || self.fib_retry {
-            self.fib.drain()
-        } else {
-            Ok(Vec::new())
-        };
-        self.fib_retry = fib.is_err();
+        let fib = self.fib.drain_ready(ready(self.fib.as_fd()));
         match fib {
             Ok(events) => {
                 for e in events {

@@ -157,7 +157,6 @@ pub struct RsvpService {
     /// Label changes the kernel refused.
     dataplane_errors: u64,
     /// The routing feed's last read failed: read it again on the next wake-up.
-    fib_retry: bool,
     /// The reservation requests made through `rsvp.reserve`, as made, one per session: the
     /// engine keeps each until it is released (or withdrawn after an admission failure) and
     /// reports only how many it keeps, so `show requests` lists them from here.
@@ -249,7 +248,6 @@ impl RsvpService {
             send_errors: 0,
             mpls,
             dataplane_errors: 0,
-            fib_retry: false,
             requests: Vec::new(),
         }
     }
@@ -294,12 +292,10 @@ impl RsvpService {
     pub fn on_ready(&mut self, ready: Option<&[RawFd]>) {
         let ready = |fd: BorrowedFd<'_>| ready.is_none_or(|r| r.contains(&fd.as_raw_fd()));
         let now = self.now();
-        // After a failed read the mirror holds events back: read again without waiting.
         let fib = match &mut self.fib {
-            Some(f) if ready(f.as_fd()) || self.fib_retry => f.drain(),
-            _ => Ok(Vec::new()),
+            Some(f) => f.drain_ready(ready(f.as_fd())),
+            None => Ok(Vec::new()),
         };
-        self.fib_retry = fib.is_err();
         match fib {
             Ok(events) => {
                 for e in events {

@@ -110,7 +110,6 @@ pub struct ShardedService {
     map: ShardMap,
     sockets: Vec<RawSocket>,
     fib: FibMirror,
-    fib_retry: bool,
     shards: Vec<Shard>,
     tc: SharedTrafficControl<DataPlane>,
     /// Bundle sub-messages that could not be read.
@@ -170,7 +169,6 @@ impl ShardedService {
             map,
             sockets,
             fib,
-            fib_retry: false,
             shards: out,
             tc,
             bad_bundle: 0,
@@ -192,12 +190,7 @@ impl ShardedService {
     /// Read what poll(2) found ready (`None`: everything) and hand it to the shards.
     pub fn on_ready(&mut self, ready: Option<&[RawFd]>) {
         let ready = |fd: BorrowedFd<'_>| ready.is_none_or(|r| r.contains(&fd.as_raw_fd()));
-        let fib = if ready(self.fib.as_fd()) || self.fib_retry {
-            self.fib.drain()
-        } else {
-            Ok(Vec::new())
-        };
-        self.fib_retry = fib.is_err();
+        let fib = self.fib.drain_ready(ready(self.fib.as_fd()));
         match fib {
             Ok(events) => {
                 for e in events {
