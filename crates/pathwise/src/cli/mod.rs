@@ -52,6 +52,12 @@ pub enum Command {
     Gist(crate::gist::cli::Args),
     /// The QoS NSLP on a running daemon: reserve along a path, release, query, show.
     Qos(crate::qos::cli::Args),
+    /// Load generators: RSVP end hosts with KOM's session churn (seed 001 §IV).
+    Loadgen {
+        /// Which generator.
+        #[command(subcommand)]
+        what: crate::loadgen::cli::Loadgen,
+    },
     /// Simulations: fault campaigns over many seeds.
     Sim {
         /// What to do.
@@ -124,6 +130,7 @@ impl Cli {
             Command::Booster { what } => crate::booster::cli::run(what),
             Command::Completions(a) => docs::completions(a),
             Command::Man(a) => docs::man(a),
+            Command::Loadgen { what } => crate::loadgen::cli::run(what),
             Command::Sim { what } => crate::sim::run(what),
             Command::Bench { which } => match which {
                 Bench::Rsvp(b) => crate::rsvp::bench::run(b),
