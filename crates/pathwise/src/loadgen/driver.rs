@@ -60,6 +60,10 @@ pub struct Report {
     pub refreshes_received_per_s: f64,
     /// CPU (user + system) of the generator over the run, % of one core.
     pub cpu_percent: f64,
+    /// Seconds from ramp-up's end (n flows first held) to stop.
+    pub steady_s: Option<f64>,
+    /// CPU of the generator from ramp-up's end to stop, % of one core.
+    pub steady_cpu_percent: Option<f64>,
     /// Heap bytes the generator held when it stopped, above what it held before it started
     /// (the counting allocator; 0 when it is not installed).
     pub heap_bytes: usize,
@@ -141,6 +145,8 @@ pub fn run(cfg: LoadConfig, opts: &RunOptions) -> anyhow::Result<Report> {
     let mut send_errors = 0u64;
     let mut stopped_at: Option<(std::time::Instant, Report)> = None;
     let mut last_progress = std::time::Instant::now();
+    // When ramp-up ended, and the CPU seconds then.
+    let mut steady_from: Option<(std::time::Instant, f64)> = None;
     loop {
         let t = now();
         // Read everything pending.
@@ -163,6 +169,9 @@ pub fn run(cfg: LoadConfig, opts: &RunOptions) -> anyhow::Result<Report> {
         }
         load.handle_timeout(t);
         send_errors += flush(&mut load, &socks, &mut bufs, t);
+        if steady_from.is_none() && target > 0 && load.ramped_up() {
+            steady_from = Some((std::time::Instant::now(), crate::bench::soak::cpu_seconds()));
+        }
         if stopped_at.is_none()
             && (stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| epoch.elapsed() >= d))
         {
@@ -305,6 +314,8 @@ fn report(
         refreshes_sent_per_s: per_s(st.path_refreshes_sent + st.resv_refreshes_sent),
         refreshes_received_per_s: per_s(st.path_refreshes_received + st.resvs_received),
         cpu_percent: (crate::bench::soak::cpu_seconds() - cpu_before) / secs * 100.0,
+        steady_s: None,
+        steady_cpu_percent: None,
         heap_bytes: heap,
         heap_bytes_per_flow: (held > 0 && heap > 0).then(|| heap as f64 / held as f64),
         state_bytes: load.state_bytes(),
