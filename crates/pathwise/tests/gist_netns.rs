@@ -608,6 +608,41 @@ fn load_client_opens_sessions_then_pings_across_them() {
         assert!(d["min"].as_f64() <= d["median"].as_f64());
         assert!(d["p99"].as_f64() <= d["max"].as_f64());
     }
+    // Churn (seed 001 §IV): once the 20 sessions are open, the oldest end and new ones open at
+    // intervals up to 20 ms, so 10–20 stay open; a lifetime of 20 · 20 ms / 2 = 0.2 s.
+    let v = cli(
+        &lab,
+        H1,
+        &[
+            "ping",
+            H2_V4,
+            "--sessions",
+            "20",
+            "--initial-rate",
+            "100",
+            "--steady-rate",
+            "100",
+            "--duration",
+            "3s",
+            "--churn",
+            "20ms",
+        ],
+    )
+    .unwrap_or_else(|e| panic!("churn: {e}\n{}", logs(&lab)));
+    let c = &v["churn"];
+    let ended = c["sessions_ended"].as_u64().unwrap_or(0);
+    assert!((150..=450).contains(&ended), "{v:#}");
+    assert!(c["min_sessions"].as_u64().unwrap_or(0) >= 10, "{v:#}");
+    assert_eq!(c["max_sessions"], 20, "{v:#}");
+    assert!(
+        c["avg_lifetime_s"]
+            .as_f64()
+            .is_some_and(|l| l > 0.1 && l < 0.4),
+        "{v:#}"
+    );
+    // New sessions were set up along the path (their first ping answered).
+    let setups = v["setup_ms"]["count"].as_u64().unwrap_or(0);
+    assert!(setups * 4 >= ended * 3, "{v:#}");
     // Every session of the C-mode runs shares the one association per peer.
     assert_eq!(associations_over(&lab, H1, "tcp"), [("r1", 20)]);
     assert_eq!(associations_over(&lab, H1, "tls"), [("r1", 20)]);

@@ -72,6 +72,24 @@ impl Churn {
 
     /// An interval drawn from [0, bound], at least 1 ns so that time always moves on (a zero
     /// bound would otherwise create and delete forever at one instant).
+    /// A schedule already at its target of `n` flows (a client that opened them by other
+    /// means): from `now`, only the steady creations and deletions at intervals up to `max`.
+    pub fn steady(n: u64, max: Duration, now: Instant, rng: &mut SeededRng) -> Churn {
+        let mut c = Churn {
+            target: n,
+            ramp_max: max,
+            max,
+            count: n,
+            next_create: now,
+            next_delete: None,
+            ramped: true,
+            stopped: n == 0,
+        };
+        c.next_create = now + c.draw(max, rng);
+        c.next_delete = Some(now + c.draw(max, rng));
+        c
+    }
+
     fn draw(&self, bound: Duration, rng: &mut SeededRng) -> Duration {
         let ns = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
         Duration::from_nanos(rng.random_range(0..=ns).max(1))
