@@ -75,6 +75,7 @@ fn case(name: &str, make: impl FnOnce() -> OracleConfig) {
     PEAK.store(base, Ordering::Relaxed);
     let cfg = make();
     let config_bytes = LIVE.load(Ordering::Relaxed) - base;
+    let (source, mut probes) = probes(&cfg);
     let t = Instant::now();
     let snap = TopologySnapshot::build(&cfg).expect("builds");
     let build = t.elapsed();
@@ -91,10 +92,19 @@ fn case(name: &str, make: impl FnOnce() -> OracleConfig) {
         .expect("applies");
     let update = t.elapsed();
     let update_bytes = LIVE.load(Ordering::Relaxed).saturating_sub(before);
+    drop(next);
+    // One query from the source network touching every shard: the sort keys of one path row
+    // for the whole table (what queries from one source router build over time).
+    let before = LIVE.load(Ordering::Relaxed);
+    let t = Instant::now();
+    let placed = source.map_or(0, |s| snap.rank(s, &mut probes));
+    let fill = t.elapsed();
+    let keys_bytes = LIVE.load(Ordering::Relaxed).saturating_sub(before);
     println!(
         "{name:<32} routers {:>6} prefixes {:>9} exits {:>9} rows {:>5} | snapshot {:>9.1} MiB \
          (path cache {:>7.1} MiB, prefix table {:>7.1} MiB, {:>5.1} B/exit) | config {:>7.1} MiB | build peak {:>8.1} MiB | \
-         build {:>8.1} ms | prefix update {:>6.2} ms, +{:.2} MiB",
+         build {:>8.1} ms | prefix update {:>6.2} ms, +{:.2} MiB | sort keys of one row {:>6.1} MiB \
+         ({:.1} B/prefix; {:.1} MiB as the snapshot counts it), {placed} of {} probes placed, built in {:.1} ms",
         snap.router_count(),
         snap.prefix_count(),
         snap.exit_count(),
@@ -108,9 +118,41 @@ fn case(name: &str, make: impl FnOnce() -> OracleConfig) {
         build.as_secs_f64() * 1e3,
         update.as_secs_f64() * 1e3,
         mib(update_bytes),
+        mib(keys_bytes),
+        keys_bytes as f64 / snap.prefix_count() as f64,
+        mib(snap.prefix_costs_bytes()),
+        probes.len(),
+        fill.as_secs_f64() * 1e3,
     );
-    drop(next);
     drop(snap);
+}
+
+/// A query source (inside the first source network) and one candidate per prefix-table shard
+/// (first octet of IPv4 prefixes /8 and longer, first 16 bits of IPv6 ones /16 and longer).
+fn probes(cfg: &OracleConfig) -> (Option<std::net::IpAddr>, Vec<std::net::IpAddr>) {
+    use ipnet::IpNet;
+    let source = cfg.source_networks.first().map(|n| match n.prefix {
+        IpNet::V4(p) => std::net::IpAddr::V4((u32::from(p.network()) | 1).into()),
+        IpNet::V6(p) => std::net::IpAddr::V6((u128::from(p.network()) | 1).into()),
+    });
+    let mut seen = std::collections::BTreeMap::new();
+    let nets = cfg
+        .source_networks
+        .iter()
+        .map(|n| n.prefix)
+        .chain(cfg.external_networks.iter().map(|n| n.prefix));
+    for p in nets {
+        let shard = match p {
+            IpNet::V4(n) if n.prefix_len() >= 8 => u32::from(n.network()) >> 24,
+            IpNet::V4(_) => 256,
+            IpNet::V6(n) if n.prefix_len() >= 16 => {
+                0x1_0000 + (u128::from(n.network()) >> 112) as u32
+            }
+            IpNet::V6(_) => 257,
+        };
+        seen.entry(shard).or_insert_with(|| p.network());
+    }
+    (source, seen.into_values().collect())
 }
 
 /// One prefix of a snapshot, for the update measurement.

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!   up1 (AS 65001) ── ex1 (AS 65000) ──┐
-//!                                       ├── oracle (pathwise oracle serve --bmp 0.0.0.0:11019)
+//!                                       ├── oracle (pathwise oracle serve --bmp 0.0.0.0:11019
+//!                                       │                                 --alto 127.0.0.1:11080)
 //!   up2 (AS 65002) ── ex2 (AS 65000) ──┘
 //! ```
 //!
@@ -12,6 +13,11 @@
 //! distance orders A and B. A prepend, a withdrawal and a peer going down must each change the
 //! ranked answer within a bounded wait. The exits' BMP sessions are mapped to them by NIC
 //! address (the database gives each exit a NIC with its address towards the oracle).
+//!
+//! The same snapshot answers ALTO (issue 16's test): an endpoint-cost query through
+//! `pathwise oracle alto ecs` ranks by the live routes and follows each change, and a client
+//! on the update stream (`pathwise oracle alto watch --apply`, RFC 8895) sees the merge patches
+//! the BMP updates cause and, applying them, holds the server's current maps.
 //!
 //! FRR runs with its own configuration and run directories in the lab's scratch directory (no
 //! systemd, no zebra); its configuration is changed live through `vtysh --vty_socket`.
@@ -23,9 +29,12 @@
 
 mod common;
 
-use common::bgp::{EXIT1, EXIT2, bgp, database, order, peering};
+use common::bgp::{EXIT1, EXIT2, SOURCE, bgp, database, order, peering};
 use common::netns::{bin, serial, skip};
 use pathwise::netns::{Lab, wait_for};
+use pathwise_oracle::alto;
+use serde_json::Value;
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,6 +42,8 @@ use std::time::Duration;
 const BGPD: &str = "/usr/lib/frr/bgpd";
 const BMP_MODULE: &str = "/usr/lib/x86_64-linux-gnu/frr/modules/bgpd_bmp.so";
 const BMP_PORT: u16 = 11019;
+/// The ALTO server's directory, inside the oracle's namespace.
+const ALTO: &str = "http://127.0.0.1:11080/alto";
 const A: &str = "203.0.113.0/24";
 const B: &str = "198.51.100.0/24";
 
@@ -131,6 +142,8 @@ impl BgpLab {
                 path(&socket),
                 "--bmp",
                 &bmp,
+                "--alto",
+                "127.0.0.1:11080",
             ],
         )?;
         wait_for(Duration::from_secs(20), "the oracle's console", || {
@@ -223,6 +236,55 @@ impl BgpLab {
         })
     }
 
+    /// Run `pathwise oracle alto ARGS… --json` in the oracle's namespace and parse its output.
+    fn alto(&self, args: &[&str]) -> anyhow::Result<serde_json::Value> {
+        let mut argv = vec![bin(), "oracle", "alto"];
+        argv.extend(args);
+        argv.push("--json");
+        let out = self.lab.exec_for(ORACLE, &argv, Duration::from_secs(20))?;
+        anyhow::ensure!(
+            out.status.success(),
+            "{argv:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(serde_json::from_slice(&out.stdout)?)
+    }
+
+    /// The ALTO endpoint cost service's answer for `candidates` from [`SOURCE`]: the
+    /// candidates with a cost, cheapest first (ties in request order; RFC 7285 §11.5.1.6).
+    fn alto_order(&self, candidates: &[IpAddr]) -> anyhow::Result<Vec<IpAddr>> {
+        let mut argv = vec!["ecs", ALTO, "--src", SOURCE];
+        let dsts: Vec<String> = candidates.iter().map(IpAddr::to_string).collect();
+        argv.extend(dsts.iter().map(String::as_str));
+        let v = self.alto(&argv)?;
+        let row = &v["endpoint-cost-map"][format!("ipv4:{SOURCE}")];
+        let mut costed: Vec<(f64, usize, IpAddr)> = candidates
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((row[format!("ipv4:{c}")].as_f64()?, i, *c)))
+            .collect();
+        costed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        Ok(costed.into_iter().map(|(_, _, c)| c).collect())
+    }
+
+    /// Wait until ALTO's endpoint cost service orders `candidates` as `want` (those with a
+    /// cost, cheapest first).
+    fn wait_alto_order(
+        &self,
+        what: &str,
+        limit: Duration,
+        candidates: &[IpAddr],
+        want: &[IpAddr],
+    ) -> anyhow::Result<()> {
+        wait_for(limit, what, || {
+            (self.alto_order(candidates).ok()? == want).then_some(())
+        })
+        .map_err(|e| {
+            let got = self.alto_order(candidates);
+            self.diagnose(e.context(format!("ALTO: wanted {want:?}, got {got:?}")))
+        })
+    }
+
     fn diagnose(&self, e: anyhow::Error) -> anyhow::Error {
         let tail = |t: &str| {
             let log = self.lab.log(t);
@@ -252,6 +314,24 @@ fn path(p: &Path) -> &str {
 
 fn ip(s: &str) -> IpAddr {
     s.parse().expect("address")
+}
+
+/// What `oracle alto watch --apply --json` printed: each data event's (substream, media type)
+/// in order, and each substream's document after the last one.
+fn watched(log: &str) -> (Vec<(String, String)>, HashMap<String, Value>) {
+    let (mut events, mut docs) = (Vec::new(), HashMap::new());
+    let mut lines = log.lines();
+    while let Some(l) = lines.next() {
+        let Some((sid, media)) = l.strip_suffix(':').and_then(|h| h.split_once(" after ")) else {
+            continue;
+        };
+        let Some(doc) = lines.next().and_then(|d| serde_json::from_str(d).ok()) else {
+            continue;
+        };
+        events.push((sid.to_owned(), media.to_owned()));
+        docs.insert(sid.to_owned(), doc);
+    }
+    (events, docs)
 }
 
 fn frr_missing() -> Option<String> {
@@ -289,6 +369,32 @@ fn live_bgp_routes_from_frr_rank_candidates_and_changes_reach_the_answer() {
         &[b, a],
         &[(a, Some((e1, 1))), (b, Some((e2, 2)))],
     )
+    .unwrap();
+    // ALTO answers from the same snapshot.
+    net.wait_alto_order("ALTO's initial order", BOUND, &[b, a], &[a, b])
+        .unwrap();
+    // A client on the update stream, following the network map and the routingcost map.
+    net.lab
+        .spawn(
+            "watch",
+            ORACLE,
+            &[
+                bin(),
+                "oracle",
+                "alto",
+                "watch",
+                ALTO,
+                "--with-cost",
+                "--apply",
+                "--json",
+            ],
+        )
+        .unwrap();
+    wait_for(BOUND, "the watcher's first maps", || {
+        let (_, docs) = watched(&net.lab.log("watch"));
+        (docs.contains_key("net") && docs.contains_key("cost")).then_some(())
+    })
+    .map_err(|e| net.diagnose(e.context(net.lab.log("watch"))))
     .unwrap();
     let v = bgp(&net.socket);
     assert_eq!(v.peers.len(), 2, "{v:?}");
@@ -333,6 +439,8 @@ fn live_bgp_routes_from_frr_rank_candidates_and_changes_reach_the_answer() {
         &[(b, Some((e2, 2))), (a, Some((e2, 3)))],
     )
     .unwrap();
+    net.wait_alto_order("ALTO after the prepend", BOUND, &[a, b], &[b, a])
+        .unwrap();
 
     // up2 withdraws B: B is left through exit 1 at 4, behind A.
     net.vtysh(
@@ -353,6 +461,8 @@ fn live_bgp_routes_from_frr_rank_candidates_and_changes_reach_the_answer() {
         &[(a, Some((e2, 3))), (b, Some((e1, 4)))],
     )
     .unwrap();
+    net.wait_alto_order("ALTO after the withdrawal", BOUND, &[b, a], &[a, b])
+        .unwrap();
 
     // up1 goes away: exit 1's peer is down, B is gone, A stays through exit 2.
     net.lab.kill("up1");
@@ -363,6 +473,47 @@ fn live_bgp_routes_from_frr_rank_candidates_and_changes_reach_the_answer() {
         &[(a, Some((e2, 3))), (b, None)],
     )
     .unwrap();
+    net.wait_alto_order("ALTO after the peer went down", BOUND, &[b, a], &[a])
+        .unwrap();
+    // The watcher was sent the changes as merge patches (RFC 8895 §6.7.1: not whole maps
+    // again), and applying them it holds what the server serves now.
+    let current = || -> anyhow::Result<HashMap<String, Value>> {
+        Ok(HashMap::from([
+            ("net".to_owned(), net.alto(&["map", ALTO])?),
+            ("cost".to_owned(), net.alto(&["cost", ALTO])?),
+        ]))
+    };
+    wait_for(BOUND, "the watcher to hold the current maps", || {
+        let (_, docs) = watched(&net.lab.log("watch"));
+        (current().ok()? == docs).then_some(())
+    })
+    .map_err(|e| {
+        net.diagnose(e.context(format!(
+            "current {:?}\n--- watch log\n{}",
+            current().ok(),
+            net.lab.log("watch")
+        )))
+    })
+    .unwrap();
+    let (events, _) = watched(&net.lab.log("watch"));
+    let patches = |sid: &str| {
+        events
+            .iter()
+            .filter(|(s, m)| s == sid && m == alto::MERGE_PATCH)
+            .count()
+    };
+    // The withdrawal and the peer going down each changed the network map (B's exits, then
+    // B gone), and the routes' distances each cost map.
+    assert!(patches("net") >= 2, "{events:?}");
+    assert!(patches("cost") >= 2, "{events:?}");
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(_, m)| m != alto::MERGE_PATCH)
+            .count(),
+        2,
+        "one full map per substream, then only patches: {events:?}"
+    );
     let v = bgp(&net.socket);
     assert!(v.messages["peer_down"] >= 1, "{v:?}");
     assert_eq!(v.peers.iter().filter(|p| p.exit == e1).count(), 0, "{v:?}");

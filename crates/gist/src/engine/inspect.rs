@@ -32,7 +32,8 @@ impl GistEngine {
                 None => {}
             }
         }
-        let index = self.mrs_index.capacity() * (size_of::<(MrsKey, u32)>() + 1);
+        // Slab indices and a control byte per bucket (buckets: capacity × 8/7).
+        let index = self.mrs_index.capacity() * 8 / 7 * (size_of::<u32>() + 1);
         let peers = self.peers.capacity() * size_of::<SlabEntry<Peer>>()
             + self.peer_index.capacity() * (size_of::<(IpAddr, PeerId)>() + 1)
             + self
@@ -80,7 +81,7 @@ impl GistEngine {
 
     /// Keys of all routing state.
     pub fn routing_keys(&self) -> impl Iterator<Item = &MrsKey> + '_ {
-        self.mrs_index.keys()
+        self.mrs.iter().map(|(_, m)| &m.key)
     }
 
     /// Messaging associations: peer address, state, and how many routing-state halves use it.

@@ -38,18 +38,20 @@ use crate::nslp::{
 };
 use crate::wire::{GIST_PORT, Message, MsgType, Nli};
 use cookie::CookieMint;
+use hashbrown::HashTable;
 use pathwise_core::engine::Engine;
 use pathwise_core::fib::Fib;
 use pathwise_core::io::{IfIndex, Received, Transmit, Transport};
 use pathwise_core::rand::Rng;
 use pathwise_core::rng::SeededRng;
 use pathwise_core::route::RouteChange;
-use pathwise_core::table::{KeyedMap, KeyedSet, keyed_map, keyed_set};
+use pathwise_core::table::{KeyedMap, KeyedSet, KeyedState, keyed_map, keyed_set};
 use pathwise_core::time::{Duration, Instant};
 use pathwise_core::timer::{TimerWheel, WheelConfig};
 use slab::Slab;
 use state::{Ma, Peer, PeerId, RoutingState};
 use std::collections::VecDeque;
+use std::hash::BuildHasher;
 use std::net::IpAddr;
 
 /// Most SII-Handles remembered for explicit routing beyond the peers GIST holds state with
@@ -295,7 +297,10 @@ pub struct GistEngine {
     /// The latest time an input brought.
     now: Instant,
     timers: TimerWheel<TimerKey>,
-    mrs_index: KeyedMap<MrsKey, u32>,
+    /// Routing state by key: the table holds slab indices only, the keys are read from the
+    /// slab (a copy of each 96-byte key here cost about 130 bytes per session).
+    mrs_index: HashTable<u32>,
+    mrs_hasher: KeyedState,
     mrs: Slab<RoutingState>,
     peers: Slab<Peer>,
     peer_index: KeyedMap<IpAddr, PeerId>,
@@ -379,11 +384,13 @@ impl GistEngine {
         }
         let mut served = keyed_set(&mut rng);
         served.extend(cfg.nslpids.iter().copied());
-        let mut mrs_index: KeyedMap<MrsKey, u32> = keyed_map(&mut rng);
-        mrs_index.reserve(cfg.expected_sessions);
+        // One draw from `rng`, as the keyed map this replaces took.
+        let mrs_hasher = KeyedState::from_rng(&mut rng);
+        let mrs_index = HashTable::with_capacity(cfg.expected_sessions);
         GistEngine {
             timers: TimerWheel::new(cfg.wheel, now),
             mrs_index,
+            mrs_hasher,
             mrs: Slab::with_capacity(cfg.expected_sessions),
             peers: Slab::new(),
             peer_index: keyed_map(&mut rng),
@@ -684,19 +691,32 @@ impl GistEngine {
         if let Some(h) = s.timer {
             self.timers.cancel(h);
         }
-        self.mrs_index.remove(&s.key);
+        if let Ok(e) = self
+            .mrs_index
+            .find_entry(self.mrs_hasher.hash_one(&s.key), |&i| i == idx)
+        {
+            e.remove();
+        }
     }
 
     fn lookup(&self, key: &MrsKey) -> Option<u32> {
-        self.mrs_index.get(key).copied()
+        let mrs = &self.mrs;
+        self.mrs_index
+            .find(self.mrs_hasher.hash_one(key), |&i| {
+                mrs[i as usize].key == *key
+            })
+            .copied()
     }
 
     fn lookup_or_insert(&mut self, key: MrsKey) -> u32 {
-        if let Some(&i) = self.mrs_index.get(&key) {
+        if let Some(i) = self.lookup(&key) {
             return i;
         }
-        let idx = self.mrs.insert(RoutingState::new(key.clone())) as u32;
-        self.mrs_index.insert(key, idx);
+        let hash = self.mrs_hasher.hash_one(&key);
+        let idx = self.mrs.insert(RoutingState::new(key)) as u32;
+        let (mrs, hasher) = (&self.mrs, &self.mrs_hasher);
+        self.mrs_index
+            .insert_unique(hash, idx, |&i| hasher.hash_one(&mrs[i as usize].key));
         idx
     }
 

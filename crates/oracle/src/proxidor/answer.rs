@@ -3,6 +3,7 @@
 use super::header::{HEADER_LEN, Header, Opcode, Rcode};
 use super::message::{DatagramView, TLV_HEADER_LEN, TlvType, WireError};
 use crate::TopologySnapshot;
+use crate::rank::sort_order;
 use pathwise_core::wire::Writer;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use thiserror::Error;
@@ -188,17 +189,18 @@ pub fn answer(
             TlvType::Unknown(_) => {}
         }
     }
-    let mut k4 = [(0u64, 0u32); MAX_IPV4];
-    let mut k6 = [(0u64, 0u32); MAX_IPV6];
+    let mut k4 = [0u64; MAX_IPV4];
+    let mut k6 = [0u64; MAX_IPV6];
     let (v4, v6) = (v4.get(..i4).unwrap_or(&[]), v6.get(..i6).unwrap_or(&[]));
     let (k4, k6) = (
         k4.get_mut(..i4).unwrap_or(&mut []),
         k6.get_mut(..i6).unwrap_or(&mut []),
     );
-    // (cost, input index) keys are distinct, so an unstable sort is a stable ranking.
     let placed = snapshot.keys_v4(row.as_ref(), v4, k4) + snapshot.keys_v6(row.as_ref(), v6, k6);
-    k4.sort_unstable();
-    k6.sort_unstable();
+    let mut o4 = [0u64; MAX_IPV4];
+    let mut o6 = [0u64; MAX_IPV6];
+    sort_order(k4, &mut o4);
+    sort_order(k6, &mut o6);
 
     let reply = Header {
         version: VERSION,
@@ -220,7 +222,7 @@ pub fn answer(
     reply.emit(&mut w);
     if i4 > 0 {
         emit_list_header(&mut w, TlvType::Ipv4List, i6 > 0, 4 * i4);
-        for &(_, i) in k4.iter() {
+        for &i in o4.iter().take(i4) {
             if let Some(a) = v4.get(i as usize) {
                 w.bytes(&a.octets());
             }
@@ -228,7 +230,7 @@ pub fn answer(
     }
     if i6 > 0 {
         emit_list_header(&mut w, TlvType::Ipv6List, false, 16 * i6);
-        for &(_, i) in k6.iter() {
+        for &i in o6.iter().take(i6) {
             if let Some(a) = v6.get(i as usize) {
                 w.bytes(&a.octets());
             }

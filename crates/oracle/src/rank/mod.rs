@@ -115,5 +115,41 @@ pub(crate) fn order_key(cost: Option<f64>) -> u64 {
     }
 }
 
+/// Put into `order` the indices `0..keys.len()` sorted by `(keys[i], i)`: lower key first,
+/// ties in index order (`order` at least as long as `keys`; the rest is left alone).
+///
+/// Sorts one `u64` per candidate, its key with the index in the low bits (9 bits for a
+/// datagram's 363 addresses), instead of `(key, index)` pairs: half the bytes moved and one
+/// compare per step, about half the time. Two keys that differ only in those low bits would
+/// then tie; a pass over the result finds that and sorts the pairs instead.
+pub(crate) fn sort_order(keys: &[u64], order: &mut [u64]) {
+    let n = keys.len();
+    let Some(order) = order.get_mut(..n) else {
+        return;
+    };
+    let bits = usize::BITS - n.saturating_sub(1).leading_zeros();
+    let mask = (1u64 << bits) - 1;
+    for (i, (o, &k)) in order.iter_mut().zip(keys).enumerate() {
+        *o = (k & !mask) | i as u64;
+    }
+    order.sort_unstable();
+    let key = |p: u64| keys.get((p & mask) as usize).copied().unwrap_or(u64::MAX);
+    // Within a run of equal high bits the order is by index; it is the right one only if the
+    // full keys do not decrease along it.
+    let exact = order
+        .windows(2)
+        .all(|w| (w[0] ^ w[1]) & !mask != 0 || key(w[0]) <= key(w[1]));
+    if exact {
+        for o in order.iter_mut() {
+            *o &= mask;
+        }
+    } else {
+        for (i, o) in order.iter_mut().enumerate() {
+            *o = i as u64;
+        }
+        order.sort_unstable_by_key(|&i| (keys.get(i as usize).copied().unwrap_or(u64::MAX), i));
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -187,3 +187,28 @@ proptest! {
         }
     }
 }
+
+fn key_strategy() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        // Few distinct keys: many ties.
+        3 => (0u64..6).prop_map(|k| order_key(Some(k as f64 * 0.5))),
+        // Keys that differ only in their lowest bits (the fallback).
+        2 => (0u64..4, 0u64..1024).prop_map(|(hi, lo)| (hi << 20) | lo),
+        1 => Just(u64::MAX),
+        2 => any::<u64>(),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn sort_order_is_by_key_then_index(keys in prop::collection::vec(key_strategy(), 0..600)) {
+        let mut order = vec![0u64; keys.len() + 3];
+        order[keys.len()..].fill(7);
+        sort_order(&keys, &mut order);
+        let mut want: Vec<(u64, u64)> = keys.iter().enumerate().map(|(i, &k)| (k, i as u64)).collect();
+        want.sort_unstable();
+        let want: Vec<u64> = want.into_iter().map(|(_, i)| i).collect();
+        prop_assert_eq!(&order[..keys.len()], &want[..]);
+        prop_assert!(order[keys.len()..].iter().all(|&x| x == 7));
+    }
+}

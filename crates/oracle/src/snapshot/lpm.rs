@@ -36,13 +36,17 @@ pub(crate) struct Dir24 {
     l2: Box<[u32]>,
 }
 
-/// 64 level-1 entries.
+/// 64 level-1 entries: 16 bytes.
 #[derive(Clone, Copy, Debug, Default)]
-struct Block {
+pub(crate) struct Block {
     /// Bit `i`: entry `i` starts a run (differs from entry `i - 1`); bit 0 is always set.
     starts: u64,
     /// Index in `runs` of the block's first run.
     base: u32,
+    /// The value of the first run (also at `runs[base]`), so that a lookup in the first run —
+    /// every lookup in a block of one run, most blocks of a sparse first octet — reads no run
+    /// value (the padding after `base` holds it for free).
+    first: u32,
 }
 
 impl Dir24 {
@@ -84,6 +88,7 @@ impl Dir24 {
             let mut block = Block {
                 starts: 0,
                 base: runs.len() as u32,
+                first: entries.first().copied().unwrap_or(0),
             };
             let mut prev = None;
             for (i, &e) in entries.iter().enumerate() {
@@ -103,16 +108,34 @@ impl Dir24 {
     }
 
     /// `leaf + 1` of the most specific prefix containing `addr`, or 0.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, addr: u32) -> u32 {
+        self.lookup_in(self.block(addr), addr)
+    }
+
+    /// The level-1 block of `addr` (the first of [`lookup`](Self::lookup)'s reads: a caller
+    /// looking up many addresses reads all their blocks first, so that the misses overlap).
+    #[inline(always)]
+    pub fn block(&self, addr: u32) -> Block {
         let i = (addr >> 8) & 0xffff;
-        let Some(b) = self.blocks.get((i >> 6) as usize) else {
-            return 0;
-        };
+        self.blocks
+            .get((i >> 6) as usize)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// [`lookup`](Self::lookup) given `addr`'s [`block`](Self::block).
+    #[inline(always)]
+    pub fn lookup_in(&self, b: Block, addr: u32) -> u32 {
+        let i = (addr >> 8) & 0xffff;
         // Runs started at or before entry `i & 63`: at least one, bit 0 being always set.
         let upto = b.starts & (u64::MAX >> (63 - (i & 63)));
-        let run = b.base as usize + upto.count_ones() as usize - 1;
-        let e = self.runs.get(run).copied().unwrap_or(0);
+        let e = if upto <= 1 {
+            b.first
+        } else {
+            let run = b.base as usize + upto.count_ones() as usize - 1;
+            self.runs.get(run).copied().unwrap_or(0)
+        };
         if e & CHUNK == 0 {
             e
         } else {
@@ -148,7 +171,7 @@ impl Octet {
     }
 
     /// `leaf + 1` of the most specific prefix containing `addr`, or 0.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, addr: u32) -> u32 {
         self.table[(addr >> 24) as usize]
     }

@@ -4,6 +4,7 @@
 //! Readers hold an `Arc<TopologySnapshot>` and never wait; [`TopologySnapshot::apply`] builds a
 //! new snapshot from an old one, sharing whatever the change leaves alone (see [`Update`]).
 
+mod costs;
 mod groups;
 mod lpm;
 mod paths;
@@ -13,6 +14,8 @@ mod routers;
 mod terms;
 mod update;
 
+#[cfg(test)]
+mod costs_tests;
 #[cfg(test)]
 mod prefix_tests;
 #[cfg(test)]
@@ -27,6 +30,7 @@ pub use update::{Update, UpdateReport};
 
 use crate::model::{CacheScope, ExternalNetwork, OracleConfig, Settings, SourceNetwork};
 use crate::rank::{ExprError, Ranking};
+use costs::PrefixCosts;
 use ipnet::IpNet;
 use paths::{PathCache, row_sources};
 use prefixes::{Exit, PrefixTable};
@@ -118,6 +122,8 @@ pub struct TopologySnapshot {
     paths: Arc<PathCache>,
     /// Per-(row, exit router) ranking terms for `paths` under `ranking`, filled on first use.
     terms: Arc<RowTerms>,
+    /// Per-(row, prefix) sort keys from `terms` and `prefixes`, filled on first use.
+    costs: Arc<PrefixCosts>,
     prefixes: PrefixTable,
     generation: u64,
 }
@@ -145,11 +151,13 @@ impl TopologySnapshot {
             graph: Arc::new(graph),
             paths: Arc::default(),
             terms: Arc::default(),
+            costs: Arc::default(),
             prefixes,
             generation: 0,
         };
         snap.paths = Arc::new(snap.compute_paths());
         snap.terms = Arc::new(RowTerms::new(snap.paths.rows.len()));
+        snap.costs = Arc::new(PrefixCosts::new(snap.paths.rows.len()));
         Ok(snap)
     }
 
@@ -223,6 +231,12 @@ impl TopologySnapshot {
     /// Bytes held by the path cache, with the ranking terms of the rows used so far.
     pub fn path_cache_bytes(&self) -> usize {
         self.paths.heap_bytes() + self.terms.heap_bytes()
+    }
+
+    /// Bytes held by the per-(row, prefix) sort keys built so far (8 per prefix for each path
+    /// row that queries came from, up to a bound; see `snapshot/costs.rs`).
+    pub fn prefix_costs_bytes(&self) -> usize {
+        self.costs.heap_bytes()
     }
 
     /// Bytes held by the prefix table: prefixes, exits and lookup indexes (shards shared with

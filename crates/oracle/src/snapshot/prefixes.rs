@@ -12,7 +12,7 @@
 //! their index when the batch is sealed ([`PrefixTable::seal`]), so adding a prefix to a table
 //! of a million costs one shard's worth of work, and snapshots share every untouched shard.
 
-use super::lpm::{Dir24, MAX_LEAVES, Octet, Ranges};
+use super::lpm::{Block, Dir24, MAX_LEAVES, Octet, Ranges};
 use super::routers::RouterIdx;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -27,6 +27,28 @@ pub(crate) struct Exit {
     pub nic: u8,
     /// A source network (attached to the router) rather than an external one.
     pub source: bool,
+}
+
+/// Where an address's most specific prefix sits: a shard slot (see [`PrefixTable::slots`])
+/// and `leaf + 1` in that shard, 0 when no prefix contains the address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Hit {
+    pub slot: u32,
+    pub leaf: u32,
+}
+
+impl Hit {
+    pub const NONE: Hit = Hit { slot: 0, leaf: 0 };
+}
+
+/// The slot of the IPv6 prefixes shorter than /16; the IPv4 shards are slots 0–256.
+const SLOT_V6_SHORT: u32 = 257;
+/// The slot of the first IPv6 shard (`v6[0]`).
+const SLOT_V6: u32 = 258;
+
+enum ShardRef<'a> {
+    V4(&'a Shard<u32>),
+    V6(&'a Shard<u128>),
 }
 
 /// One prefix of a shard and where its exits sit (12 bytes for IPv4).
@@ -151,12 +173,23 @@ impl<A: Copy + Ord> Shard<A> {
 
 impl Shard<u32> {
     /// `leaf + 1` of the most specific prefix of this IPv4 shard containing `a`, or 0.
-    #[inline]
+    #[inline(always)]
     fn index_lookup4(&self, a: u32) -> u32 {
         match &*self.index {
             Index::Dir24(d) => d.lookup(a),
             Index::Octet(o) => o.lookup(a),
             Index::Ranges(r) => r.lookup(u128::from(a) << 96),
+        }
+    }
+}
+
+impl Shard<u128> {
+    /// `leaf + 1` of the most specific prefix of this IPv6 shard containing `a`, or 0.
+    #[inline]
+    fn index_lookup6(&self, a: u128) -> u32 {
+        match &*self.index {
+            Index::Ranges(r) => r.lookup(a),
+            Index::Dir24(_) | Index::Octet(_) => 0,
         }
     }
 }
@@ -225,27 +258,155 @@ impl PrefixTable {
 
     /// [`exits_v4`](Self::exits_v4) for several addresses at once (`out[i]` for `addrs[i]`):
     /// first every index read, then every prefix and its exits, so that the cache misses of
-    /// different addresses overlap instead of queueing one behind the other.
-    #[inline]
+    /// different addresses overlap instead of queueing one behind the other (tests: ranking
+    /// reads [`hits_v4_block`](Self::hits_v4_block) and the keys of `snapshot/costs.rs`).
+    #[cfg(test)]
     pub fn exits_v4_block<'s>(&'s self, addrs: &[Ipv4Addr], out: &mut [Option<&'s [Exit]>]) {
         const N: usize = 32;
-        let mut hits: [(Option<&'s Shard<u32>>, u32); N] = [(None, 0); N];
+        let mut hits = [Hit::NONE; N];
         for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
-            for (h, &a) in hits.iter_mut().zip(addrs) {
+            let hits = &mut hits[..addrs.len()];
+            self.hits_v4_block(addrs, hits);
+            for (o, &h) in out.iter_mut().zip(hits.iter()) {
+                *o = self.hit_exits(h);
+            }
+        }
+    }
+
+    /// Where the most specific prefix containing each of `addrs` sits (`out[i]` for
+    /// `addrs[i]`; [`Hit::NONE`] when no prefix contains it): index reads only, the prefixes
+    /// and their exits are not touched.
+    #[inline(always)]
+    pub fn hits_v4_block(&self, addrs: &[Ipv4Addr], out: &mut [Hit]) {
+        const N: usize = 32;
+        let mut blocks = [Block::default(); N];
+        for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
+            // Every level-1 block first: independent reads, their misses overlap.
+            for (b, &a) in blocks.iter_mut().zip(addrs) {
                 let a = u32::from(a);
-                let long = self.v4.get((a >> 24) as usize).and_then(Option::as_deref);
-                *h = match long.map(|s| (s, s.index_lookup4(a))) {
-                    Some((s, hit)) if hit != 0 => (Some(s), hit),
-                    _ => {
-                        let short = self.v4.get(256).and_then(Option::as_deref);
-                        (short, short.map_or(0, |s| s.index_lookup4(a)))
+                if let Some(Index::Dir24(d)) = self
+                    .v4
+                    .get((a >> 24) as usize)
+                    .and_then(|s| s.as_deref())
+                    .map(|s| &*s.index)
+                {
+                    *b = d.block(a);
+                }
+            }
+            for ((h, &a), &b) in out.iter_mut().zip(addrs).zip(&blocks) {
+                let a = u32::from(a);
+                let octet = a >> 24;
+                let long = self.v4.get(octet as usize).and_then(Option::as_deref);
+                let leaf = long.map_or(0, |s| match &*s.index {
+                    Index::Dir24(d) => d.lookup_in(b, a),
+                    _ => s.index_lookup4(a),
+                });
+                *h = if leaf != 0 {
+                    Hit { slot: octet, leaf }
+                } else {
+                    let short = self.v4.get(256).and_then(Option::as_deref);
+                    Hit {
+                        slot: 256,
+                        leaf: short.map_or(0, |s| s.index_lookup4(a)),
                     }
                 };
             }
-            for (o, &(s, hit)) in out.iter_mut().zip(&hits) {
-                *o = s.and_then(|s| s.leaf_exits(hit)).map(|(_, e)| e);
+        }
+    }
+
+    /// [`hits_v4_block`](Self::hits_v4_block) for one IPv6 address.
+    #[inline]
+    pub fn hit_v6(&self, addr: Ipv6Addr) -> Hit {
+        let a = u128::from(addr);
+        let key = (a >> 112) as u16;
+        if let Ok(i) = self.v6_keys.binary_search(&key) {
+            let leaf = self.v6.get(i).map_or(0, |s| s.index_lookup6(a));
+            if leaf != 0 {
+                return Hit {
+                    slot: SLOT_V6 + i as u32,
+                    leaf,
+                };
             }
         }
+        Hit {
+            slot: SLOT_V6_SHORT,
+            leaf: self.v6_short.as_ref().map_or(0, |s| s.index_lookup6(a)),
+        }
+    }
+
+    /// [`hits_v4_block`](Self::hits_v4_block) for one address of either family.
+    #[inline(always)]
+    pub fn hit(&self, addr: IpAddr) -> Hit {
+        match addr {
+            IpAddr::V4(a) => {
+                let mut h = [Hit::NONE];
+                self.hits_v4_block(&[a], &mut h);
+                h[0]
+            }
+            IpAddr::V6(a) => self.hit_v6(a),
+        }
+    }
+
+    /// The exits of the prefix at `hit`.
+    #[inline]
+    pub fn hit_exits(&self, hit: Hit) -> Option<&[Exit]> {
+        match self.slot(hit.slot)? {
+            ShardRef::V4(s) => s.leaf_exits(hit.leaf).map(|(_, e)| e),
+            ShardRef::V6(s) => s.leaf_exits(hit.leaf).map(|(_, e)| e),
+        }
+    }
+
+    /// Number of shard slots ([`Hit::slot`] is below it): the 257 IPv4 ones, the short IPv6
+    /// one, then one per IPv6 shard.
+    pub fn slots(&self) -> usize {
+        SLOT_V6 as usize + self.v6.len()
+    }
+
+    fn slot(&self, slot: u32) -> Option<ShardRef<'_>> {
+        if slot < SLOT_V6_SHORT {
+            self.v4.get(slot as usize)?.as_deref().map(ShardRef::V4)
+        } else if slot == SLOT_V6_SHORT {
+            self.v6_short.as_deref().map(ShardRef::V6)
+        } else {
+            self.v6
+                .get((slot - SLOT_V6) as usize)
+                .map(|s| ShardRef::V6(s))
+        }
+    }
+
+    /// Number of prefixes in shard `slot`.
+    pub fn slot_len(&self, slot: u32) -> usize {
+        match self.slot(slot) {
+            Some(ShardRef::V4(s)) => s.leaves.len(),
+            Some(ShardRef::V6(s)) => s.leaves.len(),
+            None => 0,
+        }
+    }
+
+    /// The exits of every prefix of shard `slot`, in leaf order (`leaf - 1` of a [`Hit`]).
+    pub fn slot_exits(&self, slot: u32) -> Vec<&[Exit]> {
+        match self.slot(slot) {
+            Some(ShardRef::V4(s)) => s.leaves.iter().map(|l| s.exits_of(l)).collect(),
+            Some(ShardRef::V6(s)) => s.leaves.iter().map(|l| s.exits_of(l)).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The slot in `self` of the shard at `slot` in `older`, when both tables hold that very
+    /// shard (unchanged since: a change copies a shard before writing to it).
+    pub fn same_shard(&self, older: &PrefixTable, slot: u32) -> Option<u32> {
+        let new_slot = if slot < SLOT_V6 {
+            slot
+        } else {
+            let key = *older.v6_keys.get((slot - SLOT_V6) as usize)?;
+            SLOT_V6 + self.v6_keys.binary_search(&key).ok()? as u32
+        };
+        let same = match (older.slot(slot)?, self.slot(new_slot)?) {
+            (ShardRef::V4(a), ShardRef::V4(b)) => std::ptr::eq(a, b),
+            (ShardRef::V6(a), ShardRef::V6(b)) => std::ptr::eq(a, b),
+            _ => false,
+        };
+        same.then_some(new_slot)
     }
 
     /// The exits of the most specific IPv6 prefix containing `addr`.
@@ -290,11 +451,8 @@ impl PrefixTable {
     #[inline]
     fn in_shard6(shard: Option<&Arc<Shard<u128>>>, a: u128) -> Option<(u128, u8, &[Exit])> {
         let s = shard?;
-        let hit = match &*s.index {
-            Index::Ranges(r) => r.lookup(a),
-            Index::Dir24(_) | Index::Octet(_) => 0,
-        };
-        s.leaf_exits(hit).map(|(l, e)| (l.addr, l.len, e))
+        s.leaf_exits(s.index_lookup6(a))
+            .map(|(l, e)| (l.addr, l.len, e))
     }
 
     /// The most specific prefix containing `addr`, and its exits.

@@ -1,11 +1,12 @@
 //! Reading a snapshot: locating addresses, path metrics, ranking.
 
 use super::TopologySnapshot;
+use super::costs::RowCosts;
 use super::paths::{PathEntry, compute_row};
-use super::prefixes::{Exit, PrefixTable};
+use super::prefixes::{Exit, Hit, PrefixTable};
 use super::routers::RouterIdx;
 use super::terms::{Shape, Term};
-use crate::rank::{PathMetrics, order_key};
+use crate::rank::{PathMetrics, order_key, sort_order};
 use ipnet::IpNet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -36,17 +37,51 @@ pub struct ExitInfo {
     pub as_distance: u16,
 }
 
-/// A path-cache row with its ranking terms.
+/// A path-cache row with its ranking terms and its per-prefix sort keys.
 pub(crate) struct RowView<'a> {
     paths: &'a [PathEntry],
     terms: &'a [Term],
     shape: Shape,
+    costs: Option<&'a RowCosts>,
+}
+
+/// An address type ranking locates in blocks. A trait rather than a closure so that the lookup
+/// is inlined into the `#[target_feature]` copies of the key loop (a closure is compiled on its
+/// own, without the feature).
+trait Candidate: Copy {
+    fn locate(table: &PrefixTable, addrs: &[Self], out: &mut [Hit]);
+}
+
+impl Candidate for Ipv4Addr {
+    #[inline(always)]
+    fn locate(table: &PrefixTable, addrs: &[Self], out: &mut [Hit]) {
+        table.hits_v4_block(addrs, out);
+    }
+}
+
+impl Candidate for Ipv6Addr {
+    #[inline(always)]
+    fn locate(table: &PrefixTable, addrs: &[Self], out: &mut [Hit]) {
+        for (o, &a) in out.iter_mut().zip(addrs) {
+            *o = table.hit_v6(a);
+        }
+    }
+}
+
+impl Candidate for IpAddr {
+    #[inline(always)]
+    fn locate(table: &PrefixTable, addrs: &[Self], out: &mut [Hit]) {
+        for (o, &a) in out.iter_mut().zip(addrs) {
+            *o = table.hit(a);
+        }
+    }
 }
 
 /// Reusable buffers for [`TopologySnapshot::rank_with`], so ranking allocates nothing once warm.
 #[derive(Clone, Debug, Default)]
 pub struct RankScratch {
-    keys: Vec<(u64, u32)>,
+    keys: Vec<u64>,
+    order: Vec<u64>,
     addrs: Vec<IpAddr>,
 }
 
@@ -137,12 +172,15 @@ impl TopologySnapshot {
             paths,
             terms,
             shape: Shape::of(&self.ranking),
+            costs: self.costs.row(index, &self.prefixes),
         })
     }
 
     /// Metrics towards `addr` from the router owning `row`: the §3.2.3 routing abstraction
     /// picks, among the prefix's reachable exits, the one with the lowest internal weight (ties:
-    /// lower AS distance, then lower router address).
+    /// lower AS distance, then lower router address, then the source network over an external
+    /// route announced for the same prefix at the same router — explicit, so that the choice does
+    /// not depend on the order in which builds and live updates stored the exits).
     #[inline]
     pub(crate) fn metrics_in_row(&self, row: &[PathEntry], addr: IpAddr) -> Option<PathMetrics> {
         self.metrics_of_exits(row, self.prefixes.exits(addr)?)
@@ -152,12 +190,12 @@ impl TopologySnapshot {
     /// [`metrics_in_row`](Self::metrics_in_row)) from precomputed terms.
     #[inline]
     fn cost_of_exits(&self, view: &RowView<'_>, exits: &[Exit]) -> Option<f64> {
-        let mut best: Option<((u32, u16, u32), &Exit, &Term)> = None;
+        let mut best: Option<(ExitKey, &Exit, &Term)> = None;
         for e in exits {
             let Some(t) = view.terms.get(e.router as usize).filter(|t| t.reachable()) else {
                 continue;
             };
-            let key = (t.weight, e.as_distance, t.rank);
+            let key = exit_key(t.weight, e, t.rank);
             if best.is_none_or(|(k, _, _)| key < k) {
                 best = Some((key, e, t));
             }
@@ -178,7 +216,7 @@ impl TopologySnapshot {
         row: &[PathEntry],
         exits: &[Exit],
     ) -> Option<PathMetrics> {
-        let mut best: Option<((u32, u16, u32), &Exit, &PathEntry)> = None;
+        let mut best: Option<(ExitKey, &Exit, &PathEntry)> = None;
         for e in exits {
             let Some(p) = row.get(e.router as usize).filter(|p| p.reachable()) else {
                 continue;
@@ -189,7 +227,7 @@ impl TopologySnapshot {
                 .get(e.router as usize)
                 .copied()
                 .unwrap_or(u32::MAX);
-            let key = (p.weight, e.as_distance, rank);
+            let key = exit_key(p.weight, e, rank);
             if best.is_none_or(|(k, _, _)| key < k) {
                 best = Some((key, e, p));
             }
@@ -255,20 +293,49 @@ impl TopologySnapshot {
         })
     }
 
-    /// Sort keys for `addrs` (one per address, in order, `(key, index)`) into `keys`, which
+    /// Sort keys for `addrs` (one per address, in order) into `keys`, which
     /// must be at least as long; returns how many addresses were placed.
     ///
     /// Works in blocks of [`BLOCK`] addresses: all longest-prefix matches of a block first, then
-    /// all exit choices and costs, so that the table's cache misses of one block overlap instead
-    /// of waiting on each other.
-    #[inline]
+    /// all keys, so that the table's cache misses of one block overlap instead of waiting on
+    /// each other.
+    #[allow(unsafe_code)]
     pub(crate) fn keys_v4(
         &self,
         row: Option<&RowView<'_>>,
         addrs: &[Ipv4Addr],
-        keys: &mut [(u64, u32)],
+        keys: &mut [u64],
     ) -> usize {
-        self.keys_in_blocks(row, addrs, keys, |t, a, out| t.exits_v4_block(a, out))
+        // The level-1 lookup counts bits; the baseline x86-64 target has no POPCNT instruction
+        // and counts them in software unless the CPU is known to have it.
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU has POPCNT (checked just above), the only feature the callee
+            // enables.
+            return unsafe { self.keys_v4_popcnt(row, addrs, keys) };
+        }
+        self.keys_v4_portable(row, addrs, keys)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn keys_v4_popcnt(
+        &self,
+        row: Option<&RowView<'_>>,
+        addrs: &[Ipv4Addr],
+        keys: &mut [u64],
+    ) -> usize {
+        self.keys_v4_portable(row, addrs, keys)
+    }
+
+    #[inline(always)]
+    fn keys_v4_portable(
+        &self,
+        row: Option<&RowView<'_>>,
+        addrs: &[Ipv4Addr],
+        keys: &mut [u64],
+    ) -> usize {
+        self.keys_in_blocks(row, addrs, keys)
     }
 
     /// [`keys_v4`](Self::keys_v4) for IPv6 candidates.
@@ -277,55 +344,113 @@ impl TopologySnapshot {
         &self,
         row: Option<&RowView<'_>>,
         addrs: &[Ipv6Addr],
-        keys: &mut [(u64, u32)],
+        keys: &mut [u64],
     ) -> usize {
-        self.keys_in_blocks(row, addrs, keys, |t, a, out| {
-            for (o, &a) in out.iter_mut().zip(a) {
-                *o = t.exits_v6(a);
-            }
-        })
+        self.keys_in_blocks(row, addrs, keys)
     }
 
     /// [`keys_v4`](Self::keys_v4) for candidates of either family.
+    #[allow(unsafe_code)]
     pub(crate) fn keys_ip(
         &self,
         row: Option<&RowView<'_>>,
         addrs: &[IpAddr],
-        keys: &mut [(u64, u32)],
+        keys: &mut [u64],
     ) -> usize {
-        self.keys_in_blocks(row, addrs, keys, |t, a, out| {
-            for (o, &a) in out.iter_mut().zip(a) {
-                *o = t.exits(a);
-            }
-        })
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("popcnt") {
+            // SAFETY: as in `keys_v4`.
+            return unsafe { self.keys_ip_popcnt(row, addrs, keys) };
+        }
+        self.keys_ip_portable(row, addrs, keys)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn keys_ip_popcnt(
+        &self,
+        row: Option<&RowView<'_>>,
+        addrs: &[IpAddr],
+        keys: &mut [u64],
+    ) -> usize {
+        self.keys_ip_portable(row, addrs, keys)
     }
 
     #[inline(always)]
-    fn keys_in_blocks<'s, A>(
-        &'s self,
+    fn keys_ip_portable(
+        &self,
+        row: Option<&RowView<'_>>,
+        addrs: &[IpAddr],
+        keys: &mut [u64],
+    ) -> usize {
+        self.keys_in_blocks(row, addrs, keys)
+    }
+
+    #[inline(always)]
+    fn keys_in_blocks<A: Candidate>(
+        &self,
         row: Option<&RowView<'_>>,
         addrs: &[A],
-        keys: &mut [(u64, u32)],
-        locate: impl Fn(&'s PrefixTable, &[A], &mut [Option<&'s [Exit]>]),
+        keys: &mut [u64],
     ) -> usize {
+        const NONE: u64 = u64::MAX;
+        debug_assert_eq!(order_key(None), NONE);
         let Some(row) = row else {
-            for (i, k) in keys.iter_mut().take(addrs.len()).enumerate() {
-                *k = (order_key(None), i as u32);
+            for k in keys.iter_mut().take(addrs.len()) {
+                *k = NONE;
             }
             return 0;
         };
         let mut placed = 0;
-        let mut found: [Option<&[Exit]>; BLOCK] = [None; BLOCK];
-        for (b, (block, keys)) in addrs.chunks(BLOCK).zip(keys.chunks_mut(BLOCK)).enumerate() {
-            let found = &mut found[..block.len()];
-            locate(&self.prefixes, block, found);
-            for (j, (k, exits)) in keys.iter_mut().zip(found.iter()).enumerate() {
-                let cost = exits.and_then(|e| self.cost_of_exits(row, e));
-                placed += usize::from(cost.is_some());
-                *k = (order_key(cost), (b * BLOCK + j) as u32);
+        let mut hits = [Hit::NONE; BLOCK];
+        for (block, keys) in addrs.chunks(BLOCK).zip(keys.chunks_mut(BLOCK)) {
+            let hits = &mut hits[..block.len()];
+            A::locate(&self.prefixes, block, hits);
+            for (k, &hit) in keys.iter_mut().zip(hits.iter()) {
+                let key = if hit.leaf == 0 {
+                    NONE
+                } else {
+                    self.key_of(row, hit)
+                };
+                placed += usize::from(key != NONE);
+                *k = key;
             }
         }
         placed
+    }
+
+    /// The sort key of the prefix at `hit` (a match) from `row`: read from the row's keys, built
+    /// for the prefix's shard on first use; computed from the exits when the keys are over
+    /// their budget.
+    #[inline(always)]
+    fn key_of(&self, row: &RowView<'_>, hit: Hit) -> u64 {
+        let keys = row.costs.and_then(|c| {
+            self.costs.keys(
+                c,
+                hit.slot,
+                || self.prefixes.slot_len(hit.slot),
+                || self.slot_keys(row, hit.slot),
+            )
+        });
+        match keys.and_then(|k| k.get(hit.leaf as usize - 1)) {
+            Some(&k) => k,
+            None => order_key(
+                self.prefixes
+                    .hit_exits(hit)
+                    .and_then(|e| self.cost_of_exits(row, e)),
+            ),
+        }
+    }
+
+    /// The sort key of every prefix of shard `slot` from `row`, in leaf order.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn slot_keys(&self, row: &RowView<'_>, slot: u32) -> Vec<u64> {
+        self.prefixes
+            .slot_exits(slot)
+            .into_iter()
+            .map(|e| order_key(self.cost_of_exits(row, e)))
+            .collect()
     }
 
     /// Rank `candidates` in place for a query from `source`: lower cost first, ties in input
@@ -343,18 +468,30 @@ impl TopologySnapshot {
         scratch: &mut RankScratch,
     ) -> usize {
         scratch.keys.clear();
-        scratch.keys.resize(candidates.len(), (0, 0));
+        scratch.keys.resize(candidates.len(), 0);
+        scratch.order.clear();
+        scratch.order.resize(candidates.len(), 0);
         let row = self.source_view(source);
         let placed = self.keys_ip(row.as_ref(), candidates, &mut scratch.keys);
-        // (cost, input index) keys are distinct, so an unstable sort is a stable ranking.
-        scratch.keys.sort_unstable();
+        sort_order(&scratch.keys, &mut scratch.order);
         scratch.addrs.clear();
         scratch.addrs.extend_from_slice(candidates);
-        for (slot, &(_, i)) in candidates.iter_mut().zip(&scratch.keys) {
+        for (slot, &i) in candidates.iter_mut().zip(&scratch.order) {
             if let Some(a) = scratch.addrs.get(i as usize) {
                 *slot = *a;
             }
         }
         placed
     }
+}
+
+/// The order in which the §3.2.3 routing abstraction prefers a prefix's exits, lowest first:
+/// internal weight, AS distance, router rank (its address order), then a source network over an
+/// external route for the same prefix at the same router.
+type ExitKey = (u32, u16, u32, bool);
+
+/// [`ExitKey`] of exit `e` reached with internal `weight` at router `rank`.
+#[inline]
+fn exit_key(weight: u32, e: &Exit, rank: u32) -> ExitKey {
+    (weight, e.as_distance, rank, !e.source)
 }

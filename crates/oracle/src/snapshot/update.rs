@@ -4,13 +4,15 @@
 //! What a change costs:
 //! - networks (source or external): only the prefix-table shards holding the prefixes are
 //!   copied and their lookup indexes rebuilt (once per batch); the path cache and its ranking
-//!   terms are shared untouched (with [`CacheScope::SourceRouters`], a router that gets its
-//!   first source network gains one row, and the terms start afresh);
+//!   terms are shared untouched, and so are the per-row sort keys of every other shard (with
+//!   [`CacheScope::SourceRouters`], a router that gets its first source network gains one row,
+//!   and the terms and keys start afresh);
 //! - routers, NICs, links, states: the link graph and every cache row are recomputed (the
 //!   topology is small next to the prefix table; the seed recomputed too);
 //! - removing a router also removes every network attached to it (one pass over the table);
-//! - ranking: the per-row ranking terms start afresh; TTL: nothing else is touched.
+//! - ranking: the per-row ranking terms and sort keys start afresh; TTL: nothing else is touched.
 
+use super::costs::PrefixCosts;
 use super::paths::PathCache;
 use super::prefixes::Exit;
 use super::routers::{Graph, Router, RouterIdx, check_link};
@@ -278,6 +280,10 @@ impl TopologySnapshot {
         }
         if topology || ranking || report.rows_added > 0 {
             next.terms = Arc::new(RowTerms::new(next.paths.rows.len()));
+            next.costs = Arc::new(PrefixCosts::new(next.paths.rows.len()));
+        } else if report.prefixes_changed > 0 {
+            // Same terms: keep the keys of every shard the update left alone.
+            next.costs = Arc::new(self.costs.carry(&self.prefixes, &next.prefixes));
         }
         Ok((next, report))
     }

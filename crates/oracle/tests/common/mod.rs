@@ -213,7 +213,9 @@ pub fn reference_rank(cfg: &OracleConfig, source: IpAddr, candidates: &[IpAddr])
                 lpm(cfg, a)
                     .into_iter()
                     .filter_map(|(r, source, asn, asd)| paths[r].map(|p| (p, r, source, asn, asd)))
-                    .min_by_key(|(p, r, _, _, asd)| (p.weight, *asd, cfg.routers[*r].address))
+                    .min_by_key(|(p, r, source, _, asd)| {
+                        (p.weight, *asd, cfg.routers[*r].address, !*source)
+                    })
                     .map(|(p, _, source, asn, asd)| {
                         ranking.cost(&PathMetrics {
                             bandwidth: f64::from(p.bandwidth),

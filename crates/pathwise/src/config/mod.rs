@@ -9,6 +9,8 @@
 //!                                          # members may use it too (the daemon must be one)
 //! metrics = "127.0.0.1:9464"               # optional: OpenMetrics on http://…/metrics
 //! log = "info"                              # error | warn | info | debug | trace
+//! threads = 2                               # optional: RSVP shards (default 1; what more than
+//!                                           # one cannot do yet: crate::rsvp::shard)
 //!
 //! [rsvp]                                    # present: RSVP runs
 //! [gist]                                    # present: GIST runs
@@ -61,6 +63,16 @@ pub struct DaemonSection {
     /// Log level.
     #[serde(default = "default_log")]
     pub log: String,
+    /// RSVP shards: engine threads, sessions spread over them by a hash of the SESSION
+    /// ([`crate::rsvp::shard`]). Absent: 1 (one engine on the daemon's loop).
+    pub threads: Option<Spanned<usize>>,
+}
+
+impl DaemonSection {
+    /// The number of RSVP shards (1 when `threads` is absent).
+    pub fn threads(&self) -> usize {
+        self.threads.as_ref().map_or(1, |t| *t.get_ref())
+    }
 }
 
 impl Default for DaemonSection {
@@ -70,6 +82,7 @@ impl Default for DaemonSection {
             socket_group: None,
             metrics: None,
             log: default_log(),
+            threads: None,
         }
     }
 }
@@ -213,6 +226,7 @@ impl NodeConfig {
         if let Some(q) = &cfg.qos_nslp {
             q.check(&cx, cfg.gist.is_some(), cfg.rsvp.is_some(), &mut errs);
         }
+        crate::rsvp::shard::check_config(&cx, &cfg, &mut errs);
         if let Some(m) = &cfg.daemon.metrics
             && m.get_ref().parse::<std::net::SocketAddr>().is_err()
         {

@@ -131,6 +131,9 @@ fn summary(cfg: &NodeConfig) -> String {
             r.interfaces.len(),
             r.lsps.len()
         ));
+        if cfg.daemon.threads() > 1 {
+            parts.push(format!("{} RSVP shards", cfg.daemon.threads()));
+        }
     }
     if let Some(g) = &cfg.gist {
         parts.push(format!(

@@ -72,7 +72,7 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
     // Before anything is set up: name every capability missing and what needs it.
     crate::caps::require("pathwise daemon", &capability_needs(&cfg))?;
     let mut rsvp = match &cfg.rsvp {
-        Some(r) => Some(crate::rsvp::service::RsvpService::start(&cfg, r)?),
+        Some(r) => Some(Rsvp::start(&cfg, r)?),
         None => None,
     };
     let mut gist = match &cfg.gist {
@@ -256,7 +256,7 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
             }
         }
         if metrics_server.is_some() && last_metrics.elapsed() >= Duration::from_secs(1) {
-            if let Some(r) = &rsvp {
+            if let Some(r) = &mut rsvp {
                 rsvp_page.publish(r.metrics());
             }
             if let Some(g) = &mut gist {
@@ -331,7 +331,7 @@ pub fn capability_needs(cfg: &NodeConfig) -> Vec<crate::caps::Need> {
 /// Apply a re-read configuration to the running services (see [`reload`]).
 fn apply(
     r: &reload::Reload,
-    rsvp: &mut Option<crate::rsvp::service::RsvpService>,
+    rsvp: &mut Option<Rsvp>,
     log_level: &tracing_subscriber::reload::Handle<
         tracing_subscriber::filter::LevelFilter,
         tracing_subscriber::Registry,
@@ -341,7 +341,7 @@ fn apply(
         let _ = log_level.modify(|f| *f = tracing_subscriber::filter::LevelFilter::from(level));
         tracing::info!(%level, "SIGHUP: log level changed");
     }
-    if let Some(s) = rsvp {
+    if let Some(Rsvp::One(s)) = rsvp {
         for (name, policy) in &r.integrity {
             if s.set_integrity(name, policy.clone()) {
                 tracing::info!(interface = %name, mode = ?policy.mode, "SIGHUP: integrity policy and keys read again");
@@ -368,6 +368,83 @@ fn apply(
         need_restart = r.needs_restart.len(),
         "SIGHUP: configuration reloaded"
     );
+}
+
+/// The RSVP service: one engine on the loop, or shards on threads of their own with the loop
+/// as their dispatcher (`[daemon] threads`, [`crate::rsvp::shard`]).
+#[derive(Debug)]
+enum Rsvp {
+    One(Box<crate::rsvp::service::RsvpService>),
+    Sharded(Box<crate::rsvp::shard::runtime::ShardedService>),
+}
+
+impl Rsvp {
+    fn start(cfg: &NodeConfig, r: &crate::rsvp::config::RsvpSection) -> anyhow::Result<Rsvp> {
+        Ok(match cfg.daemon.threads() {
+            1 => Rsvp::One(Box::new(crate::rsvp::service::RsvpService::start(cfg, r)?)),
+            n => Rsvp::Sharded(Box::new(
+                crate::rsvp::shard::runtime::ShardedService::start(cfg, r, n)?,
+            )),
+        })
+    }
+
+    fn fds(&self) -> Vec<std::os::fd::BorrowedFd<'_>> {
+        match self {
+            Rsvp::One(s) => s.fds(),
+            Rsvp::Sharded(s) => s.fds(),
+        }
+    }
+
+    /// The loop's deadline: the engine's; the shards keep their own.
+    fn deadline(&self) -> Option<Instant> {
+        match self {
+            Rsvp::One(s) => s.deadline(),
+            Rsvp::Sharded(_) => None,
+        }
+    }
+
+    fn on_ready(&mut self, ready: Option<&[RawFd]>) {
+        match self {
+            Rsvp::One(s) => s.on_ready(ready),
+            Rsvp::Sharded(s) => s.on_ready(ready),
+        }
+    }
+
+    fn on_timeout(&mut self) {
+        if let Rsvp::One(s) = self {
+            s.on_timeout();
+        }
+    }
+
+    fn handle(&mut self, verb: &str, args: &Value) -> Result<Value, String> {
+        match self {
+            Rsvp::One(s) => s.handle(verb, args),
+            Rsvp::Sharded(s) => s.handle(verb, args),
+        }
+    }
+
+    fn metrics(&mut self) -> crate::metrics::Snapshot {
+        match self {
+            Rsvp::One(s) => s.metrics(),
+            Rsvp::Sharded(s) => s.metrics(),
+        }
+    }
+
+    fn traffic_control(
+        &self,
+    ) -> pathwise_core::tc::SharedTrafficControl<crate::rsvp::service::DataPlane> {
+        match self {
+            Rsvp::One(s) => s.traffic_control(),
+            Rsvp::Sharded(s) => s.traffic_control(),
+        }
+    }
+
+    fn show_management_refused(&mut self, c: Arc<std::sync::atomic::AtomicU64>) {
+        match self {
+            Rsvp::One(s) => s.show_management_refused(c),
+            Rsvp::Sharded(s) => s.show_management_refused(c),
+        }
+    }
 }
 
 /// How long `poll(2)` sleeps to wake at `deadline` (at most `cap`), and the deadline it waits

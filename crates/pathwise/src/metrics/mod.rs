@@ -53,6 +53,16 @@ pub enum Number {
     Float(f64),
 }
 
+impl Number {
+    /// The value as a float.
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Number::Int(v) => v as f64,
+            Number::Float(v) => v,
+        }
+    }
+}
+
 impl From<u64> for Number {
     fn from(v: u64) -> Self {
         Number::Int(v)
@@ -108,6 +118,28 @@ impl Snapshot {
     /// The families, in the order they were added.
     pub fn families(&self) -> &[Family] {
         &self.families
+    }
+
+    /// Add `other`'s samples to these (the shards of one service): a sample of the same family
+    /// and labels sums, any other is appended.
+    pub fn add(&mut self, other: &Snapshot) {
+        for f in &other.families {
+            let Some(mine) = self.families.iter_mut().find(|m| m.name == f.name) else {
+                self.families.push(f.clone());
+                continue;
+            };
+            for (labels, n) in &f.samples {
+                match mine.samples.iter_mut().find(|(l, _)| l == labels) {
+                    Some((_, m)) => {
+                        *m = match (*m, *n) {
+                            (Number::Int(a), Number::Int(b)) => Number::Int(a.saturating_add(b)),
+                            (a, b) => Number::Float(a.as_f64() + b.as_f64()),
+                        }
+                    }
+                    None => mine.samples.push((labels.clone(), *n)),
+                }
+            }
+        }
     }
 
     /// The family called `name` (without the service, unit and `_total`).

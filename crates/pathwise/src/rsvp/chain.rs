@@ -48,6 +48,8 @@ pub struct Options<'a> {
     /// `[rsvp]` keys, before the interfaces — keys of `[rsvp]` first, then tables such as
     /// `[[rsvp.lsp]]`.
     pub extra: &'a [(usize, &'a str)],
+    /// RSVP shards per daemon (`[daemon] threads`; 1: unsharded).
+    pub threads: usize,
 }
 
 impl Default for Options<'_> {
@@ -60,6 +62,7 @@ impl Default for Options<'_> {
             label_block: None,
             refresh_reduction: false,
             extra: &[],
+            threads: 1,
         }
     }
 }
@@ -82,7 +85,11 @@ pub fn build_with(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
     };
     let mut configs: [Option<String>; 5] = Default::default();
     for (i, config) in configs.iter_mut().enumerate() {
-        let cfg = format!("[daemon]\nsocket = {:?}\n\n", socket(&lab, i));
+        let mut cfg = format!("[daemon]\nsocket = {:?}\n", socket(&lab, i));
+        if o.threads > 1 {
+            cfg += &format!("threads = {}\n", o.threads);
+        }
+        cfg += "\n";
         *config = Some(cfg + &rsvp_section(o, i, &integrity_section));
     }
     crate::netns::chain::start_daemons(&mut lab, bin, &configs)?;

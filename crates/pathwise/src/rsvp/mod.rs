@@ -9,6 +9,8 @@
 //!   answers them and the CLI builds them; [`cli`]: `pathwise rsvp …`;
 //! - [`sim`] and [`te_sim`]: RSVP engines on the simulator (the demo, the simulation tests,
 //!   `bench rsvp-refresh`); [`campaign`]: `pathwise sim campaign rsvp` and `rsvp-te`; [`chain`]: the five-node namespace lab with a daemon on every node;
+//! - [`shard`]: `[daemon] threads = N`, sessions spread over N engines (the dispatcher and
+//!   shard threads, and the same sharded node on the simulator);
 //! - [`bench`]: `pathwise bench rsvp`, `rsvp-refresh`, `rsvp-chain`, `rsvp-integrity`.
 
 pub mod bench;
@@ -18,6 +20,7 @@ pub mod cli;
 pub mod config;
 pub mod counters;
 pub mod service;
+pub mod shard;
 pub mod sim;
 pub mod te;
 pub mod te_sim;

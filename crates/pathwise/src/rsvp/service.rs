@@ -146,7 +146,8 @@ const EVENT_LOG: usize = 256;
 pub struct RsvpService {
     engine: RsvpEngine<SharedTrafficControl<DataPlane>>,
     sockets: Vec<RawSocket>,
-    fib: FibMirror,
+    /// The kernel's routes; `None` in a shard, which the dispatcher tells of route changes.
+    fib: Option<FibMirror>,
     epoch: std::time::Instant,
     interfaces: Vec<(IfIndex, String)>,
     events: VecDeque<Value>,
@@ -171,142 +172,15 @@ impl RsvpService {
         node: &crate::config::NodeConfig,
         cfg: &RsvpSection,
     ) -> anyhow::Result<RsvpService> {
-        let kernel = pathwise_net::interfaces().context("listing interfaces")?;
-        let mut ifaces = Vec::new();
-        for (n, i) in cfg.interfaces.iter().enumerate() {
-            let name = i.name.get_ref();
-            let Some(k) = kernel.iter().find(|k| &k.name == name) else {
-                let field = format!("rsvp.interface[{n}].name");
-                return Err(node
-                    .error_at(
-                        i.name.span(),
-                        &field,
-                        format!("no interface {name:?} on this system"),
-                    )
-                    .into());
-            };
-            let reservable = i
-                .reservable
-                .as_ref()
-                .map_or(i.bandwidth.0, |r| r.get_ref().0);
-            let integrity = node.integrity_policy(n, i)?;
-            let hello = i.hello.as_ref().map(|h| h.config());
-            ifaces.push((k, i.bandwidth.0, reservable, (integrity, hello)));
-        }
-        let engine_cfg = Config {
-            seed: pathwise_core::rand::random(),
-            refresh: cfg.refresh.0,
-            keep_multiplier: cfg.keep_multiplier,
-            local_repair_delay: cfg.local_repair_delay.0,
-            wheel: WheelConfig {
-                slot_width: cfg.timer_wheel.slot_width.0,
-                slots: cfg.timer_wheel.slots,
-                levels: cfg.timer_wheel.levels,
-                fuzzy: cfg.timer_wheel.fuzzy,
-            },
-            interfaces: ifaces
-                .iter()
-                .map(|(k, bw, res, (integrity, hello))| InterfaceConfig {
-                    ifindex: k.ifindex,
-                    addrs: k.addrs.iter().map(|n| n.addr()).collect(),
-                    bandwidth_bps: *bw,
-                    reservable_bps: *res,
-                    mtu: k.mtu,
-                    latency: std::time::Duration::ZERO,
-                    integrity: integrity.clone(),
-                    hello: *hello,
-                })
-                .collect(),
-            local_addrs: kernel
-                .iter()
-                .flat_map(|k| k.addrs.iter().map(|n| n.addr()))
-                .collect(),
-            // The engine's clock starts at zero now; integrity needs wall-clock time.
-            wall_clock_at_zero: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            label_range: cfg.label_range(),
-            explicit_null: cfg.explicit_null,
-            refresh_reduction: cfg.refresh_reduction,
-            lsp_setup_timeout: cfg.lsp_setup_timeout(),
-            lsp_retry: cfg.lsp_retry(),
-            ..Config::default()
-        };
-        let mpls = match (cfg.mpls_kind(), &cfg.mpls) {
-            (MplsKind::Kernel, Some(m)) => {
-                let k = LinuxMpls::open()
-                    .map_err(|e| node.error_at(m.span(), "rsvp.mpls", e.to_string()))?;
-                for (n, i) in cfg.interfaces.iter().enumerate() {
-                    k.enable_input(i.name.get_ref()).map_err(|e| {
-                        node.error_at(
-                            i.name.span(),
-                            &format!("rsvp.interface[{n}].name"),
-                            format!("cannot enable MPLS input: {e}"),
-                        )
-                    })?;
-                }
-                Some(k)
-            }
-            _ => None,
-        };
-        // GIST's messaging associations (its TCP and TLS ports) are signalling too.
-        let gist_tcp_ports: Vec<u16> = node
-            .gist
-            .iter()
-            .flat_map(|g| [g.tcp_port(), g.tls_port()])
-            .flatten()
-            .collect();
-        let links: Vec<TcLink> = ifaces
-            .iter()
-            .map(|(k, bw, res, _)| TcLink {
-                ifindex: k.ifindex,
-                name: k.name.clone(),
-                bandwidth_bps: *bw,
-                reservable_bps: *res,
-                mtu: k.mtu,
-            })
-            .collect();
-        let tc = DataPlane::build(cfg.traffic_control, &links, &gist_tcp_ports);
+        let parts = Parts::read(node, cfg)?;
+        let mpls = open_mpls(node, cfg)?;
+        let tc = DataPlane::build(cfg.traffic_control, &parts.links, &gist_tcp_ports(node));
         // Shared: the QoS NSLP ([qos_nslp]) admits through the same instance (one budget per
         // interface for both protocols).
-        let engine = RsvpEngine::new(engine_cfg, SharedTrafficControl::new(tc), Instant::ZERO);
-        let mut sockets = vec![
-            RawSocket::open(RawConfig {
-                protocol: IPPROTO_RSVP,
-                family: Family::V4,
-                intercept_router_alert: true,
-                recv_batch: 32,
-            })
-            .context("opening the raw IPv4 RSVP socket (needs CAP_NET_RAW)")?,
-        ];
-        match RawSocket::open(RawConfig {
-            protocol: IPPROTO_RSVP,
-            family: Family::V6,
-            intercept_router_alert: true,
-            recv_batch: 32,
-        }) {
-            Ok(s) => sockets.push(s),
-            Err(e) => tracing::warn!(error = %e, "no IPv6 RSVP socket; IPv4 only"),
-        }
+        let engine = RsvpEngine::new(parts.engine, SharedTrafficControl::new(tc), Instant::ZERO);
+        let sockets = open_sockets(true)?;
         let fib = FibMirror::open().context("opening rtnetlink")?;
-        let interfaces = ifaces
-            .iter()
-            .map(|(k, ..)| (k.ifindex, k.name.clone()))
-            .collect();
-        let mut s = RsvpService {
-            engine,
-            sockets,
-            fib,
-            management_refused: Default::default(),
-            epoch: std::time::Instant::now(),
-            interfaces,
-            events: VecDeque::new(),
-            send_errors: 0,
-            mpls,
-            dataplane_errors: 0,
-            fib_retry: false,
-            requests: Vec::new(),
-        };
+        let mut s = RsvpService::new(engine, sockets, Some(fib), parts.interfaces, mpls);
         s.on_readable();
         // LSPs of the configuration, once the routes are known.
         for (n, lsp) in cfg.lsps.iter().enumerate() {
@@ -325,14 +199,81 @@ impl RsvpService {
         Ok(s)
     }
 
-    fn now(&self) -> Instant {
+    /// The `shards` engines of a sharded daemon ([`super::shard`]), each a service of its own
+    /// that sends on sockets of its own and receives nothing (the dispatcher hands it its
+    /// datagrams and route changes), all admitting through one traffic control (returned too).
+    /// Every shard's clock starts at `epoch`.
+    pub(crate) fn start_shards(
+        node: &crate::config::NodeConfig,
+        cfg: &RsvpSection,
+        shards: usize,
+        epoch: std::time::Instant,
+    ) -> anyhow::Result<(Vec<RsvpService>, SharedTrafficControl<DataPlane>)> {
+        let parts = Parts::read(node, cfg)?;
+        let tc = SharedTrafficControl::new(DataPlane::build(
+            cfg.traffic_control,
+            &parts.links,
+            &gist_tcp_ports(node),
+        ));
+        let mut out = Vec::with_capacity(shards);
+        for c in super::shard::shard_configs(&parts.engine, shards) {
+            let engine = RsvpEngine::new(c, tc.clone(), Instant::ZERO);
+            let mut s = RsvpService::new(
+                engine,
+                open_sockets(false)?,
+                None,
+                parts.interfaces.clone(),
+                open_mpls(node, cfg)?,
+            );
+            s.epoch = epoch;
+            out.push(s);
+        }
+        Ok((out, tc))
+    }
+
+    fn new(
+        engine: RsvpEngine<SharedTrafficControl<DataPlane>>,
+        sockets: Vec<RawSocket>,
+        fib: Option<FibMirror>,
+        interfaces: Vec<(IfIndex, String)>,
+        mpls: Option<LinuxMpls>,
+    ) -> RsvpService {
+        RsvpService {
+            engine,
+            sockets,
+            fib,
+            management_refused: Default::default(),
+            epoch: std::time::Instant::now(),
+            interfaces,
+            events: VecDeque::new(),
+            send_errors: 0,
+            mpls,
+            dataplane_errors: 0,
+            fib_retry: false,
+            requests: Vec::new(),
+        }
+    }
+
+    /// A datagram the dispatcher read for this shard.
+    pub(crate) fn handle_received(&mut self, now: Instant, d: pathwise_core::io::Received<'_>) {
+        self.engine.handle_datagram(now, d);
+    }
+
+    /// A route change the dispatcher read, for this shard.
+    pub(crate) fn handle_route_change(&mut self, change: pathwise_core::route::RouteChange) {
+        let now = self.now();
+        self.engine.handle_route_change(now, change);
+        self.flush();
+    }
+
+    pub(crate) fn now(&self) -> Instant {
         Instant::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
 
     /// File descriptors to wait on.
     pub fn fds(&self) -> Vec<BorrowedFd<'_>> {
         let mut v: Vec<BorrowedFd<'_>> = self.sockets.iter().map(|s| s.as_fd()).collect();
-        v.push(self.fib.as_fd());
+        v.extend(self.fib.as_ref().map(|f| f.as_fd()));
         v
     }
 
@@ -354,10 +295,9 @@ impl RsvpService {
         let ready = |fd: BorrowedFd<'_>| ready.is_none_or(|r| r.contains(&fd.as_raw_fd()));
         let now = self.now();
         // After a failed read the mirror holds events back: read again without waiting.
-        let fib = if ready(self.fib.as_fd()) || self.fib_retry {
-            self.fib.drain()
-        } else {
-            Ok(Vec::new())
+        let fib = match &mut self.fib {
+            Some(f) if ready(f.as_fd()) || self.fib_retry => f.drain(),
+            _ => Ok(Vec::new()),
         };
         self.fib_retry = fib.is_err();
         match fib {
@@ -400,7 +340,7 @@ impl RsvpService {
         self.flush();
     }
 
-    fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         let out: Vec<Transmit> = std::iter::from_fn(|| self.engine.poll_transmit()).collect();
         if !out.is_empty() {
             let (v4, v6): (Vec<Transmit>, Vec<Transmit>) =
@@ -682,6 +622,158 @@ impl Drop for RsvpService {
             }
         }
     }
+}
+
+/// What the RSVP service learns from the configuration and the system before it starts.
+struct Parts {
+    engine: Config,
+    links: Vec<TcLink>,
+    interfaces: Vec<(IfIndex, String)>,
+}
+
+impl Parts {
+    /// The engine configuration, the interfaces reservations are admitted on and their names.
+    fn read(node: &crate::config::NodeConfig, cfg: &RsvpSection) -> anyhow::Result<Parts> {
+        let kernel = pathwise_net::interfaces().context("listing interfaces")?;
+        let mut ifaces = Vec::new();
+        for (n, i) in cfg.interfaces.iter().enumerate() {
+            let name = i.name.get_ref();
+            let Some(k) = kernel.iter().find(|k| &k.name == name) else {
+                let field = format!("rsvp.interface[{n}].name");
+                return Err(node
+                    .error_at(
+                        i.name.span(),
+                        &field,
+                        format!("no interface {name:?} on this system"),
+                    )
+                    .into());
+            };
+            let reservable = i
+                .reservable
+                .as_ref()
+                .map_or(i.bandwidth.0, |r| r.get_ref().0);
+            let integrity = node.integrity_policy(n, i)?;
+            let hello = i.hello.as_ref().map(|h| h.config());
+            ifaces.push((k, i.bandwidth.0, reservable, (integrity, hello)));
+        }
+        let engine = Config {
+            seed: pathwise_core::rand::random(),
+            refresh: cfg.refresh.0,
+            keep_multiplier: cfg.keep_multiplier,
+            local_repair_delay: cfg.local_repair_delay.0,
+            wheel: WheelConfig {
+                slot_width: cfg.timer_wheel.slot_width.0,
+                slots: cfg.timer_wheel.slots,
+                levels: cfg.timer_wheel.levels,
+                fuzzy: cfg.timer_wheel.fuzzy,
+            },
+            interfaces: ifaces
+                .iter()
+                .map(|(k, bw, res, (integrity, hello))| InterfaceConfig {
+                    ifindex: k.ifindex,
+                    addrs: k.addrs.iter().map(|n| n.addr()).collect(),
+                    bandwidth_bps: *bw,
+                    reservable_bps: *res,
+                    mtu: k.mtu,
+                    latency: std::time::Duration::ZERO,
+                    integrity: integrity.clone(),
+                    hello: *hello,
+                })
+                .collect(),
+            local_addrs: kernel
+                .iter()
+                .flat_map(|k| k.addrs.iter().map(|n| n.addr()))
+                .collect(),
+            // The engine's clock starts at zero now; integrity needs wall-clock time.
+            wall_clock_at_zero: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            label_range: cfg.label_range(),
+            explicit_null: cfg.explicit_null,
+            refresh_reduction: cfg.refresh_reduction,
+            lsp_setup_timeout: cfg.lsp_setup_timeout(),
+            lsp_retry: cfg.lsp_retry(),
+            ..Config::default()
+        };
+        let links = ifaces
+            .iter()
+            .map(|(k, bw, res, _)| TcLink {
+                ifindex: k.ifindex,
+                name: k.name.clone(),
+                bandwidth_bps: *bw,
+                reservable_bps: *res,
+                mtu: k.mtu,
+            })
+            .collect();
+        let interfaces = ifaces
+            .iter()
+            .map(|(k, ..)| (k.ifindex, k.name.clone()))
+            .collect();
+        Ok(Parts {
+            engine,
+            links,
+            interfaces,
+        })
+    }
+}
+
+/// GIST's messaging associations (its TCP and TLS ports): signalling too.
+fn gist_tcp_ports(node: &crate::config::NodeConfig) -> Vec<u16> {
+    node.gist
+        .iter()
+        .flat_map(|g| [g.tcp_port(), g.tls_port()])
+        .flatten()
+        .collect()
+}
+
+/// The kernel's MPLS forwarding, with `mpls = "kernel"` (MPLS input enabled on the
+/// interfaces).
+fn open_mpls(
+    node: &crate::config::NodeConfig,
+    cfg: &RsvpSection,
+) -> anyhow::Result<Option<LinuxMpls>> {
+    let (MplsKind::Kernel, Some(m)) = (cfg.mpls_kind(), &cfg.mpls) else {
+        return Ok(None);
+    };
+    let k = LinuxMpls::open().map_err(|e| node.error_at(m.span(), "rsvp.mpls", e.to_string()))?;
+    for (n, i) in cfg.interfaces.iter().enumerate() {
+        k.enable_input(i.name.get_ref()).map_err(|e| {
+            node.error_at(
+                i.name.span(),
+                &format!("rsvp.interface[{n}].name"),
+                format!("cannot enable MPLS input: {e}"),
+            )
+        })?;
+    }
+    Ok(Some(k))
+}
+
+/// The raw RSVP sockets, IPv4 and (where the system has it) IPv6. `receive`: intercepting
+/// Router Alert transit packets; otherwise for sending only: a socket filter that takes
+/// nothing keeps the kernel from queueing on them a copy of every RSVP packet (raw sockets of
+/// a protocol each get one).
+pub(crate) fn open_sockets(receive: bool) -> anyhow::Result<Vec<RawSocket>> {
+    let open = |family| -> std::io::Result<RawSocket> {
+        let s = RawSocket::open(RawConfig {
+            protocol: IPPROTO_RSVP,
+            family,
+            intercept_router_alert: receive,
+            recv_batch: 32,
+        })?;
+        if !receive {
+            // BPF_RET | BPF_K with k = 0: accept no bytes of any packet.
+            s.socket()
+                .attach_filter(&[socket2::SockFilter::new(0x06, 0, 0, 0)])?;
+        }
+        Ok(s)
+    };
+    let mut sockets =
+        vec![open(Family::V4).context("opening the raw IPv4 RSVP socket (needs CAP_NET_RAW)")?];
+    match open(Family::V6) {
+        Ok(s) => sockets.push(s),
+        Err(e) => tracing::warn!(error = %e, "no IPv6 RSVP socket; IPv4 only"),
+    }
+    Ok(sockets)
 }
 
 fn event_json(e: &Event) -> Value {

@@ -319,7 +319,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             te_seq: 0,
             superseded: Vec::new(),
             lsp_retries: Default::default(),
-            rr: refresh::RefreshState::new(&mut rng),
+            rr: refresh::RefreshState::new(&mut rng, if cfg.refresh_reduction { 2 * n } else { 0 }),
             now,
             local,
             fib: Fib::new(),
@@ -546,9 +546,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 "rsvp object outside the message grammar skipped"
             );
         }
-        if !self.on_refresh_objects(&hdr, &msg, &refresh, rx.src, rx.ifindex) {
+        let Ok(noted) = self.on_refresh_objects(&hdr, &msg, &refresh, rx.src, rx.ifindex) else {
             return;
-        }
+        };
         match msg {
             Message::Path(p) => self.on_path(now, rx, &hdr, p),
             Message::PathTear(t) => self.on_path_tear(t),
@@ -562,6 +562,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             Message::Srefresh(sr) => self.on_srefresh(&sr, rx),
             // Consumed by `check_integrity` before parsing.
             Message::IntegrityChallenge(_) | Message::IntegrityResponse(_) => {}
+        }
+        if let Some(n) = noted {
+            self.note_received_id(n);
         }
     }
 

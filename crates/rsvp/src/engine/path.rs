@@ -577,6 +577,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         if let Some(h) = self.sessions[sid].timer {
             self.timers.cancel(h);
         }
+        self.forget_session(sid);
         self.unindex_session(sid);
         let s = self.sessions.remove(sid);
         let slot = (s.key.dest, s.key.protocol_id);

@@ -9,12 +9,20 @@
 //! identified but always refreshed by full Path messages: §5.3 lets the summary refresh of
 //! multicast Path state (SRC_LIST, MCAST_LIST) be used, never requires it.
 //!
-//! The receiving side maps (neighbour, Epoch, identifier) to the state the message installed,
-//! so an Srefresh can extend its lifetime (any of the §5.1 list forms), and answers identifiers
-//! it does not know with MESSAGE_ID_NACK. Per state it keeps the last identifier received, so a
-//! message older than the one the state was last changed by is dropped as out of order (§4.5);
-//! per neighbour it keeps the Epoch, so a restart is noticed (§4.5) and the neighbour is sent
-//! this node's state towards it at once instead of at the next refresh.
+//! The receiving side keeps, per Path or Resv state a neighbour installed, the last identifier
+//! received about it, so a message older than the one the state was last changed by is dropped
+//! as out of order (§4.5), and the identifier of the message that installed it, so an Srefresh
+//! naming (neighbour, Epoch, identifier) can extend its lifetime (any of the §5.1 list forms);
+//! identifiers it does not know are answered with MESSAGE_ID_NACK. Per neighbour it keeps the
+//! Epoch, so a restart is noticed (§4.5) and the neighbour is sent this node's state towards it
+//! at once instead of at the next refresh.
+//!
+//! Both sides name state by the engine's own indices (a PSB, a session, a neighbour's number),
+//! never by copies of SESSION and SENDER_TEMPLATE, and keep one record per state in a table
+//! found both by state and by identifier ([`records`]): about 170 bytes per reservation at a
+//! transit node where copies of the keys in four hash maps took about 776 (issue #21).
+
+mod records;
 
 use super::state::{PsbId, SessionId};
 use super::{RsvpEngine, TrafficControl};
@@ -30,6 +38,7 @@ use crate::wire::{
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transmit, Transport};
 use pathwise_core::table::{KeyedMap, KeyedState, keyed_map};
 use pathwise_core::time::{Duration, Instant};
+use records::{Record, Records};
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 use std::net::IpAddr;
@@ -52,32 +61,68 @@ const MESSAGE_ID_LEN: usize = 12;
 /// A neighbour as messages are addressed to it: address and interface.
 type Neighbor = (IpAddr, Option<IfIndex>);
 
+/// A neighbour as the refresh tables name it: its number in [`RefreshState`]'s list of
+/// neighbours (4 bytes where an address takes 17).
+type Nbr = u32;
+/// No neighbour (an outgoing message not acknowledged yet).
+const NO_NBR: Nbr = Nbr::MAX;
+
 /// What an identified outgoing message refreshes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OutKey {
     /// A sender's Path out of an interface.
-    Path(Session, FilterSpec, IfIndex),
+    Path(PsbId, IfIndex),
     /// A session's Resv to a previous hop.
-    Resv(Session, IpAddr),
+    Resv(SessionId, IpAddr),
 }
 
+/// [`OutKey`] as the table holds it, the previous hop numbered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum OutState {
+    Path(PsbId, IfIndex),
+    Resv(SessionId, Nbr),
+}
+
+/// An identified message this node sent (RFC 2961 §4.5: "the same Message_Identifier value
+/// that was used in the RSVP message that first advertised the state being refreshed").
 #[derive(Clone, Copy, Debug)]
 struct OutMsg {
+    state: OutState,
     id: u32,
     digest: u64,
+    /// Who acknowledged it (the Srefresh goes there); [`NO_NBR`] until someone did.
+    neighbor: Nbr,
     acked: bool,
-    /// Who acknowledged it (the Srefresh goes there).
-    neighbor: Option<IpAddr>,
     tries: u8,
-    /// (Epoch, Message_Identifier) of the last PathErr or ResvErr received about this state,
-    /// for the out-of-order check (RFC 2961 §4.5).
-    err_id: Option<(u32, u32)>,
 }
 
-/// What a neighbour's identified messages about one state (a sender's Path state, or its
-/// Resv state for a session) last said.
+impl Record for OutMsg {
+    type State = OutState;
+    type Id = u32;
+    fn state(&self) -> OutState {
+        self.state
+    }
+    fn id(&self) -> Option<u32> {
+        Some(self.id)
+    }
+}
+
+/// State a neighbour's identified messages installed: a sender's Path state, or a session's
+/// Resv state from that neighbour (the next hop is part of it: one per next hop).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum InState {
+    Path(PsbId),
+    Resv(SessionId, Nbr),
+}
+
+/// What a neighbour's identified messages about one state last said (RFC 2961 §4.5: "the
+/// receiver MUST store the received Message_Identifier value as part of the local Path or Resv
+/// state for future reference").
 #[derive(Clone, Copy, Debug)]
 struct InIds {
+    state: InState,
+    /// The neighbour that sent them.
+    nbr: Nbr,
     /// Epoch of `last` and `installing`.
     epoch: u32,
     /// The Message_Identifier of the last message about the state (Path, Resv or a teardown)
@@ -85,15 +130,20 @@ struct InIds {
     last: u32,
     /// The identifier of the Path or Resv that installed it, which an Srefresh names.
     installing: Option<u32>,
+    /// The refresh period that message gave, for the lifetime an Srefresh extends it by.
+    refresh_ms: u32,
 }
 
-/// What the state an identified incoming message installed is.
-#[derive(Clone, Copy, Debug)]
-struct InState {
-    session: Session,
-    /// The sender, for Path state; `None` for a Resv.
-    sender: Option<FilterSpec>,
-    refresh_ms: u32,
+impl Record for InIds {
+    type State = InState;
+    /// (neighbour, Epoch, Message_Identifier): what an Srefresh names (RFC 2961 §5.3).
+    type Id = (Nbr, u32, u32);
+    fn state(&self) -> InState {
+        self.state
+    }
+    fn id(&self) -> Option<(Nbr, u32, u32)> {
+        self.installing.map(|i| (self.nbr, self.epoch, i))
+    }
 }
 
 /// Counters of refresh reduction.
@@ -130,16 +180,20 @@ pub struct RefreshCounters {
 pub struct RefreshState {
     epoch: u32,
     next_id: u32,
-    out: KeyedMap<OutKey, OutMsg>,
-    by_id: KeyedMap<u32, OutKey>,
+    /// What this node sent, by state and by identifier.
+    out: Records<OutMsg>,
+    /// (Epoch, Message_Identifier) of the last PathErr or ResvErr received about state this
+    /// node sent, for the out-of-order check (RFC 2961 §4.5); rare, so beside `out`.
+    err_ids: KeyedMap<OutState, (u32, u32)>,
     /// Capable neighbours by address, and the last heard on each interface.
     capable: KeyedMap<IpAddr, IfIndex>,
     on_iface: KeyedMap<IfIndex, IpAddr>,
-    /// (neighbour, Epoch, identifier) → the state its message installed.
-    installed: KeyedMap<(IpAddr, u32, u32), InState>,
-    /// The identifiers last received about each (neighbour, session, sender) (`None`: the
-    /// neighbour's Resv state); forgotten with the state.
-    current: KeyedMap<(IpAddr, Session, Option<FilterSpec>), InIds>,
+    /// What neighbours' identified messages installed, by state and by (neighbour, Epoch,
+    /// identifier); forgotten with the state.
+    received: Records<InIds>,
+    /// Neighbours named in the tables, by number, and their numbers.
+    nbrs: Vec<IpAddr>,
+    nbr_index: KeyedMap<IpAddr, Nbr>,
     /// The Epoch last received from each neighbour (RFC 2961 §4.5).
     epochs: KeyedMap<IpAddr, u32>,
     acks: Vec<(IpAddr, IfIndex, MessageIdAck)>,
@@ -153,17 +207,22 @@ pub struct RefreshState {
 }
 
 impl RefreshState {
-    /// Fresh state; `seed` picks the epoch.
-    pub fn new(rng: &mut pathwise_core::rng::SeededRng) -> Self {
+    /// Fresh state; `rng` picks the epoch. `capacity`: records to make room for on each side
+    /// (two per reservation at a transit node: its Path and its Resv).
+    pub fn new(rng: &mut pathwise_core::rng::SeededRng, capacity: usize) -> Self {
+        // The same draws from `rng`, in the same order, as before the tables were re-keyed, so
+        // the engine's refresh jitter (drawn from the same generator later) is unchanged.
+        let epoch = pathwise_core::rand::Rng::random::<u32>(rng) & 0x00ff_ffff;
         RefreshState {
-            epoch: pathwise_core::rand::Rng::random::<u32>(rng) & 0x00ff_ffff,
+            epoch,
             next_id: 1,
-            out: keyed_map(rng),
-            by_id: keyed_map(rng),
+            out: Records::with_capacity(capacity, KeyedState::from_rng(rng)),
+            err_ids: keyed_map(rng),
             capable: keyed_map(rng),
             on_iface: keyed_map(rng),
-            installed: keyed_map(rng),
-            current: keyed_map(rng),
+            received: Records::with_capacity(capacity, KeyedState::from_rng(rng)),
+            nbrs: Vec::new(),
+            nbr_index: keyed_map(rng),
             epochs: keyed_map(rng),
             acks: Vec::new(),
             summaries: Vec::new(),
@@ -188,29 +247,61 @@ impl RefreshState {
         fn map<K, V, S>(m: &std::collections::HashMap<K, V, S>) -> usize {
             m.capacity() * (std::mem::size_of::<(K, V)>() + 1)
         }
-        map(&self.out)
-            + map(&self.by_id)
+        self.out.heap_bytes()
+            + self.received.heap_bytes()
+            + map(&self.err_ids)
             + map(&self.capable)
             + map(&self.on_iface)
-            + map(&self.installed)
-            + map(&self.current)
+            + map(&self.nbr_index)
+            + self.nbrs.capacity() * std::mem::size_of::<IpAddr>()
             + map(&self.epochs)
     }
 
+    /// Identified messages this node remembers sending, and states neighbours' identified
+    /// messages installed (for tests and the management view).
+    pub fn records(&self) -> (usize, usize) {
+        (self.out.len(), self.received.len())
+    }
+
+    /// The number of a neighbour, if the tables name it.
+    fn nbr(&self, addr: IpAddr) -> Option<Nbr> {
+        self.nbr_index.get(&addr).copied()
+    }
+
+    /// The number of a neighbour, numbered now if it was not. Neighbours stay numbered (like
+    /// their Epochs): they are few, and a number is never reused for another address.
+    fn nbr_or_insert(&mut self, addr: IpAddr) -> Nbr {
+        if let Some(&n) = self.nbr_index.get(&addr) {
+            return n;
+        }
+        let n = Nbr::try_from(self.nbrs.len()).unwrap_or(NO_NBR - 1);
+        self.nbrs.push(addr);
+        self.nbr_index.insert(addr, n);
+        n
+    }
+
+    fn nbr_addr(&self, n: Nbr) -> Option<IpAddr> {
+        self.nbrs.get(n as usize).copied()
+    }
+
+    /// The table's form of an outgoing key.
+    fn out_state(&self, key: OutKey) -> Option<OutState> {
+        Some(match key {
+            OutKey::Path(p, ifx) => OutState::Path(p, ifx),
+            OutKey::Resv(sid, addr) => OutState::Resv(sid, self.nbr(addr)?),
+        })
+    }
+
     /// Forget an outgoing message (its state went).
-    pub fn forget(&mut self, key: &OutKey) {
-        if let Some(o) = self.out.remove(key) {
-            self.by_id.remove(&o.id);
+    fn forget(&mut self, state: OutState) {
+        if let Some(o) = self.out.remove_state(&state) {
+            self.err_ids.remove(&o.state);
         }
     }
 
     /// Forget what a neighbour's messages about one state said (the state went).
-    fn forget_received(&mut self, slot: &(IpAddr, Session, Option<FilterSpec>)) {
-        if let Some(ids) = self.current.remove(slot)
-            && let Some(id) = ids.installing
-        {
-            self.installed.remove(&(slot.0, ids.epoch, id));
-        }
+    fn forget_received(&mut self, state: InState) {
+        self.received.remove_state(&state);
     }
 }
 
@@ -220,31 +311,63 @@ fn is_older(new: u32, old: u32) -> bool {
     (old.wrapping_sub(new) as i32) > 0
 }
 
-/// Where the identifier of a message about some state was last kept (RFC 2961 §4.5 "the value
-/// previously received for the state associated with the message").
-enum IdSlot {
-    /// Path, PathTear (`Some(sender)`), Resv, ResvTear (`None`) from a neighbour.
-    Received((IpAddr, Session, Option<FilterSpec>)),
-    /// PathErr or ResvErr about state this node sent.
-    Error(OutKey),
+/// The state a message from a neighbour is about, as the message names it (RFC 2961 §4.5
+/// "the value previously received for the state associated with the message").
+#[derive(Clone, Copy, Debug)]
+enum MsgState {
+    /// Path or PathTear: a sender's Path state.
+    Path(Session, FilterSpec),
+    /// Resv or ResvTear: the session's Resv state from the neighbour.
+    Resv(Session),
+    /// PathErr about the Path state this node sent out of an interface.
+    PathErr(Session, FilterSpec, IfIndex),
+    /// ResvErr about the Resv this node sent to the neighbour.
+    ResvErr(Session),
 }
 
-/// Whether an outgoing key is Path state of a multicast session.
-fn is_multicast_path(key: &OutKey) -> bool {
-    matches!(key, OutKey::Path(s, ..) if s.dest.is_multicast())
+/// What a not-out-of-order identified Path, Resv or teardown leaves to be noted once the
+/// message is processed (§4.5: "When fully processing a Path or Resv message, the receiver
+/// MUST store the received Message_Identifier value as part of the local Path or Resv state"):
+/// a new Path or Resv only has state to be part of after its processing made it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ReceivedId {
+    nbr: IpAddr,
+    mid: MessageId,
+    state: MsgState,
+    /// The refresh period of a Path or Resv; `None` for a teardown, which installs nothing.
+    installs: Option<u32>,
+}
+
+/// The state a message is about, for the six messages §4.5 names ("at least: Path, Resv,
+/// PathTear, ResvTear, PathErr and ResvErr"); `None` for the others.
+fn msg_state(msg: &Message, ifindex: IfIndex) -> Option<MsgState> {
+    Some(match msg {
+        Message::Path(p) => MsgState::Path(p.session, p.sender.template),
+        Message::PathTear(t) => MsgState::Path(t.session, t.sender_template?),
+        Message::Resv(r) => MsgState::Resv(r.session),
+        Message::ResvTear(t) => MsgState::Resv(t.session),
+        // A PathErr comes from a next hop about the Path state sent out of the interface it
+        // arrived on; a ResvErr from the previous hop about the Resv sent to it.
+        Message::PathErr(e) => MsgState::PathErr(e.session, e.sender.as_ref()?.template, ifindex),
+        Message::ResvErr(e) => MsgState::ResvErr(e.session),
+        _ => return None,
+    })
 }
 
 /// Whether installed state is what a listed identifier may name (RFC 2961 §5.3): from a LIST,
 /// Resv state or Path state of a unicast session; from a SRC_LIST or MCAST_LIST, Path state of
 /// the multicast session `group` from `e.source`.
-fn listed_as(st: InState, e: &ListedId, group: Option<IpAddr>) -> bool {
-    match (e.source, st.sender) {
+fn listed_as(
+    session: &Session,
+    sender: Option<&FilterSpec>,
+    e: &ListedId,
+    group: Option<IpAddr>,
+) -> bool {
+    match (e.source, sender) {
         (None, None) => true,
-        (None, Some(_)) => !st.session.dest.is_multicast(),
+        (None, Some(_)) => !session.dest.is_multicast(),
         (Some(source), Some(sender)) => {
-            st.session.dest.is_multicast()
-                && Some(st.session.dest) == group
-                && sender.src() == source
+            session.dest.is_multicast() && Some(session.dest) == group && sender.src() == source
         }
         (Some(_), None) => false,
     }
@@ -280,8 +403,19 @@ impl<T: TrafficControl> RsvpEngine<T> {
             return None;
         }
         match *key {
-            OutKey::Path(_, _, ifx) => self.rr.on_iface.get(&ifx).copied(),
+            OutKey::Path(_, ifx) => self.rr.on_iface.get(&ifx).copied(),
             OutKey::Resv(_, addr) => self.rr.capable.contains_key(&addr).then_some(addr),
+        }
+    }
+
+    /// Whether an outgoing message is Path state of a multicast session.
+    fn is_multicast_path(&self, state: OutState) -> bool {
+        match state {
+            OutState::Path(p, _) => self
+                .psbs
+                .get(p)
+                .is_some_and(|psb| self.sessions[psb.session].key.dest.is_multicast()),
+            OutState::Resv(..) => false,
         }
     }
 
@@ -297,9 +431,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let flags = self.header_flags();
         let mut payload =
             Vec::with_capacity(msg.buffer_len() + MESSAGE_ID_LEN + super::send::MAX_INTEGRITY_LEN);
-        let Some((key, _)) = key.and_then(|k| self.rr_neighbor(&k).map(|n| (k, n))) else {
+        let Some(key) = key.filter(|k| self.rr_neighbor(k).is_some()) else {
             msg.emit_with(ttl, flags, &Refresh::default(), &mut payload);
             return Some(payload);
+        };
+        let state = match key {
+            OutKey::Path(p, ifx) => OutState::Path(p, ifx),
+            OutKey::Resv(sid, addr) => OutState::Resv(sid, self.rr.nbr_or_insert(addr)),
         };
         let placeholder = MessageId {
             flags: MessageId::ACK_DESIRED,
@@ -314,12 +452,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let body = &payload[CommonHeader::LEN + MESSAGE_ID_LEN..];
         let digest = self.rr.hasher.hash_one(body);
         let now = self.now;
-        let id = match self.rr.out.get(&key).copied() {
+        let old = self.rr.out.get_state(&state).copied();
+        let id = match old {
             // RFC 2961 §5.3: multicast Path state is refreshed in full (see the module doc).
-            Some(o) if o.digest == digest && o.acked && !is_multicast_path(&key) => {
-                if let Some(n) = o.neighbor {
+            Some(o) if o.digest == digest && o.acked && !self.is_multicast_path(state) => {
+                if let Some(n) = self.rr.nbr_addr(o.neighbor) {
                     let ifx = match key {
-                        OutKey::Path(_, _, ifx) => ifx,
+                        OutKey::Path(_, ifx) => ifx,
                         OutKey::Resv(..) => self.rr.capable.get(&n).copied().unwrap_or_default(),
                     };
                     self.rr.summaries.push((n, ifx, o.id));
@@ -333,24 +472,27 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 o.id
             }
             Some(o) if o.digest == digest => o.id,
-            old => {
-                if let Some(o) = old {
-                    self.rr.by_id.remove(&o.id);
-                }
+            _ => {
+                // §4.5: a trigger message's identifier "MUST have a value that is greater than
+                // any other value previously used with the same Epoch".
                 let id = self.rr.next_id;
                 self.rr.next_id = self.rr.next_id.wrapping_add(1).max(1);
+                // A new message about the state: the record (and any error identifier noted
+                // against the one it replaces) starts afresh.
+                self.rr.forget(state);
                 self.rr.out.insert(
-                    key,
                     OutMsg {
+                        state,
                         id,
                         digest,
+                        neighbor: NO_NBR,
                         acked: false,
-                        neighbor: None,
                         tries: 0,
-                        err_id: None,
                     },
+                    // Identifiers are this node's own and unique until they wrap; one still
+                    // held after 2^32 messages names the new state now.
+                    |o| o.id = 0,
                 );
-                self.rr.by_id.insert(id, key);
                 self.rr.retransmit.insert((now + RAPID_RETRANSMIT, id));
                 self.counters.refresh.identified += 1;
                 id
@@ -367,8 +509,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// Before a message is dispatched: note a capable neighbour, take the acknowledgements it
     /// carries, notice a neighbour's restart by its Epoch, drop a message out of order, and
-    /// remember what its identifier installs (acknowledging it if asked). Whether the message
-    /// is to be processed.
+    /// acknowledge it if asked. `Err(())`: the message is not to be processed; `Ok(Some(_))`:
+    /// the identifier to note against the state once it is ([`Self::note_received_id`]).
     pub(super) fn on_refresh_objects(
         &mut self,
         hdr: &CommonHeader,
@@ -376,9 +518,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
         refresh: &Refresh,
         src: IpAddr,
         ifindex: IfIndex,
-    ) -> bool {
+    ) -> Result<Option<ReceivedId>, ()> {
         if !self.cfg.refresh_reduction {
-            return true;
+            return Ok(None);
         }
         let nbr = neighbor_of(msg, src);
         if hdr.flags & REFRESH_REDUCTION_CAPABLE != 0 && !self.is_local(nbr) {
@@ -391,7 +533,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             self.on_ack(a, nbr);
         }
         let Some(mid) = refresh.message_id else {
-            return true;
+            return Ok(None);
         };
         // §4.5: "If the received Epoch values differs from the value previously received from
         // the message sender, the message is a trigger message and the receiver MUST fully
@@ -406,89 +548,140 @@ impl<T: TrafficControl> RsvpEngine<T> {
             tracing::info!(neighbor = %nbr, epoch = mid.epoch, "rsvp neighbour restarted (new Epoch), resending state");
             self.resync_neighbor(nbr, ifindex);
         }
-        let slot = self.id_slot(msg, nbr, ifindex);
+        let state = msg_state(msg, ifindex);
         if !restarted
-            && let Some(slot) = &slot
-            && self.is_out_of_order(slot, mid)
+            && let Some(state) = state
+            && self.is_out_of_order(state, nbr, mid)
         {
             // §4.5: "Out of order messages SHOULD be ignored, i.e., silently dropped", and
             // only "a non-out of order message" is acknowledged.
             self.drop_msg("out_of_order");
-            return false;
+            return Err(());
         }
-        let installs = match msg {
-            Message::Path(p) => Some(InState {
-                session: p.session,
-                sender: Some(p.sender.template),
-                refresh_ms: p.time_values.refresh_ms,
-            }),
-            Message::Resv(r) => Some(InState {
-                session: r.session,
-                sender: None,
-                refresh_ms: r.time_values.refresh_ms,
-            }),
-            _ => None,
-        };
-        match slot {
-            Some(IdSlot::Received(slot)) => {
-                let old = self.rr.current.get(&slot).copied();
-                // A teardown leaves the installing identifier of the same Epoch in place.
-                let mut installing = old
-                    .filter(|o| o.epoch == mid.epoch)
-                    .and_then(|o| o.installing);
-                if let Some(st) = installs {
-                    installing = Some(mid.message_id);
-                    self.rr
-                        .installed
-                        .insert((nbr, mid.epoch, mid.message_id), st);
-                }
-                if let Some(o) = old
-                    && let Some(id) = o.installing
-                    && (o.epoch, Some(id)) != (mid.epoch, installing)
-                {
-                    self.rr.installed.remove(&(nbr, o.epoch, id));
-                }
-                self.rr.current.insert(
-                    slot,
-                    InIds {
-                        epoch: mid.epoch,
-                        last: mid.message_id,
-                        installing,
-                    },
-                );
+        let mut noted = None;
+        match state {
+            Some(MsgState::PathErr(session, sender, ifx)) => {
+                self.note_error_id(self.sent_path_state(&session, &sender, ifx), mid)
             }
-            Some(IdSlot::Error(key)) => {
-                if let Some(o) = self.rr.out.get_mut(&key) {
-                    o.err_id = Some((mid.epoch, mid.message_id));
-                }
+            Some(MsgState::ResvErr(session)) => {
+                self.note_error_id(self.sent_resv_state(&session, nbr), mid)
+            }
+            Some(state @ (MsgState::Path(..) | MsgState::Resv(_))) => {
+                let installs = match msg {
+                    Message::Path(p) => Some(p.time_values.refresh_ms),
+                    Message::Resv(r) => Some(r.time_values.refresh_ms),
+                    _ => None,
+                };
+                noted = Some(ReceivedId {
+                    nbr,
+                    mid,
+                    state,
+                    installs,
+                });
             }
             None => {}
         }
         if mid.flags & MessageId::ACK_DESIRED != 0 {
             self.queue_ack(nbr, ifindex, AckKind::Ack, mid.epoch, mid.message_id);
         }
-        true
+        Ok(noted)
     }
 
-    /// Where the identifiers of messages about the state `msg` installs or changes are kept,
-    /// for the six messages §4.5 names ("at least: Path, Resv, PathTear, ResvTear, PathErr and
-    /// ResvErr"); `None` for the others.
-    fn id_slot(&self, msg: &Message, nbr: IpAddr, ifindex: IfIndex) -> Option<IdSlot> {
-        Some(match msg {
-            Message::Path(p) => IdSlot::Received((nbr, p.session, Some(p.sender.template))),
-            Message::PathTear(t) => IdSlot::Received((nbr, t.session, Some(t.sender_template?))),
-            Message::Resv(r) => IdSlot::Received((nbr, r.session, None)),
-            Message::ResvTear(t) => IdSlot::Received((nbr, t.session, None)),
-            // A PathErr comes from a next hop about the Path state sent out of the interface
-            // it arrived on; a ResvErr from the previous hop about the Resv sent to it.
-            Message::PathErr(e) => IdSlot::Error(OutKey::Path(
-                e.session,
-                e.sender.as_ref()?.template,
-                ifindex,
-            )),
-            Message::ResvErr(e) => IdSlot::Error(OutKey::Resv(e.session, nbr)),
-            _ => return None,
-        })
+    /// The (epoch, identifier) of a PathErr or ResvErr, against the message it is about.
+    fn note_error_id(&mut self, state: Option<OutState>, mid: MessageId) {
+        if let Some(state) = state
+            && self.rr.out.find_state(&state).is_some()
+        {
+            self.rr.err_ids.insert(state, (mid.epoch, mid.message_id));
+        }
+    }
+
+    /// The outgoing Path state a PathErr names: a sender's Path out of the interface it came
+    /// in on.
+    fn sent_path_state(
+        &self,
+        session: &Session,
+        sender: &FilterSpec,
+        ifx: IfIndex,
+    ) -> Option<OutState> {
+        let p = self.find_psb(self.find_session(session)?, sender)?;
+        Some(OutState::Path(p, ifx))
+    }
+
+    /// The outgoing Resv state a ResvErr from `nbr` names.
+    fn sent_resv_state(&self, session: &Session, nbr: IpAddr) -> Option<OutState> {
+        Some(OutState::Resv(
+            self.find_session(session)?,
+            self.rr.nbr(nbr)?,
+        ))
+    }
+
+    /// The state `nbr` installed that a Path, Resv or teardown is about, as it is now: a PSB
+    /// whose previous hop is `nbr`, or a session holding a reservation request from `nbr`;
+    /// `None` if this node holds none from it.
+    fn held_from(&self, state: MsgState, nbr: IpAddr) -> Option<InState> {
+        match state {
+            MsgState::Path(session, sender) => {
+                let p = self.find_psb(self.find_session(&session)?, &sender)?;
+                let from = self.psbs[p].phop.map(|ph| self.phops[ph].hop.addr);
+                (from == Some(nbr)).then_some(InState::Path(p))
+            }
+            MsgState::Resv(session) => {
+                let sid = self.find_session(&session)?;
+                let n = self.rr.nbr(nbr)?;
+                self.rsbs_of(sid)
+                    .any(|r| {
+                        self.rsbs[r]
+                            .nhop
+                            .is_some_and(|h| self.hops.get(h).addr == nbr)
+                    })
+                    .then_some(InState::Resv(sid, n))
+            }
+            MsgState::PathErr(..) | MsgState::ResvErr(_) => None,
+        }
+    }
+
+    /// After an identified Path, Resv or teardown was processed: note its identifier against
+    /// the state it is about, if that state is (still) there and from its sender (RFC 2961
+    /// §4.5). A Path or Resv's identifier is also the one an Srefresh will name (§5.3); a
+    /// teardown leaves the installing identifier of the same Epoch in place.
+    pub(super) fn note_received_id(&mut self, r: ReceivedId) {
+        if matches!(r.state, MsgState::Resv(_)) {
+            // Numbered first, so that the session's Resv state from it can be named.
+            self.rr.nbr_or_insert(r.nbr);
+        }
+        let Some(state) = self.held_from(r.state, r.nbr) else {
+            return;
+        };
+        let nbr = self.rr.nbr_or_insert(r.nbr);
+        // A record from another neighbour (the previous hop changed) says nothing about this
+        // one's messages.
+        let old = self
+            .rr
+            .received
+            .remove_state(&state)
+            .filter(|o| o.nbr == nbr);
+        let (installing, refresh_ms) = match r.installs {
+            Some(refresh_ms) => (Some(r.mid.message_id), refresh_ms),
+            None => (
+                old.filter(|o| o.epoch == r.mid.epoch)
+                    .and_then(|o| o.installing),
+                old.map_or(0, |o| o.refresh_ms),
+            ),
+        };
+        self.rr.received.insert(
+            InIds {
+                state,
+                nbr,
+                epoch: r.mid.epoch,
+                last: r.mid.message_id,
+                installing,
+                refresh_ms,
+            },
+            // The neighbour named other state with the same identifier before: the identifier
+            // now names this state only.
+            |other| other.installing = None,
+        );
     }
 
     /// RFC 2961 §4.5: with the neighbour's Epoch unchanged, a message is out of order when
@@ -497,31 +690,25 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// associated with the message, the receiver MUST NOT treat the message as out of order."
     /// (Checking the state's own value directly needs no comparison with the sender's largest
     /// identifier first, which §4.5 offers only as a shortcut.)
-    fn is_out_of_order(&self, slot: &IdSlot, mid: MessageId) -> bool {
-        let prev = match slot {
-            IdSlot::Received(key) => {
-                let (nbr, session, sender) = *key;
-                let Some(sid) = self.find_session(&session) else {
+    fn is_out_of_order(&self, state: MsgState, nbr: IpAddr, mid: MessageId) -> bool {
+        let prev = match state {
+            MsgState::Path(..) | MsgState::Resv(_) => {
+                let Some(held) = self.held_from(state, nbr) else {
                     return false;
                 };
-                let held = match sender {
-                    Some(sender) => self.find_psb(sid, &sender).is_some_and(|p| {
-                        self.psbs[p]
-                            .phop
-                            .is_some_and(|ph| self.phops[ph].hop.addr == nbr)
-                    }),
-                    None => self.rsbs_of(sid).any(|r| {
-                        self.rsbs[r]
-                            .nhop
-                            .is_some_and(|h| self.hops.get(h).addr == nbr)
-                    }),
-                };
-                if !held {
-                    return false;
-                }
-                self.rr.current.get(key).map(|i| (i.epoch, i.last))
+                let n = self.rr.nbr(nbr);
+                self.rr
+                    .received
+                    .get_state(&held)
+                    .filter(|i| Some(i.nbr) == n)
+                    .map(|i| (i.epoch, i.last))
             }
-            IdSlot::Error(key) => self.rr.out.get(key).and_then(|o| o.err_id),
+            MsgState::PathErr(session, sender, ifx) => self
+                .sent_path_state(&session, &sender, ifx)
+                .and_then(|s| self.rr.err_ids.get(&s).copied()),
+            MsgState::ResvErr(session) => self
+                .sent_resv_state(&session, nbr)
+                .and_then(|s| self.rr.err_ids.get(&s).copied()),
         };
         prev.is_some_and(|(epoch, last)| epoch == mid.epoch && is_older(mid.message_id, last))
     }
@@ -535,29 +722,34 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// retransmitted until the new incarnation acknowledges it (§6).
     fn resync_neighbor(&mut self, nbr: IpAddr, ifindex: IfIndex) {
         let now = self.now;
-        let mut keys: Vec<OutKey> = self
+        let n = self.rr.nbr(nbr);
+        let mut states: Vec<OutState> = self
             .rr
             .out
-            .keys()
-            .filter(|k| match **k {
-                OutKey::Path(_, _, ifx) => ifx == ifindex,
-                OutKey::Resv(_, addr) => addr == nbr,
+            .iter()
+            .map(|o| o.state)
+            .filter(|s| match *s {
+                OutState::Path(_, ifx) => ifx == ifindex,
+                OutState::Resv(_, to) => Some(to) == n,
             })
-            .copied()
             .collect();
-        // One Resv refresh per session sends to every previous hop.
-        keys.sort_unstable_by_key(|k| match k {
-            OutKey::Path(s, f, i) => (1, *s, Some(*f), Some(*i)),
-            OutKey::Resv(s, _) => (0, *s, None, None),
+        // Resvs first, then Paths, in the engine's order; one Resv refresh per session sends
+        // to every previous hop.
+        states.sort_unstable_by_key(|s| match *s {
+            OutState::Resv(sid, _) => (0, sid.index(), 0),
+            OutState::Path(p, ifx) => (1, p.index(), ifx.0),
         });
-        keys.dedup_by(|a, b| matches!((a, b), (OutKey::Resv(x, _), OutKey::Resv(y, _)) if x == y));
-        for key in keys {
-            if let Some(o) = self.rr.out.get_mut(&key) {
+        states.dedup_by(
+            |a, b| matches!((a, b), (OutState::Resv(x, _), OutState::Resv(y, _)) if x == y),
+        );
+        for state in states {
+            if let Some(slot) = self.rr.out.find_state(&state) {
+                let o = self.rr.out.get_mut(slot);
                 o.acked = false;
                 o.tries = 0;
                 self.rr.retransmit.insert((now + RAPID_RETRANSMIT, o.id));
             }
-            self.resend(key);
+            self.resend(state);
         }
     }
 
@@ -574,46 +766,48 @@ impl<T: TrafficControl> RsvpEngine<T> {
         ));
     }
 
-    /// MESSAGE_ID_ACK: the message arrived, later refreshes may be summaries. MESSAGE_ID_NACK:
-    /// the neighbour lost the state; send the full message now.
+    /// MESSAGE_ID_ACK: the message arrived, later refreshes may be summaries (RFC 2961 §4.6).
+    /// MESSAGE_ID_NACK: the neighbour lost the state; send the full message now (§5.4).
     fn on_ack(&mut self, a: &MessageIdAck, nbr: IpAddr) {
         if a.epoch != self.rr.epoch {
             return;
         }
-        let Some(&key) = self.rr.by_id.get(&a.message_id) else {
-            return;
-        };
-        let Some(o) = self.rr.out.get_mut(&key) else {
+        let Some(slot) = self.rr.out.find_id(&a.message_id) else {
             return;
         };
         match a.kind {
             AckKind::Ack => {
                 self.counters.refresh.acks_received += 1;
+                let n = self.rr.nbr_or_insert(nbr);
+                let o = self.rr.out.get_mut(slot);
                 o.acked = true;
-                o.neighbor = Some(nbr);
+                o.neighbor = n;
             }
             AckKind::Nack => {
                 // §5.4: the neighbour has no state for it; send it in full.
                 self.counters.refresh.nacks_received += 1;
+                let o = self.rr.out.get_mut(slot);
                 o.acked = false;
-                self.resend(key);
+                let state = o.state;
+                self.resend(state);
             }
         }
     }
 
-    /// Send the full message an outgoing key stands for again.
-    fn resend(&mut self, key: OutKey) {
-        match key {
-            OutKey::Path(session, sender, ifx) => {
-                if let Some(sid) = self.find_session(&session)
-                    && let Some(p) = self.find_psb(sid, &sender)
-                    && self.psbs[p].oifs.contains(&Some(ifx))
+    /// Send the full message an outgoing state stands for again.
+    fn resend(&mut self, state: OutState) {
+        match state {
+            OutState::Path(p, ifx) => {
+                if self
+                    .psbs
+                    .get(p)
+                    .is_some_and(|psb| psb.oifs.contains(&Some(ifx)))
                 {
                     self.send_path(p, &[Some(ifx)]);
                 }
             }
-            OutKey::Resv(session, _) => {
-                if let Some(sid) = self.find_session(&session) {
+            OutState::Resv(sid, _) => {
+                if self.sessions.contains(sid) {
                     self.refresh_upstream(sid, true);
                 }
             }
@@ -629,6 +823,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     pub(super) fn on_srefresh(&mut self, s: &Srefresh, rx: &Received<'_>) {
         // Srefresh has no RSVP_HOP: the neighbour is the IP source.
         let nbr = rx.src;
+        let n = self.rr.nbr(nbr);
         let now = self.now;
         for list in &s.lists {
             for e in list.ids.iter() {
@@ -637,9 +832,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     MessageIds::Ipv4SrcList(_) | MessageIds::Ipv6SrcList(_) => Some(rx.dst),
                     _ => e.destination,
                 };
-                let key = (nbr, list.epoch, e.message_id);
-                let refreshed = self.rr.installed.get(&key).copied().is_some_and(|st| {
-                    listed_as(st, &e, group) && self.refresh_installed(nbr, st, now)
+                let slot = n.and_then(|n| self.rr.received.find_id(&(n, list.epoch, e.message_id)));
+                let refreshed = slot.is_some_and(|slot| {
+                    let st = *self.rr.received.get(slot);
+                    self.listed_state(st.state, &e, group) && self.refresh_installed(nbr, st, now)
                 });
                 if refreshed {
                     continue;
@@ -653,10 +849,28 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     self.counters.refresh.unforwarded_ids += 1;
                     continue;
                 }
-                self.rr.installed.remove(&key);
+                // §5.4: the identifier names no state any more; it is forgotten, and NACKed.
+                if let Some(slot) = slot {
+                    let mut r = self.rr.received.remove(slot);
+                    r.installing = None;
+                    self.rr.received.insert(r, |_| {});
+                }
                 self.counters.refresh.nacks_sent += 1;
                 self.queue_ack(nbr, rx.ifindex, AckKind::Nack, list.epoch, e.message_id);
             }
+        }
+    }
+
+    /// Whether installed state is what a listed identifier may name ([`listed_as`]).
+    fn listed_state(&self, state: InState, e: &ListedId, group: Option<IpAddr>) -> bool {
+        match state {
+            InState::Path(p) => self.psbs.get(p).is_some_and(|psb| {
+                listed_as(&self.sessions[psb.session].key, Some(&psb.sender), e, group)
+            }),
+            InState::Resv(sid, _) => self
+                .sessions
+                .get(sid)
+                .is_some_and(|s| listed_as(&s.key, None, e, group)),
         }
     }
 
@@ -669,24 +883,24 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// Extend the lifetime of state an Srefresh names; whether it was there.
-    fn refresh_installed(&mut self, nbr: IpAddr, st: InState, now: Instant) -> bool {
-        let Some(sid) = self.find_session(&st.session) else {
-            return false;
-        };
+    fn refresh_installed(&mut self, nbr: IpAddr, st: InIds, now: Instant) -> bool {
         let expires = now + self.lifetime(st.refresh_ms);
-        match st.sender {
-            Some(sender) => {
-                let Some(p) = self.find_psb(sid, &sender) else {
+        match st.state {
+            InState::Path(p) => {
+                let Some(psb) = self.psbs.get(p) else {
                     return false;
                 };
-                let from = self.psbs[p].phop.map(|ph| self.phops[ph].hop.addr);
+                let from = psb.phop.map(|ph| self.phops[ph].hop.addr);
                 if from != Some(nbr) {
                     return false;
                 }
                 self.psbs[p].expires = expires;
                 true
             }
-            None => {
+            InState::Resv(sid, _) => {
+                if !self.sessions.contains(sid) {
+                    return false;
+                }
                 let rsbs: smallvec::SmallVec<[super::state::RsbId; 2]> = self
                     .rsbs_of(sid)
                     .filter(|&r| {
@@ -711,37 +925,36 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 break;
             }
             self.rr.retransmit.pop_first();
-            let Some(&key) = self.rr.by_id.get(&id) else {
+            let Some(slot) = self.rr.out.find_id(&id) else {
                 continue;
             };
-            let Some(o) = self.rr.out.get_mut(&key) else {
-                continue;
-            };
+            let o = self.rr.out.get_mut(slot);
             if o.acked || o.tries >= RETRY_LIMIT {
                 continue;
             }
             o.tries += 1;
             let next = RAPID_RETRANSMIT * (1u32 << o.tries);
+            let state = o.state;
             self.rr.retransmit.insert((now + next, id));
             self.counters.refresh.retransmitted += 1;
-            self.resend(key);
+            self.resend(state);
         }
     }
 
-    /// Forget what a PSB's Path messages were identified by.
+    /// Forget what a PSB's Path messages were identified by, out of every interface (one it
+    /// no longer leaves by included), and what its previous hop's said about it: the PSB's
+    /// number may be reused.
     pub(super) fn forget_path(&mut self, p: PsbId) {
         if !self.cfg.refresh_reduction {
             return;
         }
-        let psb = &self.psbs[p];
-        let session = self.sessions[psb.session].key;
-        for ifx in psb.oifs.iter().flatten() {
-            self.rr.forget(&OutKey::Path(session, psb.sender, *ifx));
+        if self.rr.out.len() > 0 {
+            for i in 0..self.cfg.interfaces.len() {
+                let ifx = self.cfg.interfaces[i].ifindex;
+                self.rr.forget(OutState::Path(p, ifx));
+            }
         }
-        if let Some(ph) = psb.phop {
-            let slot = (self.phops[ph].hop.addr, session, Some(psb.sender));
-            self.rr.forget_received(&slot);
-        }
+        self.rr.forget_received(InState::Path(p));
     }
 
     /// Forget what a next hop said about a session's Resv state once none of its
@@ -756,15 +969,32 @@ impl<T: TrafficControl> RsvpEngine<T> {
         {
             return;
         }
-        let session = self.sessions[sid].key;
-        self.rr.forget_received(&(nhop, session, None));
+        if let Some(n) = self.rr.nbr(nhop) {
+            self.rr.forget_received(InState::Resv(sid, n));
+        }
     }
 
     /// Forget a session's Resv identifiers towards `phop`.
     pub(super) fn forget_resv(&mut self, sid: SessionId, phop: IpAddr) {
-        if self.cfg.refresh_reduction {
-            let session = self.sessions[sid].key;
-            self.rr.forget(&OutKey::Resv(session, phop));
+        if self.cfg.refresh_reduction
+            && let Some(state) = self.rr.out_state(OutKey::Resv(sid, phop))
+        {
+            self.rr.forget(state);
+        }
+    }
+
+    /// Forget a session's Resv identifiers towards every previous hop, as the session goes:
+    /// its number may be reused.
+    pub(super) fn forget_session(&mut self, sid: SessionId) {
+        if !self.cfg.refresh_reduction || self.rr.out.len() == 0 {
+            return;
+        }
+        // Only capable neighbours are sent identified Resvs.
+        let nbrs: smallvec::SmallVec<[Nbr; 8]> = (self.rr.capable.keys())
+            .filter_map(|a| self.rr.nbr(*a))
+            .collect();
+        for n in nbrs {
+            self.rr.forget(OutState::Resv(sid, n));
         }
     }
 
@@ -931,5 +1161,17 @@ impl<T: TrafficControl> RsvpEngine<T> {
             flush(&mut batch, &mut keep, &mut self.counters.refresh);
         }
         self.transmits = keep;
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// Refresh reduction's bytes per reservation are a published figure (docs/BENCHMARKS.md):
+    /// four record slots of these sizes per reservation at a transit node.
+    #[test]
+    fn refresh_records_stay_small() {
+        use std::mem::size_of;
+        assert!(size_of::<Option<super::OutMsg>>() <= 32);
+        assert!(size_of::<Option<super::InIds>>() <= 32);
     }
 }

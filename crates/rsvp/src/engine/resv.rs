@@ -913,7 +913,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             forward,
         });
         let src = self.iface_addr(Some(ifx), hop.addr);
-        let key = super::refresh::OutKey::Resv(session, hop.addr);
+        let key = super::refresh::OutKey::Resv(sid, hop.addr);
         let to = (Some(src), hop.addr, Some(ifx), false, self.cfg.ttl);
         self.transmit_keyed(&msg, to, Some(key));
     }

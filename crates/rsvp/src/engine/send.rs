@@ -175,8 +175,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 },
                 forward,
             });
-            let (src, ttl, sender) = (p.sender.src(), p.ttl, p.sender);
-            let key = super::refresh::OutKey::Path(session, sender, *ifx);
+            let (src, ttl) = (p.sender.src(), p.ttl);
+            let key = super::refresh::OutKey::Path(id, *ifx);
             let to = (Some(src), session.dest, Some(*ifx), true, ttl);
             self.transmit_keyed(&msg, to, Some(key));
         }

@@ -100,6 +100,15 @@ pub struct Holding {
     pub r2_rss_held_kib: u64,
     /// R2's daemon CPU while holding them (one minute of refreshes), percent of one core.
     pub r2_cpu_percent: f64,
+    /// RSVP shards in each daemon (`[daemon] threads`).
+    pub threads: usize,
+    /// RSVP messages R2 received and sent per second in that minute.
+    pub r2_messages_per_s: f64,
+    /// R2's on-CPU time per message received or sent, microseconds (all its threads).
+    pub r2_cpu_us_per_message: f64,
+    /// R2's on-CPU time per thread (`/proc/PID/task/*/schedstat`), per message received or
+    /// sent, microseconds: the daemon's loop (the dispatcher when sharded) and each shard.
+    pub r2_threads_us_per_message: Vec<(String, f64)>,
 }
 
 pub(crate) fn request(c: &mut Client, verb: &str, args: Value) -> anyhow::Result<Value> {
@@ -190,8 +199,13 @@ pub(crate) fn setup_one(
     Ok((ms(t2 - t0), ms(t1 - t0), ms(t2 - t1)))
 }
 
-fn latency(bin: &Path, tc: &str, n: usize) -> anyhow::Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
-    let lab = rsvp_chain::build(bin, tc, "30s")?;
+fn latency(
+    bin: &Path,
+    tc: &str,
+    n: usize,
+    threads: usize,
+) -> anyhow::Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+    let lab = build(bin, tc, threads)?;
     let (mut h1, mut h2) = clients(&lab)?;
     let (mut e2e, mut path, mut resv) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..n {
@@ -290,20 +304,82 @@ pub(crate) fn cpu_over(pid: u32, window: Duration) -> anyhow::Result<CpuWindow> 
     })
 }
 
-fn hold(bin: &Path, n: usize) -> anyhow::Result<Holding> {
-    let lab = rsvp_chain::build(bin, "memory", "30s")?;
+fn hold(bin: &Path, n: usize, threads: usize) -> anyhow::Result<Holding> {
+    let lab = build(bin, "memory", threads)?;
     let pid = lab
         .pid("r2")
         .ok_or_else(|| anyhow::anyhow!("no R2 daemon"))?;
     let (idle, _) = proc_usage(pid)?;
     install(&lab, n, 20_000)?;
+    // A connection of its own each time: the daemon closes one idle for 30 s.
+    let messages = || -> anyhow::Result<u64> {
+        let mut r2 = Client::connect(&rsvp_chain::socket(&lab, R2), "pathwise daemon")?;
+        let c = request(&mut r2, "rsvp.show.counters", json!({}))?;
+        let sum = |k: &str| {
+            c[k].as_object()
+                .map_or(0, |m| m.values().filter_map(Value::as_u64).sum::<u64>())
+        };
+        Ok(sum("messages_in") + sum("messages_out"))
+    };
+    let (m0, t0) = (messages()?, thread_cpu_ns(pid));
     let w = cpu_over(pid, Duration::from_secs(60))?;
+    let (m1, t1) = (messages()?, thread_cpu_ns(pid));
+    let msgs = m1.saturating_sub(m0).max(1) as f64;
+    let r2_threads_us_per_message = t1
+        .iter()
+        .map(|(tid, name, ns)| {
+            let before = t0
+                .iter()
+                .find(|(t, ..)| t == tid)
+                .map_or(0, |(_, _, ns)| *ns);
+            (
+                name.clone(),
+                ns.saturating_sub(before) as f64 / 1000.0 / msgs,
+            )
+        })
+        .collect::<Vec<_>>();
     Ok(Holding {
         held: n,
         r2_rss_idle_kib: idle,
         r2_rss_held_kib: w.rss_kib,
         r2_cpu_percent: w.cpu_s / w.wall_s * 100.0,
+        threads,
+        r2_messages_per_s: msgs / w.wall_s,
+        r2_cpu_us_per_message: r2_threads_us_per_message.iter().map(|(_, us)| us).sum(),
+        r2_threads_us_per_message,
     })
+}
+
+/// The chain with traffic control `tc`, R = 30 s and `threads` RSVP shards per daemon.
+fn build(bin: &Path, tc: &str, threads: usize) -> anyhow::Result<crate::netns::Lab> {
+    rsvp_chain::build_with(
+        bin,
+        &rsvp_chain::Options {
+            tc,
+            refresh: "30s",
+            threads,
+            ..Default::default()
+        },
+    )
+}
+
+/// Each thread of `pid`: its id, name and on-CPU time so far, nanoseconds (the first field of
+/// `/proc/PID/task/TID/schedstat`).
+fn thread_cpu_ns(pid: u32) -> Vec<(String, String, u64)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut v: Vec<(String, String, u64)> = tasks
+        .flatten()
+        .filter_map(|t| {
+            let tid = t.file_name().to_string_lossy().into_owned();
+            let read = |f: &str| std::fs::read_to_string(t.path().join(f)).ok();
+            let ns = read("schedstat")?.split_whitespace().next()?.parse().ok()?;
+            Some((tid, read("comm")?.trim().to_string(), ns))
+        })
+        .collect();
+    v.sort();
+    v
 }
 
 /// Run the benchmark.
@@ -311,6 +387,7 @@ pub fn run(
     sessions: usize,
     held: &[usize],
     kinds: &[TrafficControlKind],
+    threads: usize,
 ) -> anyhow::Result<ChainReport> {
     if let Some(why) = crate::netns::unavailable(&["tc"]) {
         anyhow::bail!("rsvp-chain needs network namespaces: {why}");
@@ -319,13 +396,13 @@ pub fn run(
     let (first, rest) = kinds
         .split_first()
         .unwrap_or((&TrafficControlKind::Htb, &[]));
-    let (e2e, path, resv) = latency(&bin, kind_name(*first), sessions)?;
+    let (e2e, path, resv) = latency(&bin, kind_name(*first), sessions, threads)?;
     let e2e = stats(e2e);
     let per_hop_ms = e2e.median / 8.0;
-    let (signaling_only, _, _) = latency(&bin, "memory", sessions)?;
+    let (signaling_only, _, _) = latency(&bin, "memory", sessions, threads)?;
     let mut compared = Vec::new();
     for &kind in rest {
-        let (e2e, _, _) = latency(&bin, kind_name(kind), sessions)?;
+        let (e2e, _, _) = latency(&bin, kind_name(kind), sessions, threads)?;
         let e2e = stats(e2e);
         compared.push(Compared {
             traffic_control: kind_name(kind).into(),
@@ -335,7 +412,7 @@ pub fn run(
     }
     let holding = held
         .iter()
-        .map(|&n| hold(&bin, n))
+        .map(|&n| hold(&bin, n, threads))
         .collect::<anyhow::Result<_>>()?;
     Ok(ChainReport {
         traffic_control: kind_name(*first).into(),
@@ -387,8 +464,20 @@ pub fn render(r: &ChainReport) -> String {
     }
     for h in &r.holding {
         out += &format!(
-            "R2 holding {} reservations: RSS {} KiB (idle {} KiB), CPU {:.2}% of a core over 60 s of refreshes (R = 30 s)\n",
-            h.held, h.r2_rss_held_kib, h.r2_rss_idle_kib, h.r2_cpu_percent
+            "R2 holding {} reservations ({} shard(s)): RSS {} KiB (idle {} KiB), CPU {:.2}% of a core over 60 s of refreshes (R = 30 s); {:.0} messages/s in and out, {:.2} us of CPU each ({})\n",
+            h.held,
+            h.threads,
+            h.r2_rss_held_kib,
+            h.r2_rss_idle_kib,
+            h.r2_cpu_percent,
+            h.r2_messages_per_s,
+            h.r2_cpu_us_per_message,
+            h.r2_threads_us_per_message
+                .iter()
+                .filter(|(_, us)| *us > 0.0)
+                .map(|(name, us)| format!("{name} {us:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     out
@@ -474,6 +563,10 @@ mod tests {
                     r2_rss_idle_kib: 8000,
                     r2_rss_held_kib: 8000 + n as u64 / 2,
                     r2_cpu_percent: n as f64 / 10_000.0,
+                    threads: 1,
+                    r2_messages_per_s: 0.0,
+                    r2_cpu_us_per_message: 0.0,
+                    r2_threads_us_per_message: Vec::new(),
                 })
                 .collect(),
             compared: Vec::new(),

@@ -124,6 +124,9 @@ pub enum Bench {
         /// Skip the memory and CPU figures (the latency runs only).
         #[arg(long)]
         latency_only: bool,
+        /// RSVP shards in every daemon of the chain (`[daemon] threads`).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
         /// Traffic control of the latency runs with classes installed: "htb" (over rtnetlink),
         /// "htb-tc" (one `tc` process per operation); several (comma-separated) are measured one
         /// after another, each on a fresh chain. The signaling alone ("memory") is always
@@ -168,6 +171,7 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             sessions,
             hold,
             latency_only,
+            threads,
             traffic_control,
             json,
             plot,
@@ -183,7 +187,7 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
                 "--hold: at most {MAX_HOLD} reservations (R2 admits 8 Mbit/s towards R3, 500 bit/s each)"
             );
             plot_target(plot.as_deref())?;
-            let report = chain::run(sessions, &hold, &traffic_control)?;
+            let report = chain::run(sessions, &hold, &traffic_control, threads)?;
             print_report(json, &report, chain::render)?;
             plot_to(plot.as_deref(), &chain::figures(&report))
         }

@@ -693,3 +693,156 @@ fn bundles_built_across_a_batch_of_inputs_never_nest() {
     assert_eq!(phop.counters().drops.get("bad_bundle"), None);
     assert_eq!(phop.counters().received(MsgType::Ack), u64::from(n));
 }
+
+/// What the model test feeds the engine.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    /// An identified Path from PHOP for the session on this port (new or refreshed state).
+    Path(u16),
+    /// An identified PathTear from PHOP: the PSB goes, and with it any reservation.
+    PathTear(u16),
+    /// An identified Resv from NHOP for the session's sender.
+    Resv(u16),
+    /// An identified ResvTear from NHOP.
+    ResvTear(u16),
+    /// PHOP restarts: its later messages carry the other Epoch.
+    Restart,
+    /// An Srefresh from PHOP (true) or NHOP naming identifiers picked from every one sent.
+    Srefresh(bool, [u16; 3]),
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    let port = 1u16..=4;
+    prop_oneof![
+        4 => port.clone().prop_map(Op::Path),
+        2 => port.clone().prop_map(Op::PathTear),
+        3 => port.clone().prop_map(Op::Resv),
+        1 => port.prop_map(Op::ResvTear),
+        1 => Just(Op::Restart),
+        3 => (any::<bool>(), any::<[u16; 3]>()).prop_map(|(up, ids)| Op::Srefresh(up, ids)),
+    ]
+}
+
+fn resv_tear(s: Session) -> Message {
+    Message::ResvTear(ResvTear {
+        integrity: None,
+        session: s,
+        hop: RsvpHop::new(NHOP.into(), DOWN.0),
+        scope: None,
+        style: Style {
+            flags: 0,
+            kind: StyleKind::Ff,
+        },
+        flows: ff(10.0, sender(1)),
+        forward: Vec::new(),
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// The refresh tables against a reference map (RFC 2961 §4.5, §5.3, §5.4): whatever Paths,
+    /// Resvs and teardowns come and go (PSB and session numbers reused), and whatever Epochs
+    /// the previous hop restarts with, an Srefresh refreshes exactly the identifiers that
+    /// installed state still there and NACKs every other, and once everything is torn down
+    /// no record is left.
+    #[test]
+    fn refresh_tables_keep_track_of_every_identifier(ops in proptest::collection::vec(op(), 1..60)) {
+        use std::collections::HashMap;
+        let mut e = rr_engine();
+        // (neighbour is PHOP, epoch, id) of every identified message sent, and which state
+        // each port's Path and Resv state was installed by.
+        let mut sent: Vec<(bool, u32, u32)> = Vec::new();
+        let mut path_by: HashMap<u16, (u32, u32)> = HashMap::new();
+        let mut resv_by: HashMap<u16, (u32, u32)> = HashMap::new();
+        let (mut up_epoch, down_epoch) = (5u32, 9u32);
+        let mut next = HashMap::from([(5u32, 1u32), (6, 1), (9, 1)]);
+        let mut fresh = |epoch: u32| {
+            let c = next.get_mut(&epoch).unwrap();
+            *c += 1;
+            *c
+        };
+        let mut now = Instant::ZERO;
+        for op in ops {
+            now += Duration::from_millis(10);
+            match op {
+                Op::Path(port) => {
+                    let id = fresh(up_epoch);
+                    sent.push((true, up_epoch, id));
+                    feed(&mut e, now, &identified(&path(session(port), sender(1)), &mid(up_epoch, id)), PHOP, UP, 63);
+                    path_by.insert(port, (up_epoch, id));
+                }
+                Op::PathTear(port) => {
+                    let id = fresh(up_epoch);
+                    sent.push((true, up_epoch, id));
+                    feed(&mut e, now, &identified(&path_tear(session(port)), &mid(up_epoch, id)), PHOP, UP, 63);
+                    path_by.remove(&port);
+                    resv_by.remove(&port);
+                }
+                Op::Resv(port) => {
+                    let id = fresh(down_epoch);
+                    sent.push((false, down_epoch, id));
+                    let m = resv(session(port), StyleKind::Ff, ff(10.0, sender(1)));
+                    feed(&mut e, now, &identified(&m, &mid(down_epoch, id)), NHOP, DOWN, 64);
+                    if path_by.contains_key(&port) {
+                        resv_by.insert(port, (down_epoch, id));
+                    }
+                }
+                Op::ResvTear(port) => {
+                    let id = fresh(down_epoch);
+                    sent.push((false, down_epoch, id));
+                    feed(&mut e, now, &identified(&resv_tear(session(port)), &mid(down_epoch, id)), NHOP, DOWN, 64);
+                    resv_by.remove(&port);
+                }
+                Op::Restart => up_epoch = if up_epoch == 5 { 6 } else { 5 },
+                Op::Srefresh(up, picks) => {
+                    let pool: Vec<(u32, u32)> = sent
+                        .iter()
+                        .filter(|s| s.0 == up)
+                        .map(|s| (s.1, s.2))
+                        .collect();
+                    if pool.is_empty() {
+                        continue;
+                    }
+                    let mut named: Vec<(u32, u32)> =
+                        picks.iter().map(|&i| pool[usize::from(i) % pool.len()]).collect();
+                    named.sort_unstable();
+                    named.dedup();
+                    let lists = named
+                        .iter()
+                        .map(|&(epoch, id)| MessageIdList {
+                            flags: 0,
+                            epoch,
+                            ids: MessageIds::List(vec![id]),
+                        })
+                        .collect();
+                    let from = if up { (PHOP, UP) } else { (NHOP, DOWN) };
+                    let out = feed(&mut e, now, &srefresh(lists), from.0, from.1, 63);
+                    let installed = if up { &path_by } else { &resv_by };
+                    let mut want: Vec<u32> = named
+                        .iter()
+                        .filter(|n| !installed.values().any(|v| v == *n))
+                        .map(|n| n.1)
+                        .collect();
+                    let mut nacked = acks_to(&out, AckKind::Nack);
+                    want.sort_unstable();
+                    nacked.sort_unstable();
+                    proptest::prop_assert_eq!(nacked, want, "Srefresh of {:?}", named);
+                }
+            }
+            proptest::prop_assert_eq!(e.state_stats().psbs, path_by.len());
+            proptest::prop_assert_eq!(e.state_stats().rsbs, resv_by.len());
+            // One received record per Path and per Resv state installed by an identified
+            // message, none for state that went.
+            proptest::prop_assert_eq!(e.rr.records().1, path_by.len() + resv_by.len());
+        }
+        for port in 1..=4 {
+            let id = fresh(up_epoch);
+            now += Duration::from_millis(10);
+            feed(&mut e, now, &identified(&path_tear(session(port)), &mid(up_epoch, id)), PHOP, UP, 63);
+        }
+        proptest::prop_assert_eq!(e.state_stats().psbs, 0);
+        proptest::prop_assert_eq!(e.rr.records(), (0, 0));
+    }
+}

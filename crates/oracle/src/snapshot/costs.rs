@@ -1,0 +1,173 @@
+//! The sort key of every prefix as seen from one path-cache row: the §3.2.3 exit choice and the
+//! ranking cost of the chosen exit, done once per (row, prefix) instead of once per candidate.
+//! Ranking a candidate is then its longest-prefix match and one read of an 8-byte key; the
+//! prefix's leaf, its exits and the row's terms are not touched.
+//!
+//! Keys are kept per (row, prefix-table shard) and built on a shard's first use by a query from
+//! that row (a row is read only by queries from its source routers, so only the rows in use
+//! cost memory: 8 bytes per prefix each). The whole cache holds at most [`BUDGET`] bytes per
+//! snapshot; past it, candidates are costed from their exits as before (same keys, slower).
+//!
+//! Kept current through copy-on-write updates ([`TopologySnapshot::apply`](super::TopologySnapshot::apply)):
+//! a key depends on the prefix's exits (its shard) and on the row's terms (path cache, ranking,
+//! router ranks). When the terms start afresh, so does this cache; otherwise the new snapshot
+//! keeps the key arrays of every shard it shares with the old one ([`PrefixCosts::carry`]) and
+//! rebuilds the others on first use. A reader never waits for another: two readers meeting an
+//! empty shard both compute it and one result is kept.
+
+use super::prefixes::PrefixTable;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// Most bytes of keys one snapshot holds (all rows together): eight full tables of 1.2 million
+/// prefixes, or about 120 rows of the seed network.
+pub(crate) const BUDGET: usize = 80 << 20;
+
+/// Keys for every row of one path cache under one ranking.
+#[derive(Debug, Default)]
+pub(crate) struct PrefixCosts {
+    rows: Box<[OnceLock<RowCosts>]>,
+    /// Bytes of keys held (claimed before a shard's keys are built).
+    held: AtomicUsize,
+    /// Most bytes of keys held ([`BUDGET`]).
+    budget: usize,
+}
+
+/// One row's keys, per shard slot of the prefix table.
+#[derive(Debug)]
+pub(crate) struct RowCosts {
+    shards: Box<[OnceLock<Arc<[u64]>>]>,
+}
+
+impl PrefixCosts {
+    /// Empty rows for a cache of `rows` rows.
+    pub fn new(rows: usize) -> PrefixCosts {
+        PrefixCosts::with_budget(rows, BUDGET)
+    }
+
+    /// [`new`](Self::new) holding at most `budget` bytes of keys.
+    pub fn with_budget(rows: usize, budget: usize) -> PrefixCosts {
+        PrefixCosts {
+            rows: (0..rows).map(|_| OnceLock::new()).collect(),
+            held: AtomicUsize::new(0),
+            budget,
+        }
+    }
+
+    /// Row `index`, with one empty slot per shard of `table` on first use.
+    #[inline]
+    pub fn row(&self, index: usize, table: &PrefixTable) -> Option<&RowCosts> {
+        let slot = self.rows.get(index)?;
+        Some(slot.get_or_init(|| RowCosts::empty(table.slots())))
+    }
+
+    /// The cache for `table`, the next snapshot's prefix table after an update that left the
+    /// terms alone: every key array of a shard `table` shares with `older` (this cache's
+    /// table) is kept, the others start empty.
+    pub fn carry(&self, older: &PrefixTable, table: &PrefixTable) -> PrefixCosts {
+        let mut held = 0;
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| {
+                let Some(old) = r.get() else {
+                    return OnceLock::new();
+                };
+                let row = RowCosts::empty(table.slots());
+                for (slot, keys) in old.shards.iter().enumerate() {
+                    let Some(keys) = keys.get() else { continue };
+                    let Some(to) = table.same_shard(older, slot as u32) else {
+                        continue;
+                    };
+                    if let Some(cell) = row.shards.get(to as usize)
+                        && cell.set(keys.clone()).is_ok()
+                    {
+                        held += keys.len() * 8;
+                    }
+                }
+                OnceLock::from(row)
+            })
+            .collect();
+        PrefixCosts {
+            rows,
+            held: AtomicUsize::new(held),
+            budget: self.budget,
+        }
+    }
+
+    /// The keys of shard `slot` in `row`: built with `build` (for `len` prefixes) on first use
+    /// if the budget allows, else `None`.
+    #[inline]
+    pub fn keys<'a>(
+        &self,
+        row: &'a RowCosts,
+        slot: u32,
+        len: impl FnOnce() -> usize,
+        build: impl FnOnce() -> Vec<u64>,
+    ) -> Option<&'a [u64]> {
+        let cell = row.shards.get(slot as usize)?;
+        if let Some(k) = cell.get() {
+            return Some(k);
+        }
+        let bytes = len() * 8;
+        if self.held.load(Ordering::Relaxed) + bytes > self.budget {
+            return None;
+        }
+        if self.held.fetch_add(bytes, Ordering::Relaxed) + bytes > self.budget {
+            self.held.fetch_sub(bytes, Ordering::Relaxed);
+            return None;
+        }
+        if cell.set(build().into()).is_err() {
+            // Another reader built it meanwhile; either result is the same.
+            self.held.fetch_sub(bytes, Ordering::Relaxed);
+        }
+        cell.get().map(|k| &k[..])
+    }
+
+    /// Bytes held: the keys built so far and the per-row slot tables.
+    pub fn heap_bytes(&self) -> usize {
+        self.rows.len() * std::mem::size_of::<OnceLock<RowCosts>>()
+            + self
+                .rows
+                .iter()
+                .filter_map(OnceLock::get)
+                .map(|r| {
+                    r.shards.len() * std::mem::size_of::<OnceLock<Arc<[u64]>>>()
+                        + r.shards
+                            .iter()
+                            .filter_map(OnceLock::get)
+                            .map(|k| k.len() * 8)
+                            .sum::<usize>()
+                })
+                .sum::<usize>()
+    }
+
+    /// Every key array built: (row, shard slot, keys) (tests).
+    #[cfg(test)]
+    pub fn built(&self) -> Vec<(usize, u32, Arc<[u64]>)> {
+        let mut out = Vec::new();
+        for (index, row) in self.rows.iter().enumerate() {
+            let Some(row) = row.get() else { continue };
+            for (slot, keys) in row.shards.iter().enumerate() {
+                if let Some(k) = keys.get() {
+                    out.push((index, slot as u32, k.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Bytes of keys claimed so far (tests).
+    #[cfg(test)]
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+}
+
+impl RowCosts {
+    fn empty(slots: usize) -> RowCosts {
+        RowCosts {
+            shards: (0..slots).map(|_| OnceLock::new()).collect(),
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! The per-(row, prefix) sort keys (`snapshot/costs.rs`) against recomputation with the
+//! per-candidate code (exit choice over the path row, `PathMetrics`, `Ranking::cost`), through
+//! random sequences of updates: prefixes added and removed (IPv6 shards appearing and going, so
+//! slots move), links going down, the ranking changing, rows added.
+
+use super::costs::PrefixCosts;
+use super::*;
+use crate::generate::{SyntheticSpec, synthetic};
+use crate::model::{ExternalNetwork, State};
+use crate::rank::order_key;
+use proptest::prelude::*;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+const RANKINGS: [&str; 4] = [
+    "seed",
+    "fewest-hops",
+    "latency-first",
+    "if(external, 100 + as_distance, latency) - bandwidth / 1000",
+];
+
+/// A 24-router network with 600 IPv4 external prefixes and some IPv6 ones.
+fn base_config() -> OracleConfig {
+    let mut spec = SyntheticSpec::new(24, 600, 3);
+    spec.source_networks = 24;
+    let mut cfg = synthetic(&spec);
+    let exits: Vec<IpAddr> = cfg.routers.iter().step_by(5).map(|r| r.address).collect();
+    for k in 0..40u16 {
+        for (j, &router) in exits.iter().enumerate().take(2) {
+            cfg.external_networks.push(ExternalNetwork {
+                prefix: v6_prefix(k, 48),
+                router,
+                nic: 0,
+                as_number: 64_000 + u32::from(k),
+                as_distance: (k + j as u16) % 4,
+            });
+        }
+    }
+    cfg
+}
+
+/// `2001:db8:k::/len` for even `k`, `(0x3000 + k)::/len` (its own IPv6 shard) for odd `k`.
+fn v6_prefix(k: u16, len: u8) -> IpNet {
+    let a = if k.is_multiple_of(2) {
+        Ipv6Addr::new(0x2001, 0xdb8, k, 0, 0, 0, 0, 0)
+    } else {
+        Ipv6Addr::new(0x3000 + k, 0, 0, 0, 0, 0, 0, 0)
+    };
+    IpNet::new(IpAddr::V6(a), len).expect("length").trunc()
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// An external prefix at the `r`-th router (IPv4 `a.b.c.0/len`, or IPv6 shard `k`).
+    AddV4([u8; 3], u8, usize, u16),
+    AddV6(u16, u8, usize, u16),
+    /// Remove the prefix covering this address, if any.
+    Remove(IpAddr),
+    /// A NIC of the `r`-th router goes down or up.
+    Nic(usize, bool),
+    Ranking(usize),
+    /// Rank from these sources (fills their rows' keys).
+    Query(Vec<u8>),
+}
+
+fn addr() -> impl Strategy<Value = IpAddr> {
+    prop_oneof![
+        3 => any::<u32>().prop_map(|a| IpAddr::V4(Ipv4Addr::from(a))),
+        3 => (0u8..3, any::<u16>()).prop_map(|(x, h)| IpAddr::V4(Ipv4Addr::new(
+            [1, 100, 203][x as usize], 64, (h >> 8) as u8, h as u8))),
+        2 => (0u16..48, any::<u16>()).prop_map(|(k, h)| {
+            let p = v6_prefix(k, 48);
+            match p {
+                IpNet::V6(n) => IpAddr::V6(Ipv6Addr::from(u128::from(n.network()) | u128::from(h))),
+                IpNet::V4(_) => unreachable!("an IPv6 prefix"),
+            }
+        }),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (any::<[u8; 3]>(), 8u8..=28, 0usize..24, 0u16..6)
+            .prop_map(|(a, l, r, d)| Op::AddV4([[1, 100, 203][usize::from(a[0] % 3)], a[1], a[2]], l, r, d)),
+        2 => (0u16..48, 16u8..=64, 0usize..24, 0u16..6).prop_map(|(k, l, r, d)| Op::AddV6(k, l, r, d)),
+        3 => addr().prop_map(Op::Remove),
+        1 => (0usize..24, any::<bool>()).prop_map(|(r, up)| Op::Nic(r, up)),
+        1 => (0usize..RANKINGS.len()).prop_map(Op::Ranking),
+        4 => prop::collection::vec(0u8..30, 1..3).prop_map(Op::Query),
+    ]
+}
+
+/// Every key array the snapshot holds against the per-candidate code.
+fn check_keys(snap: &TopologySnapshot) -> Result<usize, String> {
+    let built = snap.costs.built();
+    for (index, slot, keys) in &built {
+        let row = snap.paths.rows.get(*index).ok_or("no such row")?;
+        let want: Vec<u64> = snap
+            .prefixes
+            .slot_exits(*slot)
+            .into_iter()
+            .map(|e| order_key(snap.metrics_of_exits(row, e).map(|m| snap.ranking.cost(&m))))
+            .collect();
+        if keys[..] != want[..] {
+            return Err(format!("row {index} slot {slot}: stale keys"));
+        }
+    }
+    Ok(built.len())
+}
+
+fn source(s: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(100, 64, s, 9))
+}
+
+fn rank_reference(snap: &TopologySnapshot, source: IpAddr, candidates: &[IpAddr]) -> Vec<IpAddr> {
+    let mut keyed: Vec<(u64, usize, IpAddr)> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, &a)| (order_key(snap.cost(source, a)), i, a))
+        .collect();
+    keyed.sort();
+    keyed.into_iter().map(|k| k.2).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn prefix_keys_equal_recomputation_through_updates(
+        ops in prop::collection::vec(op(), 1..30),
+        candidates in prop::collection::vec(addr(), 1..80),
+    ) {
+        let cfg = base_config();
+        let routers: Vec<IpAddr> = cfg.routers.iter().map(|r| r.address).collect();
+        let mut snap = TopologySnapshot::build(&cfg).expect("builds");
+        for op in ops {
+            let updates = match op {
+                Op::AddV4(a, len, r, d) => vec![Update::AddExternalNetwork(ExternalNetwork {
+                    prefix: IpNet::new(IpAddr::V4(Ipv4Addr::new(a[0], a[1], a[2], 0)), len)
+                        .expect("length")
+                        .trunc(),
+                    router: routers[r % routers.len()],
+                    nic: 0,
+                    as_number: 65_000,
+                    as_distance: d,
+                })],
+                Op::AddV6(k, len, r, d) => vec![Update::AddExternalNetwork(ExternalNetwork {
+                    prefix: v6_prefix(k, len),
+                    router: routers[r % routers.len()],
+                    nic: 0,
+                    as_number: 65_001,
+                    as_distance: d,
+                })],
+                Op::Remove(a) => match snap.locate(a) {
+                    Some(l) => vec![Update::RemovePrefix(l.prefix)],
+                    None => continue,
+                },
+                Op::Nic(r, up) => vec![Update::SetNicState {
+                    router: routers[r % routers.len()],
+                    nic: 0,
+                    state: if up { State::Up } else { State::Down },
+                }],
+                Op::Ranking(k) => vec![Update::SetRanking(RANKINGS[k].to_owned())],
+                Op::Query(sources) => {
+                    for s in sources {
+                        let mut got = candidates.clone();
+                        snap.rank(source(s), &mut got);
+                        prop_assert_eq!(got, rank_reference(&snap, source(s), &candidates));
+                    }
+                    check_keys(&snap).map_err(TestCaseError::fail)?;
+                    continue;
+                }
+            };
+            let before = snap.costs.built();
+            let Ok((next, report)) = snap.apply(&updates) else {
+                // A NIC the router does not have: nothing changed.
+                continue;
+            };
+            // Carried over: only arrays of untouched shards, and only when the terms stay.
+            let after = next.costs.built();
+            if report.paths_recomputed || report.rows_added > 0 || matches!(updates[0], Update::SetRanking(_)) {
+                prop_assert!(after.is_empty());
+            } else {
+                // Each changed prefix drops at most its own shard's array, in every row.
+                for row in 0..snap.paths.rows.len() {
+                    let n = |v: &[(usize, u32, Arc<[u64]>)]| v.iter().filter(|x| x.0 == row).count();
+                    prop_assert!(n(&after) + report.prefixes_changed >= n(&before));
+                }
+                for (_, _, k) in &after {
+                    prop_assert!(before.iter().any(|(_, _, b)| Arc::ptr_eq(b, k)));
+                }
+            }
+            check_keys(&next).map_err(TestCaseError::fail)?;
+            snap = next;
+        }
+        check_keys(&snap).map_err(TestCaseError::fail)?;
+    }
+}
+
+#[test]
+fn over_the_budget_keys_are_computed_from_the_exits() {
+    let mut snap = TopologySnapshot::build(&base_config()).expect("builds");
+    let candidates: Vec<IpAddr> = (0..300u32)
+        .map(|i| {
+            let x = i.wrapping_mul(2_654_435_761);
+            if i % 3 == 0 {
+                IpAddr::V4(Ipv4Addr::new(100, 64, (x >> 8) as u8, x as u8))
+            } else {
+                IpAddr::V4(Ipv4Addr::from(x))
+            }
+        })
+        .collect();
+    // Room for a few hundred keys: some shards get theirs, the others are costed as before.
+    snap.costs = Arc::new(PrefixCosts::with_budget(snap.paths.rows.len(), 2_000));
+    for s in [0u8, 1, 7] {
+        let mut got = candidates.clone();
+        snap.rank(source(s), &mut got);
+        assert_eq!(got, rank_reference(&snap, source(s), &candidates));
+    }
+    assert!(snap.costs.held() <= 2_000);
+    assert!(check_keys(&snap).expect("keys match") > 0);
+
+    snap.costs = Arc::new(PrefixCosts::with_budget(snap.paths.rows.len(), 0));
+    let mut got = candidates.clone();
+    snap.rank(source(3), &mut got);
+    assert_eq!(got, rank_reference(&snap, source(3), &candidates));
+    assert!(snap.costs.built().is_empty());
+}
+
+#[test]
+fn a_prefix_update_keeps_the_keys_of_the_other_shards() {
+    let snap = TopologySnapshot::build(&base_config()).expect("builds");
+    let candidates: Vec<IpAddr> = (0..=255u8)
+        .map(|o| IpAddr::V4(Ipv4Addr::new(o, 64, 1, 1)))
+        .chain((0..48).map(|k| match v6_prefix(k, 48) {
+            IpNet::V6(n) => IpAddr::V6(n.network()),
+            IpNet::V4(_) => unreachable!("an IPv6 prefix"),
+        }))
+        .collect();
+    let mut work = candidates.clone();
+    snap.rank(source(2), &mut work);
+    let before = snap.costs.built();
+    assert!(before.len() > 5, "keys built for several shards");
+    let (next, _) = snap
+        .apply(&[Update::RemovePrefix(v6_prefix(1, 48))])
+        .expect("applies");
+    let after = next.costs.built();
+    // The removed prefix's shard (its own 16-bit key) is gone; every other array is shared.
+    assert_eq!(after.len() + 1, before.len());
+    check_keys(&next).expect("keys match");
+    assert!(next.prefix_costs_bytes() > 0);
+}

@@ -1,0 +1,520 @@
+//! The sharded RSVP service of `pathwise daemon` (`[daemon] threads = N`, N > 1): the daemon's
+//! loop is the dispatcher, each shard a thread running one [`RsvpService`] (one engine, its
+//! own sending sockets, its own timer wheel).
+//!
+//! The dispatcher reads the raw sockets (`recvmmsg` batches) and the routing feed. Each
+//! datagram goes to its shard ([`ShardMap::dispatch`]) through a lock-free single-producer
+//! single-consumer ring of [`Inbound`] datagrams; the emptied buffers come back over a second
+//! ring, so the steady state allocates nothing. A shard sleeps in `poll(2)` on its wake-up
+//! socket until its engine's next deadline; the dispatcher writes to that socket only when the
+//! shard said it was going to sleep (a flag both sides fence), so a busy shard costs it no
+//! system call. A full ring drops the datagram and counts it (`shard_queue_full`), as a full
+//! socket buffer would. Route changes and management requests reach a shard as closures over a
+//! channel, followed by a wake-up: they are rare, and never on the message path.
+
+use super::ShardMap;
+use crate::rsvp::counters::{self, DaemonCounts};
+use crate::rsvp::service::{DataPlane, RsvpService, open_sockets};
+use crate::rsvp::verbs::SessionArg;
+use anyhow::Context as _;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use pathwise_core::io::{IfIndex, Received, Transport};
+use pathwise_core::tc::SharedTrafficControl;
+use pathwise_net::{FibMirror, NetEvent, RawSocket};
+use pathwise_rsvp::engine::Counters;
+use pathwise_rsvp::engine::StateStats;
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::IpAddr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+/// Datagrams a shard's ring holds.
+const RING: usize = 8192;
+
+/// How long the dispatcher waits for a shard to answer a management request.
+const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+
+/// A datagram on its way to a shard.
+#[derive(Debug)]
+pub struct Inbound {
+    src: IpAddr,
+    dst: IpAddr,
+    ifindex: IfIndex,
+    transport: Transport,
+    router_alert: Option<u16>,
+    ttl: u8,
+    buf: Vec<u8>,
+}
+
+impl Inbound {
+    fn received(&self) -> Received<'_> {
+        Received {
+            src: self.src,
+            dst: self.dst,
+            ifindex: self.ifindex,
+            transport: self.transport,
+            router_alert: self.router_alert,
+            ttl: self.ttl,
+            payload: &self.buf,
+        }
+    }
+}
+
+/// Work for a shard's thread.
+type Call = Box<dyn FnOnce(&mut RsvpService) + Send>;
+
+enum Command {
+    Call(Call),
+    Stop,
+}
+
+/// The dispatcher's end of one shard.
+struct Shard {
+    ring: rtrb::Producer<Inbound>,
+    spare: rtrb::Consumer<Vec<u8>>,
+    commands: mpsc::Sender<Command>,
+    wake: UnixStream,
+    sleeping: Arc<AtomicBool>,
+    /// Datagrams handed over since the last wake-up check.
+    handed: bool,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Shard {
+    /// Wake the shard if it is asleep (or about to be).
+    fn wake(&mut self) {
+        self.handed = false;
+        // Pairs with the fence in `run_shard`: either the shard sees what was pushed before
+        // it sleeps, or we see that it sleeps.
+        fence(Ordering::SeqCst);
+        if self.sleeping.swap(false, Ordering::SeqCst) {
+            let _ = self.wake.write(&[1]);
+        }
+    }
+
+    /// Run `f` on the shard's thread.
+    fn call(&mut self, f: Call) -> bool {
+        let sent = self.commands.send(Command::Call(f)).is_ok();
+        self.sleeping.store(false, Ordering::SeqCst);
+        let _ = self.wake.write(&[1]);
+        sent
+    }
+}
+
+/// The RSVP service of a daemon with more than one shard.
+pub struct ShardedService {
+    map: ShardMap,
+    sockets: Vec<RawSocket>,
+    fib: FibMirror,
+    fib_retry: bool,
+    shards: Vec<Shard>,
+    tc: SharedTrafficControl<DataPlane>,
+    /// Bundle sub-messages that could not be read.
+    bad_bundle: u64,
+    /// Datagrams dropped because their shard's ring was full.
+    queue_full: u64,
+    management_refused: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for ShardedService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardedService")
+            .field("shards", &self.shards.len())
+            .field("bad_bundle", &self.bad_bundle)
+            .field("queue_full", &self.queue_full)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ShardedService {
+    /// Start `shards` shard threads and open the dispatcher's sockets.
+    pub fn start(
+        node: &crate::config::NodeConfig,
+        cfg: &crate::rsvp::config::RsvpSection,
+        shards: usize,
+    ) -> anyhow::Result<ShardedService> {
+        let epoch = std::time::Instant::now();
+        let (services, tc) = RsvpService::start_shards(node, cfg, shards, epoch)?;
+        let map = ShardMap::new(shards, pathwise_core::rand::random());
+        let sockets = open_sockets(true)?;
+        let fib = FibMirror::open().context("opening rtnetlink")?;
+        let mut out = Vec::with_capacity(shards);
+        for (i, svc) in services.into_iter().enumerate() {
+            let (ring, inbox) = rtrb::RingBuffer::new(RING);
+            let (recycle, spare) = rtrb::RingBuffer::new(RING);
+            let (commands, rx) = mpsc::channel();
+            let (wake, wake_rx) = UnixStream::pair().context("creating a shard's wake-up")?;
+            wake.set_nonblocking(true)?;
+            wake_rx.set_nonblocking(true)?;
+            let sleeping = Arc::new(AtomicBool::new(false));
+            let asleep = Arc::clone(&sleeping);
+            let thread = std::thread::Builder::new()
+                .name(format!("rsvp-shard-{i}"))
+                .spawn(move || run_shard(svc, inbox, recycle, rx, wake_rx, asleep))
+                .context("starting a shard thread")?;
+            out.push(Shard {
+                ring,
+                spare,
+                commands,
+                wake,
+                sleeping,
+                handed: false,
+                thread: Some(thread),
+            });
+        }
+        let mut s = ShardedService {
+            map,
+            sockets,
+            fib,
+            fib_retry: false,
+            shards: out,
+            tc,
+            bad_bundle: 0,
+            queue_full: 0,
+            management_refused: Default::default(),
+        };
+        s.on_ready(None);
+        tracing::info!(shards, "RSVP sharded");
+        Ok(s)
+    }
+
+    /// File descriptors to wait on: the raw sockets and the routing feed.
+    pub fn fds(&self) -> Vec<BorrowedFd<'_>> {
+        let mut v: Vec<BorrowedFd<'_>> = self.sockets.iter().map(|s| s.as_fd()).collect();
+        v.push(self.fib.as_fd());
+        v
+    }
+
+    /// Read what poll(2) found ready (`None`: everything) and hand it to the shards.
+    pub fn on_ready(&mut self, ready: Option<&[RawFd]>) {
+        let ready = |fd: BorrowedFd<'_>| ready.is_none_or(|r| r.contains(&fd.as_raw_fd()));
+        let fib = if ready(self.fib.as_fd()) || self.fib_retry {
+            self.fib.drain()
+        } else {
+            Ok(Vec::new())
+        };
+        self.fib_retry = fib.is_err();
+        match fib {
+            Ok(events) => {
+                for e in events {
+                    if let NetEvent::Route(change) = e {
+                        for s in &mut self.shards {
+                            let change = change.clone();
+                            s.call(Box::new(move |svc| svc.handle_route_change(change)));
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "rtnetlink read failed"),
+        }
+        for i in 0..self.sockets.len() {
+            if !ready(self.sockets[i].as_fd()) {
+                continue;
+            }
+            loop {
+                let ShardedService {
+                    map,
+                    sockets,
+                    shards,
+                    bad_bundle,
+                    queue_full,
+                    ..
+                } = self;
+                let batch = match sockets[i].recv_batch() {
+                    Ok(b) => b,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "raw socket receive failed");
+                        break;
+                    }
+                };
+                let mut got = 0;
+                for d in batch {
+                    got += 1;
+                    *bad_bundle += map.dispatch(d.payload, |shard, bytes| {
+                        let s = &mut shards[shard];
+                        let mut buf = s.spare.pop().unwrap_or_default();
+                        buf.clear();
+                        buf.extend_from_slice(bytes);
+                        let inbound = Inbound {
+                            src: d.src,
+                            dst: d.dst,
+                            ifindex: d.ifindex,
+                            transport: d.transport,
+                            router_alert: d.router_alert,
+                            ttl: d.ttl,
+                            buf,
+                        };
+                        match s.ring.push(inbound) {
+                            Ok(()) => s.handed = true,
+                            Err(_) => *queue_full += 1,
+                        }
+                    });
+                }
+                for s in shards.iter_mut().filter(|s| s.handed) {
+                    s.wake();
+                }
+                if got == 0 {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Run `f` on every shard and collect the answers, in shard order.
+    fn gather<R: Send + 'static>(
+        &mut self,
+        f: impl Fn(&mut RsvpService) -> R + Send + Sync + 'static,
+    ) -> Result<Vec<R>, String> {
+        let f = Arc::new(f);
+        let mut answers = Vec::with_capacity(self.shards.len());
+        for s in &mut self.shards {
+            let (tx, rx) = mpsc::channel();
+            let f = Arc::clone(&f);
+            if !s.call(Box::new(move |svc| {
+                let _ = tx.send(f(svc));
+            })) {
+                return Err("an RSVP shard has stopped".into());
+            }
+            answers.push(rx);
+        }
+        answers
+            .into_iter()
+            .map(|rx| {
+                rx.recv_timeout(ANSWER_WITHIN)
+                    .map_err(|_| "an RSVP shard did not answer".to_string())
+            })
+            .collect()
+    }
+
+    /// Run `f` on shard `i` and wait for the answer.
+    fn ask<R: Send + 'static>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(&mut RsvpService) -> R + Send + 'static,
+    ) -> Result<R, String> {
+        let (tx, rx) = mpsc::channel();
+        if !self.shards[i].call(Box::new(move |svc| {
+            let _ = tx.send(f(svc));
+        })) {
+            return Err("an RSVP shard has stopped".into());
+        }
+        rx.recv_timeout(ANSWER_WITHIN)
+            .map_err(|_| "an RSVP shard did not answer".to_string())
+    }
+
+    /// Answer a management verb: one session's at its shard; views and counters from every
+    /// shard, merged.
+    pub fn handle(&mut self, verb: &str, args: &Value) -> Result<Value, String> {
+        let (v, a) = (verb.to_string(), args.clone());
+        let one = move |svc: &mut RsvpService| svc.handle(&v, &a);
+        match verb {
+            "rsvp.sender.add" | "rsvp.sender.del" | "rsvp.reserve" | "rsvp.release" => {
+                // A request whose session cannot be read goes to shard 0, which says why.
+                let shard = args
+                    .get("session")
+                    .or(Some(args))
+                    .and_then(|s| serde_json::from_value::<SessionArg>(s.clone()).ok())
+                    .map_or(0, |s| self.map.of_session(&s.into()));
+                self.ask(shard, one)?
+            }
+            "rsvp.lsp.add" => Err(
+                "LSPs headed by this node are not supported with [daemon] threads > 1 yet \
+                 (a head end's Tunnel ID picks its shard)"
+                    .into(),
+            ),
+            // Per node, not per shard: the shared traffic control; Hello is off when sharded.
+            "rsvp.show.interfaces" | "rsvp.show.neighbors" => self.ask(0, one)?,
+            "rsvp.show.counters" => {
+                let mut v = Value::Null;
+                let mut per_shard = Vec::new();
+                for answer in self.gather(one)? {
+                    let answer = answer?;
+                    // How the state is spread, shard by shard (the sums are below).
+                    per_shard.push(serde_json::json!({
+                        "sessions": answer["sessions"],
+                        "path_states": answer["path_states"],
+                        "resv_states": answer["resv_states"],
+                        "messages_in": answer["messages_in"].as_object().map_or(0, |m| {
+                            m.values().filter_map(Value::as_u64).sum::<u64>()
+                        }),
+                    }));
+                    merge(&mut v, answer);
+                }
+                v["shards"] = Value::Array(per_shard);
+                merge(&mut v, self.own_counters_json());
+                v["management_refused"] = self.management_refused.load(Ordering::Relaxed).into();
+                Ok(v)
+            }
+            _ => {
+                let mut v = Value::Null;
+                for answer in self.gather(one)? {
+                    merge(&mut v, answer?);
+                }
+                if verb == "rsvp.show.events"
+                    && let Value::Array(events) = &mut v
+                {
+                    events.sort_by(|a, b| {
+                        a["t"]
+                            .as_f64()
+                            .unwrap_or(0.0)
+                            .total_cmp(&b["t"].as_f64().unwrap_or(0.0))
+                    });
+                }
+                Ok(v)
+            }
+        }
+    }
+
+    /// What the dispatcher itself counts, in the shape of the engine's counters: its sockets'
+    /// drops and the datagrams it could not hand over.
+    fn own_counts(&self) -> (Counters, DaemonCounts) {
+        let mut c = Counters::default();
+        if self.bad_bundle > 0 {
+            c.drops.insert("bad_bundle", self.bad_bundle);
+        }
+        c.drops.insert("shard_queue_full", self.queue_full);
+        let d = DaemonCounts {
+            socket_drops: std::array::from_fn(|i| {
+                self.sockets.iter().map(|s| s.stats().drops[i]).sum()
+            }),
+            kernel_drops: self.sockets.iter().map(|s| s.stats().kernel_drops).sum(),
+            ..DaemonCounts::default()
+        };
+        (c, d)
+    }
+
+    fn own_counters_json(&self) -> Value {
+        let (c, d) = self.own_counts();
+        counters::counters_json(&c, &StateStats::default(), &d)
+    }
+
+    /// The traffic control every shard admits through, for the QoS NSLP to share.
+    pub fn traffic_control(&self) -> SharedTrafficControl<DataPlane> {
+        self.tc.clone()
+    }
+
+    /// Show `counter` (the management socket's refusals) in `counters`.
+    pub fn show_management_refused(&mut self, counter: Arc<AtomicU64>) {
+        self.management_refused = counter;
+    }
+
+    /// Every shard's counters as metric families, summed, with the dispatcher's.
+    pub fn metrics(&mut self) -> crate::metrics::Snapshot {
+        let (c, d) = self.own_counts();
+        let mut m = counters::snapshot(&c, &StateStats::default(), &d);
+        match self.gather(|svc| svc.metrics()) {
+            Ok(all) => {
+                for s in all {
+                    m.add(&s);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "RSVP metrics not gathered"),
+        }
+        m
+    }
+}
+
+impl Drop for ShardedService {
+    /// Stop the shards; each removes what it installed as its service is dropped.
+    fn drop(&mut self) {
+        for s in &mut self.shards {
+            let _ = s.commands.send(Command::Stop);
+            let _ = s.wake.write(&[1]);
+        }
+        for s in &mut self.shards {
+            if let Some(t) = s.thread.take()
+                && t.join().is_err()
+            {
+                tracing::error!("an RSVP shard thread panicked");
+            }
+        }
+    }
+}
+
+/// Sum `v` into `acc`: numbers add, arrays concatenate, objects merge key by key; anything
+/// else keeps the first value.
+pub fn merge(acc: &mut Value, v: Value) {
+    match (acc, v) {
+        (acc @ Value::Null, v) => *acc = v,
+        (Value::Number(a), Value::Number(b)) => {
+            *a = match (a.as_u64(), b.as_u64()) {
+                (Some(x), Some(y)) => x.saturating_add(y).into(),
+                _ => serde_json::Number::from_f64(
+                    a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0),
+                )
+                .unwrap_or_else(|| a.clone()),
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => a.extend(b),
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A shard's thread: datagrams from the ring, calls from the channel, the engine's timers.
+fn run_shard(
+    mut svc: RsvpService,
+    mut inbox: rtrb::Consumer<Inbound>,
+    mut recycle: rtrb::Producer<Vec<u8>>,
+    commands: mpsc::Receiver<Command>,
+    wake: UnixStream,
+    sleeping: Arc<AtomicBool>,
+) {
+    let mut sink = [0u8; 64];
+    loop {
+        while let Ok(c) = commands.try_recv() {
+            match c {
+                Command::Call(f) => f(&mut svc),
+                Command::Stop => return,
+            }
+        }
+        let now = svc.now();
+        let mut got = false;
+        while let Ok(d) = inbox.pop() {
+            svc.handle_received(now, d.received());
+            got = true;
+            // Back to the dispatcher for the next datagram; dropped if its ring is full.
+            let _ = recycle.push(d.buf);
+        }
+        if got {
+            svc.flush();
+        }
+        if svc
+            .deadline()
+            .is_some_and(|d| d <= std::time::Instant::now())
+        {
+            svc.on_timeout();
+        }
+        // Going to sleep: say so, then look once more (see `Shard::wake`).
+        sleeping.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if !inbox.is_empty() {
+            sleeping.store(false, Ordering::SeqCst);
+            continue;
+        }
+        let timeout = match svc.deadline() {
+            Some(d) => {
+                let wait = d.saturating_duration_since(std::time::Instant::now());
+                let ms = wait.as_nanos().div_ceil(1_000_000).min(1000);
+                PollTimeout::try_from(ms as i32).unwrap_or(PollTimeout::MAX)
+            }
+            None => PollTimeout::from(1000u16),
+        };
+        let mut pfd = [PollFd::new(wake.as_fd(), PollFlags::POLLIN)];
+        let _ = poll(&mut pfd, timeout);
+        sleeping.store(false, Ordering::SeqCst);
+        while let Ok(n) = (&wake).read(&mut sink) {
+            if n == 0 {
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Sharded RSVP daemons on a real network (issue #21): the five-namespace chain H1 – R1 – R2 –
+//! R3 – H2 with `[daemon] threads = 2` on every node and HTB traffic control. Flows churn for a
+//! bounded time; at every check the path and reservation state counts agree at every node
+//! (summed over both shards, and with the sessions the node lists), the sessions are spread over
+//! both shards, and after teardown no state, HTB class or label is left anywhere. Needs root,
+//! `ip` and `tc`; skips with the reason otherwise.
+
+mod common;
+
+use common::netns::{bin, serial, skip};
+use pathwise::netns::{Lab, wait_for};
+use pathwise::rsvp::chain::{H1, H2, NODES, R1, R2, R3, RECEIVER, SENDER};
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Flows: enough that both shards of every node get some.
+const FLOWS: u16 = 20;
+const KBIT: u32 = 100;
+
+fn cli(lab: &Lab, i: usize, args: &[&str]) -> anyhow::Result<Value> {
+    let sock = pathwise::rsvp::chain::socket(lab, i);
+    let mut argv = vec![
+        bin(),
+        "rsvp",
+        "--json",
+        "--socket",
+        sock.to_str().unwrap_or_default(),
+    ];
+    argv.extend_from_slice(args);
+    let out = lab.exec_ok(i, &argv)?;
+    Ok(serde_json::from_str(&out)?)
+}
+
+fn counters(lab: &Lab, i: usize) -> Value {
+    cli(lab, i, &["show", "counters"]).unwrap_or_default()
+}
+
+fn sessions(lab: &Lab, i: usize) -> usize {
+    cli(lab, i, &["show", "sessions"])
+        .ok()
+        .and_then(|v| v.as_array().map(Vec::len))
+        .unwrap_or(usize::MAX)
+}
+
+fn port(k: u16) -> String {
+    (5001 + k).to_string()
+}
+
+fn open(lab: &Lab, k: u16) -> anyhow::Result<()> {
+    let (p, rate) = (port(k), format!("{KBIT}kbit"));
+    cli(
+        lab,
+        H1,
+        &[
+            "sender", "add", "--src", SENDER, "--rate", &rate, "--dest", RECEIVER, "--port", &p,
+        ],
+    )?;
+    cli(
+        lab,
+        H2,
+        &[
+            "reserve", "--style", "ff", "--sender", SENDER, "--rate", &rate, "--dest", RECEIVER,
+            "--port", &p,
+        ],
+    )?;
+    Ok(())
+}
+
+fn close(lab: &Lab, k: u16) -> anyhow::Result<()> {
+    let p = port(k);
+    cli(lab, H2, &["release", "--dest", RECEIVER, "--port", &p])?;
+    cli(
+        lab,
+        H1,
+        &[
+            "sender", "del", "--dest", RECEIVER, "--port", &p, "--src", SENDER,
+        ],
+    )?;
+    Ok(())
+}
+
+/// Node `i` holds `n` sessions, each with its path state and its reservation: counters summed over the shards agree with each other, with the shards'
+/// own figures and with the sessions the node lists.
+fn consistent(lab: &Lab, i: usize, n: u64) -> Option<()> {
+    let c = counters(lab, i);
+    let shards = c["shards"].as_array()?;
+    let sum = |k: &str| shards.iter().filter_map(|s| s[k].as_u64()).sum::<u64>();
+    // The receiver's own request is a reservation state block too (RFC 2205 §3.11.1).
+    let resv = n;
+    (shards.len() == 2
+        && c["sessions"].as_u64() == Some(n)
+        && c["path_states"].as_u64() == Some(n)
+        && c["resv_states"].as_u64() == Some(resv)
+        && sum("sessions") == n
+        && sum("path_states") == n
+        && sum("resv_states") == resv
+        && sessions(lab, i) == n as usize)
+        .then_some(())
+}
+
+fn all_consistent(lab: &Lab, n: u64, what: &str) -> anyhow::Result<()> {
+    for (i, node) in NODES.iter().enumerate() {
+        wait_for(
+            Duration::from_secs(10),
+            &format!("{what} at {node}"),
+            || consistent(lab, i, n),
+        )
+        .map_err(|e| anyhow::anyhow!("{e}: {}", counters(lab, i)))?;
+    }
+    Ok(())
+}
+
+/// The HTB classes on `i`'s `e0`, one per line, sorted (tc lists them in hash order).
+fn classes(lab: &Lab, i: usize) -> String {
+    let out = lab
+        .exec_ok(i, &["tc", "class", "show", "dev", "e0"])
+        .unwrap_or_default();
+    let mut lines: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines.sort_unstable();
+    lines.join("\n")
+}
+
+#[test]
+fn two_shards_with_churning_flows_leave_nothing_behind() -> anyhow::Result<()> {
+    if skip(
+        "two_shards_with_churning_flows_leave_nothing_behind",
+        &["tc"],
+    ) {
+        return Ok(());
+    }
+    let _serial = serial();
+    let lab = pathwise::rsvp::chain::build_with(
+        Path::new(bin()),
+        &pathwise::rsvp::chain::Options {
+            tc: "htb",
+            refresh: "1s",
+            threads: 2,
+            ..Default::default()
+        },
+    )?;
+    let before: Vec<String> = [R1, R2, R3].iter().map(|&r| classes(&lab, r)).collect();
+    for k in 0..FLOWS {
+        open(&lab, k)?;
+    }
+    all_consistent(&lab, u64::from(FLOWS), "every flow")?;
+    // The sessions are spread: both shards of every router hold some, and both read messages.
+    for (n, r) in [R1, R2, R3].into_iter().enumerate() {
+        let c = counters(&lab, r);
+        for s in c["shards"].as_array().into_iter().flatten() {
+            assert!(s["sessions"].as_u64() > Some(0), "{}: {c}", NODES[r]);
+            assert!(s["messages_in"].as_u64() > Some(0), "{}: {c}", NODES[r]);
+        }
+        let installed: f64 = cli(&lab, r, &["show", "sessions"])?
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|s| s["installed"].as_array().cloned().unwrap_or_default())
+            .filter_map(|x| x["kbps"].as_f64())
+            .sum();
+        assert_eq!(
+            installed,
+            f64::from(KBIT) * f64::from(FLOWS),
+            "{}",
+            NODES[r]
+        );
+        let with = classes(&lab, r);
+        assert!(
+            with.lines().count() > before[n].lines().count(),
+            "{}: {with}",
+            NODES[r]
+        );
+    }
+    // Churn for a bounded time: close half the flows, open them again, the other half next.
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut round = 0u16;
+    while Instant::now() < until && round < 4 {
+        let half: Vec<u16> = (0..FLOWS).filter(|k| k % 2 == round % 2).collect();
+        for &k in &half {
+            close(&lab, k)?;
+        }
+        all_consistent(&lab, u64::from(FLOWS) - half.len() as u64, "half the flows")?;
+        for &k in &half {
+            open(&lab, k)?;
+        }
+        all_consistent(&lab, u64::from(FLOWS), "every flow again")?;
+        round += 1;
+    }
+    assert!(round >= 1, "no churn round finished in time");
+    for k in 0..FLOWS {
+        close(&lab, k)?;
+    }
+    all_consistent(&lab, 0, "no flow")?;
+    for (i, node) in NODES.iter().enumerate() {
+        let c = counters(&lab, i);
+        assert_eq!(c["reservations"].as_u64(), Some(0), "{node}: {c}");
+        assert_eq!(c["labels_in_use"].as_u64(), Some(0), "{node}: {c}");
+        assert_eq!(c["receiver_requests"].as_u64(), Some(0), "{node}: {c}");
+        assert_eq!(
+            c["drops"]["shard_queue_full"].as_u64(),
+            Some(0),
+            "{node}: {c}"
+        );
+    }
+    // No HTB class is left of those the reservations installed.
+    for (n, r) in [R1, R2, R3].into_iter().enumerate() {
+        wait_for(Duration::from_secs(5), "the classes removed", || {
+            (classes(&lab, r) == before[n]).then_some(())
+        })
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{e}: {} has {}, had {}",
+                NODES[r],
+                classes(&lab, r),
+                before[n]
+            )
+        })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,379 @@
+//! Sharded RSVP nodes in simulation (issue #21): a node of N shards ([`ShardedRsvp`], the
+//! daemon's routing of datagrams to the unchanged engine) sends the same messages, on the same
+//! hops at the same instants, as one engine, for the same inputs — setup, admission failures
+//! on a shared link, teardown — and holds the same state after many refresh periods.
+//!
+//! Documented differences: the order of messages several shards send at the same instant
+//! (each shard drains its own queue), and, once refreshes begin (0.5 R at the earliest, RFC
+//! 2205 §3.7), their timing, which each engine draws from its own random generator. So the
+//! messages are compared as a sorted list up to 0.5 R, and the state after that.
+
+use pathwise::rsvp::shard::sim::{SessionEngine, sharded_sim};
+use pathwise::rsvp::sim::{rsvp_sim, sim_engine_config};
+use pathwise_core::engine::Engine;
+use pathwise_core::time::{Duration, Instant};
+use pathwise_rsvp::wire::{
+    FilterSpec, FlowDescriptor, FlowSpec, SenderTspec, Session, StyleKind, TokenBucket,
+};
+use pathwise_rsvp::{Config, Event};
+use pathwise_sim::{NodeId, Sim, SimConfig, testbeds};
+use std::net::IpAddr;
+
+const R: Duration = Duration::from_secs(30);
+const SESSIONS: u16 = 40;
+
+fn tb(kbps: f32) -> TokenBucket {
+    TokenBucket {
+        rate: kbps * 125.0,
+        bucket: 4000.0,
+        peak: f32::INFINITY,
+        min_policed: 64,
+        max_packet: 1500,
+    }
+}
+
+fn filter(addr: IpAddr, port: u16) -> FilterSpec {
+    match addr {
+        IpAddr::V4(a) => FilterSpec::V4 {
+            src: a,
+            src_port: port,
+        },
+        IpAddr::V6(a) => FilterSpec::V6 {
+            src: a,
+            src_port: port,
+        },
+    }
+}
+
+/// One session of the workload: who sends, who receives, what is asked for.
+#[derive(Clone, Copy, Debug)]
+struct Flow {
+    session: Session,
+    sender_node: NodeId,
+    sender: FilterSpec,
+    receiver_node: NodeId,
+    style: StyleKind,
+    kbps: f32,
+}
+
+/// The workload on the KOM testbed: senders on N1 and N2, receivers on N5 and N6, 4 Mbit/s
+/// each so that the 100 Mbit/s N3–N4 link refuses some; half released at 5 s, the senders of
+/// a quarter withdrawn at 6 s, everything else torn down at 9 s.
+fn workload<E: Engine + SessionEngine + 'static>(sim: &mut Sim<E>) -> Vec<Flow> {
+    let n = |name| sim.node(name).unwrap();
+    let (n1, n2, n5, n6) = (n("N1"), n("N2"), n("N5"), n("N6"));
+    let lo = |sim: &Sim<E>, node| sim.topology().loopbacks(node)[0];
+    let flows: Vec<Flow> = (0..SESSIONS)
+        .map(|k| {
+            let (sender_node, receiver_node) = match k % 3 {
+                0 => (n1, n5),
+                1 => (n2, n6),
+                _ => (n1, n6),
+            };
+            Flow {
+                session: Session::ip(lo(sim, receiver_node), 17, 5000 + k),
+                sender_node,
+                sender: filter(lo(sim, sender_node), 6000 + k),
+                receiver_node,
+                style: if k % 2 == 0 {
+                    StyleKind::Wf
+                } else {
+                    StyleKind::Ff
+                },
+                kbps: 4000.0,
+            }
+        })
+        .collect();
+    for (k, f) in flows.iter().enumerate() {
+        let f = *f;
+        let at = Instant::from_millis(1 + k as u64 * 7);
+        sim.schedule_call(at, f.sender_node, move |e, now| {
+            e.engine_for(&f.session)
+                .register_sender(now, f.session, f.sender, SenderTspec(tb(f.kbps)))
+                .unwrap();
+        });
+        // Receivers reserve once the Path has had time to arrive (WF and FF alike).
+        sim.schedule_call(
+            at + Duration::from_millis(50),
+            f.receiver_node,
+            move |e, now| {
+                let filters = if f.style == StyleKind::Ff {
+                    vec![f.sender]
+                } else {
+                    Vec::new()
+                };
+                let flows = vec![FlowDescriptor {
+                    flowspec: Some(FlowSpec::ControlledLoad(tb(f.kbps))),
+                    filters,
+                    te: Vec::new(),
+                }];
+                e.engine_for(&f.session)
+                    .reserve(now, f.session, f.style, flows, k % 4 == 0)
+                    .unwrap();
+            },
+        );
+        let release = |sim: &mut Sim<E>, at: Instant| {
+            sim.schedule_call(at, f.receiver_node, move |e, now| {
+                let _ = e.engine_for(&f.session).release(now, f.session);
+            });
+        };
+        let withdraw = |sim: &mut Sim<E>, at: Instant| {
+            sim.schedule_call(at, f.sender_node, move |e, now| {
+                let _ = e
+                    .engine_for(&f.session)
+                    .unregister_sender(now, f.session, f.sender);
+            });
+        };
+        match k % 4 {
+            0 | 1 => release(sim, Instant::from_secs(5)),
+            2 => withdraw(sim, Instant::from_secs(6)),
+            _ => {}
+        }
+    }
+    flows
+}
+
+/// Tear down everything that is left.
+fn teardown<E: Engine + SessionEngine + 'static>(sim: &mut Sim<E>, flows: &[Flow], at: Instant) {
+    for f in flows.iter().copied() {
+        sim.schedule_call(at, f.receiver_node, move |e, now| {
+            let _ = e.engine_for(&f.session).release(now, f.session);
+        });
+        sim.schedule_call(at, f.sender_node, move |e, now| {
+            let _ = e
+                .engine_for(&f.session)
+                .unregister_sender(now, f.session, f.sender);
+        });
+    }
+}
+
+type Wire = (u64, String, u32, String, String, String, u8, Vec<u8>);
+
+/// Every message on every hop up to `until`, sorted (time, hop, bytes).
+fn wire<E: Engine>(sim: &Sim<E>, until: Instant) -> Vec<Wire> {
+    let mut v: Vec<Wire> = sim
+        .captures()
+        .iter()
+        .filter(|c| c.record.time < until)
+        .map(|c| {
+            let r = &c.record;
+            (
+                r.time.as_nanos(),
+                sim.name(r.from).to_string(),
+                r.from_ifindex.0,
+                r.to.map_or_else(String::new, |t| sim.name(t).to_string()),
+                format!("{}>{}", r.src, r.dst),
+                format!("{:?}", r.outcome),
+                r.ttl,
+                c.payload.clone(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every upcall up to `until`, sorted (time, node, event).
+fn upcalls(
+    log: &[(Instant, NodeId, Event)],
+    sim_names: &dyn Fn(NodeId) -> String,
+    until: Instant,
+) -> Vec<(u64, String, String)> {
+    let mut v: Vec<_> = log
+        .iter()
+        .filter(|(t, ..)| *t < until)
+        .map(|(t, n, e)| (t.as_nanos(), sim_names(*n), format!("{e:?}")))
+        .collect();
+    v.sort();
+    v
+}
+
+fn drain_log<E: Engine<Event = Event>>(sim: &mut Sim<E>, log: &mut Vec<(Instant, NodeId, Event)>) {
+    log.extend(
+        sim.drain_events()
+            .into_iter()
+            .map(|r| (r.time, r.node, r.event)),
+    );
+}
+
+/// The reservations installed on every node, per session, in kbit/s.
+fn installed<E: Engine + SessionEngine>(
+    sim: &mut Sim<E>,
+    flows: &[Flow],
+) -> Vec<(String, u16, u64)> {
+    let nodes: Vec<NodeId> = sim.topology().node_ids().collect();
+    let mut v = Vec::new();
+    for n in nodes {
+        let name = sim.name(n).to_string();
+        for f in flows {
+            let kbps = sim
+                .engine_mut(n)
+                .and_then(|e| e.engine_for(&f.session).session(&f.session))
+                .map_or(0, |s| {
+                    s.installed
+                        .iter()
+                        .map(|i| (f64::from(i.flowspec.reserved_rate()) / 125.0) as u64)
+                        .sum()
+                });
+            v.push((name.clone(), f.session.dst_port, kbps));
+        }
+    }
+    v
+}
+
+struct Run {
+    early_wire: Vec<Wire>,
+    early_upcalls: Vec<(u64, String, String)>,
+    steady: Vec<(String, u16, u64)>,
+    idle_at_end: bool,
+    admission_failures: usize,
+}
+
+fn run<E: Engine<Event = Event> + SessionEngine + 'static>(
+    mut sim: Sim<E>,
+    idle: impl Fn(&E) -> bool,
+) -> Run {
+    let flows = workload(&mut sim);
+    let mut log = Vec::new();
+    let half_r = Instant::ZERO + R / 2;
+    sim.run_until(half_r);
+    drain_log(&mut sim, &mut log);
+    let names = |n: NodeId| format!("{n:?}");
+    let early_wire = wire(&sim, half_r);
+    let early_upcalls = upcalls(&log, &names, half_r);
+    let admission_failures = log
+        .iter()
+        .filter(|(_, _, e)| matches!(e, Event::ResvError { .. }))
+        .count();
+    // Many refresh periods later the same reservations stand.
+    sim.run_until(Instant::from_secs(200));
+    let steady = installed(&mut sim, &flows);
+    teardown(&mut sim, &flows, Instant::from_secs(201));
+    sim.run_until(Instant::from_secs(210));
+    let nodes: Vec<NodeId> = sim.topology().node_ids().collect();
+    let idle_at_end = nodes.iter().all(|&n| sim.engine(n).is_none_or(&idle));
+    Run {
+        early_wire,
+        early_upcalls,
+        steady,
+        idle_at_end,
+        admission_failures,
+    }
+}
+
+fn base() -> Config {
+    sim_engine_config(R)
+}
+
+#[test]
+fn sharded_and_unsharded_nodes_send_the_same_messages_for_the_same_inputs() {
+    let topo = testbeds::kom_rsvp;
+    let one = run(
+        rsvp_sim(topo(), SimConfig::seeded(11).with_capture(), base()),
+        |e| e.is_idle() && e.traffic_control().is_empty(),
+    );
+    assert!(
+        one.admission_failures > 0,
+        "the workload must hit admission control"
+    );
+    assert!(one.steady.iter().any(|(_, _, k)| *k > 0));
+    assert!(one.idle_at_end);
+    for shards in [2, 3] {
+        let sharded = run(
+            sharded_sim(
+                topo(),
+                SimConfig::seeded(11).with_capture(),
+                base(),
+                shards,
+                Box::new(|_, _| Default::default()),
+            ),
+            |e| e.is_idle() && e.shards()[0].traffic_control().lock().is_empty(),
+        );
+        assert_eq!(
+            sharded.early_wire.len(),
+            one.early_wire.len(),
+            "{shards} shards"
+        );
+        assert!(
+            sharded.early_wire == one.early_wire,
+            "{shards} shards: messages differ"
+        );
+        assert_eq!(sharded.early_upcalls, one.early_upcalls, "{shards} shards");
+        assert_eq!(sharded.steady, one.steady, "{shards} shards");
+        assert!(
+            sharded.idle_at_end,
+            "{shards} shards: state left after teardown"
+        );
+    }
+}
+
+/// RSVP-TE through sharded transit and tail nodes (seed 004's R0 – R1 – R2, R0 unsharded as
+/// head ends must be for now): every LSP comes up, and the labels the sharded transit hands out
+/// are all different and each inside its shard's slice of the range (RFC 3209 §4.1: a label
+/// names one LSP at the node that allocated it).
+#[test]
+fn lsps_through_sharded_nodes_get_distinct_labels_from_each_shards_range() {
+    use pathwise::rsvp::shard::label_ranges;
+    use pathwise::rsvp::shard::sim::sharded_sim_with;
+    use pathwise_rsvp::engine::te::{LspRole, LspSpec, LspStatus};
+    const LSPS: usize = 60;
+    let mut sim = sharded_sim_with(
+        testbeds::seed004_r0_r2(),
+        SimConfig::seeded(3209),
+        base(),
+        |setup| if setup.name == "R0" { 1 } else { 3 },
+        Box::new(|_, _| Default::default()),
+    );
+    let (r0, r2) = (sim.node("R0").unwrap(), sim.node("R2").unwrap());
+    let to = sim.topology().loopbacks(r2)[0];
+    sim.schedule_call(Instant::from_millis(1), r0, move |e, now| {
+        for i in 0..LSPS {
+            let spec = LspSpec {
+                name: format!("lsp{i}"),
+                to,
+                from: None,
+                ero: None,
+                bandwidth_bps: 1000,
+                setup_priority: 7,
+                hold_priority: 0,
+                record_route: true,
+                label_recording: false,
+                gmpls: None,
+            };
+            e.engine_for(&Session::ip(to, 0, 0))
+                .open_lsp(now, spec)
+                .expect("LSP opens");
+        }
+    });
+    sim.run_until(Instant::from_secs(5));
+    let up = sim.engine(r0).unwrap().shards()[0]
+        .lsps()
+        .iter()
+        .filter(|v| v.role == LspRole::HeadEnd && v.status == LspStatus::Up)
+        .count();
+    assert_eq!(up, LSPS);
+    let ranges = label_ranges(Config::default().label_range, 3);
+    // R1 swaps; R2, the egress, advertises implicit null and allocates none.
+    for name in ["R1"] {
+        let node = sim.engine(sim.node(name).unwrap()).unwrap();
+        let mut all = Vec::new();
+        for (i, shard) in node.shards().iter().enumerate() {
+            let labels: Vec<u32> = shard.lfib().entries().map(|e| e.in_label).collect();
+            assert!(!labels.is_empty(), "{name} shard {i} holds no LSP");
+            let (first, last) = ranges[i];
+            assert!(
+                labels.iter().all(|l| (first..=last).contains(l)),
+                "{name} shard {i}: {labels:?} outside {first}..={last}"
+            );
+            all.extend(labels);
+        }
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(
+            (all.len(), n),
+            (LSPS, LSPS),
+            "{name}: labels in use once each"
+        );
+    }
+}
