@@ -301,8 +301,15 @@ impl LoadRun {
             if let Some(from) = self.steady_from {
                 v["setup_phase_s"] = json!((from - self.started).as_secs_f64());
                 if let Some(c) = &self.churn {
-                    let secs = (end - from).as_secs_f64().max(1e-9);
+                    // The churn runs for the steady phase only: not the grace period
+                    // waiting for the last replies after it.
+                    let churn_end = end.min(from + self.steady_for);
+                    let secs = churn_end
+                        .saturating_duration_since(from)
+                        .as_secs_f64()
+                        .max(1e-9);
                     v["churn"] = json!({
+                        "churn_s": secs,
                         "max_interval_ms": c.max.as_secs_f64() * 1e3,
                         // Seed 001 §V.A: n · max / 2.
                         "implied_lifetime_s": c.max.as_secs_f64() * f64::from(self.target) / 2.0,
@@ -387,14 +394,37 @@ mod tests {
                     r.sessions.len()
                 );
             }
-            let keys: Vec<_> = r.outstanding.keys().copied().collect();
-            for (s, q) in keys {
-                r.reply(s, q, Duration::from_millis(1));
+            // Every ping is answered at once but those of the last 100 ms: the run then
+            // waits the grace period for them, which is not churn time.
+            if r.steady_from
+                .is_none_or(|f| t < f + Duration::from_millis(9_900))
+            {
+                let keys: Vec<_> = r.outstanding.keys().copied().collect();
+                for (s, q) in keys {
+                    r.reply(s, q, Duration::from_millis(1));
+                }
             }
             t += Duration::from_millis(1);
         }
+        assert!(r.done());
         let v = r.report();
+        assert!(v["lost"].as_u64().unwrap() > 0, "{v}");
         let c = &v["churn"];
+        assert!((c["churn_s"].as_f64().unwrap() - 10.0).abs() < 0.01, "{c}");
+        let opened = c["sessions_opened"].as_f64().unwrap();
+        assert!(
+            (c["setups_per_s"].as_f64().unwrap() - opened / c["churn_s"].as_f64().unwrap()).abs()
+                < 1e-6,
+            "{c}"
+        );
+        assert!(
+            (80.0..120.0).contains(&c["setups_per_s"].as_f64().unwrap()),
+            "{c}"
+        );
+        assert!(
+            (80.0..120.0).contains(&c["teardowns_per_s"].as_f64().unwrap()),
+            "{c}"
+        );
         // 10 s of churn at one creation and one deletion per 10 ms on average.
         let ended = c["sessions_ended"].as_u64().unwrap();
         assert!((800..1200).contains(&ended), "{c}");
