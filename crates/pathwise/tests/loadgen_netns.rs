@@ -201,3 +201,72 @@ fn churning_flows_match_router_state_and_leave_nothing() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// `pathwise bench rsvp-scale` at a tiny N, one and two shards: the report has a row per run
+/// with sane fields (no figure is checked: the machine may be busy).
+#[test]
+fn bench_rsvp_scale_reports_sane_rows() -> anyhow::Result<()> {
+    if skip("bench_rsvp_scale_reports_sane_rows", &[]) {
+        return Ok(());
+    }
+    let _serial = serial();
+    let out = std::process::Command::new(bin())
+        .args([
+            "bench",
+            "rsvp-scale",
+            "--flows",
+            "100",
+            "--threads",
+            "1,2",
+            "--lifetime",
+            "5s",
+            "--refresh",
+            "2s",
+            "--ramp-rate",
+            "500",
+            "--window",
+            "3s",
+            "--limit",
+            "60s",
+            "--json",
+        ])
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(v["refresh_s"], 2.0, "{v:#}");
+    let rows = v["rows"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 2, "{v:#}\n{stderr}");
+    for (row, threads) in rows.iter().zip([1, 2]) {
+        assert_eq!(row["flows"], 100, "{row:#}");
+        assert_eq!(row["threads"], threads, "{row:#}");
+        assert!(row["held"].is_boolean(), "{row:#}");
+        let [lo, hi] = [0, 1].map(|i| row["r2_path_states"][i].as_u64().unwrap_or(u64::MAX));
+        // R2 held flows of the generator's and never more than N.
+        assert!(0 < lo && lo <= hi && hi <= 100, "{row:#}");
+        // Seed 001 §V.A: n · max / 2 with max = 2 · 5 s / 100.
+        let life = row["implied_lifetime_s"].as_f64().unwrap_or(0.0);
+        assert!((life - 5.0).abs() < 0.01, "{row:#}");
+        assert!(row["window_s"].as_f64().unwrap_or(0.0) >= 3.0, "{row:#}");
+        for k in ["r2_cpu_percent", "r2_messages_per_s"] {
+            let x = row[k].as_f64().unwrap_or(-1.0);
+            assert!(x.is_finite() && x >= 0.0, "{k}: {row:#}");
+        }
+        // Refreshes and churn go through R2 all the time.
+        assert!(
+            row["r2_messages_per_s"].as_f64().unwrap_or(0.0) > 0.0,
+            "{row:#}"
+        );
+        let idle = row["r2_rss_idle_kib"].as_u64().unwrap_or(0);
+        assert!(
+            idle > 0 && row["r2_rss_kib"].as_u64().unwrap_or(0) > 0,
+            "{row:#}"
+        );
+        // R2's threads: one with one shard, the shards beside it with two.
+        let named = row["r2_threads_cpu_percent"].as_array().map_or(0, Vec::len);
+        assert!(named >= threads, "{row:#}");
+        assert!(row["setups_per_s"].as_f64().unwrap_or(0.0) > 0.0, "{row:#}");
+    }
+    assert_eq!(v["most_held"].as_array().map(Vec::len), Some(2), "{v:#}");
+    Ok(())
+}

@@ -86,6 +86,11 @@ pub enum Bench {
     /// GIST's benchmarks.
     #[command(flatten)]
     Gist(crate::gist::bench::Bench),
+    /// RSVP routers at scale on the five-node network-namespace chain (root): `pathwise
+    /// loadgen rsvp` churns N flows (KOM's load, seed 001 §IV) through R1–R3; per N and shard
+    /// count, R2's average flow lifetime, CPU (/proc, schedstat) and memory, and the most flows
+    /// held (seed 001 Tables I, II, IV).
+    RsvpScale(crate::loadgen::scale::RsvpScaleArgs),
     /// Protocol boosters on two gateways in network namespaces (root): ping RTT vs size,
     /// iperf3 throughput over a 10 Mbit/s link, FEC under loss, null vs plain TUN and encrypt vs
     /// wireguard-go.
@@ -135,6 +140,7 @@ impl Cli {
             Command::Bench { which } => match which {
                 Bench::Rsvp(b) => crate::rsvp::bench::run(b),
                 Bench::Gist(b) => crate::gist::bench::run(b),
+                Bench::RsvpScale(a) => crate::loadgen::scale::run(a),
                 Bench::Booster(a) => crate::booster::cli::run_bench(a),
                 Bench::Oracle(a) => crate::oracle::cli::run_bench(a),
                 Bench::Alto(a) => crate::oracle::alto::bench::run_cli(a),

@@ -6,9 +6,12 @@
 //! - [`rsvp`]: the sans-IO RSVP sender and receiver hosts ([`rsvp::RsvpLoad`]), fed time and
 //!   datagrams like an engine, for drivers, tests and benchmarks alike;
 //! - [`driver`]: the Linux driver (batched raw sockets) and its report;
-//! - [`cli`]: `pathwise loadgen rsvp`.
+//! - [`cli`]: `pathwise loadgen rsvp`;
+//! - [`scale`]: `pathwise bench rsvp-scale`, the routers of the namespace chain under the
+//!   generator's churn at N flows (issue #21 part 7).
 
 pub mod churn;
 pub mod cli;
 pub mod driver;
 pub mod rsvp;
+pub mod scale;
