@@ -174,6 +174,14 @@ fn churning_flows_match_router_state_and_leave_nothing() -> anyhow::Result<()> {
         "{tx}"
     );
     assert_eq!(tx["teardown_complete"], true, "{tx}");
+    // The generator's cost is reported from the end of ramp-up (about 1 s in) to the stop
+    // (about 15 s in).
+    let steady = tx["steady_s"].as_f64().unwrap_or(0.0);
+    assert!(steady > 5.0 && steady < 40.0, "{tx}");
+    assert!(
+        tx["steady_cpu_percent"].as_f64().is_some_and(|c| c >= 0.0),
+        "{tx}"
+    );
     let st = &tx["stats"];
     assert!(st["flows_deleted"].as_u64().unwrap_or(0) > 500, "{tx}");
     assert_eq!(st["path_errors"], serde_json::json!({}), "{tx}");

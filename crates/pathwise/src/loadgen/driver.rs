@@ -175,7 +175,7 @@ pub fn run(cfg: LoadConfig, opts: &RunOptions) -> anyhow::Result<Report> {
         if stopped_at.is_none()
             && (stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| epoch.elapsed() >= d))
         {
-            let report = report(
+            let mut report = report(
                 &load,
                 &socks,
                 target,
@@ -183,6 +183,13 @@ pub fn run(cfg: LoadConfig, opts: &RunOptions) -> anyhow::Result<Report> {
                 heap_before,
                 cpu_before,
             );
+            // The generator's own cost holding n flows: from ramp-up's end to stop.
+            if let Some((from, cpu)) = steady_from {
+                let secs = from.elapsed().as_secs_f64();
+                report.steady_s = Some(secs);
+                report.steady_cpu_percent =
+                    (secs > 0.0).then(|| (crate::bench::soak::cpu_seconds() - cpu) / secs * 100.0);
+            }
             load.stop(t);
             stopped_at = Some((std::time::Instant::now(), report));
             send_errors += flush(&mut load, &socks, &mut bufs, t);
