@@ -220,6 +220,14 @@ impl LoadRun {
                     c.max_count = c.max_count.max(schedule.count());
                 }
             }
+            if now < from + self.steady_for
+                && self.sessions.is_empty()
+                && out.iter().any(|n| matches!(n, Next::Open))
+            {
+                // A late wake-up ended every open session but opened new ones, which are not
+                // in `sessions` until sent: go on at the next call.
+                break;
+            }
             if now >= from + self.steady_for || self.sessions.is_empty() {
                 // Done sending: wait for the last replies.
                 if self.outstanding.is_empty() || now >= from + self.steady_for + GRACE {
@@ -434,6 +442,48 @@ mod tests {
         assert_eq!(c["implied_lifetime_s"], 0.5);
         let life = c["avg_lifetime_s"].as_f64().unwrap();
         assert!((0.4..0.6).contains(&life), "{c}");
+    }
+
+    #[test]
+    fn a_late_wake_up_does_not_end_the_churn_early() {
+        let mut a = args(20);
+        a.initial_rate = 1000.0;
+        a.duration_ms = 5_000;
+        a.churn_max_interval_us = Some(20_000);
+        let t0 = Instant::now();
+        let mut r = LoadRun::new(1, &a, TransferAttributes::default(), t0).unwrap();
+        let (mut seq, mut next_id) = (0, 0u32);
+        let mut t = t0;
+        while !r.done() && t < t0 + Duration::from_secs(20) {
+            for n in r.due(t) {
+                seq += 1;
+                match n {
+                    Next::Open => {
+                        next_id += 1;
+                        let mut id = [0; 16];
+                        id[..4].copy_from_slice(&next_id.to_be_bytes());
+                        r.sent(SessionId(id), seq, true);
+                    }
+                    Next::Again(s) => r.sent(s, seq, false),
+                }
+            }
+            let keys: Vec<_> = r.outstanding.keys().copied().collect();
+            for (s, q) in keys {
+                r.reply(s, q, Duration::from_millis(1));
+            }
+            // Woken a second late each time: about 50 creations and 50 deletions at once,
+            // more than the 20 sessions open.
+            t += if r.steady_from.is_some() {
+                Duration::from_secs(1)
+            } else {
+                Duration::from_millis(1)
+            };
+        }
+        assert!(r.done());
+        let v = r.report();
+        let c = &v["churn"];
+        assert!((c["churn_s"].as_f64().unwrap() - 5.0).abs() < 0.01, "{v}");
+        assert!(c["sessions_opened"].as_u64().unwrap() > 150, "{v}");
     }
 
     #[test]
