@@ -21,6 +21,7 @@ pub mod config;
 pub mod daemon;
 pub mod demo;
 pub mod gist;
+pub mod loadgen;
 pub mod metrics;
 pub mod mgmt;
 pub mod netns;

@@ -601,6 +601,64 @@ fn load_client_opens_sessions_then_pings_across_them() {
     // Every session of the C-mode runs shares the one association per peer.
     assert_eq!(associations_over(&lab, H1, "tcp"), [("r1", 20)]);
     assert_eq!(associations_over(&lab, H1, "tls"), [("r1", 20)]);
+    // Churn (seed 001 §IV): once the 20 sessions are open, the oldest end and new ones open at
+    // intervals up to 20 ms, so 10–20 stay open; a lifetime of 20 · 20 ms / 2 = 0.2 s.
+    // Queries H2 has received: one per new session's routing-state setup (RFC 5971 §4.4.1).
+    let queries_at_h2 = |lab: &Lab| {
+        cli(lab, H2, &["show", "counters"]).expect("gist show counters")["messages_in"]["Query"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let before = queries_at_h2(&lab);
+    let v = cli(
+        &lab,
+        H1,
+        &[
+            "ping",
+            H2_V4,
+            "--sessions",
+            "20",
+            "--initial-rate",
+            "100",
+            "--steady-rate",
+            "100",
+            "--duration",
+            "3s",
+            "--churn",
+            "20ms",
+        ],
+    )
+    .unwrap_or_else(|e| panic!("churn: {e}\n{}", logs(&lab)));
+    let c = &v["churn"];
+    let ended = c["sessions_ended"].as_u64().unwrap_or(0);
+    assert!((150..=450).contains(&ended), "{v:#}");
+    assert!(c["min_sessions"].as_u64().unwrap_or(0) >= 10, "{v:#}");
+    assert_eq!(c["max_sessions"], 20, "{v:#}");
+    assert!(
+        c["avg_lifetime_s"]
+            .as_f64()
+            .is_some_and(|l| l > 0.1 && l < 0.4),
+        "{v:#}"
+    );
+    // Each session the churn opened is a new GIST session, set up along the path: its first
+    // ping answered, and a Query of its own at H2 (refreshes of the 60 sessions of the runs
+    // before add at most 60). A client that pinged old sessions again, or never sent a new
+    // session's first ping, fails here.
+    let opened = c["sessions_opened"].as_u64().unwrap_or(0);
+    assert!((150..=450).contains(&opened), "{v:#}");
+    let setups = v["setup_ms"]["count"].as_u64().unwrap_or(0);
+    assert!(setups * 10 >= (20 + opened) * 9, "{v:#}");
+    let queries = queries_at_h2(&lab).saturating_sub(before);
+    assert!(
+        queries * 10 >= (20 + opened) * 9,
+        "{queries} Queries at H2: {v:#}"
+    );
+    // The churn is counted over its own phase: setups/s is what was opened in it over its
+    // length, not over the wait for the last replies after it.
+    let churn_s = c["churn_s"].as_f64().unwrap_or(0.0);
+    assert!((2.9..=3.1).contains(&churn_s), "{v:#}");
+    let rate = c["setups_per_s"].as_f64().unwrap_or(0.0);
+    assert!((rate - opened as f64 / churn_s).abs() < 1e-6, "{v:#}");
     // The management socket stays free while a run goes on: the run answers later.
     let sock = gist_chain::socket(&lab, H1);
     let sock = sock.to_str().unwrap_or_default();

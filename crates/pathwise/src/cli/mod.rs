@@ -52,6 +52,12 @@ pub enum Command {
     Gist(crate::gist::cli::Args),
     /// The QoS NSLP on a running daemon: reserve along a path, release, query, show.
     Qos(crate::qos::cli::Args),
+    /// Load generators: RSVP end hosts with KOM's session churn (seed 001 §IV).
+    Loadgen {
+        /// Which generator.
+        #[command(subcommand)]
+        what: crate::loadgen::cli::Loadgen,
+    },
     /// Simulations: fault campaigns over many seeds.
     Sim {
         /// What to do.
@@ -80,6 +86,11 @@ pub enum Bench {
     /// GIST's benchmarks.
     #[command(flatten)]
     Gist(crate::gist::bench::Bench),
+    /// RSVP routers at scale on the five-node network-namespace chain (root): `pathwise
+    /// loadgen rsvp` churns N flows (KOM's load, seed 001 §IV) through R1–R3; per N and shard
+    /// count, R2's average flow lifetime, CPU (/proc, schedstat) and memory, and the most flows
+    /// held (seed 001 Tables I, II, IV).
+    RsvpScale(crate::loadgen::scale::RsvpScaleArgs),
     /// Protocol boosters on two gateways in network namespaces (root): ping RTT vs size,
     /// iperf3 throughput over a 10 Mbit/s link, FEC under loss, null vs plain TUN and encrypt vs
     /// wireguard-go.
@@ -124,10 +135,12 @@ impl Cli {
             Command::Booster { what } => crate::booster::cli::run(what),
             Command::Completions(a) => docs::completions(a),
             Command::Man(a) => docs::man(a),
+            Command::Loadgen { what } => crate::loadgen::cli::run(what),
             Command::Sim { what } => crate::sim::run(what),
             Command::Bench { which } => match which {
                 Bench::Rsvp(b) => crate::rsvp::bench::run(b),
                 Bench::Gist(b) => crate::gist::bench::run(b),
+                Bench::RsvpScale(a) => crate::loadgen::scale::run(a),
                 Bench::Booster(a) => crate::booster::cli::run_bench(a),
                 Bench::Oracle(a) => crate::oracle::cli::run_bench(a),
                 Bench::Alto(a) => crate::oracle::alto::bench::run_cli(a),

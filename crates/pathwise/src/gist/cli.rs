@@ -50,6 +50,12 @@ enum Cmd {
         /// Load client: length of the steady phase.
         #[arg(long, default_value = "10s", value_parser = duration, requires = "sessions")]
         duration: Duration,
+        /// Load client churn (seed 001 §IV, as `pathwise loadgen rsvp`): in the steady phase,
+        /// end the oldest session and open new ones at random intervals up to this bound, so
+        /// the count stays in [n−10, n] (average lifetime n · bound / 2); reports the lifetime
+        /// and the setups and teardowns per second.
+        #[arg(long, value_parser = duration, requires = "sessions")]
+        churn: Option<Duration>,
     },
     /// Run the Ping NSLP as its own process over the daemon's IPC NSLP API (`[gist]
     /// ipc_socket`; seed 000 §3.7): it registers the NSLPID and forwards and answers pings
@@ -145,6 +151,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             initial_rate,
             steady_rate,
             duration,
+            churn,
             ..
         } => load(
             &a.daemon.socket,
@@ -156,6 +163,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                 "steady_rate": steady_rate,
                 "duration_ms": duration.as_millis() as u64,
                 "transport": transport.name(),
+                "churn_max_interval_us": churn.map(|c| c.as_micros() as u64),
             }),
         ),
         Cmd::Ping {
@@ -345,6 +353,21 @@ fn load(socket: &std::path::Path, json_out: bool, args: Value) -> anyhow::Result
             f("p99"),
             f("max"),
             d["count"]
+        );
+    }
+    let c = &r["churn"];
+    if c.is_object() {
+        let f = |k: &str| c[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "churn          {} opened, {} ended ({:.1}/s, {:.1}/s); sessions {}–{}; lifetime {:.2} s (n·max/2 = {:.2} s)",
+            c["sessions_opened"],
+            c["sessions_ended"],
+            f("setups_per_s"),
+            f("teardowns_per_s"),
+            c["min_sessions"],
+            c["max_sessions"],
+            f("avg_lifetime_s"),
+            f("implied_lifetime_s"),
         );
     }
     Ok(())

@@ -7,11 +7,12 @@
 //! `gist.load.result` answers `{"done": false, …progress}` until the run ends, so the management
 //! socket (one client at a time) is never held for the run's length.
 
+use crate::loadgen::churn::{Churn, ChurnOp};
 use pathwise_gist::nslp::TransferAttributes;
 use pathwise_gist::wire::SessionId;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
@@ -34,6 +35,11 @@ pub struct LoadArgs {
     /// "udp", "tcp" or "tls".
     #[serde(default = "udp")]
     pub transport: String,
+    /// Churn (seed 001 §IV, as `pathwise loadgen rsvp`): once every session is open, end the
+    /// oldest and open new ones at random intervals up to this bound, µs, so the count stays in
+    /// [n − 10, n].
+    #[serde(default)]
+    pub churn_max_interval_us: Option<u64>,
 }
 
 fn udp() -> String {
@@ -61,8 +67,12 @@ pub struct LoadRun {
     initial: Duration,
     steady: Duration,
     steady_for: Duration,
-    /// Sessions opened so far (their first ping sent).
-    pub(super) sessions: Vec<SessionId>,
+    /// Sessions open (their first ping sent), oldest first, with when each was opened.
+    pub(super) sessions: VecDeque<(SessionId, Instant)>,
+    /// The churn of the steady phase, when asked for.
+    churn: Option<ChurnRun>,
+    /// The `now` of the last [`LoadRun::due`]: when the sessions it opens were opened.
+    last_due: Instant,
     next_send: Instant,
     steady_from: Option<Instant>,
     cursor: usize,
@@ -73,6 +83,19 @@ pub struct LoadRun {
     failed: u64,
     started: Instant,
     finished: Option<Instant>,
+}
+
+/// The churn of a load run's steady phase.
+#[derive(Debug)]
+struct ChurnRun {
+    max: Duration,
+    schedule: Option<Churn>,
+    rng: pathwise_core::rng::SeededRng,
+    opened: u64,
+    ended: u64,
+    lifetime_sum: Duration,
+    min_count: u64,
+    max_count: u64,
 }
 
 /// What to send next.
@@ -114,7 +137,22 @@ impl LoadRun {
             initial: interval(a.initial_rate, "initial_rate")?,
             steady: interval(a.steady_rate, "steady_rate")?,
             steady_for: Duration::from_millis(a.duration_ms.min(3_600_000)),
-            sessions: Vec::new(),
+            sessions: VecDeque::new(),
+            last_due: now,
+            churn: match a.churn_max_interval_us {
+                None => None,
+                Some(0) => return Err("churn: the interval bound must be positive".into()),
+                Some(us) => Some(ChurnRun {
+                    max: Duration::from_micros(us.min(3_600_000_000)),
+                    schedule: None,
+                    rng: pathwise_core::rng::seeded(pathwise_core::rand::random()),
+                    opened: 0,
+                    ended: 0,
+                    lifetime_sum: Duration::ZERO,
+                    min_count: u64::MAX,
+                    max_count: 0,
+                }),
+            },
             next_send: now,
             steady_from: None,
             cursor: 0,
@@ -138,6 +176,7 @@ impl LoadRun {
 
     /// The pings due at `now` (at most a burst's worth: a late wake-up does not flood).
     pub fn due(&mut self, now: Instant) -> Vec<Next> {
+        self.last_due = now;
         let mut out = Vec::new();
         while self.finished.is_none() && self.next_send <= now && out.len() < 1000 {
             if self.opened < self.target {
@@ -150,6 +189,45 @@ impl LoadRun {
                 continue;
             }
             let from = *self.steady_from.get_or_insert(now);
+            if let Some(c) = &mut self.churn
+                && now < from + self.steady_for
+            {
+                let t = |i: Instant| {
+                    pathwise_core::time::Instant::from_nanos(
+                        u64::try_from((i - self.started).as_nanos()).unwrap_or(u64::MAX),
+                    )
+                };
+                let schedule = c.schedule.get_or_insert_with(|| {
+                    Churn::steady(u64::from(self.target), c.max, t(from), &mut c.rng)
+                });
+                while let Some(op) = schedule.poll(t(now), &mut c.rng) {
+                    match op {
+                        ChurnOp::Create => {
+                            out.push(Next::Open);
+                            c.opened += 1;
+                        }
+                        // The oldest session ends: no more pings in it, and its state
+                        // along the path times out.
+                        ChurnOp::Delete => match self.sessions.pop_front() {
+                            Some((_, at)) => {
+                                c.ended += 1;
+                                c.lifetime_sum += now.saturating_duration_since(at);
+                            }
+                            None => schedule.lost(),
+                        },
+                    }
+                    c.min_count = c.min_count.min(schedule.count());
+                    c.max_count = c.max_count.max(schedule.count());
+                }
+            }
+            if now < from + self.steady_for
+                && self.sessions.is_empty()
+                && out.iter().any(|n| matches!(n, Next::Open))
+            {
+                // A late wake-up ended every open session but opened new ones, which are not
+                // in `sessions` until sent: go on at the next call.
+                break;
+            }
             if now >= from + self.steady_for || self.sessions.is_empty() {
                 // Done sending: wait for the last replies.
                 if self.outstanding.is_empty() || now >= from + self.steady_for + GRACE {
@@ -159,7 +237,7 @@ impl LoadRun {
                 }
                 break;
             }
-            let sid = self.sessions[self.cursor % self.sessions.len()];
+            let sid = self.sessions[self.cursor % self.sessions.len()].0;
             self.cursor += 1;
             out.push(Next::Again(sid));
             self.next_send += self.steady;
@@ -170,7 +248,7 @@ impl LoadRun {
     /// A ping went out in session `sid` with `seq`.
     pub fn sent(&mut self, sid: SessionId, seq: u32, open: bool) {
         if open {
-            self.sessions.push(sid);
+            self.sessions.push_back((sid, self.last_due));
         }
         self.sent += 1;
         let purpose = if open {
@@ -230,6 +308,29 @@ impl LoadRun {
             v["rtt_ms"] = distribution(&self.rtt_ms);
             if let Some(from) = self.steady_from {
                 v["setup_phase_s"] = json!((from - self.started).as_secs_f64());
+                if let Some(c) = &self.churn {
+                    // The churn runs for the steady phase only: not the grace period
+                    // waiting for the last replies after it.
+                    let churn_end = end.min(from + self.steady_for);
+                    let secs = churn_end
+                        .saturating_duration_since(from)
+                        .as_secs_f64()
+                        .max(1e-9);
+                    v["churn"] = json!({
+                        "churn_s": secs,
+                        "max_interval_ms": c.max.as_secs_f64() * 1e3,
+                        // Seed 001 §V.A: n · max / 2.
+                        "implied_lifetime_s": c.max.as_secs_f64() * f64::from(self.target) / 2.0,
+                        "avg_lifetime_s": (c.ended > 0)
+                            .then(|| c.lifetime_sum.as_secs_f64() / c.ended as f64),
+                        "sessions_opened": c.opened,
+                        "sessions_ended": c.ended,
+                        "setups_per_s": c.opened as f64 / secs,
+                        "teardowns_per_s": c.ended as f64 / secs,
+                        "min_sessions": (c.min_count != u64::MAX).then_some(c.min_count),
+                        "max_sessions": c.max_count,
+                    });
+                }
             }
         }
         v
@@ -267,7 +368,122 @@ mod tests {
             steady_rate: 100.0,
             duration_ms: 1000,
             transport: "udp".into(),
+            churn_max_interval_us: None,
         }
+    }
+
+    #[test]
+    fn churn_keeps_the_sessions_in_the_band_after_opening() {
+        let mut a = args(50);
+        a.initial_rate = 1000.0;
+        a.duration_ms = 10_000;
+        a.churn_max_interval_us = Some(20_000);
+        let t0 = Instant::now();
+        let mut r = LoadRun::new(1, &a, TransferAttributes::default(), t0).unwrap();
+        let (mut seq, mut next_id) = (0, 0u32);
+        let mut t = t0;
+        while !r.done() && t < t0 + Duration::from_secs(20) {
+            for n in r.due(t) {
+                seq += 1;
+                match n {
+                    Next::Open => {
+                        next_id += 1;
+                        let mut id = [0; 16];
+                        id[..4].copy_from_slice(&next_id.to_be_bytes());
+                        r.sent(SessionId(id), seq, true);
+                    }
+                    Next::Again(s) => r.sent(s, seq, false),
+                }
+            }
+            if r.steady_from.is_some_and(|f| t > f) && !r.done() {
+                assert!(
+                    (40..=50).contains(&r.sessions.len()),
+                    "{}",
+                    r.sessions.len()
+                );
+            }
+            // Every ping is answered at once but those of the last 100 ms: the run then
+            // waits the grace period for them, which is not churn time.
+            if r.steady_from
+                .is_none_or(|f| t < f + Duration::from_millis(9_900))
+            {
+                let keys: Vec<_> = r.outstanding.keys().copied().collect();
+                for (s, q) in keys {
+                    r.reply(s, q, Duration::from_millis(1));
+                }
+            }
+            t += Duration::from_millis(1);
+        }
+        assert!(r.done());
+        let v = r.report();
+        assert!(v["lost"].as_u64().unwrap() > 0, "{v}");
+        let c = &v["churn"];
+        assert!((c["churn_s"].as_f64().unwrap() - 10.0).abs() < 0.01, "{c}");
+        let opened = c["sessions_opened"].as_f64().unwrap();
+        assert!(
+            (c["setups_per_s"].as_f64().unwrap() - opened / c["churn_s"].as_f64().unwrap()).abs()
+                < 1e-6,
+            "{c}"
+        );
+        assert!(
+            (80.0..120.0).contains(&c["setups_per_s"].as_f64().unwrap()),
+            "{c}"
+        );
+        assert!(
+            (80.0..120.0).contains(&c["teardowns_per_s"].as_f64().unwrap()),
+            "{c}"
+        );
+        // 10 s of churn at one creation and one deletion per 10 ms on average.
+        let ended = c["sessions_ended"].as_u64().unwrap();
+        assert!((800..1200).contains(&ended), "{c}");
+        assert!(c["min_sessions"].as_u64().unwrap() >= 40, "{c}");
+        assert_eq!(c["max_sessions"], 50);
+        // Seed 001 §V.A: n · max / 2 = 0.5 s.
+        assert_eq!(c["implied_lifetime_s"], 0.5);
+        let life = c["avg_lifetime_s"].as_f64().unwrap();
+        assert!((0.4..0.6).contains(&life), "{c}");
+    }
+
+    #[test]
+    fn a_late_wake_up_does_not_end_the_churn_early() {
+        let mut a = args(20);
+        a.initial_rate = 1000.0;
+        a.duration_ms = 5_000;
+        a.churn_max_interval_us = Some(20_000);
+        let t0 = Instant::now();
+        let mut r = LoadRun::new(1, &a, TransferAttributes::default(), t0).unwrap();
+        let (mut seq, mut next_id) = (0, 0u32);
+        let mut t = t0;
+        while !r.done() && t < t0 + Duration::from_secs(20) {
+            for n in r.due(t) {
+                seq += 1;
+                match n {
+                    Next::Open => {
+                        next_id += 1;
+                        let mut id = [0; 16];
+                        id[..4].copy_from_slice(&next_id.to_be_bytes());
+                        r.sent(SessionId(id), seq, true);
+                    }
+                    Next::Again(s) => r.sent(s, seq, false),
+                }
+            }
+            let keys: Vec<_> = r.outstanding.keys().copied().collect();
+            for (s, q) in keys {
+                r.reply(s, q, Duration::from_millis(1));
+            }
+            // Woken a second late each time: about 50 creations and 50 deletions at once,
+            // more than the 20 sessions open.
+            t += if r.steady_from.is_some() {
+                Duration::from_secs(1)
+            } else {
+                Duration::from_millis(1)
+            };
+        }
+        assert!(r.done());
+        let v = r.report();
+        let c = &v["churn"];
+        assert!((c["churn_s"].as_f64().unwrap() - 5.0).abs() < 0.01, "{v}");
+        assert!(c["sessions_opened"].as_u64().unwrap() > 150, "{v}");
     }
 
     #[test]

@@ -365,7 +365,7 @@ fn build(bin: &Path, tc: &str, threads: usize) -> anyhow::Result<crate::netns::L
 
 /// Each thread of `pid`: its id, name and on-CPU time so far, nanoseconds (the first field of
 /// `/proc/PID/task/TID/schedstat`).
-fn thread_cpu_ns(pid: u32) -> Vec<(String, String, u64)> {
+pub(crate) fn thread_cpu_ns(pid: u32) -> Vec<(String, String, u64)> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
