@@ -1,6 +1,6 @@
 //! `pathwise bench booster`: the seed's experiments on our gateway, in network namespaces
 //! ([`super::netns`]), printed as tables (JSON with `--json`). Needs root, `ip`, `tc`, `ping`,
-//! `iperf3`; loss needs sch_netem or nftables; the comparison with wireguard-go needs
+//! `iperf3`; loss needs nftables (drops on arrival, [`super::netns::Testbed::shape`]); the comparison with wireguard-go needs
 //! `wireguard-go` and `wg` (left out with a note without them).
 //!
 //! - `rtt` — ping round-trip time versus IP packet size 60–1400 bytes for each setup (seed
