@@ -2,7 +2,9 @@
 //! each message carries a run of equal-sized datagrams in one buffer list and a `UDP_SEGMENT`
 //! control message (the kernel, or the device, cuts them: UDP GSO), and `recvmmsg` on a socket
 //! with `UDP_GRO` set, where one message may hold several datagrams of the size its `UDP_GRO`
-//! control message gives. Driven by the gateway's egress and ingress threads.
+//! control message gives. Driven by the gateway's egress and ingress threads. Reading the
+//! control message and cutting a message into datagrams are pure code in
+//! [`pathwise_booster::gro`] (fuzzed there); only the system calls are here.
 //!
 //! Both are probed at start-up and fall back cleanly: a kernel that refuses the socket option
 //! runs without it, and a GSO send the kernel refuses later (`EIO` from a device without
@@ -10,6 +12,7 @@
 //! datagram by datagram. What is on, and why not, is reported by `booster show`.
 
 use nix::sys::socket::{SockaddrLike, SockaddrStorage, setsockopt, sockopt};
+use pathwise_booster::gro;
 use pathwise_booster::packet::Packet;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -277,8 +280,8 @@ pub struct GroReceiver {
     msgs: Vec<libc::mmsghdr>,
     names: Vec<libc::sockaddr_storage>,
     cmsgs: Vec<CmsgBuf>,
-    /// Per message: bytes, source, segment size (0: one datagram).
-    pub got: Vec<(usize, Option<SocketAddr>, usize)>,
+    /// Per message: bytes, source, segment size (none: one datagram).
+    pub got: Vec<(usize, Option<SocketAddr>, Option<u16>)>,
 }
 
 impl std::fmt::Debug for GroReceiver {
@@ -349,24 +352,16 @@ impl GroReceiver {
         let received = usize::try_from(r).map_err(|_| nix::errno::Errno::last())?;
         for i in 0..received.min(n) {
             let m = &self.msgs[i];
-            let mut seg = 0;
-            if m.msg_hdr.msg_flags & libc::MSG_CTRUNC == 0 {
-                // SAFETY: the kernel wrote `msg_controllen` bytes of well-formed control
-                // messages into the buffer `msg_control` points at; CMSG_FIRSTHDR/NXTHDR stay
-                // within it and CMSG_DATA of a UDP_GRO message holds an int.
-                #[allow(unsafe_code)]
-                unsafe {
-                    let mut c = libc::CMSG_FIRSTHDR(&m.msg_hdr);
-                    while !c.is_null() {
-                        if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == libc::UDP_GRO {
-                            let mut v = [0u8; 4];
-                            std::ptr::copy_nonoverlapping(libc::CMSG_DATA(c), v.as_mut_ptr(), 4);
-                            seg = usize::try_from(i32::from_ne_bytes(v)).unwrap_or(0);
-                        }
-                        c = libc::CMSG_NXTHDR(&m.msg_hdr, c);
-                    }
-                }
-            }
+            // The control bytes the kernel wrote; a truncated set is not trusted. (The field is
+            // a usize with glibc, a u32 with musl.)
+            #[allow(clippy::unnecessary_cast)]
+            let written = m.msg_hdr.msg_controllen as usize;
+            let control = &self.cmsgs[i].0[..written.min(CMSG_BUF)];
+            let seg = if m.msg_hdr.msg_flags & libc::MSG_CTRUNC == 0 {
+                gro::segment_size(control)
+            } else {
+                None
+            };
             // SAFETY: the kernel wrote `msg_namelen` bytes of a socket address into `names[i]`.
             #[allow(unsafe_code)]
             let from = unsafe {
@@ -382,12 +377,12 @@ impl GroReceiver {
         Ok(self.got.len())
     }
 
-    /// The datagrams of message `i`: its bytes cut at the segment size.
-    pub fn datagrams(&self, i: usize) -> impl Iterator<Item = &[u8]> {
-        let (len, _, seg) = self.got.get(i).copied().unwrap_or((0, None, 0));
+    /// The datagrams of message `i`: its bytes cut at the segment size
+    /// ([`gro::datagrams`]; an empty message is one empty datagram).
+    pub fn datagrams(&self, i: usize) -> gro::Datagrams<'_> {
+        let (len, _, seg) = self.got.get(i).copied().unwrap_or((0, None, None));
         let bytes = self.bufs.get(i).map_or(&[][..], |b| &b[..len.min(b.len())]);
-        let seg = if seg == 0 { bytes.len().max(1) } else { seg };
-        bytes.chunks(seg)
+        gro::datagrams(bytes, seg)
     }
 }
 
