@@ -16,6 +16,8 @@
 //!   grace period that lets the two gateways switch chains without loss;
 //! - [`adaptive`]: automatic insertion and removal from observed compressibility and loss;
 //! - [`control`]: gateway-to-gateway loss reports; [`stats`]: counters and drop reasons;
+//! - [`offload`]: the TUN `virtio_net_hdr`, splitting super-segments, coalescing (GRO);
+//! - [`gro`]: the socket's `UDP_GRO` control message, and cutting a coalesced message into datagrams;
 //! - [`packet`]: buffers with headroom and the pool that makes the datapath allocation-free;
 //! - [`vectors`]: sample chains, packets and keys for tests and fuzz seeds.
 //!
@@ -33,6 +35,8 @@ pub mod admission;
 pub mod booster;
 pub mod boosters;
 pub mod control;
+pub mod gro;
+pub mod offload;
 pub mod packet;
 pub mod pipeline;
 pub mod policy;

@@ -74,6 +74,9 @@ drop_reasons! {
     NoRoom => "no_room",
     /// The socket or device refused the packet.
     Io => "io",
+    /// A frame from the tunnel device whose `virtio_net_hdr` is malformed or asks for a
+    /// segmentation the gateway did not offer ([`crate::offload`]).
+    Offload => "offload",
 }
 
 impl From<EncapError> for DropReason {
@@ -129,6 +132,10 @@ pub struct Counters {
     pub over_mtu: AtomicU64,
     /// Policy snapshots the datapath switched to.
     pub snapshot_switches: AtomicU64,
+    /// Super-segments (TSO/USO) read from the tunnel device and split into packets.
+    pub tun_in_super: AtomicU64,
+    /// Coalesced super-segments written to the tunnel device (GRO).
+    pub tun_out_super: AtomicU64,
     boosters: [BoosterCounters; KNOWN_BOOSTERS],
     drops: Vec<AtomicU64>,
 }
@@ -145,6 +152,8 @@ impl Default for Counters {
             control_in: AtomicU64::new(0),
             over_mtu: AtomicU64::new(0),
             snapshot_switches: AtomicU64::new(0),
+            tun_in_super: AtomicU64::new(0),
+            tun_out_super: AtomicU64::new(0),
             boosters: Default::default(),
             drops: DropReason::ALL.iter().map(|_| AtomicU64::new(0)).collect(),
         }
@@ -209,6 +218,8 @@ impl Counters {
             control_in: self.control_in.load(Relaxed),
             over_mtu: self.over_mtu.load(Relaxed),
             snapshot_switches: self.snapshot_switches.load(Relaxed),
+            tun_in_super: self.tun_in_super.load(Relaxed),
+            tun_out_super: self.tun_out_super.load(Relaxed),
             boosters,
             drops,
         }
@@ -255,6 +266,12 @@ pub struct StatsReport {
     pub over_mtu: u64,
     /// Policy snapshots switched to.
     pub snapshot_switches: u64,
+    /// Super-segments read from the tunnel device and split.
+    #[serde(default)]
+    pub tun_in_super: u64,
+    /// Coalesced super-segments written to the tunnel device.
+    #[serde(default)]
+    pub tun_out_super: u64,
     /// Per booster, by name.
     pub boosters: BTreeMap<String, BoosterReport>,
     /// Drops by reason.

@@ -125,3 +125,56 @@ pub fn ipv4(len: usize, n: u32, text: bool) -> Vec<u8> {
     }
     p
 }
+
+/// A TCP segment from 10.1.0.1:40000 to 10.2.0.1:5201 (or 2001:db8::1 to 2001:db8::2 if `v6`)
+/// with sequence number `seq`, TCP `flags` and `payload`, every checksum complete.
+pub fn tcp(v6: bool, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let l4_len = 20 + payload.len();
+    let mut p = if v6 {
+        let mut h = vec![0x60, 0, 0, 0];
+        h.extend_from_slice(&(l4_len as u16).to_be_bytes());
+        h.extend_from_slice(&[6, 64]);
+        h.extend_from_slice(&[0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        h.extend_from_slice(&[0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        h
+    } else {
+        let mut h = vec![0x45, 0];
+        h.extend_from_slice(&((20 + l4_len) as u16).to_be_bytes());
+        h.extend_from_slice(&[0x12, 0x34, 0x40, 0, 64, 6, 0, 0, 10, 1, 0, 1, 10, 2, 0, 1]);
+        let c = !crate::offload::fold(crate::offload::sum_bytes(0, &h));
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        h
+    };
+    let l3 = p.len();
+    p.extend_from_slice(&[0x9c, 0x40, 0x14, 0x51]);
+    p.extend_from_slice(&seq.to_be_bytes());
+    p.extend_from_slice(&[0, 0, 0, 77, 5 << 4, flags, 0x01, 0xf6, 0, 0, 0, 0]);
+    p.extend_from_slice(payload);
+    let addrs = if v6 { &p[8..40] } else { &p[12..20] };
+    let pseudo = crate::offload::sum_bytes(0, addrs) + 6 + l4_len as u64;
+    let c = !crate::offload::fold(crate::offload::sum_bytes(pseudo, &p[l3..]));
+    p[l3 + 16..l3 + 18].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+/// A frame as a TUN device with offloads hands it over: a `virtio_net_hdr` asking for TCP
+/// segmentation at `mss` and a [`tcp`] super-segment carrying `payload`.
+pub fn tcp_super_frame(v6: bool, mss: u16, payload: &[u8]) -> Vec<u8> {
+    use crate::offload::{F_NEEDS_CSUM, GsoType, VNET_HDR_LEN, VirtioNetHdr};
+    let pkt = tcp(v6, 1000, 0x18, payload);
+    let l3: u16 = if v6 { 40 } else { 20 };
+    let mut frame = vec![0u8; VNET_HDR_LEN];
+    let hdr = VirtioNetHdr {
+        flags: F_NEEDS_CSUM,
+        gso_type: if v6 { GsoType::TcpV6 } else { GsoType::TcpV4 },
+        ecn: false,
+        hdr_len: l3 + 20,
+        gso_size: mss,
+        csum_start: l3,
+        csum_offset: 16,
+    };
+    // VNET_HDR_LEN bytes: room for the header.
+    let _ = hdr.emit(&mut frame);
+    frame.extend_from_slice(&pkt);
+    frame
+}

@@ -1,6 +1,7 @@
 //! `pathwise bench booster`: the seed's experiments on our gateway, in network namespaces
 //! ([`super::netns`]), printed as tables (JSON with `--json`). Needs root, `ip`, `tc`, `ping`,
-//! `iperf3`; loss needs sch_netem or nftables; the comparison needs `wireguard-go` and `wg`.
+//! `iperf3`; loss needs nftables (drops on arrival, [`super::netns::Testbed::shape`]); the comparison with wireguard-go needs
+//! `wireguard-go` and `wg` (left out with a note without them).
 //!
 //! - `rtt` — ping round-trip time versus IP packet size 60–1400 bytes for each setup (seed
 //!   Fig. 6), over the link shaped to 10 Mbit/s;
@@ -8,13 +9,15 @@
 //!   compressible (text) and incompressible (random) data (seed Table 1);
 //! - `fec` — with 1% and 5% random loss on the link, without and with FEC: iperf3 TCP goodput,
 //!   and the share of 200 pings answered (loss as an application without retransmission sees it);
-//! - `compare` — on the unshaped link, in one run with the setups interleaved: the null
-//!   booster against a plain TUN forwarder, and the encryption booster against wireguard-go,
-//!   each as a ratio of median throughputs (and of median RTTs).
+//! - `compare` — on the unshaped link, in one run with the setups interleaved: direct veth,
+//!   the plain TUN forwarder, the null booster and the encryption booster each with the
+//!   offloads on and off, and wireguard-go (left out, with a note, when it is not installed),
+//!   as ratios of median throughputs (and of median RTTs); the load average is noted.
 //!
 //! Setups: `direct` (routed over the link, no gateway: the seed's "no support installed"),
 //! `plain` (TUN forwarder without the framework), `none` (gateway, empty chain: "support
-//! installed, no booster"), then one booster each.
+//! installed, no booster"), then one booster each; a `/nooffload` suffix runs the gateways
+//! with every offload off (`tun_offload`, `udp_gso`, `udp_gro` = false).
 
 use super::netns::{self, GA, GB, LinkShape, Payload, Testbed};
 use crate::bench::plot::{Axis, Figure, Legend, Series};
@@ -29,37 +32,48 @@ use std::time::Duration;
 pub enum Setup {
     /// Kernel routing over the link.
     Direct,
-    /// `pathwise booster gateway --plain`.
-    Plain,
-    /// The gateway with this chain (empty: no booster).
-    Chain(Vec<String>),
+    /// `pathwise booster gateway --plain` (offloads on when true).
+    Plain(bool),
+    /// The gateway with this chain (empty: no booster), offloads on when true.
+    Chain(Vec<String>, bool),
     /// wireguard-go on both gateways.
     WireGuard,
 }
 
 impl Setup {
-    /// Parse `direct`, `plain`, `none`, `wireguard-go`, or a comma-separated chain.
+    /// Parse `direct`, `plain`, `none`, `wireguard-go`, or a comma-separated chain; `plain`,
+    /// `none` and chains take a `/nooffload` suffix.
     pub fn parse(s: &str) -> Setup {
+        let (s, offloads) = match s.strip_suffix(NO_OFFLOAD) {
+            Some(s) => (s, false),
+            None => (s, true),
+        };
         match s {
             "direct" => Setup::Direct,
-            "plain" => Setup::Plain,
-            "none" => Setup::Chain(Vec::new()),
+            "plain" => Setup::Plain(offloads),
+            "none" => Setup::Chain(Vec::new(), offloads),
             "wireguard-go" => Setup::WireGuard,
-            c => Setup::Chain(c.split(',').map(str::to_string).collect()),
+            c => Setup::Chain(c.split(',').map(str::to_string).collect(), offloads),
         }
     }
 
     /// Its name in tables.
     pub fn name(&self) -> String {
+        let suffix = |on: bool| if on { "" } else { NO_OFFLOAD };
         match self {
             Setup::Direct => "direct".into(),
-            Setup::Plain => "plain".into(),
-            Setup::Chain(c) if c.is_empty() => "none".into(),
-            Setup::Chain(c) => c.join(","),
+            Setup::Plain(o) => format!("plain{}", suffix(*o)),
+            Setup::Chain(c, o) if c.is_empty() => format!("none{}", suffix(*o)),
+            Setup::Chain(c, o) => format!("{}{}", c.join(","), suffix(*o)),
             Setup::WireGuard => "wireguard-go".into(),
         }
     }
 }
+
+/// Suffix of a setup whose gateways run with every offload off.
+pub const NO_OFFLOAD: &str = "/nooffload";
+/// The gateway configuration lines that turn every offload off.
+const OFFLOADS_OFF: &str = "tun_offload = false\nudp_gso = false\nudp_gro = false";
 
 /// Options of `pathwise bench booster`.
 #[derive(Debug, Clone)]
@@ -120,14 +134,14 @@ pub fn apply(tb: &mut Testbed, bin: &Path, setup: &Setup) -> anyhow::Result<()> 
     tb.kill("wg");
     match setup {
         Setup::Direct => tb.route_direct()?,
-        Setup::Plain => {
+        Setup::Plain(o) => {
             tb.route_tun(netns::TUN)?;
-            tb.start_gateways(bin, &[], true, "")?;
+            tb.start_gateways(bin, &[], true, if *o { "" } else { OFFLOADS_OFF })?;
         }
-        Setup::Chain(c) => {
+        Setup::Chain(c, o) => {
             tb.route_tun(netns::TUN)?;
             let c: Vec<&str> = c.iter().map(String::as_str).collect();
-            tb.start_gateways(bin, &c, false, "")?;
+            tb.start_gateways(bin, &c, false, if *o { "" } else { OFFLOADS_OFF })?;
         }
         Setup::WireGuard => wireguard(tb)?,
     }
@@ -358,10 +372,33 @@ pub fn fec(opt: &Options) -> anyhow::Result<Experiment> {
     })
 }
 
-/// Null booster vs plain TUN forwarder, encryption vs wireguard-go, interleaved in one run.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Direct veth, plain TUN forwarder, null and encryption with offloads on and off, and
+/// wireguard-go, interleaved in one run on the unshaped link.
 pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
+    let load_before = load_average();
     let mut tb = Testbed::new(LinkShape::default())?;
-    let list = setups(&["plain", "null", "wireguard-go", "encrypt"]);
+    let mut names = vec![
+        "direct",
+        "plain",
+        "null",
+        "null/nooffload",
+        "encrypt",
+        "encrypt/nooffload",
+    ];
+    let mut notes = Vec::new();
+    match netns::unavailable(&["wireguard-go", "wg"]) {
+        None => names.push("wireguard-go"),
+        Some(why) => notes.push(format!(
+            "wireguard-go left out: {why} (Debian: apt-get install wireguard-go wireguard-tools)"
+        )),
+    }
+    let list = setups(&names);
     let mut points = throughput_table(&mut tb, opt, &list, &[Payload::Random])?;
     let mut rtt = vec![Vec::new(); list.len()];
     for _ in 0..opt.runs {
@@ -384,25 +421,42 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
             .find(|p| p.setup == setup && p.x == x)
             .map_or(f64::NAN, |p| p.median)
     };
-    let notes = vec![
-        format!(
-            "throughput ratio null / plain = {:.3}",
-            get("null", "random") / get("plain", "random")
-        ),
-        format!(
-            "throughput ratio encrypt / wireguard-go = {:.3}",
-            get("encrypt", "random") / get("wireguard-go", "random")
-        ),
-        format!(
-            "RTT ratio null / plain = {:.3}",
-            get("null", "rtt 1000 B (ms)") / get("plain", "rtt 1000 B (ms)")
-        ),
-        format!(
-            "RTT ratio encrypt / wireguard-go = {:.3}",
-            get("encrypt", "rtt 1000 B (ms)") / get("wireguard-go", "rtt 1000 B (ms)")
-        ),
-    ];
-    Ok(Experiment { name: "unshaped link, interleaved: null vs plain TUN forwarder, encrypt vs wireguard-go (throughput Mbit/s, random data)".into(), unit: "Mbit/s or ms".into(), notes, points })
+    for (a, b) in [
+        ("null", "direct"),
+        ("encrypt", "direct"),
+        ("null", "plain"),
+        ("null", "null/nooffload"),
+        ("encrypt", "encrypt/nooffload"),
+        ("encrypt", "wireguard-go"),
+    ] {
+        if names.contains(&b) {
+            notes.push(format!(
+                "throughput ratio {a} / {b} = {:.3}",
+                get(a, "random") / get(b, "random")
+            ));
+        }
+    }
+    for (a, b) in [("null", "plain"), ("encrypt", "wireguard-go")] {
+        if names.contains(&b) {
+            notes.push(format!(
+                "RTT ratio {a} / {b} = {:.3}",
+                get(a, "rtt 1000 B (ms)") / get(b, "rtt 1000 B (ms)")
+            ));
+        }
+    }
+    notes.push(format!(
+        "load average (1, 5, 15 min): {load_before} at the start, {} at the end",
+        load_average()
+    ));
+    Ok(Experiment {
+        name: "unshaped link, interleaved: direct veth, plain TUN forwarder, null and encrypt \
+               with offloads on and off (/nooffload), wireguard-go (throughput Mbit/s, random \
+               data)"
+            .into(),
+        unit: "Mbit/s or ms".into(),
+        notes,
+        points,
+    })
 }
 
 /// Run the named experiments (comma-separated; `all` for every one).
@@ -413,11 +467,8 @@ pub fn run(which: &str, opt: &Options) -> anyhow::Result<Vec<Experiment>> {
         bail!("unknown experiment {bad:?} (rtt, throughput, fec, compare, all)");
     }
     let all = wanted.contains(&"all");
-    let mut tools = vec!["ping", "iperf3"];
-    if all || wanted.contains(&"compare") {
-        tools.extend(["wireguard-go", "wg"]);
-    }
-    if let Some(why) = netns::unavailable(&tools) {
+    // wireguard-go is optional: `compare` leaves it out with a note when it is missing.
+    if let Some(why) = netns::unavailable(&["ping", "iperf3"]) {
         bail!("cannot run the booster benchmarks here: {why}");
     }
     let mut out = Vec::new();

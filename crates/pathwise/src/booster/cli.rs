@@ -328,7 +328,8 @@ fn render_stats(v: &Value) -> String {
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
     /// Experiments, comma-separated: rtt (seed Fig. 6), throughput (seed Table 1), fec,
-    /// compare (null vs plain TUN forwarder, encrypt vs wireguard-go), or all.
+    /// compare (direct veth, plain TUN forwarder, null and encrypt with offloads on and off,
+    /// wireguard-go when installed), or all.
     #[arg(default_value = "all")]
     experiment: String,
     /// Repetitions; medians are reported.

@@ -14,6 +14,10 @@
 //! # sender_id = 1                     # nonce sender id; default: 1 on the lower address, else 2
 //! # mtu = 1400                        # link MTU given to boosters
 //! # batch = 32                        # packets per read/send batch
+//! # tun_offload = true                # IFF_VNET_HDR: TSO/USO super-segments from the device
+//! # tun_coalesce = true               # write in-order TCP segments back coalesced (GRO)
+//! # udp_gso = true                    # send runs of datagrams with UDP_SEGMENT
+//! # udp_gro = true                    # receive coalesced datagrams with UDP_GRO
 //! # chain_grace_ms = 2000             # a chain change is sent this long after it is made, and
 //! #                                   # the previous chain still accepted for twice as long:
 //! #                                   # apply each change to both gateways within it
@@ -49,6 +53,9 @@ fn default_mtu() -> usize {
 }
 fn default_batch() -> usize {
     32
+}
+fn default_true() -> bool {
+    true
 }
 fn default_chain_grace_ms() -> u64 {
     pathwise_booster::admission::DEFAULT_GRACE.as_millis() as u64
@@ -88,6 +95,18 @@ pub struct GatewayConfig {
     /// Packets per batch.
     #[serde(default = "default_batch")]
     pub batch: usize,
+    /// Open the TUN device with `IFF_VNET_HDR` and offer TSO/USO (split here).
+    #[serde(default = "default_true")]
+    pub tun_offload: bool,
+    /// Coalesce in-order TCP segments written to the TUN device (needs `tun_offload`).
+    #[serde(default = "default_true")]
+    pub tun_coalesce: bool,
+    /// Send runs of equal-sized datagrams with UDP GSO (`UDP_SEGMENT`).
+    #[serde(default = "default_true")]
+    pub udp_gso: bool,
+    /// Receive coalesced datagrams with UDP GRO (`UDP_GRO`).
+    #[serde(default = "default_true")]
+    pub udp_gro: bool,
     /// Grace period of a chain change, in milliseconds
     /// ([`pathwise_booster::admission`]).
     #[serde(default = "default_chain_grace_ms")]

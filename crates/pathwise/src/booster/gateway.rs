@@ -13,6 +13,14 @@
 //! own policies allow for the inner packet ([`pathwise_booster::admission`]); everything else
 //! is dropped and counted by reason before it reaches the TUN device.
 //!
+//! Offloads (docs/booster-wire.md, "Offloads"; each can be turned off in the configuration):
+//! with `tun_offload` the device hands over TCP/UDP super-segments of up to 64 KiB, which
+//! egress splits into packets of the tunnel MTU before the chain ([`offload::split`]), and
+//! ingress coalesces in-order TCP segments of a flow into one super-segment per write
+//! (`tun_coalesce`, [`offload::Coalescer`]); on the socket, runs of equal-sized datagrams go
+//! out as one UDP GSO message (`udp_gso`) and come in as one UDP GRO message (`udp_gro`)
+//! ([`super::udp`]). The wire is unchanged: every datagram is one boosted packet.
+//!
 //! Policy changes (management `insert`/`remove`, the adaptive policy) build a new
 //! [`PolicySnapshot`] and store it, with the recent ones still in their grace period
 //! ([`PolicyEpochs`]), in an [`ArcSwap`]: both threads load it once per batch and never wait
@@ -25,19 +33,18 @@
 
 use super::config::GatewayConfig;
 use super::tun::Tun;
+use super::udp::{GroReceiver, GsoSender, OffloadState};
 use arc_swap::ArcSwap;
-use nix::sys::socket::{MsgFlags, MultiHeaders, SockaddrStorage, recvmmsg, sendmmsg};
 use pathwise_booster::adaptive::{Action, Adaptive, AdaptiveConfig, AdaptiveState};
 use pathwise_booster::admission::PolicyEpochs;
 use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
+use pathwise_booster::offload::{self, Coalescer, MAX_SUPER, VNET_HDR_LEN};
 use pathwise_booster::packet::{MAX_PAYLOAD, Packet};
 use pathwise_booster::pipeline::{Receiver, Sender, encode_control};
 use pathwise_booster::policy::{PolicyError, PolicySnapshot};
 use pathwise_booster::stats::{Counters, DropReason};
 use pathwise_core::time::Instant;
-use std::io::{IoSlice, IoSliceMut};
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -97,9 +104,62 @@ impl PolicyStore {
     }
 }
 
+/// Which offloads the gateway runs with (`booster show`), and why any is off.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Offloads {
+    /// The TUN device's `IFF_VNET_HDR` with checksum offload and TSO.
+    pub tun_tso: OffloadState,
+    /// UDP segmentation from the device (USO; kernels from 6.2).
+    pub tun_uso: OffloadState,
+    /// Coalescing of TCP segments written to the device.
+    pub tun_coalesce: OffloadState,
+    /// UDP GSO on the tunnel socket (may turn off at run time if the kernel refuses a send).
+    pub udp_gso: OffloadState,
+    /// UDP GRO on the tunnel socket.
+    pub udp_gro: OffloadState,
+    /// Socket buffer sizes obtained (receive, send), bytes.
+    pub socket_buffers: (usize, usize),
+}
+
+impl Offloads {
+    /// Every offload off, for `why`.
+    pub fn all_off(why: &str) -> Self {
+        let off = || OffloadState::off(why);
+        Offloads {
+            tun_tso: off(),
+            tun_uso: off(),
+            tun_coalesce: off(),
+            udp_gso: off(),
+            udp_gro: off(),
+            socket_buffers: (0, 0),
+        }
+    }
+}
+
+/// Socket buffer size asked for: a few milliseconds at 10 Gbit/s.
+const SOCKET_BUFFER: usize = 8 << 20;
+
+/// Make the socket buffers large (forced past `rmem_max`/`wmem_max` with CAP_NET_ADMIN, else
+/// as large as the limits allow); returns what the kernel gave.
+fn size_socket_buffers(socket: &UdpSocket) -> (usize, usize) {
+    use nix::sys::socket::{getsockopt, setsockopt, sockopt};
+    if setsockopt(socket, sockopt::RcvBufForce, &SOCKET_BUFFER).is_err() {
+        let _ = setsockopt(socket, sockopt::RcvBuf, &SOCKET_BUFFER);
+    }
+    if setsockopt(socket, sockopt::SndBufForce, &SOCKET_BUFFER).is_err() {
+        let _ = setsockopt(socket, sockopt::SndBuf, &SOCKET_BUFFER);
+    }
+    (
+        getsockopt(socket, sockopt::RcvBuf).unwrap_or(0),
+        getsockopt(socket, sockopt::SndBuf).unwrap_or(0),
+    )
+}
+
 /// Everything the threads and the management server share.
 #[derive(Debug)]
 pub struct Shared {
+    /// Offloads in use.
+    pub offloads: Mutex<Offloads>,
     /// Policies.
     pub store: PolicyStore,
     /// Counters of both directions.
@@ -147,7 +207,7 @@ impl Gateway {
         let key = config.key()?;
         let sender_id = config.sender_id()?;
         let snap = config.snapshot(key.is_some())?;
-        let tun = Tun::open(&config.tun)
+        let tun = Tun::open(&config.tun, config.tun_offload)
             .map_err(|e| anyhow::anyhow!("opening TUN device {}: {e}", config.tun))?;
         let socket = UdpSocket::bind(config.listen).map_err(|e| {
             let why = match crate::caps::port_need(config.listen.port(), "listen") {
@@ -159,6 +219,8 @@ impl Gateway {
             anyhow::anyhow!("binding {}: {e}{why}", config.listen)
         })?;
         socket.set_read_timeout(Some(Duration::from_millis(100)))?;
+        let offloads = probe_offloads(&config, &tun, &socket);
+        tracing::info!(?offloads, "offloads");
         let wall_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -166,6 +228,7 @@ impl Gateway {
             crypto: key.map(|k| Arc::new(CryptoContext::new(&k, sender_id, wall_ns))),
         };
         let shared = Arc::new(Shared {
+            offloads: Mutex::new(offloads),
             store: PolicyStore::new(PolicyEpochs::new(
                 Arc::new(snap),
                 Duration::from_millis(config.chain_grace_ms),
@@ -237,48 +300,61 @@ impl Gateway {
     }
 }
 
-/// Send every packet in `out` to `peer` with `sendmmsg`, `MAX_BATCH` at a time, then give the
-/// buffers back through `recycle`.
+/// What the device and the socket took of the offloads the configuration asks for.
+fn probe_offloads(cfg: &GatewayConfig, tun: &Tun, socket: &UdpSocket) -> Offloads {
+    let tun_state = |on: bool| {
+        if !cfg.tun_offload {
+            OffloadState::off("disabled in the configuration (tun_offload = false)")
+        } else if on {
+            OffloadState::on()
+        } else {
+            OffloadState::off(
+                tun.offload_error
+                    .clone()
+                    .unwrap_or_else(|| "the kernel refused it (before 6.2)".into()),
+            )
+        }
+    };
+    let tun_coalesce = if !tun.offloads.vnet_hdr {
+        tun_state(false)
+    } else if cfg.tun_coalesce {
+        OffloadState::on()
+    } else {
+        OffloadState::off("disabled in the configuration (tun_coalesce = false)")
+    };
+    Offloads {
+        tun_tso: tun_state(tun.offloads.vnet_hdr),
+        tun_uso: tun_state(tun.offloads.uso),
+        tun_coalesce,
+        udp_gso: super::udp::probe_gso(socket, cfg.udp_gso),
+        udp_gro: super::udp::enable_gro(socket, cfg.udp_gro),
+        socket_buffers: size_socket_buffers(socket),
+    }
+}
+
+/// Send every packet in `out` to the peer (GSO where on), count, give the buffers back.
 fn send_all(
+    shared: &Shared,
     socket: &UdpSocket,
-    headers: &mut MultiHeaders<SockaddrStorage>,
-    peer: &SockaddrStorage,
+    tx: &mut GsoSender,
     out: &mut Vec<Packet>,
-    counters: &Counters,
     mut recycle: impl FnMut(Packet),
 ) {
-    let addrs: [Option<SockaddrStorage>; MAX_BATCH] = [Some(*peer); MAX_BATCH];
-    let mut start = 0;
-    while start < out.len() {
-        let n = (out.len() - start).min(MAX_BATCH);
-        let mut it = out[start..start + n].iter();
-        let iovs: [[IoSlice<'_>; 1]; MAX_BATCH] =
-            std::array::from_fn(|_| [IoSlice::new(it.next().map_or(&[][..], |p| p.payload()))]);
-        let cmsgs: [nix::sys::socket::ControlMessage<'_>; 0] = [];
-        match sendmmsg(
-            socket.as_raw_fd(),
-            headers,
-            &iovs[..n],
-            &addrs[..n],
-            cmsgs,
-            MsgFlags::empty(),
-        ) {
-            Ok(sent) => {
-                let sent = sent.count().min(n);
-                counters.udp_out.fetch_add(sent as u64, Relaxed);
-                let bytes: usize = out[start..start + sent].iter().map(|p| p.len()).sum();
-                counters.udp_out_bytes.fetch_add(bytes as u64, Relaxed);
-                for _ in sent..n {
-                    counters.count_drop(DropReason::Io);
-                }
-            }
-            Err(_) => {
-                for _ in 0..n {
-                    counters.count_drop(DropReason::Io);
-                }
-            }
-        }
-        start += n;
+    let counters = &shared.counters;
+    let had_gso = tx.gso;
+    let sent = tx.send(socket, out);
+    counters.udp_out.fetch_add(sent.datagrams, Relaxed);
+    counters.udp_out_bytes.fetch_add(sent.bytes, Relaxed);
+    for _ in 0..sent.failed {
+        counters.count_drop(DropReason::Io);
+    }
+    if had_gso && !tx.gso {
+        let why = tx.gso_error.clone().unwrap_or_default();
+        shared
+            .offloads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .udp_gso = OffloadState::off(why);
     }
     out.drain(..).for_each(&mut recycle);
 }
@@ -292,8 +368,17 @@ fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> an
     if adaptive.config().enabled {
         sender.sample_compressibility(adaptive.config().sample_every.max(1));
     }
-    let mut headers = MultiHeaders::<SockaddrStorage>::preallocate(MAX_BATCH, None);
-    let peer = SockaddrStorage::from(cfg.peer);
+    let gso = shared
+        .offloads
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .udp_gso
+        .on;
+    let mut tx = GsoSender::new(cfg.peer, gso);
+    let vnet = tun.offloads.vnet_hdr;
+    // With offloads a read is one virtio header and up to 64 KiB of super-segment.
+    let mut frame = vec![0u8; if vnet { VNET_HDR_LEN + MAX_SUPER } else { 0 }];
+    let mut segments: Vec<Packet> = Vec::with_capacity(64);
     let mut out: Vec<Packet> = Vec::with_capacity(4 * MAX_BATCH);
     while !shared.stop.load(Relaxed) {
         let now = shared.now();
@@ -312,19 +397,44 @@ fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> an
         // A change is sent one grace period after it is made, when the peer accepts it.
         let snap = epochs.sending(now);
         for _ in 0..batch {
-            let mut p = sender.pool().get();
-            match tun.read(&mut p.writable_tail()[..MAX_PAYLOAD]) {
-                Ok(n) => {
-                    p.set_len(n);
-                    if shared.plain {
-                        counters.tun_in.fetch_add(1, Relaxed);
-                        out.push(p);
-                    } else {
-                        sender.boost(now, snap, p, &mut out);
+            let read = if vnet {
+                tun.read(&mut frame).map(|n| {
+                    match offload::split(&frame[..n], sender.pool(), &mut segments) {
+                        Ok(k) => {
+                            if k > 1 {
+                                counters.tun_in_super.fetch_add(1, Relaxed);
+                            }
+                        }
+                        Err(e) => {
+                            tracing::debug!(error = %e, "frame from the TUN device");
+                            counters.count_drop(DropReason::Offload);
+                        }
+                    }
+                })
+            } else {
+                let mut p = sender.pool().get();
+                let r = tun.read(&mut p.writable_tail()[..MAX_PAYLOAD]);
+                match r {
+                    Ok(n) => {
+                        p.set_len(n);
+                        segments.push(p);
+                    }
+                    Err(_) => sender.recycle(p),
+                }
+                r.map(|_| ())
+            };
+            match read {
+                Ok(()) => {
+                    for p in segments.drain(..) {
+                        if shared.plain {
+                            counters.tun_in.fetch_add(1, Relaxed);
+                            out.push(p);
+                        } else {
+                            sender.boost(now, snap, p, &mut out);
+                        }
                     }
                 }
                 Err(e) => {
-                    sender.recycle(p);
                     if e.kind() != std::io::ErrorKind::WouldBlock
                         && e.kind() != std::io::ErrorKind::Interrupted
                     {
@@ -344,9 +454,7 @@ fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> an
         if adaptive.poll_timeout().is_some_and(|t| t <= now) {
             run_adaptive(shared, &mut sender, &mut adaptive, now);
         }
-        send_all(socket, &mut headers, &peer, &mut out, counters, |p| {
-            sender.recycle(p)
-        });
+        send_all(shared, socket, &mut tx, &mut out, |p| sender.recycle(p));
     }
     Ok(())
 }
@@ -380,98 +488,95 @@ fn run_adaptive(shared: &Shared, sender: &mut Sender, adaptive: &mut Adaptive, n
     *shared.adaptive.lock().unwrap_or_else(|e| e.into_inner()) = adaptive.state().clone();
 }
 
-/// The IPv4 or IPv6 socket address in `addr`, if it is one.
-fn socket_addr(addr: &SockaddrStorage) -> Option<SocketAddr> {
-    if let Some(a) = addr.as_sockaddr_in() {
-        return Some(SocketAddr::from((a.ip(), a.port())));
-    }
-    addr.as_sockaddr_in6()
-        .map(|a| SocketAddr::from((a.ip(), a.port())))
-}
-
 fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> anyhow::Result<()> {
     let cfg = &shared.config;
     let batch = cfg.batch.min(MAX_BATCH);
     let counters = &shared.counters;
     let mut receiver = Receiver::new(env, &[cfg.peer], counters.clone());
-    let mut headers = MultiHeaders::<SockaddrStorage>::preallocate(MAX_BATCH, None);
-    let mut slots: Vec<Packet> = (0..MAX_BATCH).map(|_| receiver.pool().get()).collect();
+    let (gro, coalesce) = {
+        let o = shared.offloads.lock().unwrap_or_else(|e| e.into_inner());
+        (o.udp_gro.on, o.tun_coalesce.on)
+    };
+    let size = if gro {
+        super::udp::GRO_BUFFER
+    } else {
+        MAX_PAYLOAD
+    };
+    let mut rx = GroReceiver::new(batch, size);
+    let vnet = tun.offloads.vnet_hdr;
+    let mut coalescer = Coalescer::new(coalesce);
     let mut out: Vec<Packet> = Vec::with_capacity(4 * MAX_BATCH);
     let mut control = Vec::with_capacity(64);
     let mut next_report = shared.now();
     while !shared.stop.load(Relaxed) {
-        let mut lens = [0usize; MAX_BATCH];
-        let mut sources: [Option<SocketAddr>; MAX_BATCH] = [None; MAX_BATCH];
-        let received = {
-            let mut it = slots.iter_mut();
-            let mut iovs: [[IoSliceMut<'_>; 1]; MAX_BATCH] = std::array::from_fn(|_| {
-                [IoSliceMut::new(it.next().map_or(&mut [][..], |p| {
-                    &mut p.writable_tail()[..MAX_PAYLOAD]
-                }))]
-            });
-            match recvmmsg(
-                socket.as_raw_fd(),
-                &mut headers,
-                &mut iovs[..batch],
-                MsgFlags::MSG_WAITFORONE,
-                None,
-            ) {
-                Ok(results) => {
-                    let mut n = 0;
-                    for (i, r) in results.enumerate() {
-                        lens[i] = r.bytes;
-                        sources[i] = r.address.as_ref().and_then(socket_addr);
-                        n = i + 1;
-                    }
-                    n
-                }
-                Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => 0,
-                Err(e) => {
-                    // ECONNREFUSED reports an ICMP port unreachable for an earlier send (the
-                    // peer was not up yet; that send was counted): nothing is lost here.
-                    tracing::debug!(error = %e, "receiving from the peer");
-                    0
-                }
+        let received = match rx.receive(socket) {
+            Ok(n) => n,
+            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => 0,
+            Err(e) => {
+                // ECONNREFUSED reports an ICMP port unreachable for an earlier send (the
+                // peer was not up yet; that send was counted): nothing is lost here.
+                tracing::debug!(error = %e, "receiving from the peer");
+                0
             }
         };
         let now = shared.now();
         let epochs = shared.store.epochs();
-        for (i, &len) in lens.iter().enumerate().take(received) {
-            let fresh = receiver.pool().get();
-            let mut p = std::mem::replace(&mut slots[i], fresh);
-            p.set_len(len);
+        for i in 0..received {
             // No source (not an IP socket address) is nobody's: the receiver refuses it.
-            let from = sources[i].unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
-            if shared.plain {
-                counters.udp_in.fetch_add(1, Relaxed);
-                if from.ip().to_canonical() == cfg.peer.ip().to_canonical()
-                    && from.port() == cfg.peer.port()
-                {
-                    out.push(p);
-                } else {
-                    counters.count_drop(DropReason::UnknownPeer);
+            let from = rx.got[i].1.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
+            for datagram in rx.datagrams(i) {
+                let mut p = receiver.pool().get();
+                if p.set_payload(datagram).is_none() {
+                    counters.udp_in.fetch_add(1, Relaxed);
+                    counters.count_drop(DropReason::TooLarge);
                     receiver.recycle(p);
+                    continue;
                 }
-                continue;
+                if shared.plain {
+                    counters.udp_in.fetch_add(1, Relaxed);
+                    if from.ip().to_canonical() == cfg.peer.ip().to_canonical()
+                        && from.port() == cfg.peer.port()
+                    {
+                        out.push(p);
+                    } else {
+                        counters.count_drop(DropReason::UnknownPeer);
+                        receiver.recycle(p);
+                    }
+                    continue;
+                }
+                receiver.deboost(now, from, &epochs, p, &mut out, |c| {
+                    if let pathwise_booster::control::Control::LossReport { received, expected } = c
+                    {
+                        let mut l = shared.peer_loss.lock().unwrap_or_else(|e| e.into_inner());
+                        l.0 += u64::from(received);
+                        l.1 += u64::from(expected);
+                    }
+                });
             }
-            receiver.deboost(now, from, &epochs, p, &mut out, |c| {
-                if let pathwise_booster::control::Control::LossReport { received, expected } = c {
-                    let mut l = shared.peer_loss.lock().unwrap_or_else(|e| e.into_inner());
-                    l.0 += u64::from(received);
-                    l.1 += u64::from(expected);
-                }
-            });
         }
         drop(epochs);
-        for p in out.drain(..) {
-            match tun.write(p.payload()) {
-                Ok(_) => {
-                    counters.tun_out.fetch_add(1, Relaxed);
+        let mut write = |frame: &[u8], packets: usize| match tun.write(frame) {
+            Ok(_) => {
+                counters.tun_out.fetch_add(packets as u64, Relaxed);
+                if packets > 1 {
+                    counters.tun_out_super.fetch_add(1, Relaxed);
                 }
-                Err(_) => counters.count_drop(DropReason::Io),
+            }
+            Err(_) => {
+                for _ in 0..packets {
+                    counters.count_drop(DropReason::Io);
+                }
+            }
+        };
+        for p in out.drain(..) {
+            if vnet {
+                coalescer.push(p.payload(), &mut write);
+            } else {
+                write(p.payload(), 1);
             }
             receiver.recycle(p);
         }
+        coalescer.flush(&mut write);
         if !shared.plain && now >= next_report {
             next_report = now.checked_add(LOSS_REPORT_EVERY).unwrap_or(Instant::MAX);
             if let Some(report) = receiver.take_loss_report() {

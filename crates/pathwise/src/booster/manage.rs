@@ -105,6 +105,7 @@ fn show(shared: &Shared) -> Value {
         "encryption_key": c.psk.is_some() || c.psk_file.is_some(),
         "mtu": c.mtu,
         "batch": c.batch,
+        "offloads": *shared.offloads.lock().unwrap_or_else(|e| e.into_inner()),
         "generation": snap.generation(),
         "last_swap_ns": shared.store.last_swap_ns.load(std::sync::atomic::Ordering::Relaxed),
         "chain_grace_ms": c.chain_grace_ms,
@@ -159,6 +160,15 @@ pub fn metrics(shared: &Shared) -> Snapshot {
         "over_mtu",
         "Boosted datagrams larger than the link MTU, sent for the kernel to fragment.",
         r.over_mtu,
+    )
+    .counters(
+        "super_segments",
+        "TCP/UDP super-segments (TUN offloads) read from the tunnel device and split, and coalesced ones written to it.",
+        ["direction"],
+        [
+            (["received".to_string()], r.tun_in_super),
+            (["sent".to_string()], r.tun_out_super),
+        ],
     )
     .counter(
         "policy_switches",
@@ -229,6 +239,7 @@ mod tests {
         .unwrap();
         let snap = config.snapshot(false).unwrap();
         Shared {
+            offloads: Mutex::new(super::super::gateway::Offloads::all_off("test")),
             store: super::super::gateway::PolicyStore::new(PolicyEpochs::new(
                 Arc::new(snap),
                 std::time::Duration::from_millis(config.chain_grace_ms),

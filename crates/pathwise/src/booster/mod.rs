@@ -2,7 +2,7 @@
 //! datapath threads and management. The packet work itself is `pathwise-booster`'s; this module
 //! only feeds it packets, time and policy snapshots.
 //!
-//! - [`config`]: the TOML file; [`tun`]: the device; [`gateway`]: threads, batching, snapshot
+//! - [`config`]: the TOML file; [`tun`]: the device; [`udp`]: socket batches with GSO/GRO; [`gateway`]: threads, batching, snapshot
 //!   swaps; [`manage`]: the management verbs; [`reload`]: SIGHUP (policies read again);
 //! - [`netns`]: the two-gateway test bed in network namespaces (tests and benchmarks);
 //! - [`cli`]: `pathwise booster …` and the arguments of `pathwise bench booster`;
@@ -16,3 +16,4 @@ pub mod manage;
 pub mod netns;
 pub mod reload;
 pub mod tun;
+pub mod udp;

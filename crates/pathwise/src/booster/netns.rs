@@ -4,7 +4,7 @@
 //! ```text
 //!  host A            gateway A                     gateway B            host B
 //!  10.77.1.2 ── 10.77.1.1 [pwb0] 192.168.77.1 ══ 192.168.77.2 [pwb0] 10.77.2.1 ── 10.77.2.2
-//!                                 link: tc tbf rate limit, loss (netem, else nftables)
+//!                                 link: rate (tbf, or netem with delay), loss on arrival (nftables)
 //! ```
 //!
 //! Four namespaces (a [`Lab`]: `pw-<pid>-<n>-{ha,ga,gb,hb}`), joined by veth pairs created
@@ -51,7 +51,8 @@ pub use crate::netns::run_limited;
 pub struct LinkShape {
     /// Rate limit in Mbit/s (tc tbf); none: veth speed.
     pub rate_mbit: Option<u32>,
-    /// Random loss in percent.
+    /// Random loss in percent: each IP packet arriving over the link, datagram by datagram,
+    /// unseen by the sender ([`Testbed::shape`]).
     pub loss_pct: Option<f64>,
     /// One-way delay in ms (needs sch_netem; skipped with a note when the kernel lacks it).
     pub delay_ms: Option<u32>,
@@ -144,65 +145,91 @@ impl Testbed {
     }
 
     /// Apply `shape` to both ends of the link, replacing earlier shaping.
+    ///
+    /// Rate and delay shape each end's egress (netem when delay is asked and the kernel has
+    /// it, else tbf). Loss is applied where a lossy wire loses packets: on arrival, in an
+    /// nftables `netdev` ingress hook of the receiving end, datagram by datagram. Two things
+    /// a drop on the sender's side got wrong, and which made the gateway see less loss with
+    /// its offloads on (issue #19): a drop in the sender's postrouting hook fails its
+    /// `sendmmsg` with `EPERM`, and the sender, as sendmmsg(2) advises, sends that message
+    /// again, so the loss never happened; and a UDP GSO message crosses a veth as one
+    /// buffer, so any drop before the receiver's UDP layer (netem, nftables) loses the whole
+    /// run of datagrams at once where a wire loses one. So with loss each end also gets
+    /// `gso_max_segs 1`, which makes the kernel cut GSO messages into datagrams before the
+    /// device (as for a NIC without UDP segmentation offload); the gateways' own offloads
+    /// stay on.
     pub fn shape(&mut self, shape: LinkShape) -> anyhow::Result<()> {
         for (g, dev) in [(GA, "gl0"), (GB, "gl1")] {
             let _ = self.exec(g, &["tc", "qdisc", "del", "dev", dev, "root"]);
-            let _ = self.exec(g, &["nft", "delete", "table", "inet", "pwloss"]);
-            let netem_wanted = shape.delay_ms.is_some() || shape.loss_pct.is_some();
+            let _ = self.exec(g, &["nft", "delete", "table", "netdev", "pwloss"]);
             let mut netem_ok = false;
-            if netem_wanted {
-                let mut args = vec![
-                    "tc".to_string(),
-                    "qdisc".into(),
-                    "add".into(),
-                    "dev".into(),
-                    dev.into(),
-                    "root".into(),
-                    "handle".into(),
-                    "1:".into(),
-                    "netem".into(),
+            if let Some(d) = shape.delay_ms {
+                let delay = format!("{d}ms");
+                let mut argv = vec![
+                    "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem", "delay",
+                    &delay,
                 ];
-                if let Some(d) = shape.delay_ms {
-                    args.extend(["delay".into(), format!("{d}ms")]);
+                let rate = shape.rate_mbit.map(|r| format!("{r}mbit"));
+                if let Some(r) = &rate {
+                    argv.extend(["rate", r.as_str()]);
                 }
-                if let Some(l) = shape.loss_pct {
-                    args.extend(["loss".into(), format!("{l}%")]);
-                }
-                if let Some(r) = shape.rate_mbit {
-                    args.extend(["rate".into(), format!("{r}mbit")]);
-                }
-                let argv: Vec<&str> = args.iter().map(String::as_str).collect();
                 netem_ok = self.exec(g, &argv)?.status.success();
-            }
-            if !netem_ok {
-                if let Some(r) = shape.rate_mbit {
-                    let rate = format!("{r}mbit");
-                    self.exec_ok(
-                        g,
-                        &[
-                            "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", &rate,
-                            "burst", "32kbit", "latency", "100ms",
-                        ],
-                    )?;
-                }
-                if let Some(l) = shape.loss_pct {
-                    let per_mille = ((l * 10.0).round() as u32).to_string();
-                    let script = format!(
-                        "table inet pwloss {{\n  chain post {{\n    type filter hook postrouting priority 0;\n    oifname \"{dev}\" numgen random mod 1000 < {per_mille} drop\n  }}\n}}\n"
-                    );
-                    let path = self.dir.join(format!("loss-{g}.nft"));
-                    std::fs::File::create(&path)?.write_all(script.as_bytes())?;
-                    let p = path.to_string_lossy().into_owned();
-                    self.exec_ok(g, &["nft", "-f", &p])
-                        .context("loss needs sch_netem or nftables (apt-get install nftables)")?;
-                }
-                if shape.delay_ms.is_some() && g == GA {
+                if !netem_ok && g == GA {
                     self.notes
                         .push("delay not applied: this kernel has no sch_netem".into());
                 }
             }
+            if !netem_ok && let Some(r) = shape.rate_mbit {
+                let rate = format!("{r}mbit");
+                self.exec_ok(
+                    g,
+                    &[
+                        "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", &rate, "burst",
+                        "32kbit", "latency", "100ms",
+                    ],
+                )?;
+            }
+            // GSO_MAX_SEGS, the kernel's default, when the link is not lossy.
+            let segs = if shape.loss_pct.is_some() {
+                "1"
+            } else {
+                "65535"
+            };
+            self.exec_ok(g, &["ip", "link", "set", "dev", dev, "gso_max_segs", segs])?;
+            if let Some(l) = shape.loss_pct {
+                let per_mille = ((l * 10.0).round() as u32).to_string();
+                let script = format!(
+                    "table netdev pwloss {{\n  chain arrive {{\n    type filter hook ingress device \"{dev}\" priority 0;\n    meta protocol {{ ip, ip6 }} numgen random mod 1000 < {per_mille} drop\n  }}\n}}\n"
+                );
+                let path = self.dir.join(format!("loss-{g}.nft"));
+                std::fs::File::create(&path)?.write_all(script.as_bytes())?;
+                let p = path.to_string_lossy().into_owned();
+                self.exec_ok(g, &["nft", "-f", &p]).context(
+                    "loss needs nftables with the netdev family (apt-get install nftables)",
+                )?;
+            }
         }
         Ok(())
+    }
+
+    /// Run `f` on a thread inside namespace `g` and return what it returns: sockets it opens
+    /// stay in that namespace after it ends (tests use this to send and receive on the link
+    /// without a helper process).
+    pub fn in_namespace<T: Send + 'static>(
+        &self,
+        g: usize,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> anyhow::Result<T> {
+        let path = Path::new("/var/run/netns").join(&self.ns[g]);
+        let ns =
+            std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+        std::thread::spawn(move || {
+            nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)
+                .map(|()| f())
+                .map_err(|e| anyhow::anyhow!("entering the namespace: {e}"))
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("thread in the namespace panicked"))?
     }
 
     /// Write a gateway configuration for side `g` (GA or GB) with `chain` toward the far host

@@ -7,6 +7,14 @@
 //! packets, no packet-information prefix). If a device of that name exists (made persistent by
 //! `ip tuntap add dev NAME mode tun`), this attaches to it; otherwise the kernel creates one that
 //! disappears when the gateway exits. Reads are non-blocking so the datapath can drain a batch.
+//!
+//! With offloads (the default, `tun_offload = true`) the device is opened with `IFF_VNET_HDR`
+//! and `TUNSETOFFLOAD` offers checksum offload and TCP segmentation for IPv4 and IPv6
+//! (`TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6`), plus UDP segmentation (`TUN_F_USO4 | TUN_F_USO6`)
+//! where the kernel has it (6.2 on): the kernel then hands over TCP and UDP super-segments of
+//! up to 64 KiB, each read and write preceded by a `virtio_net_hdr`
+//! ([`pathwise_booster::offload`]). A kernel that refuses the offloads gets the device without
+//! the header, as before.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -16,16 +24,84 @@ use std::os::unix::fs::OpenOptionsExt;
 /// `_IOW('T', 202, int)` from `<linux/if_tun.h>` (not exported by `libc`).
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 
+/// `_IOW('T', 208, unsigned int)`.
+const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
+/// `IFF_VNET_HDR` from `<linux/if_tun.h>`.
+const IFF_VNET_HDR: libc::c_int = 0x4000;
+const TUN_F_CSUM: libc::c_uint = 0x01;
+const TUN_F_TSO4: libc::c_uint = 0x02;
+const TUN_F_TSO6: libc::c_uint = 0x04;
+const TUN_F_USO4: libc::c_uint = 0x20;
+const TUN_F_USO6: libc::c_uint = 0x40;
+
+/// The offloads a device was opened with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TunOffloads {
+    /// Frames carry a `virtio_net_hdr` (and checksum offload and TSO are on).
+    pub vnet_hdr: bool,
+    /// UDP segmentation offload (USO) is on too.
+    pub uso: bool,
+}
+
 /// An attached TUN device.
 #[derive(Debug)]
 pub struct Tun {
     file: File,
     name: String,
+    /// Offloads in use.
+    pub offloads: TunOffloads,
+    /// Why offloads are off, when they were asked for.
+    pub offload_error: Option<String>,
 }
 
 impl Tun {
-    /// Attach to (or create) TUN device `name`.
-    pub fn open(name: &str) -> io::Result<Tun> {
+    /// Attach to (or create) TUN device `name`, with offloads if `offload` and the kernel
+    /// takes them (else without, the reason in [`Tun::offload_error`]).
+    pub fn open(name: &str, offload: bool) -> io::Result<Tun> {
+        if !offload {
+            let tun = Self::open_with(name, false)?;
+            // A persistent device keeps the offloads an earlier gateway turned on; without
+            // the header the kernel must not hand over super-segments.
+            let _ = tun.set_offload(0);
+            return Ok(tun);
+        }
+        let mut tun = Self::open_with(name, true)?;
+        let tso = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6;
+        match tun.set_offload(tso | TUN_F_USO4 | TUN_F_USO6) {
+            Ok(()) => tun.offloads.uso = true,
+            // Kernels before 6.2 refuse the USO flags: TCP only.
+            Err(_) => {
+                if let Err(e) = tun.set_offload(tso) {
+                    // Reopen without the header rather than run with a half-set device.
+                    drop(tun);
+                    let mut plain = Self::open_with(name, false)?;
+                    let _ = plain.set_offload(0);
+                    plain.offload_error = Some(format!("TUNSETOFFLOAD: {e}"));
+                    return Ok(plain);
+                }
+            }
+        }
+        Ok(tun)
+    }
+
+    fn set_offload(&self, flags: libc::c_uint) -> io::Result<()> {
+        // SAFETY: TUNSETOFFLOAD takes its argument by value (an unsigned int of flags) on an
+        // open, attached /dev/net/tun descriptor.
+        #[allow(unsafe_code)]
+        let rc = unsafe {
+            libc::ioctl(
+                self.file.as_raw_fd(),
+                TUNSETOFFLOAD as _,
+                libc::c_ulong::from(flags),
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn open_with(name: &str, vnet_hdr: bool) -> io::Result<Tun> {
         if name.is_empty() || name.len() >= libc::IFNAMSIZ {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -52,7 +128,8 @@ impl Tun {
         for (dst, src) in req.ifr_name.iter_mut().zip(name.bytes()) {
             *dst = src as libc::c_char;
         }
-        req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+        let vnet = if vnet_hdr { IFF_VNET_HDR } else { 0 };
+        req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI | vnet) as libc::c_short;
         // SAFETY: TUNSETIFF reads and writes one `struct ifreq`, which `req` is, on an open
         // /dev/net/tun descriptor that outlives the call. There is no safe wrapper for it.
         #[allow(unsafe_code)]
@@ -73,6 +150,11 @@ impl Tun {
         Ok(Tun {
             file,
             name: name.to_string(),
+            offloads: TunOffloads {
+                vnet_hdr,
+                uso: false,
+            },
+            offload_error: None,
         })
     }
 
@@ -86,15 +168,18 @@ impl Tun {
         Ok(Tun {
             file: self.file.try_clone()?,
             name: self.name.clone(),
+            offloads: self.offloads,
+            offload_error: self.offload_error.clone(),
         })
     }
 
-    /// Read one packet into `buf`; `WouldBlock` when none is queued.
+    /// Read one packet (with offloads: one `virtio_net_hdr` and packet) into `buf`;
+    /// `WouldBlock` when none is queued.
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         io::Read::read(&mut &self.file, buf)
     }
 
-    /// Write one packet.
+    /// Write one packet (with offloads: one `virtio_net_hdr` and packet).
     pub fn write(&self, pkt: &[u8]) -> io::Result<usize> {
         io::Write::write(&mut &self.file, pkt)
     }
