@@ -21,8 +21,8 @@ use super::prefixes::PrefixTable;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// Most bytes of keys one snapshot holds (all rows together): eight full tables of 1.2 million
-/// prefixes, or about 120 rows of the seed network.
+/// Most bytes of keys one snapshot holds (all rows together): three rows of a full table of
+/// 1.2 million prefixes (prefix and run keys, 23 MiB each), or about 26 rows of the seed network.
 pub(crate) const BUDGET: usize = 80 << 20;
 
 /// Keys for every row of one path cache under one ranking.
