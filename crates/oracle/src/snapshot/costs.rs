@@ -1,11 +1,13 @@
 //! The sort key of every prefix as seen from one path-cache row: the §3.2.3 exit choice and the
 //! ranking cost of the chosen exit, done once per (row, prefix) instead of once per candidate.
 //! Ranking a candidate is then its longest-prefix match and one read of an 8-byte key; the
-//! prefix's leaf, its exits and the row's terms are not touched.
+//! prefix's leaf, its exits and the row's terms are not touched. For a DIR-24-8 shard the keys
+//! are also kept per level-1 run, so that the match stops at the level-1 block: the run's key
+//! is read in place of the run's value ([`ShardKeys::runs`]).
 //!
 //! Keys are kept per (row, prefix-table shard) and built on a shard's first use by a query from
 //! that row (a row is read only by queries from its source routers, so only the rows in use
-//! cost memory: 8 bytes per prefix each). The whole cache holds at most [`BUDGET`] bytes per
+//! cost memory: 8 bytes per prefix and per level-1 run each). The whole cache holds at most [`BUDGET`] bytes per
 //! snapshot; past it, candidates are costed from their exits as before (same keys, slower).
 //!
 //! Kept current through copy-on-write updates ([`TopologySnapshot::apply`](super::TopologySnapshot::apply)):
@@ -19,8 +21,8 @@ use super::prefixes::PrefixTable;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// Most bytes of keys one snapshot holds (all rows together): eight full tables of 1.2 million
-/// prefixes, or about 120 rows of the seed network.
+/// Most bytes of keys one snapshot holds (all rows together): three rows of a full table of
+/// 1.2 million prefixes (prefix and run keys, 23 MiB each), or about 26 rows of the seed network.
 pub(crate) const BUDGET: usize = 80 << 20;
 
 /// Keys for every row of one path cache under one ranking.
@@ -36,7 +38,26 @@ pub(crate) struct PrefixCosts {
 /// One row's keys, per shard slot of the prefix table.
 #[derive(Debug)]
 pub(crate) struct RowCosts {
-    shards: Box<[OnceLock<Arc<[u64]>>]>,
+    shards: Box<[OnceLock<ShardKeys>]>,
+}
+
+/// The keys of one shard from one row.
+#[derive(Clone, Debug)]
+pub(crate) struct ShardKeys {
+    /// One per prefix, in leaf order.
+    pub leaves: Arc<[u64]>,
+    /// One per level-1 run of a DIR-24-8 shard (none for other shards): the key of the prefix
+    /// covering the whole run, or `u64::MAX` where none does (no prefix, or a level-2 chunk;
+    /// the caller then looks the address up and reads `leaves`). A lookup reads the run's key
+    /// straight from the level-1 block, one memory read instead of the run's value and then
+    /// the prefix's key.
+    pub runs: Arc<[u64]>,
+}
+
+impl ShardKeys {
+    fn bytes(&self) -> usize {
+        8 * (self.leaves.len() + self.runs.len())
+    }
 }
 
 impl PrefixCosts {
@@ -82,7 +103,7 @@ impl PrefixCosts {
                     if let Some(cell) = row.shards.get(to as usize)
                         && cell.set(keys.clone()).is_ok()
                     {
-                        held += keys.len() * 8;
+                        held += keys.bytes();
                     }
                 }
                 OnceLock::from(row)
@@ -95,16 +116,16 @@ impl PrefixCosts {
         }
     }
 
-    /// The keys of shard `slot` in `row`: built with `build` (for `len` prefixes) on first use
-    /// if the budget allows, else `None`.
+    /// The keys of shard `slot` in `row`: built with `build` (for `len` keys, prefixes and
+    /// runs) on first use if the budget allows, else `None`.
     #[inline]
     pub fn keys<'a>(
         &self,
         row: &'a RowCosts,
         slot: u32,
         len: impl FnOnce() -> usize,
-        build: impl FnOnce() -> Vec<u64>,
-    ) -> Option<&'a [u64]> {
+        build: impl FnOnce() -> ShardKeys,
+    ) -> Option<&'a ShardKeys> {
         let cell = row.shards.get(slot as usize)?;
         if let Some(k) = cell.get() {
             return Some(k);
@@ -117,11 +138,11 @@ impl PrefixCosts {
             self.held.fetch_sub(bytes, Ordering::Relaxed);
             return None;
         }
-        if cell.set(build().into()).is_err() {
+        if cell.set(build()).is_err() {
             // Another reader built it meanwhile; either result is the same.
             self.held.fetch_sub(bytes, Ordering::Relaxed);
         }
-        cell.get().map(|k| &k[..])
+        cell.get()
     }
 
     /// Bytes held: the keys built so far and the per-row slot tables.
@@ -132,19 +153,28 @@ impl PrefixCosts {
                 .iter()
                 .filter_map(OnceLock::get)
                 .map(|r| {
-                    r.shards.len() * std::mem::size_of::<OnceLock<Arc<[u64]>>>()
+                    r.shards.len() * std::mem::size_of::<OnceLock<ShardKeys>>()
                         + r.shards
                             .iter()
                             .filter_map(OnceLock::get)
-                            .map(|k| k.len() * 8)
+                            .map(ShardKeys::bytes)
                             .sum::<usize>()
                 })
                 .sum::<usize>()
     }
 
-    /// Every key array built: (row, shard slot, keys) (tests).
+    /// Every per-prefix key array built: (row, shard slot, keys) (tests).
     #[cfg(test)]
     pub fn built(&self) -> Vec<(usize, u32, Arc<[u64]>)> {
+        self.built_keys()
+            .into_iter()
+            .map(|(i, s, k)| (i, s, k.leaves))
+            .collect()
+    }
+
+    /// Every shard's keys built: (row, shard slot, keys) (tests).
+    #[cfg(test)]
+    pub fn built_keys(&self) -> Vec<(usize, u32, ShardKeys)> {
         let mut out = Vec::new();
         for (index, row) in self.rows.iter().enumerate() {
             let Some(row) = row.get() else { continue };

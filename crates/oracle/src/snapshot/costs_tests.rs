@@ -249,3 +249,150 @@ fn a_prefix_update_keeps_the_keys_of_the_other_shards() {
     check_keys(&next).expect("keys match");
     assert!(next.prefix_costs_bytes() > 0);
 }
+
+/// [`base_config`] with two dense first octets (1 and 203: DIR-24-8 shards, /9 to /30, so
+/// runs split by level-2 chunks too) and a /4 in the short-prefix shard under octet 1.
+fn dense_config(seed: u64) -> OracleConfig {
+    let mut cfg = base_config();
+    let routers: Vec<IpAddr> = cfg.routers.iter().map(|r| r.address).collect();
+    let mut x = seed | 1;
+    let mut next = move || {
+        // xorshift64: deterministic, no dependency.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for k in 0..160u64 {
+        let r = next();
+        let octet = if k % 2 == 0 { 1 } else { 203 };
+        let len = 9 + (r % 22) as u8;
+        let a = Ipv4Addr::from((octet << 24) | ((r >> 8) as u32 & 0x00ff_ffff));
+        cfg.external_networks.push(ExternalNetwork {
+            prefix: IpNet::new(IpAddr::V4(a), len).expect("length").trunc(),
+            router: routers[(r >> 40) as usize % routers.len()],
+            nic: 0,
+            as_number: 65_010,
+            as_distance: (r >> 50) as u16 % 6,
+        });
+    }
+    cfg.external_networks.push(ExternalNetwork {
+        prefix: "0.0.0.0/4".parse().expect("prefix"),
+        router: routers[3],
+        nic: 0,
+        as_number: 65_011,
+        as_distance: 2,
+    });
+    cfg.external_networks.sort_by_key(|n| (n.prefix, n.router));
+    cfg.external_networks.dedup_by_key(|n| (n.prefix, n.router));
+    cfg
+}
+
+/// Every run key held against the per-candidate code: a run's key, where it has one, is the
+/// key of every address in the run; a run no single prefix covers has none.
+fn check_run_keys(snap: &TopologySnapshot) -> Result<usize, String> {
+    let mut runs = 0;
+    for (index, slot, keys) in snap.costs.built_keys() {
+        let row = snap.paths.rows.get(index).ok_or("no such row")?;
+        let leaves = snap.prefixes.slot_run_leaves(slot);
+        if keys.runs.len() != leaves.len() || keys.runs.len() != snap.prefixes.slot_runs(slot) {
+            return Err(format!(
+                "row {index} slot {slot}: {} run keys",
+                keys.runs.len()
+            ));
+        }
+        let exits = snap.prefixes.slot_exits(slot);
+        for (r, (&k, &leaf)) in keys.runs.iter().zip(&leaves).enumerate() {
+            let want = match leaf.checked_sub(1) {
+                None => u64::MAX,
+                Some(l) => order_key(
+                    snap.metrics_of_exits(row, exits[l as usize])
+                        .map(|m| snap.ranking.cost(&m)),
+                ),
+            };
+            if k != want {
+                return Err(format!("row {index} slot {slot} run {r}: stale key"));
+            }
+        }
+        runs += keys.runs.len();
+    }
+    Ok(runs)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Run keys through random updates: after every step every run key held equals
+    /// recomputation, and for random addresses the key read through the address's run (where
+    /// the run has one) is the address's own key, else the whole lookup is (the rank equals the
+    /// reference).
+    #[test]
+    fn run_keys_equal_recomputation_through_updates(
+        seed in any::<u64>(),
+        ops in prop::collection::vec(op(), 1..20),
+        probes in prop::collection::vec((0u8..2, any::<u32>()), 1..120),
+    ) {
+        let cfg = dense_config(seed);
+        let routers: Vec<IpAddr> = cfg.routers.iter().map(|r| r.address).collect();
+        let mut snap = TopologySnapshot::build(&cfg).expect("builds");
+        let probes: Vec<Ipv4Addr> = probes
+            .iter()
+            .map(|&(o, h)| Ipv4Addr::from((u32::from([1u8, 203][usize::from(o)]) << 24) | (h & 0x00ff_ffff)))
+            .collect();
+        let mut checked = 0;
+        for op in ops.into_iter().chain([Op::Query(vec![0, 5])]) {
+            let updates = match op {
+                Op::AddV4(a, len, r, d) => vec![Update::AddExternalNetwork(ExternalNetwork {
+                    prefix: IpNet::new(IpAddr::V4(Ipv4Addr::new(a[0], a[1], a[2], 0)), len)
+                        .expect("length")
+                        .trunc(),
+                    router: routers[r % routers.len()],
+                    nic: 0,
+                    as_number: 65_000,
+                    as_distance: d,
+                })],
+                Op::AddV6(..) => continue,
+                Op::Remove(a) => match snap.locate(a) {
+                    Some(l) => vec![Update::RemovePrefix(l.prefix)],
+                    None => continue,
+                },
+                Op::Nic(r, up) => vec![Update::SetNicState {
+                    router: routers[r % routers.len()],
+                    nic: 0,
+                    state: if up { State::Up } else { State::Down },
+                }],
+                Op::Ranking(k) => vec![Update::SetRanking(RANKINGS[k].to_owned())],
+                Op::Query(sources) => {
+                    for s in sources {
+                        let cands: Vec<IpAddr> = probes.iter().map(|&a| IpAddr::V4(a)).collect();
+                        let mut got = cands.clone();
+                        snap.rank(source(s), &mut got);
+                        prop_assert_eq!(got, rank_reference(&snap, source(s), &cands));
+                        // Each probe's run key, where its run has one, is its own key.
+                        let mut hits = vec![prefixes::Hit::NONE; probes.len()];
+                        snap.prefixes.runs_v4_block(&probes, &mut hits);
+                        let keys = snap.costs.built_keys();
+                        let Some(router) = snap.source_idx(source(s)) else { continue };
+                        let row = snap.paths.row_of[router as usize] as usize;
+                        for (&a, h) in probes.iter().zip(&hits) {
+                            let Some(run) = h.leaf.checked_sub(prefixes::RUN) else { continue };
+                            let Some((_, _, k)) = keys.iter().find(|(i, sl, _)| *i == row && *sl == h.slot) else { continue };
+                            let key = k.runs[run as usize];
+                            if key != u64::MAX {
+                                prop_assert_eq!(key, order_key(snap.cost(source(s), IpAddr::V4(a))));
+                                checked += 1;
+                            }
+                        }
+                    }
+                    check_run_keys(&snap).map_err(TestCaseError::fail)?;
+                    continue;
+                }
+            };
+            let Ok((next, _)) = snap.apply(&updates) else { continue };
+            check_run_keys(&next).map_err(TestCaseError::fail)?;
+            check_keys(&next).map_err(TestCaseError::fail)?;
+            snap = next;
+        }
+        prop_assert!(checked > 0, "no probe was ranked through a run key");
+    }
+}

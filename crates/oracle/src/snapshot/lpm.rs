@@ -144,6 +144,31 @@ impl Dir24 {
         }
     }
 
+    /// The level-1 run holding `addr`, given its [`block`](Self::block): an index below
+    /// [`runs`](Self::runs) naming one value for all the addresses of the run. Ranking keeps
+    /// one sort key per run (`snapshot/costs.rs`), so that a lookup reads the block and that
+    /// key, not the run's value and then the prefix's key.
+    #[inline(always)]
+    pub fn run_of(&self, b: Block, addr: u32) -> u32 {
+        let i = (addr >> 8) & 0xffff;
+        let upto = b.starts & (u64::MAX >> (63 - (i & 63)));
+        // At least one bit: bit 0 of `starts` is always set.
+        b.base + upto.count_ones() - 1
+    }
+
+    /// Number of level-1 runs.
+    pub fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// For every level-1 run in order, `leaf + 1` of the prefix that covers all of it, or 0
+    /// when none does (no prefix, or a run of one /24 split further in a level-2 chunk).
+    pub fn run_leaves(&self) -> impl Iterator<Item = u32> + '_ {
+        self.runs
+            .iter()
+            .map(|&e| if e & CHUNK == 0 { e } else { 0 })
+    }
+
     /// Level 1 (blocks and runs) and the level-2 chunks, in bytes.
     pub fn heap_bytes(&self) -> usize {
         self.blocks.len() * std::mem::size_of::<Block>() + 4 * (self.runs.len() + self.l2.len())

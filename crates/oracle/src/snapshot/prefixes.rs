@@ -39,7 +39,18 @@ pub(crate) struct Hit {
 
 impl Hit {
     pub const NONE: Hit = Hit { slot: 0, leaf: 0 };
+
+    /// Whether [`leaf`](Self::leaf) names a level-1 run of a DIR-24-8 shard ([`RUN`]).
+    #[inline(always)]
+    pub fn is_run(self) -> bool {
+        self.leaf & RUN != 0
+    }
 }
+
+/// Set in [`Hit::leaf`] by [`PrefixTable::runs_v4_block`]: the rest is the index of the
+/// address's level-1 run in a DIR-24-8 shard, not `leaf + 1` (leaves stay below
+/// [`MAX_LEAVES`], so the bit is free).
+pub(crate) const RUN: u32 = 1 << 31;
 
 /// The slot of the IPv6 prefixes shorter than /16; the IPv4 shards are slots 0–256.
 const SLOT_V6_SHORT: u32 = 257;
@@ -311,6 +322,72 @@ impl PrefixTable {
                     }
                 };
             }
+        }
+    }
+
+    /// [`hits_v4_block`](Self::hits_v4_block) for ranking: in a first octet indexed by
+    /// DIR-24-8, the hit is the address's level-1 run ([`RUN`] set), found from the block alone
+    /// — the run's value is not read, so the match is not known yet (the run may hold no
+    /// prefix, or a level-2 chunk): a caller that finds no key for the run looks the address up
+    /// again with [`hit`](Self::hit).
+    #[inline(always)]
+    pub fn runs_v4_block(&self, addrs: &[Ipv4Addr], out: &mut [Hit]) {
+        const N: usize = 32;
+        let mut blocks = [Block::default(); N];
+        for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
+            // Every level-1 block first: independent reads, their misses overlap.
+            for (b, &a) in blocks.iter_mut().zip(addrs) {
+                let a = u32::from(a);
+                if let Some(Index::Dir24(d)) = self
+                    .v4
+                    .get((a >> 24) as usize)
+                    .and_then(|s| s.as_deref())
+                    .map(|s| &*s.index)
+                {
+                    *b = d.block(a);
+                }
+            }
+            for ((h, &a), &b) in out.iter_mut().zip(addrs).zip(&blocks) {
+                let a = u32::from(a);
+                let octet = a >> 24;
+                let long = self.v4.get(octet as usize).and_then(Option::as_deref);
+                let leaf = long.map_or(0, |s| match &*s.index {
+                    Index::Dir24(d) => RUN | d.run_of(b, a),
+                    _ => s.index_lookup4(a),
+                });
+                *h = if leaf != 0 {
+                    Hit { slot: octet, leaf }
+                } else {
+                    let short = self.v4.get(256).and_then(Option::as_deref);
+                    Hit {
+                        slot: 256,
+                        leaf: short.map_or(0, |s| s.index_lookup4(a)),
+                    }
+                };
+            }
+        }
+    }
+
+    /// Number of level-1 runs of shard `slot` (0 unless it is indexed by DIR-24-8).
+    pub fn slot_runs(&self, slot: u32) -> usize {
+        match self.slot(slot) {
+            Some(ShardRef::V4(s)) => match &*s.index {
+                Index::Dir24(d) => d.runs(),
+                _ => 0,
+            },
+            _ => 0,
+        }
+    }
+
+    /// For every level-1 run of shard `slot` (none unless it is indexed by DIR-24-8), `leaf +
+    /// 1` of the prefix covering the whole run, or 0 (see [`Dir24::run_leaves`]).
+    pub fn slot_run_leaves(&self, slot: u32) -> Vec<u32> {
+        match self.slot(slot) {
+            Some(ShardRef::V4(s)) => match &*s.index {
+                Index::Dir24(d) => d.run_leaves().collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
         }
     }
 

@@ -1,9 +1,9 @@
 //! Reading a snapshot: locating addresses, path metrics, ranking.
 
 use super::TopologySnapshot;
-use super::costs::RowCosts;
+use super::costs::{RowCosts, ShardKeys};
 use super::paths::{PathEntry, compute_row};
-use super::prefixes::{Exit, Hit, PrefixTable};
+use super::prefixes::{Exit, Hit, PrefixTable, RUN};
 use super::routers::RouterIdx;
 use super::terms::{Shape, Term};
 use crate::rank::{PathMetrics, order_key, sort_order};
@@ -49,13 +49,22 @@ pub(crate) struct RowView<'a> {
 /// is inlined into the `#[target_feature]` copies of the key loop (a closure is compiled on its
 /// own, without the feature).
 trait Candidate: Copy {
+    /// Hits for ranking: for an IPv4 address in a DIR-24-8 shard, its level-1 run
+    /// ([`PrefixTable::runs_v4_block`]).
     fn locate(table: &PrefixTable, addrs: &[Self], out: &mut [Hit]);
+    /// The exact hit (a leaf, never a run).
+    fn exact(table: &PrefixTable, addr: Self) -> Hit;
 }
 
 impl Candidate for Ipv4Addr {
     #[inline(always)]
     fn locate(table: &PrefixTable, addrs: &[Self], out: &mut [Hit]) {
-        table.hits_v4_block(addrs, out);
+        table.runs_v4_block(addrs, out);
+    }
+
+    #[inline]
+    fn exact(table: &PrefixTable, addr: Self) -> Hit {
+        table.hit(IpAddr::V4(addr))
     }
 }
 
@@ -66,14 +75,31 @@ impl Candidate for Ipv6Addr {
             *o = table.hit_v6(a);
         }
     }
+
+    #[inline]
+    fn exact(table: &PrefixTable, addr: Self) -> Hit {
+        table.hit_v6(addr)
+    }
 }
 
 impl Candidate for IpAddr {
     #[inline(always)]
     fn locate(table: &PrefixTable, addrs: &[Self], out: &mut [Hit]) {
         for (o, &a) in out.iter_mut().zip(addrs) {
-            *o = table.hit(a);
+            *o = match a {
+                IpAddr::V4(a) => {
+                    let mut h = [Hit::NONE];
+                    table.runs_v4_block(&[a], &mut h);
+                    h[0]
+                }
+                IpAddr::V6(a) => table.hit_v6(a),
+            };
         }
+    }
+
+    #[inline]
+    fn exact(table: &PrefixTable, addr: Self) -> Hit {
+        table.hit(addr)
     }
 }
 
@@ -140,7 +166,7 @@ impl TopologySnapshot {
             .map(|r| r.address)
     }
 
-    fn source_idx(&self, source: IpAddr) -> Option<RouterIdx> {
+    pub(crate) fn source_idx(&self, source: IpAddr) -> Option<RouterIdx> {
         let exits = self.prefixes.exits(source)?;
         exits
             .iter()
@@ -406,12 +432,20 @@ impl TopologySnapshot {
         for (block, keys) in addrs.chunks(BLOCK).zip(keys.chunks_mut(BLOCK)) {
             let hits = &mut hits[..block.len()];
             A::locate(&self.prefixes, block, hits);
-            for (k, &hit) in keys.iter_mut().zip(hits.iter()) {
-                let key = if hit.leaf == 0 {
+            for ((k, &hit), &addr) in keys.iter_mut().zip(hits.iter()).zip(block) {
+                let mut key = if hit.leaf == 0 {
                     NONE
                 } else {
                     self.key_of(row, hit)
                 };
+                if key == NONE && hit.is_run() {
+                    // A run with no key of its own (no prefix covers all of it, or the keys
+                    // are over their budget): the whole lookup.
+                    let hit = A::exact(&self.prefixes, addr);
+                    if hit.leaf != 0 {
+                        key = self.key_of(row, hit);
+                    }
+                }
                 placed += usize::from(key != NONE);
                 *k = key;
             }
@@ -419,20 +453,26 @@ impl TopologySnapshot {
         placed
     }
 
-    /// The sort key of the prefix at `hit` (a match) from `row`: read from the row's keys, built
-    /// for the prefix's shard on first use; computed from the exits when the keys are over
-    /// their budget.
+    /// The sort key of the prefix at `hit` (a match, or a level-1 run) from `row`: read from
+    /// the row's keys, built for the prefix's shard on first use; computed from the exits when
+    /// the keys are over their budget (`u64::MAX` for a run then: the caller looks it up).
     #[inline(always)]
     fn key_of(&self, row: &RowView<'_>, hit: Hit) -> u64 {
         let keys = row.costs.and_then(|c| {
             self.costs.keys(
                 c,
                 hit.slot,
-                || self.prefixes.slot_len(hit.slot),
+                || self.prefixes.slot_len(hit.slot) + self.prefixes.slot_runs(hit.slot),
                 || self.slot_keys(row, hit.slot),
             )
         });
-        match keys.and_then(|k| k.get(hit.leaf as usize - 1)) {
+        if hit.is_run() {
+            return keys
+                .and_then(|k| k.runs.get((hit.leaf & !RUN) as usize))
+                .copied()
+                .unwrap_or(u64::MAX);
+        }
+        match keys.and_then(|k| k.leaves.get(hit.leaf as usize - 1)) {
             Some(&k) => k,
             None => order_key(
                 self.prefixes
@@ -442,15 +482,32 @@ impl TopologySnapshot {
         }
     }
 
-    /// The sort key of every prefix of shard `slot` from `row`, in leaf order.
+    /// The sort key of every prefix of shard `slot` from `row`, in leaf order, and of every
+    /// level-1 run of a DIR-24-8 shard.
     #[cold]
     #[inline(never)]
-    pub(crate) fn slot_keys(&self, row: &RowView<'_>, slot: u32) -> Vec<u64> {
-        self.prefixes
+    pub(crate) fn slot_keys(&self, row: &RowView<'_>, slot: u32) -> ShardKeys {
+        let leaves: Vec<u64> = self
+            .prefixes
             .slot_exits(slot)
             .into_iter()
             .map(|e| order_key(self.cost_of_exits(row, e)))
-            .collect()
+            .collect();
+        let runs: Vec<u64> = self
+            .prefixes
+            .slot_run_leaves(slot)
+            .into_iter()
+            .map(|leaf| {
+                leaf.checked_sub(1)
+                    .and_then(|i| leaves.get(i as usize))
+                    .copied()
+                    .unwrap_or(u64::MAX)
+            })
+            .collect();
+        ShardKeys {
+            leaves: leaves.into(),
+            runs: runs.into(),
+        }
     }
 
     /// Rank `candidates` in place for a query from `source`: lower cost first, ties in input
