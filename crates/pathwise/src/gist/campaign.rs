@@ -136,7 +136,7 @@ impl Workload for GistWorkload {
             }
             if stage == Stage::Settled {
                 for key in g.routing_keys() {
-                    let Some(v) = g.routing_state(key) else {
+                    let Some(v) = g.routing_state(&key) else {
                         continue;
                     };
                     let Some((state, Some(peer))) = v.downstream else {
