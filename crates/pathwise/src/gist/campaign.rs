@@ -148,7 +148,7 @@ impl Workload for GistWorkload {
                     let Some(b) = topo.owner(peer) else { continue };
                     let b_up = sim
                         .engine(b)
-                        .and_then(|q| q.inner.inner().routing_state(key))
+                        .and_then(|q| q.inner.inner().routing_state(&key))
                         .and_then(|w| w.upstream)
                         .and_then(|(_, a)| a)
                         .and_then(|a| topo.owner(a));
@@ -173,7 +173,7 @@ impl Workload for GistWorkload {
                                     },
                                     key.mri,
                                     sim.engine(b)
-                                        .and_then(|q| q.inner.inner().routing_state(key)),
+                                        .and_then(|q| q.inner.inner().routing_state(&key)),
                                 ),
                             )
                         })?;
