@@ -50,6 +50,7 @@
 
 use crate::time::{Duration, Instant};
 use core::fmt;
+use core::num::NonZeroU32;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -94,7 +95,9 @@ impl Default for WheelConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TimerHandle {
     idx: u32,
-    generation: u32,
+    /// Never zero (node generations start at 1 and skip 0 when they wrap), so an
+    /// `Option<TimerHandle>` — one per session in the engines — is 8 bytes, not 12.
+    generation: NonZeroU32,
 }
 
 /// `Node::loc` values above every wheel-slot index; a slot index is `level * slots + slot`.
@@ -261,6 +264,12 @@ impl<T> TimerWheel<T> {
         wheel
     }
 
+    /// Make room for `additional` more pending timers up front, so an engine told how many
+    /// sessions to expect does not grow (and double) its timer arena while they arrive.
+    pub fn reserve(&mut self, additional: usize) {
+        self.nodes.reserve_exact(additional);
+    }
+
     /// The configuration.
     pub fn config(&self) -> WheelConfig {
         self.cfg
@@ -391,7 +400,7 @@ impl<T> TimerWheel<T> {
     fn live_node(&self, h: TimerHandle) -> Option<&Node<T>> {
         self.nodes
             .get(h.idx as usize)
-            .filter(|n| n.generation == h.generation && n.loc != LOC_VACANT)
+            .filter(|n| n.generation == h.generation.get() && n.loc != LOC_VACANT)
     }
 
     fn alloc(&mut self, deadline: u64, value: T) -> TimerHandle {
@@ -405,7 +414,7 @@ impl<T> TimerWheel<T> {
             n.loc = LOC_UNPLACED;
             return TimerHandle {
                 idx,
-                generation: n.generation,
+                generation: NonZeroU32::new(n.generation).unwrap_or(NonZeroU32::MIN),
             };
         }
         // 2^32 - 1 nodes would take over 128 GiB; memory runs out long before this can fail.
@@ -418,10 +427,13 @@ impl<T> TimerWheel<T> {
             next: NIL,
             prev: NIL,
             loc: LOC_UNPLACED,
-            generation: 0,
+            generation: 1,
             value: Some(value),
         });
-        TimerHandle { idx, generation: 0 }
+        TimerHandle {
+            idx,
+            generation: NonZeroU32::MIN,
+        }
     }
 
     /// Frees a node that is on no list, returning its value.
@@ -429,7 +441,7 @@ impl<T> TimerWheel<T> {
         let n = &mut self.nodes[idx as usize];
         n.loc = LOC_VACANT;
         // A new generation, so handles and heap entries naming this node go stale.
-        n.generation = n.generation.wrapping_add(1);
+        n.generation = n.generation.checked_add(1).unwrap_or(1);
         n.next = self.free;
         self.free = idx;
         self.len -= 1;
@@ -938,6 +950,26 @@ mod tests {
 
     fn drain<T>(w: &mut TimerWheel<T>, now: Instant) -> Vec<(Instant, T)> {
         std::iter::from_fn(|| w.expire(now)).collect()
+    }
+
+    /// An engine keeps an `Option<TimerHandle>` per session: it must stay two words of 4.
+    #[test]
+    fn an_optional_handle_is_eight_bytes_and_a_wrapped_generation_still_goes_stale() {
+        assert_eq!(size_of::<Option<TimerHandle>>(), 8);
+        let mut w = TimerWheel::new(cfg(8, 2, false), ms(0));
+        let h = w.insert(ms(5), 1u32);
+        // The node's generation about to wrap: the next ones skip 0 (a handle cannot hold it).
+        w.nodes[h.idx as usize].generation = u32::MAX;
+        let h = TimerHandle {
+            idx: h.idx,
+            generation: NonZeroU32::MAX,
+        };
+        assert_eq!(w.cancel(h), Some(1));
+        let h2 = w.insert(ms(5), 2);
+        assert_eq!(h2.idx, h.idx);
+        assert_eq!(h2.generation.get(), 1);
+        assert_eq!(w.cancel(h), None, "the old handle is stale");
+        assert_eq!(w.cancel(h2), Some(2));
     }
 
     #[test]

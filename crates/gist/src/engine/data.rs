@@ -346,7 +346,7 @@ impl GistEngine {
         let Some(peer) = d.peer.and_then(|p| self.peer_addr(p)) else {
             return;
         };
-        let key = s.key.clone();
+        let key = s.key.key();
         let usable = |m: u32| {
             self.ma_connected(m) && (!p.transfer.secure || self.ma_transport(m) == MaTransport::Tls)
         };
@@ -386,7 +386,7 @@ impl GistEngine {
         let Some(peer) = self.peer_addr(up.peer) else {
             return;
         };
-        let key = s.key.clone();
+        let key = s.key.key();
         let up_ma = up.ma.filter(|&m| self.ma_connected(m));
         let secure_ok = up_ma.is_some_and(|m| self.ma_transport(m) == MaTransport::Tls);
         match up_ma {
@@ -438,7 +438,7 @@ impl GistEngine {
 
     /// The responder offered no TLS: fail every queued secure message of `idx`.
     pub(super) fn fail_secure_queue(&mut self, idx: u32) {
-        let key = self.mrs[idx as usize].key.clone();
+        let key = self.mrs[idx as usize].key.key();
         let Some(d) = self.mrs[idx as usize].down.as_mut() else {
             return;
         };
@@ -674,7 +674,7 @@ impl GistEngine {
         sender: IpAddr,
         failure: DeliveryError,
     ) {
-        let key = self.mrs[idx as usize].key.clone();
+        let key = self.mrs[idx as usize].key.key();
         match direction {
             Direction::Downstream => {
                 let Some(d) = self.mrs[idx as usize].down.as_ref() else {

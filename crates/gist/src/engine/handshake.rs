@@ -202,7 +202,7 @@ impl GistEngine {
     pub(super) fn send_query(&mut self, now: Instant, idx: u32) {
         let s = &self.mrs[idx as usize];
         let Some(d) = s.down.as_ref() else { return };
-        let Some(dst) = s.key.mri.destination() else {
+        let Some(dst) = s.key.mri().destination() else {
             return;
         };
         let Some(src) = self.source_for(dst) else {
@@ -250,7 +250,7 @@ impl GistEngine {
             e_flag: false,
             body: Body::Query(Query {
                 nat: None,
-                mri: s.key.mri.clone(),
+                mri: s.key.mri(),
                 session_id: s.key.session_id,
                 nli: self.nli(src),
                 query_cookie: query_cookie(d.cookie, d.attempts),

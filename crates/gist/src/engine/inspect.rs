@@ -80,8 +80,8 @@ impl GistEngine {
     }
 
     /// Keys of all routing state.
-    pub fn routing_keys(&self) -> impl Iterator<Item = &MrsKey> + '_ {
-        self.mrs.iter().map(|(_, m)| &m.key)
+    pub fn routing_keys(&self) -> impl Iterator<Item = MrsKey> + '_ {
+        self.mrs.iter().map(|(_, m)| m.key.key())
     }
 
     /// Messaging associations: peer address, state, and how many routing-state halves use it.

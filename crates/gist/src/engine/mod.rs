@@ -51,7 +51,6 @@ use pathwise_core::timer::{TimerWheel, WheelConfig};
 use slab::Slab;
 use state::{Ma, Peer, PeerId, RoutingState};
 use std::collections::VecDeque;
-use std::hash::BuildHasher;
 use std::net::IpAddr;
 
 /// Most SII-Handles remembered for explicit routing beyond the peers GIST holds state with
@@ -387,8 +386,11 @@ impl GistEngine {
         // One draw from `rng`, as the keyed map this replaces took.
         let mrs_hasher = KeyedState::from_rng(&mut rng);
         let mrs_index = HashTable::with_capacity(cfg.expected_sessions);
+        let mut timers = TimerWheel::new(cfg.wheel, now);
+        // One timer per routing state.
+        timers.reserve(cfg.expected_sessions);
         GistEngine {
-            timers: TimerWheel::new(cfg.wheel, now),
+            timers,
             mrs_index,
             mrs_hasher,
             mrs: Slab::with_capacity(cfg.expected_sessions),
@@ -693,7 +695,7 @@ impl GistEngine {
         }
         if let Ok(e) = self
             .mrs_index
-            .find_entry(self.mrs_hasher.hash_one(&s.key), |&i| i == idx)
+            .find_entry(s.key.hash(&self.mrs_hasher), |&i| i == idx)
         {
             e.remove();
         }
@@ -702,9 +704,7 @@ impl GistEngine {
     fn lookup(&self, key: &MrsKey) -> Option<u32> {
         let mrs = &self.mrs;
         self.mrs_index
-            .find(self.mrs_hasher.hash_one(key), |&i| {
-                mrs[i as usize].key == *key
-            })
+            .find(self.key_hash(key), |&i| mrs[i as usize].key.matches(key))
             .copied()
     }
 
@@ -712,12 +712,16 @@ impl GistEngine {
         if let Some(i) = self.lookup(&key) {
             return i;
         }
-        let hash = self.mrs_hasher.hash_one(&key);
+        let hash = self.key_hash(&key);
         let idx = self.mrs.insert(RoutingState::new(key)) as u32;
         let (mrs, hasher) = (&self.mrs, &self.mrs_hasher);
         self.mrs_index
-            .insert_unique(hash, idx, |&i| hasher.hash_one(&mrs[i as usize].key));
+            .insert_unique(hash, idx, |&i| mrs[i as usize].key.hash(hasher));
         idx
+    }
+
+    fn key_hash(&self, key: &MrsKey) -> u64 {
+        state::key_hash(&self.mrs_hasher, &key.mri, key.nslpid, &key.session_id)
     }
 
     /// Queue an upcall for `nslpid`'s NSLP (dispatched when the current input is done).
@@ -901,7 +905,8 @@ mod size_tests {
     #[test]
     fn routing_state_stays_compact() {
         assert!(size_of::<super::MrsKey>() <= 96);
-        assert!(size_of::<super::state::RoutingState>() <= 168);
+        assert!(size_of::<super::state::StoredKey>() <= 56);
+        assert!(size_of::<super::state::RoutingState>() <= 128);
         assert!(size_of::<super::state::RespondSide>() <= 32);
         assert!(size_of::<super::state::QuerySide>() <= 96);
     }

@@ -9,10 +9,11 @@
 //! deadlines (as the RSVP engine does).
 
 use crate::nslp::{MessageHandle, TransferAttributes};
-use crate::wire::{Confirm, Mri, SessionId};
+use crate::wire::{Confirm, Mri, PathCoupledMri, SessionId};
 use pathwise_core::time::Instant;
 use pathwise_core::timer::TimerHandle;
-use std::net::IpAddr;
+use std::hash::BuildHasher;
+use std::net::{IpAddr, Ipv4Addr};
 
 /// The key of message routing state: the MRI in its downstream form, the NSLPID and the
 /// Session ID (RFC 5971 §4.2.1).
@@ -37,6 +38,171 @@ impl MrsKey {
             },
             nslpid,
             session_id,
+        }
+    }
+}
+
+/// The hash of a routing-state key, from its parts: the same whether the key is a [`MrsKey`]
+/// being looked up or a [`StoredKey`] in the slab.
+pub(crate) fn key_hash(h: &impl BuildHasher, mri: &Mri, nslpid: u16, sid: &SessionId) -> u64 {
+    h.hash_one((mri, nslpid, sid))
+}
+
+/// A path-coupled MRI with IPv4 addresses (the common case), packed: 28 bytes where [`Mri`]
+/// takes 72. Exact: [`PackedV4::unpack`] gives back the MRI [`PackedV4::pack`] took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PackedV4 {
+    source: [u8; 4],
+    destination: [u8; 4],
+    flow_label: u32,
+    spi: u32,
+    source_port: u16,
+    dest_port: u16,
+    source_prefix: u8,
+    dest_prefix: u8,
+    protocol: u8,
+    ds_field: u8,
+    /// Which optional fields are present, and the N and D flags (`PackedV4::*` bits).
+    flags: u8,
+}
+
+impl PackedV4 {
+    const NAT: u8 = 1;
+    const UPSTREAM: u8 = 1 << 1;
+    const PROTOCOL: u8 = 1 << 2;
+    const DS_FIELD: u8 = 1 << 3;
+    const FLOW_LABEL: u8 = 1 << 4;
+    const SPI: u8 = 1 << 5;
+    const SOURCE_PORT: u8 = 1 << 6;
+    const DEST_PORT: u8 = 1 << 7;
+
+    /// `Some` for a path-coupled MRI whose two addresses are IPv4.
+    pub fn pack(mri: &Mri) -> Option<Self> {
+        let Mri::PathCoupled(p) = mri else {
+            return None;
+        };
+        let (IpAddr::V4(src), IpAddr::V4(dst)) = (p.source, p.destination) else {
+            return None;
+        };
+        let bit = |present: bool, b: u8| if present { b } else { 0 };
+        Some(PackedV4 {
+            source: src.octets(),
+            destination: dst.octets(),
+            flow_label: p.flow_label.unwrap_or(0),
+            spi: p.spi.unwrap_or(0),
+            source_port: p.source_port.unwrap_or(0),
+            dest_port: p.dest_port.unwrap_or(0),
+            source_prefix: p.source_prefix,
+            dest_prefix: p.dest_prefix,
+            protocol: p.protocol.unwrap_or(0),
+            ds_field: p.ds_field.unwrap_or(0),
+            flags: bit(p.nat, Self::NAT)
+                | bit(p.upstream, Self::UPSTREAM)
+                | bit(p.protocol.is_some(), Self::PROTOCOL)
+                | bit(p.ds_field.is_some(), Self::DS_FIELD)
+                | bit(p.flow_label.is_some(), Self::FLOW_LABEL)
+                | bit(p.spi.is_some(), Self::SPI)
+                | bit(p.source_port.is_some(), Self::SOURCE_PORT)
+                | bit(p.dest_port.is_some(), Self::DEST_PORT),
+        })
+    }
+
+    pub fn unpack(&self) -> Mri {
+        let has = |b: u8| self.flags & b != 0;
+        let opt = |b: u8, v| has(b).then_some(v);
+        Mri::PathCoupled(PathCoupledMri {
+            nat: has(Self::NAT),
+            source: IpAddr::V4(Ipv4Addr::from(self.source)),
+            destination: IpAddr::V4(Ipv4Addr::from(self.destination)),
+            source_prefix: self.source_prefix,
+            dest_prefix: self.dest_prefix,
+            protocol: opt(Self::PROTOCOL, self.protocol),
+            ds_field: opt(Self::DS_FIELD, self.ds_field),
+            flow_label: has(Self::FLOW_LABEL).then_some(self.flow_label),
+            spi: has(Self::SPI).then_some(self.spi),
+            source_port: has(Self::SOURCE_PORT).then_some(self.source_port),
+            dest_port: has(Self::DEST_PORT).then_some(self.dest_port),
+            upstream: has(Self::UPSTREAM),
+        })
+    }
+}
+
+/// An MRI as routing state keeps it: packed when [`PackedV4::pack`] takes it (always then, so
+/// two equal MRIs are never stored in different forms), boxed otherwise.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StoredMri {
+    PathV4(PackedV4),
+    Boxed(Box<Mri>),
+}
+
+/// The key of message routing state as the slab holds it (RFC 5971 §4.2.1: MRI, NSLPID,
+/// Session ID): 56 bytes for an IPv4 path-coupled flow, where [`MrsKey`] takes 96.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StoredKey {
+    mri: StoredMri,
+    pub session_id: SessionId,
+    pub nslpid: u16,
+}
+
+impl StoredKey {
+    pub fn new(key: MrsKey) -> Self {
+        let mri = match PackedV4::pack(&key.mri) {
+            Some(p) => StoredMri::PathV4(p),
+            None => StoredMri::Boxed(Box::new(key.mri)),
+        };
+        StoredKey {
+            mri,
+            session_id: key.session_id,
+            nslpid: key.nslpid,
+        }
+    }
+
+    /// The MRI (a copy; no allocation unless the method is one GIST does not know).
+    pub fn mri(&self) -> Mri {
+        match &self.mri {
+            StoredMri::PathV4(p) => p.unpack(),
+            StoredMri::Boxed(m) => (**m).clone(),
+        }
+    }
+
+    /// The key as the rest of the engine names it.
+    pub fn key(&self) -> MrsKey {
+        MrsKey {
+            mri: self.mri(),
+            nslpid: self.nslpid,
+            session_id: self.session_id,
+        }
+    }
+
+    /// Whether this is `key`.
+    pub fn matches(&self, key: &MrsKey) -> bool {
+        self.nslpid == key.nslpid
+            && self.session_id == key.session_id
+            && match &self.mri {
+                StoredMri::PathV4(p) => PackedV4::pack(&key.mri).as_ref() == Some(p),
+                StoredMri::Boxed(m) => **m == key.mri,
+            }
+    }
+
+    /// [`key_hash`] of this key.
+    pub fn hash(&self, h: &impl BuildHasher) -> u64 {
+        match &self.mri {
+            StoredMri::PathV4(p) => key_hash(h, &p.unpack(), self.nslpid, &self.session_id),
+            StoredMri::Boxed(m) => key_hash(h, m, self.nslpid, &self.session_id),
+        }
+    }
+
+    /// Heap bytes it owns.
+    pub fn heap_bytes(&self) -> usize {
+        match &self.mri {
+            StoredMri::PathV4(_) => 0,
+            StoredMri::Boxed(m) => {
+                size_of::<Mri>()
+                    + match &**m {
+                        Mri::Other { data, .. } => data.capacity(),
+                        _ => 0,
+                    }
+            }
         }
     }
 }
@@ -148,7 +314,7 @@ pub(crate) struct RespondSide {
 /// Message routing state for one (MRI, NSLPID, Session ID).
 #[derive(Debug)]
 pub(crate) struct RoutingState {
-    pub key: MrsKey,
+    pub key: StoredKey,
     /// Boxed: responder-only state (the common case at a flow's end, and all a Query flood
     /// can create) then costs 8 bytes for it.
     pub down: Option<Box<QuerySide>>,
@@ -163,7 +329,7 @@ pub(crate) struct RoutingState {
 impl RoutingState {
     pub fn new(key: MrsKey) -> Self {
         RoutingState {
-            key,
+            key: StoredKey::new(key),
             down: None,
             up: None,
             pending_up: None,
@@ -201,14 +367,11 @@ impl RoutingState {
         let pend = |v: &Vec<Pending>| {
             v.capacity() * size_of::<Pending>() + v.iter().map(|p| p.data.capacity()).sum::<usize>()
         };
-        let mri = match &self.key.mri {
-            Mri::Other { data, .. } => data.capacity(),
-            _ => 0,
-        };
-        mri + self
-            .pending_up
-            .as_ref()
-            .map_or(0, |p| size_of::<PendingUp>() + pend(&p.msgs))
+        self.key.heap_bytes()
+            + self
+                .pending_up
+                .as_ref()
+                .map_or(0, |p| size_of::<PendingUp>() + pend(&p.msgs))
             + self.down.as_ref().map_or(0, |d| {
                 size_of::<QuerySide>()
                     + pend(&d.queue)
@@ -274,4 +437,81 @@ pub(crate) struct Ma {
     pub confirmed: bool,
     pub timer: Option<TimerHandle>,
     pub wake: Instant,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::net::Ipv6Addr;
+
+    fn addr() -> impl Strategy<Value = IpAddr> {
+        prop_oneof![
+            4 => any::<[u8; 4]>().prop_map(|o| IpAddr::V4(Ipv4Addr::from(o))),
+            1 => any::<[u8; 16]>().prop_map(|o| IpAddr::V6(Ipv6Addr::from(o))),
+        ]
+    }
+
+    fn path_coupled() -> impl Strategy<Value = Mri> {
+        (
+            (any::<bool>(), addr(), addr(), any::<u8>(), any::<u8>()),
+            (
+                any::<Option<u8>>(),
+                any::<Option<u8>>(),
+                any::<Option<u32>>(),
+                any::<Option<u32>>(),
+            ),
+            (any::<Option<u16>>(), any::<Option<u16>>(), any::<bool>()),
+        )
+            .prop_map(|((nat, s, d, sp, dp), (pr, ds, fl, spi), (a, b, up))| {
+                Mri::PathCoupled(PathCoupledMri {
+                    nat,
+                    source: s,
+                    destination: d,
+                    source_prefix: sp,
+                    dest_prefix: dp,
+                    protocol: pr,
+                    ds_field: ds,
+                    flow_label: fl,
+                    spi,
+                    source_port: a,
+                    dest_port: b,
+                    upstream: up,
+                })
+            })
+    }
+
+    fn mri() -> impl Strategy<Value = Mri> {
+        prop_oneof![
+            6 => path_coupled(),
+            1 => (any::<u8>(), any::<bool>(), proptest::collection::vec(any::<u8>(), 0..12))
+                .prop_map(|(mrm, nat, data)| Mri::Other { mrm, nat, data }),
+        ]
+    }
+
+    fn key() -> impl Strategy<Value = MrsKey> {
+        (mri(), any::<u16>(), any::<[u8; 16]>()).prop_map(|(mri, nslpid, sid)| MrsKey {
+            mri,
+            nslpid,
+            session_id: SessionId(sid),
+        })
+    }
+
+    proptest! {
+        /// The stored form gives back exactly the key it took, matches it and only keys equal
+        /// to it, and hashes as the key does (lookups by `MrsKey` find stored entries).
+        #[test]
+        fn stored_key_is_the_key(k in key(), other in key()) {
+            let h = pathwise_core::table::KeyedState::from_rng(&mut pathwise_core::rng::seeded(7));
+            let s = StoredKey::new(k.clone());
+            prop_assert_eq!(s.key(), k.clone());
+            prop_assert!(s.matches(&k));
+            prop_assert_eq!(s.matches(&other), other == k);
+            prop_assert_eq!(s.hash(&h), key_hash(&h, &k.mri, k.nslpid, &k.session_id));
+            let v4 = matches!(&k.mri, Mri::PathCoupled(p)
+                if p.source.is_ipv4() && p.destination.is_ipv4());
+            prop_assert_eq!(PackedV4::pack(&k.mri).is_some(), v4);
+            prop_assert_eq!(s.heap_bytes() == 0, v4);
+        }
+    }
 }

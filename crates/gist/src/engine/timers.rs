@@ -17,7 +17,7 @@ impl GistEngine {
         };
         s.timer = None;
         s.wake = Instant::MAX;
-        let key = s.key.clone();
+        let key = s.key.key();
 
         // Upstream messages that waited in vain for a Confirm.
         if s.pending_up.as_ref().is_some_and(|p| p.deadline <= now) {

@@ -136,7 +136,7 @@ impl Workload for GistWorkload {
             }
             if stage == Stage::Settled {
                 for key in g.routing_keys() {
-                    let Some(v) = g.routing_state(key) else {
+                    let Some(v) = g.routing_state(&key) else {
                         continue;
                     };
                     let Some((state, Some(peer))) = v.downstream else {
@@ -148,7 +148,7 @@ impl Workload for GistWorkload {
                     let Some(b) = topo.owner(peer) else { continue };
                     let b_up = sim
                         .engine(b)
-                        .and_then(|q| q.inner.inner().routing_state(key))
+                        .and_then(|q| q.inner.inner().routing_state(&key))
                         .and_then(|w| w.upstream)
                         .and_then(|(_, a)| a)
                         .and_then(|a| topo.owner(a));
@@ -173,7 +173,7 @@ impl Workload for GistWorkload {
                                     },
                                     key.mri,
                                     sim.engine(b)
-                                        .and_then(|q| q.inner.inner().routing_state(key)),
+                                        .and_then(|q| q.inner.inner().routing_state(&key)),
                                 ),
                             )
                         })?;

@@ -712,7 +712,7 @@ impl GistService {
             .engine
             .routing_keys()
             .filter_map(|k| {
-                let s = self.engine.routing_state(k)?;
+                let s = self.engine.routing_state(&k)?;
                 let half = |st: Option<String>, peer: Option<IpAddr>, ma: Option<IpAddr>| {
                     st.map(|st| {
                         json!({

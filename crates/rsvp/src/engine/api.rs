@@ -147,12 +147,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .map_err(|_| ApiError::BadRequest("conflicting destination ports"))?;
         let (id, changed) = match self.find_psb(sid, &sender) {
             Some(id) => {
-                let changed = self.psbs[id].tspec != tspec;
-                self.psbs[id].tspec = tspec;
+                let changed = self.tspec(id) != tspec;
+                Self::set_tspec(&mut self.tspecs, &mut self.psbs[id].tspec, tspec);
                 (id, changed)
             }
             None => {
                 let adspec = Some(self.intern_adspec(Adspec::new_at_sender(true, true)));
+                let tspec = self.tspecs.acquire(tspec);
                 let id = self.insert_psb(Psb {
                     session: sid,
                     next: None,

@@ -85,7 +85,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     let p = &self.psbs[p];
                     PathView {
                         sender: p.sender,
-                        tspec: p.tspec,
+                        tspec: *self.tspecs.get(p.tspec),
                         phop: p.phop.map(|h| self.phops[h].hop.addr),
                         iif: p.iif,
                         oifs: p.oifs.to_vec(),
@@ -137,8 +137,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
             && self.adspecs.is_empty()
             && self.flowspecs.is_empty()
             && self.hops.is_empty()
+            && self.tspecs.is_empty()
             && self.session_index.is_empty()
             && self.dest_ports.is_empty()
+            && self.repairs.is_empty()
     }
 
     /// An estimate of the heap the engine's protocol state occupies, in bytes: arena and table
@@ -174,9 +176,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
             + map_bytes(&self.phop_index)
             + map_bytes(&self.reported)
             + map_bytes(&self.dest_ports)
+            + map_bytes(&self.repairs)
             + self.adspecs.heap_bytes()
             + self.flowspecs.heap_bytes()
             + self.hops.heap_bytes()
+            + self.tspecs.heap_bytes()
             + self.timers.heap_bytes();
         let psbs: usize = self
             .psbs

@@ -143,4 +143,61 @@ mod tests {
         i.release(c);
         assert!(i.is_empty());
     }
+
+    impl Encode for u8 {
+        fn encode(&self, out: &mut Vec<u8>) {
+            out.push(*self);
+        }
+    }
+
+    proptest::proptest! {
+        /// Against a reference map of value → reference count, through random acquires,
+        /// shares and releases: the same value always gets the same reference, a value lives
+        /// exactly as long as it has a reference, and the last release empties the table.
+        #[test]
+        fn interner_agrees_with_a_reference_count_map(
+            ops in proptest::collection::vec((0u8..3, 0u8..8, 0usize..64), 0..400)
+        ) {
+            use std::collections::BTreeMap;
+            let mut i = Interner::new(&mut pathwise_core::rng::seeded(3));
+            let mut held: Vec<(u8, Interned<u8>)> = Vec::new();
+            let mut model: BTreeMap<u8, u32> = BTreeMap::new();
+            for (op, value, pick) in ops {
+                match op {
+                    0 => {
+                        let id = i.acquire(value);
+                        if let Some(&(_, other)) = held.iter().find(|(v, _)| *v == value) {
+                            proptest::prop_assert_eq!(id, other);
+                        }
+                        held.push((value, id));
+                        *model.entry(value).or_default() += 1;
+                    }
+                    1 if !held.is_empty() => {
+                        let (v, id) = held[pick % held.len()];
+                        held.push((v, i.share(id)));
+                        *model.entry(v).or_default() += 1;
+                    }
+                    _ if !held.is_empty() => {
+                        let (v, id) = held.swap_remove(pick % held.len());
+                        i.release(id);
+                        let n = model.get_mut(&v).expect("held");
+                        *n -= 1;
+                        if *n == 0 {
+                            model.remove(&v);
+                        }
+                    }
+                    _ => {}
+                }
+                proptest::prop_assert_eq!(i.len(), model.len());
+                for &(v, id) in &held {
+                    proptest::prop_assert_eq!(*i.get(id), v);
+                }
+            }
+            for (_, id) in held.drain(..) {
+                i.release(id);
+            }
+            proptest::prop_assert!(i.is_empty());
+            proptest::prop_assert_eq!(i.index.len(), 0);
+        }
+    }
 }

@@ -234,6 +234,10 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     adspecs: Interner<crate::wire::Adspec>,
     flowspecs: Interner<FlowSpec>,
     hops: Interner<RsvpHop>,
+    tspecs: Interner<crate::wire::SenderTspec>,
+    /// Sessions with a local repair pending after a route change (RFC 2205 §3.6), and when:
+    /// rare, so kept here rather than in every session.
+    repairs: KeyedMap<SessionId, Instant>,
     /// Reservation last reported to each local sender (RESV_EVENT only on change).
     reported: KeyedMap<PsbId, FlowSpec>,
     /// Local receivers' requests by session identity, kept until released (RFC 2205 §3.11.1),
@@ -298,8 +302,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
             local.insert(*a, ());
         }
         let n = cfg.expected_sessions;
+        // Tables added later are keyed from their own generator, so the engine's stream (jitter,
+        // and the keys of the tables above) stays what it was for a given seed.
+        let mut later = pathwise_core::rng::seeded(cfg.seed ^ 0x7370_6563_7300_0001);
+        let mut timers = TimerWheel::new(cfg.wheel, now);
+        // One timer per session.
+        timers.reserve(n);
         RsvpEngine {
-            timers: TimerWheel::new(cfg.wheel, now),
+            timers,
             mcast: keyed_map(&mut rng),
             session_index: HashTable::with_capacity(n),
             session_hasher: KeyedState::from_rng(&mut rng),
@@ -308,6 +318,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
             adspecs: Interner::new(&mut rng),
             flowspecs: Interner::new(&mut rng),
             hops: Interner::new(&mut rng),
+            tspecs: Interner::new(&mut later),
+            repairs: keyed_map(&mut later),
             reported: keyed_map(&mut rng),
             receivers: keyed_map(&mut rng),
             integrity_rx: pathwise_auth::Receiver::new(KeyedState::from_rng(&mut rng)),
@@ -341,6 +353,32 @@ impl<T: TrafficControl> RsvpEngine<T> {
             rng,
             cfg,
         }
+    }
+
+    /// When local repair is due for a session after a route change ([`Instant::MAX`]: none
+    /// pending).
+    fn repair_at(&self, sid: SessionId) -> Instant {
+        if self.repairs.is_empty() {
+            return Instant::MAX;
+        }
+        self.repairs.get(&sid).copied().unwrap_or(Instant::MAX)
+    }
+
+    /// A PSB's SENDER_TSPEC.
+    pub(crate) fn tspec(&self, p: PsbId) -> crate::wire::SenderTspec {
+        *self.tspecs.get(self.psbs[p].tspec)
+    }
+
+    /// Point a PSB's interned SENDER_TSPEC at `t`: the new reference is taken before the old
+    /// is let go, so an unchanged value is never freed and made again, and the bytes are kept
+    /// exactly as received (no float comparison decides).
+    pub(crate) fn set_tspec(
+        tspecs: &mut Interner<crate::wire::SenderTspec>,
+        slot: &mut state::TspecRef,
+        t: crate::wire::SenderTspec,
+    ) {
+        let new = tspecs.acquire(t);
+        tspecs.release(std::mem::replace(slot, new));
     }
 
     /// The session with this SESSION object: the same (destination, protocol, port) whatever
@@ -442,7 +480,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.psbs_of(sid)
                     .filter_map(|p| self.psbs[p].te()?.setup_by),
             )
-            .fold(s.refresh_at.min(s.repair_at), Instant::min);
+            .fold(s.refresh_at.min(self.repair_at(sid)), Instant::min);
         let wake = s
             .timer
             .and_then(|h| self.timers.deadline(h))
@@ -503,8 +541,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
         if !self.sessions.contains(sid) {
             return;
         }
-        if self.sessions[sid].repair_at <= now {
-            self.sessions[sid].repair_at = Instant::MAX;
+        if self.repair_at(sid) <= now {
+            self.repairs.remove(&sid);
             self.local_repair(sid);
         }
         if self.sessions[sid].refresh_at <= now {

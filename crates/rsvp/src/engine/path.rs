@@ -137,7 +137,6 @@ impl<T: TrafficControl> RsvpEngine<T> {
             out_isbs: None,
             timer: None,
             refresh_at,
-            repair_at: Instant::MAX,
         });
         self.index_session(sid);
         Ok(sid)
@@ -309,7 +308,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     || flags_changed
                     || old.phop != Some(phop)
                     || old.iif != Some(rx.ifindex)
-                    || old.tspec != p.sender.tspec
+                    || *self.tspecs.get(old.tspec) != p.sender.tspec
                     || old.adspec != adspec
                     || super::state::carried_slice(&old.carried) != objects.as_slice()
                     || old.non_rsvp != non_rsvp;
@@ -329,7 +328,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 psb.expires = expires;
                 psb.phop = Some(phop);
                 psb.iif = Some(rx.ifindex);
-                psb.tspec = p.sender.tspec;
+                Self::set_tspec(&mut self.tspecs, &mut psb.tspec, p.sender.tspec);
                 psb.adspec = adspec;
                 psb.ttl = ttl;
                 psb.non_rsvp = non_rsvp;
@@ -340,11 +339,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 (id, changed)
             }
             None => {
+                let tspec = self.tspecs.acquire(p.sender.tspec);
                 let id = self.insert_psb(Psb {
                     session: sid,
                     next: None,
                     sender: template,
-                    tspec: p.sender.tspec,
+                    tspec,
                     adspec,
                     phop: Some(phop),
                     iif: Some(rx.ifindex),
@@ -413,7 +413,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.events.push_back(Event::PathState {
                     session: self.sessions[sid].key,
                     sender: p.sender,
-                    tspec: p.tspec,
+                    tspec: *self.tspecs.get(p.tspec),
                     adspec: p.adspec.map(|a| Box::new(self.adspecs.get(a).clone())),
                 });
                 // A receiver's kept request goes out as soon as there is a sender to reserve
@@ -539,6 +539,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.drop_in_label(id);
         self.forget_path(id);
         let p = self.psbs.remove(id);
+        self.tspecs.release(p.tspec);
         if let Some(r) = p.sent {
             self.flowspecs.release(r);
         }
@@ -579,6 +580,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
         self.forget_session(sid);
         self.unindex_session(sid);
+        self.repairs.remove(&sid);
         let s = self.sessions.remove(sid);
         let slot = (s.key.dest, s.key.protocol_id);
         if s.key.is_lsp_tunnel() {

@@ -68,8 +68,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .collect();
         let at = now + self.cfg.local_repair_delay;
         for sid in affected {
-            let s = &mut self.sessions[sid];
-            s.repair_at = s.repair_at.min(at);
+            let r = self.repairs.entry(sid).or_insert(at);
+            *r = (*r).min(at);
             self.schedule_session(sid);
         }
     }

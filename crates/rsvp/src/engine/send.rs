@@ -163,7 +163,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 policy,
                 sender: SenderDescriptor {
                     template: p.sender,
-                    tspec: p.tspec,
+                    tspec: *self.tspecs.get(p.tspec),
                     adspec,
                     // §4.4.3: this node's outgoing address pushed on the route recorded so far.
                     record_route: te.and_then(|t| t.rro.as_ref()).map(|r| {
@@ -192,7 +192,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 session,
                 hop: RsvpHop::new(self.iface_addr(Some(*ifx), session.dest), ifx.0),
                 sender_template: Some(p.sender),
-                sender_tspec: Some(p.tspec),
+                sender_tspec: Some(*self.tspecs.get(p.tspec)),
                 forward: Vec::new(),
             });
             let (src, ttl) = (p.sender.src(), p.ttl);

@@ -43,6 +43,8 @@ pub type AdspecRef = Interned<Adspec>;
 pub type FlowSpecRef = Interned<FlowSpec>;
 /// An interned RSVP_HOP (a next hop).
 pub type HopRef = Interned<RsvpHop>;
+/// An interned SENDER_TSPEC: senders of one application announce the same few.
+pub type TspecRef = Interned<SenderTspec>;
 
 /// Where a sender's data leaves this node: an outgoing interface, or `None` for delivery to a
 /// local receiver application.
@@ -79,10 +81,9 @@ pub struct SessionState {
     /// at the earliest of them and moved only when something falls due earlier (a refresh that
     /// extends a lifetime touches no timer).
     pub timer: Option<TimerHandle>,
-    /// When Path and Resv state is next refreshed (RFC 2205 §3.7).
+    /// When Path and Resv state is next refreshed (RFC 2205 §3.7). When local repair is due
+    /// after a route change is kept beside the sessions (`RsvpEngine::repairs`): it is rare.
     pub refresh_at: Instant,
-    /// When local repair is due after a route change ([`Instant::MAX`]: none pending).
-    pub repair_at: Instant,
 }
 
 /// Path State Block: one sender of a session as announced by its previous hop.
@@ -94,8 +95,8 @@ pub struct Psb {
     pub next: Option<PsbId>,
     /// SENDER_TEMPLATE.
     pub sender: FilterSpec,
-    /// SENDER_TSPEC.
-    pub tspec: SenderTspec,
+    /// SENDER_TSPEC (interned: [`RsvpEngine::tspec`](super::RsvpEngine::tspec)).
+    pub tspec: TspecRef,
     /// ADSPEC as received (composed with each outgoing link when forwarded).
     pub adspec: Option<AdspecRef>,
     /// Previous hop; `None` for a sender registered locally through the API.
@@ -390,6 +391,22 @@ impl Encode for FlowSpec {
     }
 }
 
+impl Encode for SenderTspec {
+    /// Bit-exact, so a value is shared only with one that sends the same bytes.
+    fn encode(&self, out: &mut Vec<u8>) {
+        let t = &self.0;
+        for w in [
+            t.rate.to_bits(),
+            t.bucket.to_bits(),
+            t.peak.to_bits(),
+            t.min_policed,
+            t.max_packet,
+        ] {
+            out.extend_from_slice(&w.to_be_bytes());
+        }
+    }
+}
+
 impl Encode for RsvpHop {
     fn encode(&self, out: &mut Vec<u8>) {
         self.emit(&mut Writer::new(out));
@@ -498,13 +515,15 @@ mod tests {
     fn state_blocks_stay_small() {
         // Bytes per session is a published figure; these guard against accidental growth.
         use std::mem::size_of;
-        // 88 since SESSION grew an RSVP-TE Extended Tunnel ID (RFC 3209 §4.6.1).
+        // 88 since SESSION grew an RSVP-TE Extended Tunnel ID (RFC 3209 §4.6.1); 80 since the
+        // local-repair deadline moved out.
         assert!(
-            size_of::<SessionState>() <= 88,
+            size_of::<SessionState>() <= 80,
             "SessionState is {}",
             size_of::<SessionState>()
         );
-        assert!(size_of::<Psb>() <= 128, "Psb is {}", size_of::<Psb>());
+        // 112 since the SENDER_TSPEC is interned.
+        assert!(size_of::<Psb>() <= 112, "Psb is {}", size_of::<Psb>());
         assert!(size_of::<Rsb>() <= 80, "Rsb is {}", size_of::<Rsb>());
         assert!(
             size_of::<OutIsb>() <= 40,

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod chain;
+pub mod engine;
 pub mod interception;
 
 use crate::bench::{plot_target, plot_to, print_report};
@@ -12,6 +13,22 @@ use std::path::PathBuf;
 /// GIST's `pathwise bench …` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Bench {
+    /// Bytes of routing state per session on the GIST engine alone (counting allocator):
+    /// a querying and a responding engine back to back, N sessions through the full handshake.
+    GistEngine {
+        /// Sessions; several (comma-separated) run one after another, a report each.
+        #[arg(long, value_delimiter = ',', default_value = "100000")]
+        sessions: Vec<usize>,
+        /// Repetitions; medians are reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Tell the engines the session count up front (`expected_sessions`).
+        #[arg(long)]
+        presize: bool,
+        /// Print JSON instead of a table (an array with several session counts).
+        #[arg(long)]
+        json: bool,
+    },
     /// GIST daemons on the five-node network-namespace chain (root): the load client over UDP,
     /// TCP and TLS — session setup time (per hop), RTTs, daemons' CPU time per session.
     GistChain {
@@ -85,6 +102,25 @@ pub enum Bench {
 /// Run a benchmark and print its report.
 pub fn run(b: Bench) -> anyhow::Result<()> {
     match b {
+        Bench::GistEngine {
+            sessions,
+            runs,
+            presize,
+            json,
+        } => {
+            let mut reports = Vec::new();
+            for &n in &sessions {
+                let r = engine::run(n, runs, presize)?;
+                if !json {
+                    print!("{}", engine::render(&r));
+                }
+                reports.push(r);
+            }
+            if json {
+                print_report(true, &reports, |_| String::new())?;
+            }
+            Ok(())
+        }
         Bench::GistChain {
             sessions,
             rate,

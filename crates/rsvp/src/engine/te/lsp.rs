@@ -441,7 +441,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let session = self.sessions[psb.session].key;
         let sender = SenderDescriptor {
             template: psb.sender,
-            tspec: psb.tspec,
+            tspec: *self.tspecs.get(psb.tspec),
             adspec: None,
             record_route: None,
         };
@@ -513,7 +513,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .te()
                 .is_some_and(|t| t.has_flag(SessionAttribute::SE_STYLE_DESIRED))
         });
-        let fs = |p: PsbId| FlowSpec::ControlledLoad(self.psbs[p].tspec.0);
+        let fs = |p: PsbId| FlowSpec::ControlledLoad(self.tspec(p).0);
         let (kind, flows) = if se {
             let merged = ends
                 .iter()
@@ -629,7 +629,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
                             .then(|| self.downstream_binding(p).and_then(|b| b.rro))
                             .flatten()
                     }),
-                    bandwidth_bps: (f64::from(psb.tspec.0.rate) * 8.0).round() as u64,
+                    bandwidth_bps: (f64::from(self.tspecs.get(psb.tspec).0.rate) * 8.0).round()
+                        as u64,
                     priorities: (te.setup_priority(), te.holding_priority()),
                     gmpls: te.label_request.generalized(),
                     l3pid: te.label_request.l3pid,
