@@ -633,6 +633,14 @@ mod tests {
         }
     }
 
+    /// `pkt` behind the virtio-net header `hdr`, as the TUN device hands it over.
+    fn framed(hdr: VirtioNetHdr, pkt: &[u8]) -> Vec<u8> {
+        let mut frame = vec![0u8; VNET_HDR_LEN];
+        hdr.emit(&mut frame).unwrap();
+        frame.extend_from_slice(pkt);
+        frame
+    }
+
     fn payload(n: usize) -> Vec<u8> {
         (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
     }
@@ -644,20 +652,18 @@ mod tests {
         let l3 = if v6 { 40 } else { 20 };
         let ps = fold(pseudo_sum(&pkt, IPPROTO_TCP, pkt.len() - l3));
         pkt[l3 + 16..l3 + 18].copy_from_slice(&ps.to_be_bytes());
-        let mut frame = vec![0u8; VNET_HDR_LEN];
-        VirtioNetHdr {
-            flags: F_NEEDS_CSUM,
-            gso_type: if v6 { GsoType::TcpV6 } else { GsoType::TcpV4 },
-            ecn: false,
-            hdr_len: (l3 + 32) as u16,
-            gso_size: mss,
-            csum_start: l3 as u16,
-            csum_offset: 16,
-        }
-        .emit(&mut frame)
-        .unwrap();
-        frame.extend_from_slice(&pkt);
-        frame
+        framed(
+            VirtioNetHdr {
+                flags: F_NEEDS_CSUM,
+                gso_type: if v6 { GsoType::TcpV6 } else { GsoType::TcpV4 },
+                ecn: false,
+                hdr_len: (l3 + 32) as u16,
+                gso_size: mss,
+                csum_start: l3 as u16,
+                csum_offset: 16,
+            },
+            &pkt,
+        )
     }
 
     #[test]
@@ -755,18 +761,17 @@ mod tests {
         let mut pkt = ip_header(false, IPPROTO_UDP, 8 + data.len());
         pkt.extend_from_slice(&[0x1f, 0x40, 0x1f, 0x41, 0, 0, 0, 0]);
         pkt.extend_from_slice(&data);
-        let mut frame = vec![0u8; VNET_HDR_LEN];
-        VirtioNetHdr {
-            gso_type: GsoType::UdpL4,
-            gso_size: 1200,
-            flags: F_NEEDS_CSUM,
-            csum_start: 20,
-            csum_offset: 6,
-            ..VirtioNetHdr::PLAIN
-        }
-        .emit(&mut frame)
-        .unwrap();
-        frame.extend_from_slice(&pkt);
+        let frame = framed(
+            VirtioNetHdr {
+                gso_type: GsoType::UdpL4,
+                gso_size: 1200,
+                flags: F_NEEDS_CSUM,
+                csum_start: 20,
+                csum_offset: 6,
+                ..VirtioNetHdr::PLAIN
+            },
+            &pkt,
+        );
         let mut pool = PacketPool::default();
         let mut out = Vec::new();
         assert_eq!(split(&frame, &mut pool, &mut out), Ok(5));
@@ -786,16 +791,15 @@ mod tests {
         let mut pkt = tcp_packet(false, 5, 0x18, b"hello");
         let ps = fold(pseudo_sum(&pkt, IPPROTO_TCP, pkt.len() - 20));
         pkt[36..38].copy_from_slice(&ps.to_be_bytes());
-        let mut frame = vec![0u8; VNET_HDR_LEN];
-        VirtioNetHdr {
-            flags: F_NEEDS_CSUM,
-            csum_start: 20,
-            csum_offset: 16,
-            ..VirtioNetHdr::PLAIN
-        }
-        .emit(&mut frame)
-        .unwrap();
-        frame.extend_from_slice(&pkt);
+        let frame = framed(
+            VirtioNetHdr {
+                flags: F_NEEDS_CSUM,
+                csum_start: 20,
+                csum_offset: 16,
+                ..VirtioNetHdr::PLAIN
+            },
+            &pkt,
+        );
         let mut pool = PacketPool::default();
         let mut out = Vec::new();
         assert_eq!(split(&frame, &mut pool, &mut out), Ok(1));

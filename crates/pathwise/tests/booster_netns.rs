@@ -198,56 +198,20 @@ fn inserting_and_removing_boosters_during_a_transfer_does_not_break_it() {
     );
 }
 
-/// Run `f` on a thread inside namespace `ns`.
-fn in_netns<T: Send + 'static>(ns: String, f: impl FnOnce() -> T + Send + 'static) -> T {
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(format!("/var/run/netns/{ns}")).unwrap();
-        nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        f()
-    })
-    .join()
-    .unwrap()
-}
-
-/// Send `datagrams` to gateway A's UDP port from inside gateway B's namespace with gateway B's
-/// own source address and port (192.168.77.2:7000, which B's gateway holds): a raw socket
-/// writes the UDP header itself. This is what an attacker on the link can do.
-fn inject(tb: &Testbed, datagrams: Vec<Vec<u8>>) {
-    use nix::sys::socket::{
-        AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn, sendto, socket,
-    };
-    use std::os::fd::AsRawFd;
-    in_netns(tb.ns[GB].clone(), move || {
-        let fd = socket(
-            AddressFamily::Inet,
-            SockType::Raw,
-            SockFlag::empty(),
-            SockProtocol::Udp,
-        )
-        .unwrap();
-        let to = SockaddrIn::new(192, 168, 77, 1, 7000);
-        for d in datagrams {
-            // Source port 7000, destination 7000, length, checksum 0 (none, allowed over IPv4).
-            let mut udp = vec![0x1b, 0x58, 0x1b, 0x58];
-            udp.extend_from_slice(&((8 + d.len()) as u16).to_be_bytes());
-            udp.extend_from_slice(&[0, 0]);
-            udp.extend_from_slice(&d);
-            sendto(fd.as_raw_fd(), &udp, &to, MsgFlags::empty()).unwrap();
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    });
-}
+/// Datagrams injected on the link go 5 ms apart.
+const INJECT_GAP: Duration = Duration::from_millis(5);
 
 /// Send `datagrams` to gateway A's UDP port from `from`, an address of gateway B's namespace
 /// that is not the configured peer.
 fn send_from(tb: &Testbed, from: &'static str, datagrams: Vec<Vec<u8>>) {
-    in_netns(tb.ns[GB].clone(), move || {
+    tb.in_namespace(GB, move || {
         let s = std::net::UdpSocket::bind(from).unwrap();
         for d in datagrams {
             s.send_to(&d, "192.168.77.1:7000").unwrap();
             std::thread::sleep(Duration::from_millis(5));
         }
-    });
+    })
+    .unwrap();
 }
 
 #[test]
@@ -297,8 +261,7 @@ fn garbage_truncated_forged_and_replayed_datagrams_are_dropped_and_counted() {
     let n = forged.len();
     forged[n - 3] ^= 0x40;
     let before = tb.manage(GA, "stats", Value::Null).unwrap();
-    inject(
-        &tb,
+    tb.inject(
         vec![
             genuine.clone(),
             genuine.clone(),        // replayed
@@ -308,7 +271,9 @@ fn garbage_truncated_forged_and_replayed_datagrams_are_dropped_and_counted() {
             b"\x7fgarbage, not a booster datagram".to_vec(),
             vec![0x10, 1, 0, 0, 0, 0, 0, 1, 0x63, 1, 2, 3], // unknown booster
         ],
-    );
+        INJECT_GAP,
+    )
+    .unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let d = drops(&tb, GA);
     for (reason, n) in [
@@ -660,7 +625,7 @@ fn unprotected_datagrams_and_strangers_never_reach_the_tun_and_live_changes_lose
         &["lz4", "encrypt"],
         &icmp_echo([192, 0, 2, 1], [10, 77, 1, 2], 21),
     ));
-    inject(&tb, forged);
+    tb.inject(forged, INJECT_GAP).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let after = tb.manage(GA, "stats", Value::Null).unwrap();
     let delta = |path: &[&str]| counter(&after, path) - counter(&before, path);
@@ -682,7 +647,11 @@ fn unprotected_datagrams_and_strangers_never_reach_the_tun_and_live_changes_lose
 
     // The same echo, properly protected and from the peer's address, is delivered and answered:
     // the forged ones above were refused for what they were, not for being malformed.
-    inject(&tb, vec![boosted(&keyed, &["lz4", "encrypt"], &echo(30))]);
+    tb.inject(
+        vec![boosted(&keyed, &["lz4", "encrypt"], &echo(30))],
+        INJECT_GAP,
+    )
+    .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let answered = tb.manage(GA, "stats", Value::Null).unwrap();
     assert_eq!(

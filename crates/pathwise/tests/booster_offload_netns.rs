@@ -158,34 +158,6 @@ fn offloads_on_and_off_deliver_the_same_bytes_null_and_encrypted() {
     }
 }
 
-/// Send `datagrams` to gateway A's UDP port back to back from inside gateway B's namespace
-/// with gateway B's own source address and port (a raw socket writes the UDP header).
-fn inject(tb: &Testbed, datagrams: Vec<Vec<u8>>) {
-    use nix::sys::socket::{
-        AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn, sendto, socket,
-    };
-    use std::os::fd::AsRawFd;
-    in_netns(tb.ns[GB].clone(), move || {
-        let fd = socket(
-            AddressFamily::Inet,
-            SockType::Raw,
-            SockFlag::empty(),
-            SockProtocol::Udp,
-        )
-        .unwrap();
-        let to = SockaddrIn::new(192, 168, 77, 1, 7000);
-        for d in datagrams {
-            let mut udp = vec![0x1b, 0x58, 0x1b, 0x58];
-            udp.extend_from_slice(&((8 + d.len()) as u16).to_be_bytes());
-            udp.extend_from_slice(&[0, 0]);
-            udp.extend_from_slice(&d);
-            sendto(fd.as_raw_fd(), &udp, &to, MsgFlags::empty()).unwrap();
-        }
-    })
-    .join()
-    .unwrap();
-}
-
 #[test]
 fn hostile_datagrams_in_full_batches_are_dropped_and_counted() {
     if !available("hostile_datagrams_in_full_batches", &["ping", "iperf3"]) {
@@ -257,7 +229,7 @@ fn hostile_datagrams_in_full_batches_are_dropped_and_counted() {
     .unwrap();
     std::thread::sleep(Duration::from_millis(1000));
     let before = tb.manage(GA, "stats", Value::Null).unwrap();
-    inject(&tb, hostile);
+    tb.inject(hostile, Duration::ZERO).unwrap();
     std::thread::sleep(Duration::from_millis(3000));
     let d = tb.manage(GA, "stats", Value::Null).unwrap()["drops"].clone();
     for (reason, n) in [

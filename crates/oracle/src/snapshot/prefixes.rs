@@ -289,40 +289,7 @@ impl PrefixTable {
     /// and their exits are not touched.
     #[inline(always)]
     pub fn hits_v4_block(&self, addrs: &[Ipv4Addr], out: &mut [Hit]) {
-        const N: usize = 32;
-        let mut blocks = [Block::default(); N];
-        for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
-            // Every level-1 block first: independent reads, their misses overlap.
-            for (b, &a) in blocks.iter_mut().zip(addrs) {
-                let a = u32::from(a);
-                if let Some(Index::Dir24(d)) = self
-                    .v4
-                    .get((a >> 24) as usize)
-                    .and_then(|s| s.as_deref())
-                    .map(|s| &*s.index)
-                {
-                    *b = d.block(a);
-                }
-            }
-            for ((h, &a), &b) in out.iter_mut().zip(addrs).zip(&blocks) {
-                let a = u32::from(a);
-                let octet = a >> 24;
-                let long = self.v4.get(octet as usize).and_then(Option::as_deref);
-                let leaf = long.map_or(0, |s| match &*s.index {
-                    Index::Dir24(d) => d.lookup_in(b, a),
-                    _ => s.index_lookup4(a),
-                });
-                *h = if leaf != 0 {
-                    Hit { slot: octet, leaf }
-                } else {
-                    let short = self.v4.get(256).and_then(Option::as_deref);
-                    Hit {
-                        slot: 256,
-                        leaf: short.map_or(0, |s| s.index_lookup4(a)),
-                    }
-                };
-            }
-        }
+        self.v4_block(addrs, out, |d, b, a| d.lookup_in(b, a));
     }
 
     /// [`hits_v4_block`](Self::hits_v4_block) for ranking: in a first octet indexed by
@@ -332,10 +299,23 @@ impl PrefixTable {
     /// again with [`hit`](Self::hit).
     #[inline(always)]
     pub fn runs_v4_block(&self, addrs: &[Ipv4Addr], out: &mut [Hit]) {
+        self.v4_block(addrs, out, |d, b, a| RUN | d.run_of(b, a));
+    }
+
+    /// The block walk both share: every level-1 block of a group of addresses first
+    /// (independent reads, their misses overlap), then `in_dir24` on each address's block in
+    /// a DIR-24-8 first octet, the other indexes' lookup elsewhere, and the short prefixes'
+    /// shard when the first octet has no match.
+    #[inline(always)]
+    fn v4_block(
+        &self,
+        addrs: &[Ipv4Addr],
+        out: &mut [Hit],
+        in_dir24: impl Fn(&Dir24, Block, u32) -> u32,
+    ) {
         const N: usize = 32;
         let mut blocks = [Block::default(); N];
         for (addrs, out) in addrs.chunks(N).zip(out.chunks_mut(N)) {
-            // Every level-1 block first: independent reads, their misses overlap.
             for (b, &a) in blocks.iter_mut().zip(addrs) {
                 let a = u32::from(a);
                 if let Some(Index::Dir24(d)) = self
@@ -352,7 +332,7 @@ impl PrefixTable {
                 let octet = a >> 24;
                 let long = self.v4.get(octet as usize).and_then(Option::as_deref);
                 let leaf = long.map_or(0, |s| match &*s.index {
-                    Index::Dir24(d) => RUN | d.run_of(b, a),
+                    Index::Dir24(d) => in_dir24(d, b, a),
                     _ => s.index_lookup4(a),
                 });
                 *h = if leaf != 0 {

@@ -232,6 +232,39 @@ impl Testbed {
         .map_err(|_| anyhow::anyhow!("thread in the namespace panicked"))?
     }
 
+    /// Send `datagrams` to gateway A's UDP port from inside gateway B's namespace with gateway
+    /// B's own source address and port (192.168.77.2:7000, which B's gateway holds), `gap`
+    /// apart: a raw socket writes the UDP header itself. This is what an attacker on the link
+    /// can do.
+    pub fn inject(&self, datagrams: Vec<Vec<u8>>, gap: std::time::Duration) -> anyhow::Result<()> {
+        use nix::sys::socket::{
+            AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn, sendto, socket,
+        };
+        use std::os::fd::AsRawFd;
+        self.in_namespace(GB, move || -> anyhow::Result<()> {
+            let fd = socket(
+                AddressFamily::Inet,
+                SockType::Raw,
+                SockFlag::empty(),
+                SockProtocol::Udp,
+            )?;
+            let to = SockaddrIn::new(192, 168, 77, 1, 7000);
+            for d in datagrams {
+                // Source port 7000, destination 7000, length, checksum 0 (none, allowed over
+                // IPv4).
+                let mut udp = vec![0x1b, 0x58, 0x1b, 0x58];
+                udp.extend_from_slice(&((8 + d.len()) as u16).to_be_bytes());
+                udp.extend_from_slice(&[0, 0]);
+                udp.extend_from_slice(&d);
+                sendto(fd.as_raw_fd(), &udp, &to, MsgFlags::empty())?;
+                if !gap.is_zero() {
+                    std::thread::sleep(gap);
+                }
+            }
+            Ok(())
+        })?
+    }
+
     /// Write a gateway configuration for side `g` (GA or GB) with `chain` toward the far host
     /// network; returns the path. `extra` is TOML: its top-level keys (the lines before its
     /// first table header) go before the policy table, the rest after it.

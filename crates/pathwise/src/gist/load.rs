@@ -372,6 +372,22 @@ mod tests {
         }
     }
 
+    /// Send what `r` has due at `t`, new sessions numbered from `next_id` on.
+    fn send_due(r: &mut LoadRun, t: Instant, seq: &mut u32, next_id: &mut u32) {
+        for n in r.due(t) {
+            *seq += 1;
+            match n {
+                Next::Open => {
+                    *next_id += 1;
+                    let mut id = [0; 16];
+                    id[..4].copy_from_slice(&next_id.to_be_bytes());
+                    r.sent(SessionId(id), *seq, true);
+                }
+                Next::Again(s) => r.sent(s, *seq, false),
+            }
+        }
+    }
+
     #[test]
     fn churn_keeps_the_sessions_in_the_band_after_opening() {
         let mut a = args(50);
@@ -383,18 +399,7 @@ mod tests {
         let (mut seq, mut next_id) = (0, 0u32);
         let mut t = t0;
         while !r.done() && t < t0 + Duration::from_secs(20) {
-            for n in r.due(t) {
-                seq += 1;
-                match n {
-                    Next::Open => {
-                        next_id += 1;
-                        let mut id = [0; 16];
-                        id[..4].copy_from_slice(&next_id.to_be_bytes());
-                        r.sent(SessionId(id), seq, true);
-                    }
-                    Next::Again(s) => r.sent(s, seq, false),
-                }
-            }
+            send_due(&mut r, t, &mut seq, &mut next_id);
             if r.steady_from.is_some_and(|f| t > f) && !r.done() {
                 assert!(
                     (40..=50).contains(&r.sessions.len()),
@@ -455,18 +460,7 @@ mod tests {
         let (mut seq, mut next_id) = (0, 0u32);
         let mut t = t0;
         while !r.done() && t < t0 + Duration::from_secs(20) {
-            for n in r.due(t) {
-                seq += 1;
-                match n {
-                    Next::Open => {
-                        next_id += 1;
-                        let mut id = [0; 16];
-                        id[..4].copy_from_slice(&next_id.to_be_bytes());
-                        r.sent(SessionId(id), seq, true);
-                    }
-                    Next::Again(s) => r.sent(s, seq, false),
-                }
-            }
+            send_due(&mut r, t, &mut seq, &mut next_id);
             let keys: Vec<_> = r.outstanding.keys().copied().collect();
             for (s, q) in keys {
                 r.reply(s, q, Duration::from_millis(1));

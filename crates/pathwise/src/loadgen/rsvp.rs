@@ -263,7 +263,7 @@ impl SenderSide {
         let src_port = u64::from(self.cfg.src_port_base) + rest / u64::from(self.ports);
         (
             Session::ip(dest, self.cfg.protocol, port as u16),
-            filter(self.cfg.src, src_port as u16),
+            FilterSpec::ip(self.cfg.src, src_port as u16),
         )
     }
 
@@ -289,19 +289,6 @@ impl SenderSide {
             .into_iter()
             .flat_map(move |f| (u64::from(f)..cap).step_by(stride as usize))
             .map(|s| s as u32)
-    }
-}
-
-fn filter(src: IpAddr, port: u16) -> FilterSpec {
-    match src {
-        IpAddr::V4(src) => FilterSpec::V4 {
-            src,
-            src_port: port,
-        },
-        IpAddr::V6(src) => FilterSpec::V6 {
-            src,
-            src_port: port,
-        },
     }
 }
 
@@ -377,7 +364,7 @@ impl ReceiverSide {
         let src = self.senders.get((key >> 16) as u16);
         (
             Session::ip(dest, proto, (key >> 32) as u16),
-            filter(src, key as u16),
+            FilterSpec::ip(src, key as u16),
         )
     }
 }
@@ -487,7 +474,7 @@ impl RsvpLoad {
         let time_values = TimeValues {
             refresh_ms: u32::try_from(cfg.refresh.as_millis()).unwrap_or(u32::MAX),
         };
-        let any_filter = filter(IpAddr::from([0, 0, 0, 0]), 0);
+        let any_filter = FilterSpec::ip(IpAddr::from([0, 0, 0, 0]), 0);
         let style = Style {
             flags: 0,
             kind: cfg.receiver.as_ref().map_or(StyleKind::Ff, |r| r.style),

@@ -292,7 +292,7 @@ fn messages_are_what_rfc_2205_says() {
     assert_eq!(path.session, Session::ip(D.into(), 17, 1024));
     assert_eq!(path.hop.addr, IpAddr::from(S));
     assert_eq!(path.time_values.refresh_ms, 1000);
-    assert_eq!(path.sender.template, filter(S.into(), 1024));
+    assert_eq!(path.sender.template, FilterSpec::ip(S.into(), 1024));
     assert_eq!(path.sender.tspec, SenderTspec(bucket()));
     let d = p.buf.received_on(IfIndex(1), S.into());
     p.rx.handle_datagram(Instant::ZERO, d);
