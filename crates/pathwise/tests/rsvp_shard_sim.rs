@@ -514,10 +514,15 @@ fn sharded_and_unsharded_agree_with_refresh_reduction(loss: f64) {
         assert_eq!(t.epoch_changes, 0, "{shards} shards: {t:?}");
         assert_eq!(t.drops, one.totals.drops, "{shards} shards dropped");
         assert_eq!(t.timeouts, one.totals.timeouts, "{shards} shards: {t:?}");
-        if loss == 0.0 {
-            // Every Srefresh identifier reached the shard holding its state.
-            assert_eq!(t.nacks_sent, 0, "{shards} shards: {t:?}");
-        }
+        // Every Srefresh identifier reached the shard holding its state. With loss a few may
+        // have been forgotten by the dispatcher (not named for three refresh periods) and
+        // NACKed, which the full refresh that answers a NACK repairs (RFC 2961 §5.4).
+        let slack = if loss > 0.0 { 5 } else { 0 };
+        assert!(
+            t.nacks_sent <= one.totals.nacks_sent + slack,
+            "{shards} shards: {t:?}, one engine {:?}",
+            one.totals
+        );
         assert!(
             sharded.idle_at_end,
             "{shards} shards: state left after teardown"
