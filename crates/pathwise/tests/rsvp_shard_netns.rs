@@ -113,10 +113,21 @@ fn classes(lab: &Lab, i: usize) -> String {
 
 #[test]
 fn two_shards_with_churning_flows_leave_nothing_behind() -> anyhow::Result<()> {
-    if skip(
-        "two_shards_with_churning_flows_leave_nothing_behind",
-        &["tc"],
-    ) {
+    churn_on_two_shards("two_shards_with_churning_flows_leave_nothing_behind", false)
+}
+
+/// The same with refresh reduction (RFC 2961) on every node: identified messages acknowledged
+/// by the shard that sent them, state kept by Srefresh, one Epoch per node.
+#[test]
+fn two_shards_with_refresh_reduction_leave_nothing_behind() -> anyhow::Result<()> {
+    churn_on_two_shards(
+        "two_shards_with_refresh_reduction_leave_nothing_behind",
+        true,
+    )
+}
+
+fn churn_on_two_shards(name: &str, refresh_reduction: bool) -> anyhow::Result<()> {
+    if skip(name, &["tc"]) {
         return Ok(());
     }
     let _serial = serial();
@@ -126,6 +137,7 @@ fn two_shards_with_churning_flows_leave_nothing_behind() -> anyhow::Result<()> {
             tc: "htb",
             refresh: "1s",
             threads: 2,
+            refresh_reduction,
             ..Default::default()
         },
     )?;
@@ -191,6 +203,29 @@ fn two_shards_with_churning_flows_leave_nothing_behind() -> anyhow::Result<()> {
             Some(0),
             "{node}: {c}"
         );
+        if refresh_reduction {
+            let rr = &c["refresh_reduction"];
+            // One Epoch per node (RFC 2961 §4.5): no neighbour saw a shard's as a restart.
+            assert_eq!(rr["epoch_changes"].as_u64(), Some(0), "{node}: {c}");
+            assert!(rr["acks_received"].as_u64() > Some(0), "{node}: {c}");
+            assert!(
+                c["drops"]
+                    .as_object()
+                    .is_some_and(|d| d.values().all(|n| n == 0)),
+                "{node}: {c}"
+            );
+        }
+    }
+    if refresh_reduction {
+        // The routers kept state by summary refresh (1 s refreshes over the run).
+        for r in [R1, R2, R3] {
+            let c = counters(&lab, r);
+            assert!(
+                c["refresh_reduction"]["summarized"].as_u64() > Some(0),
+                "{}: {c}",
+                NODES[r]
+            );
+        }
     }
     // No HTB class is left of those the reservations installed.
     for (n, r) in [R1, R2, R3].into_iter().enumerate() {

@@ -37,6 +37,15 @@ struct Flow {
 /// each so that the 100 Mbit/s N3–N4 link refuses some; half released at 5 s, the senders of
 /// a quarter withdrawn at 6 s, everything else torn down at 9 s.
 fn workload<E: Engine + SessionEngine + 'static>(sim: &mut Sim<E>) -> Vec<Flow> {
+    workload_with(sim, 4000.0, true)
+}
+
+/// [`workload`] at `kbps` per flow, with or without its releases and withdrawals.
+fn workload_with<E: Engine + SessionEngine + 'static>(
+    sim: &mut Sim<E>,
+    kbps: f32,
+    churn: bool,
+) -> Vec<Flow> {
     let n = |name| sim.node(name).unwrap();
     let (n1, n2, n5, n6) = (n("N1"), n("N2"), n("N5"), n("N6"));
     let lo = |sim: &Sim<E>, node| sim.topology().loopbacks(node)[0];
@@ -57,7 +66,7 @@ fn workload<E: Engine + SessionEngine + 'static>(sim: &mut Sim<E>) -> Vec<Flow> 
                 } else {
                     StyleKind::Ff
                 },
-                kbps: 4000.0,
+                kbps,
             }
         })
         .collect();
@@ -102,6 +111,7 @@ fn workload<E: Engine + SessionEngine + 'static>(sim: &mut Sim<E>) -> Vec<Flow> 
             });
         };
         match k % 4 {
+            _ if !churn => {}
             0 | 1 => release(sim, Instant::from_secs(5)),
             2 => withdraw(sim, Instant::from_secs(6)),
             _ => {}
@@ -342,4 +352,190 @@ fn lsps_through_sharded_nodes_get_distinct_labels_from_each_shards_range() {
             "{name}: labels in use once each"
         );
     }
+}
+
+/// What refresh reduction did at every node of a run.
+#[derive(Debug, Default)]
+struct RrTotals {
+    drops: std::collections::BTreeMap<&'static str, u64>,
+    summarized: u64,
+    acks_received: u64,
+    nacks_sent: u64,
+    epoch_changes: u64,
+    timeouts: u64,
+}
+
+struct RrRun {
+    /// The reservations installed everywhere, every 40 s from 40 s to 280 s.
+    samples: Vec<Vec<(String, u16, u64)>>,
+    totals: RrTotals,
+    lost: u64,
+    idle_at_end: bool,
+}
+
+/// The workload with refresh reduction on every node, over links losing `loss` of their
+/// packets: every 40 s for 280 s (more than nine refresh periods) the reservations installed
+/// are sampled; then everything is torn down and left to time out (a teardown may be lost).
+fn rr_run<E: Engine<Event = Event> + SessionEngine + 'static>(
+    mut sim: Sim<E>,
+    churn: bool,
+    idle: impl Fn(&E) -> bool,
+    counters: impl Fn(&E) -> Vec<pathwise_rsvp::engine::Counters>,
+) -> RrRun {
+    let flows = workload_with(&mut sim, if churn { 4000.0 } else { 500.0 }, churn);
+    let mut samples = Vec::new();
+    for k in 1..=7 {
+        sim.run_until(Instant::from_secs(40 * k));
+        let _ = sim.drain_events();
+        samples.push(installed(&mut sim, &flows));
+    }
+    let mut totals = RrTotals::default();
+    let nodes: Vec<NodeId> = sim.topology().node_ids().collect();
+    for &n in &nodes {
+        for c in sim.engine(n).map(&counters).unwrap_or_default() {
+            for (reason, k) in &c.drops {
+                *totals.drops.entry(*reason).or_insert(0) += k;
+            }
+            totals.summarized += c.refresh.summarized;
+            totals.acks_received += c.refresh.acks_received;
+            totals.nacks_sent += c.refresh.nacks_sent;
+            totals.epoch_changes += c.refresh.epoch_changes;
+            totals.timeouts += c.path_timeouts + c.resv_timeouts;
+        }
+    }
+    teardown(&mut sim, &flows, Instant::from_secs(281));
+    // Lost teardowns leave state to time out: L = (K + 0.5) × 1.5 R (RFC 2205 §3.7).
+    sim.run_until(Instant::from_secs(281 + 200));
+    let _ = sim.drain_events();
+    let idle_at_end = nodes.iter().all(|&n| sim.engine(n).is_none_or(&idle));
+    let links: Vec<_> = sim.topology().link_ids().collect();
+    let lost = links
+        .iter()
+        .flat_map(|&l| {
+            [pathwise_sim::Direction::AToB, pathwise_sim::Direction::BToA]
+                .map(|d| sim.link_stats(l, d))
+        })
+        .map(|s| s.drops.total())
+        .sum();
+    RrRun {
+        samples,
+        totals,
+        lost,
+        idle_at_end,
+    }
+}
+
+fn rr_base() -> Config {
+    Config {
+        refresh_reduction: true,
+        ..base()
+    }
+}
+
+/// Refresh reduction (RFC 2961) on sharded nodes: identified messages are acknowledged by
+/// the shard that sent them, Srefreshes refresh the state each shard installed, and one Epoch
+/// per node is all neighbours see. Sharded and unsharded nodes hold the same reservations at
+/// every sample over nine refresh periods kept by summary refresh, drop nothing, NACK nothing,
+/// time nothing out, and leave nothing after teardown. `loss`: links lose that share of their
+/// packets (then no flow competes for admission, so which ones get the bandwidth does not
+/// depend on which packets were lost, and none is released before the end).
+fn sharded_and_unsharded_agree_with_refresh_reduction(loss: f64) {
+    let topo = || {
+        let text = pathwise_sim::testbeds::KOM_RSVP
+            .replace("mtu = 1500", &format!("mtu = 1500\nloss = {loss}"));
+        pathwise_sim::Topology::from_toml(&text).expect("testbed parses")
+    };
+    let churn = loss == 0.0;
+    let one = rr_run(
+        rsvp_sim(topo(), SimConfig::seeded(2961), rr_base()),
+        churn,
+        |e| e.is_idle() && e.traffic_control().is_empty(),
+        |e| vec![e.counters().clone()],
+    );
+    assert!(one.samples[0].iter().any(|(_, _, k)| *k > 0));
+    if loss > 0.0 {
+        // No flow competes: from 120 s every reservation stands at every node on its path.
+        for sample in &one.samples[2..] {
+            assert_eq!(sample, &one.samples[2]);
+        }
+    }
+    assert!(
+        one.totals.summarized > 0,
+        "summary refresh in use: {:?}",
+        one.totals
+    );
+    assert!(one.idle_at_end);
+    if loss > 0.0 {
+        assert!(one.lost > 20, "the links lost only {} packets", one.lost);
+    }
+    for shards in [2, 3] {
+        let sharded = rr_run(
+            sharded_sim(
+                topo(),
+                SimConfig::seeded(2961),
+                rr_base(),
+                shards,
+                Box::new(|_, _| Default::default()),
+            ),
+            churn,
+            |e| {
+                e.bad_bundle() == 0
+                    && e.is_idle()
+                    && e.shards()[0].traffic_control().lock().is_empty()
+            },
+            |e| e.shards().iter().map(|s| s.counters().clone()).collect(),
+        );
+        // Over lossy links a lost first Path or Resv, sent before the neighbour was known to
+        // be capable (so not retransmitted), waits for the next refresh (up to 1.5 R): the
+        // runs lose different packets, so they are compared from 120 s on.
+        let from = if loss > 0.0 { 2 } else { 0 };
+        for (k, (a, b)) in one
+            .samples
+            .iter()
+            .zip(&sharded.samples)
+            .enumerate()
+            .skip(from)
+        {
+            assert_eq!(
+                a,
+                b,
+                "{shards} shards, loss {loss}: sample at {} s",
+                40 * (k + 1)
+            );
+        }
+        let t = &sharded.totals;
+        assert!(
+            t.summarized > 0,
+            "{shards} shards: no summary refresh: {t:?}"
+        );
+        assert!(t.acks_received > 0, "{shards} shards: {t:?}");
+        // One Epoch per node (RFC 2961 §4.5): a neighbour taking a shard's Epoch for another
+        // would count a restart.
+        assert_eq!(t.epoch_changes, 0, "{shards} shards: {t:?}");
+        assert_eq!(t.drops, one.totals.drops, "{shards} shards dropped");
+        assert_eq!(t.timeouts, one.totals.timeouts, "{shards} shards: {t:?}");
+        // Every Srefresh identifier reached the shard holding its state. With loss a few may
+        // have been forgotten by the dispatcher (not named for three refresh periods) and
+        // NACKed, which the full refresh that answers a NACK repairs (RFC 2961 §5.4).
+        let slack = if loss > 0.0 { 5 } else { 0 };
+        assert!(
+            t.nacks_sent <= one.totals.nacks_sent + slack,
+            "{shards} shards: {t:?}, one engine {:?}",
+            one.totals
+        );
+        assert!(
+            sharded.idle_at_end,
+            "{shards} shards: state left after teardown"
+        );
+    }
+}
+
+#[test]
+fn sharded_nodes_keep_the_same_state_with_refresh_reduction() {
+    sharded_and_unsharded_agree_with_refresh_reduction(0.0);
+}
+
+#[test]
+fn sharded_nodes_keep_the_same_state_with_refresh_reduction_over_lossy_links() {
+    sharded_and_unsharded_agree_with_refresh_reduction(0.02);
 }

@@ -8,5 +8,6 @@ pub mod testing;
 pub mod wire;
 
 pub use engine::{
-    Config, Event, HelloConfig, HelloCounters, InterfaceConfig, LspRetry, RsvpEngine,
+    Config, Event, HelloConfig, HelloCounters, InterfaceConfig, LspRetry, MessageIdSpace,
+    RsvpEngine,
 };

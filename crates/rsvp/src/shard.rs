@@ -10,9 +10,10 @@
 //! 2205 §3.2 / §A.1, RFC 3209 §4.6.1), hashed with a keyed hash whose key comes from the node's
 //! seed. Every message that names a session (Path, Resv, their teardowns, errors and ResvConf)
 //! carries a SESSION, so all the state of one session lives in exactly one engine. A message
-//! without a readable SESSION (Hello, Ack, Srefresh, Integrity Challenge/Response, or one too
-//! malformed to read) goes to shard 0, whose engine counts and answers it as an unsharded
-//! engine would.
+//! without a readable SESSION (Hello, Integrity Challenge/Response, or one too malformed to
+//! read) goes to shard 0, whose engine counts and answers it as an unsharded engine would.
+//! Acknowledgements and Srefresh identifiers (RFC 2961) go by identifier
+//! ([`ShardMap::dispatch`]).
 //!
 //! **Bundles** (RFC 2961 §3.3: "each sub-message is processed as if it was received
 //! individually"): when every sub-message of a valid Bundle belongs to one shard, the Bundle
@@ -21,11 +22,19 @@
 //! the engine does.
 
 use crate::Config;
+use crate::engine::MessageIdSpace;
 use crate::wire::message::refresh::bundle_messages;
+use crate::wire::message::{Ack, Refresh, Srefresh};
 use crate::wire::objects::{ObjectHeader, class};
-use crate::wire::{MsgType, Packet, Session};
+use crate::wire::te::{MessageIdAck, MessageIdList, MessageIds, class as te_class};
+use crate::wire::{Message, MsgType, Packet, Session};
+use listed::ListedIds;
 use pathwise_core::table::KeyedState;
+use pathwise_core::time::{Duration, Instant};
 use std::hash::BuildHasher;
+use std::net::IpAddr;
+
+mod listed;
 
 /// The most shards a daemon runs.
 pub const MAX_SHARDS: usize = 64;
@@ -35,15 +44,31 @@ pub const MAX_SHARDS: usize = 64;
 pub struct ShardMap {
     shards: usize,
     hasher: KeyedState,
+    /// Where neighbours' identified messages went, for their Srefreshes (RFC 2961 §5.3).
+    listed: ListedIds,
+    /// Messages the dispatcher writes (Srefresh and Ack parts), reused.
+    scratch: Vec<u8>,
+}
+
+/// How one message (not a Bundle) is handed on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    /// Unchanged to this shard.
+    One(usize),
+    /// In parts: its identifiers or acknowledgements belong to several shards.
+    Split,
 }
 
 impl ShardMap {
     /// `shards` shards (at least 1), the hash keyed from `seed`.
     pub fn new(shards: usize, seed: u64) -> Self {
         let mut rng = pathwise_core::rng::seeded(seed ^ 0x5348_4152_4453_u64);
+        let hasher = KeyedState::from_rng(&mut rng);
         ShardMap {
             shards: shards.max(1),
-            hasher: KeyedState::from_rng(&mut rng),
+            hasher,
+            listed: ListedIds::new(KeyedState::from_rng(&mut rng)),
+            scratch: Vec::new(),
         }
     }
 
@@ -55,6 +80,11 @@ impl ShardMap {
     /// Always false: a map has at least one shard.
     pub fn is_empty(&self) -> bool {
         false
+    }
+
+    /// Neighbours' identifiers the map knows the shard of, and the heap bytes they take.
+    pub fn listed_ids(&self) -> (usize, usize) {
+        (self.listed.len(), self.listed.heap_bytes())
     }
 
     /// The shard holding `session`: the same whatever its Flags (RFC 2205 §A.1, E_Police).
@@ -74,14 +104,44 @@ impl ShardMap {
         session_of(msg).map_or(0, |s| self.of_session(&s))
     }
 
-    /// Hand `payload` to its shard(s): `to(shard, bytes)` once for a message, once for a
-    /// valid Bundle whose sub-messages all belong to one shard, and once per sub-message
-    /// otherwise. Returns the sub-messages that could not be read (dropped: `bad_bundle`).
-    pub fn dispatch<'a>(&self, payload: &'a [u8], mut to: impl FnMut(usize, &'a [u8])) -> u64 {
+    /// The shard that sent the message a MESSAGE_ID_ACK or NACK names (its identifier's low
+    /// bits, [`MessageIdSpace`]); `None` for one none of ours could have sent.
+    pub fn of_our_id(&self, message_id: u32) -> Option<usize> {
+        MessageIdSpace::owner(message_id, self.shards)
+    }
+
+    /// Hand a datagram from `src` to its shard(s) at `now`: `to(shard, bytes, src)` with the
+    /// source the shard is to see it from. Returns the sub-messages of a Bundle that could not
+    /// be read (dropped: `bad_bundle`).
+    ///
+    /// - A message goes to its SESSION's shard (0 without one), unchanged.
+    /// - MESSAGE_ID_ACK/NACKs (RFC 2961 §4.3) name identifiers this node chose, which carry
+    ///   the shard that sent the message (§4.5, [`MessageIdSpace`]): acknowledgements for
+    ///   another shard than the message's go to it in an Ack message of their own (§4.4), from
+    ///   the neighbour that sent them (§4.5: the RSVP_HOP's address, else the IP source).
+    /// - An Srefresh's identifiers (§5.3) were chosen by the neighbour: each goes to the shard
+    ///   its identified Path or Resv went to, as learned here ([`listed`]), or to shard 0 when
+    ///   that is not known (which NACKs it, §5.4, unless it holds the state); an Srefresh whose
+    ///   identifiers belong to several shards is cut into one per shard, each list keeping its
+    ///   Epoch and form, the MESSAGE_ID (if any) on the first part.
+    /// - A Bundle (§3.3) goes whole to one shard when all its sub-messages would go there
+    ///   unchanged, else each sub-message is handed on as above.
+    pub fn dispatch(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        payload: &[u8],
+        mut to: impl FnMut(usize, &[u8], IpAddr),
+    ) -> u64 {
+        if self.shards == 1 {
+            to(0, payload, src);
+            return 0;
+        }
         let bundle = Packet::new_checked(payload)
             .is_ok_and(|p| p.msg_type() == MsgType::Bundle && p.verify_checksum());
-        if !bundle || self.shards == 1 {
-            to(self.of_message(payload), payload);
+        if !bundle {
+            self.learn(now, payload);
+            self.route(now, src, payload, &mut to);
             return 0;
         }
         // RFC 2961 §3.3: each sub-message is processed as if received on its own.
@@ -92,25 +152,289 @@ impl ShardMap {
                 split = true;
                 continue;
             };
-            let s = self.of_message(sub);
-            match one {
-                None => one = Some(s),
-                Some(o) if o != s => split = true,
-                Some(_) => {}
+            self.learn(now, sub);
+            match (self.plan(now, src, sub), one) {
+                (Plan::Split, _) => split = true,
+                (Plan::One(s), None) => one = Some(s),
+                (Plan::One(s), Some(o)) if o != s => split = true,
+                (Plan::One(_), Some(_)) => {}
             }
         }
         if !split {
-            to(one.unwrap_or(0), payload);
+            to(one.unwrap_or(0), payload, src);
             return 0;
         }
         let mut bad = 0;
         for sub in bundle_messages(payload) {
             match sub {
-                Ok(sub) => to(self.of_message(sub), sub),
+                Ok(sub) => self.route(now, src, sub, &mut to),
                 Err(_) => bad += 1,
             }
         }
         bad
+    }
+
+    /// Note where an identified Path or Resv goes (RFC 2961 §5.3: an Srefresh names the
+    /// identifier of the message that installed the state), keyed by its generator's address,
+    /// the RSVP_HOP's (§4.5).
+    fn learn(&mut self, now: Instant, msg: &[u8]) {
+        let Ok(p) = Packet::new_checked(msg) else {
+            return;
+        };
+        if !matches!(p.msg_type(), MsgType::Path | MsgType::Resv) {
+            return;
+        }
+        let (mut mid, mut hop, mut session, mut refresh) = (None, None, None, Duration::ZERO);
+        for obj in ObjectHeader::iter(p.objects()) {
+            let Ok((h, body)) = obj else {
+                return;
+            };
+            match h.class {
+                te_class::MESSAGE_ID if body.len() >= 8 => {
+                    let epoch = u32::from_be_bytes([0, body[1], body[2], body[3]]);
+                    let id = u32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+                    mid = Some((epoch, id));
+                }
+                class::RSVP_HOP => hop = addr_at(h.ctype, body),
+                class::SESSION => session = Session::parse(h.ctype, body).ok(),
+                class::TIME_VALUES if body.len() >= 4 => {
+                    let ms = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+                    refresh = Duration::from_millis(u64::from(ms));
+                }
+                _ => {}
+            }
+        }
+        if let (Some((epoch, id)), Some(hop), Some(session)) = (mid, hop, session) {
+            let shard = self.of_session(&session);
+            self.listed.learn(now, hop, epoch, id, refresh, shard);
+        }
+    }
+
+    /// The shard a listed identifier from `nbr` goes to (RFC 2961 §5.3), 0 when not known.
+    fn of_listed(&mut self, now: Instant, nbr: IpAddr, epoch: u32, id: u32) -> usize {
+        self.listed.lookup(now, nbr, epoch, id).unwrap_or(0)
+    }
+
+    /// The shard an acknowledgement in a message bound for `base` goes to.
+    fn of_ack(&self, id: u32, base: usize) -> usize {
+        self.of_our_id(id).unwrap_or(base)
+    }
+
+    /// Whether a message goes unchanged to one shard, read from its object headers (no
+    /// allocation).
+    fn plan(&mut self, now: Instant, src: IpAddr, msg: &[u8]) -> Plan {
+        let Ok(p) = Packet::new_checked(msg) else {
+            return Plan::One(0);
+        };
+        let srefresh = p.msg_type() == MsgType::Srefresh;
+        let base = self.of_message(msg);
+        // An Ack or Srefresh is nothing but what it names; any other message goes to its
+        // SESSION's shard whatever it carries.
+        let parts_only = srefresh || p.msg_type() == MsgType::Ack;
+        let mut one: Option<usize> = (!parts_only).then_some(base);
+        for obj in ObjectHeader::iter(p.objects()) {
+            let Ok((h, body)) = obj else {
+                break;
+            };
+            match h.class {
+                te_class::MESSAGE_ID_ACK if body.len() >= 8 => {
+                    let id = u32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+                    if !same(&mut one, self.of_ack(id, base)) {
+                        return Plan::Split;
+                    }
+                }
+                te_class::MESSAGE_ID_LIST if srefresh && body.len() >= 4 => {
+                    let epoch = u32::from_be_bytes([0, body[1], body[2], body[3]]);
+                    let Some(entry) = list_entry_len(h.ctype) else {
+                        continue;
+                    };
+                    for e in body[4..].chunks_exact(entry) {
+                        let id = u32::from_be_bytes([e[0], e[1], e[2], e[3]]);
+                        if !same(&mut one, self.of_listed(now, src, epoch, id)) {
+                            return Plan::Split;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Plan::One(one.unwrap_or(base))
+    }
+
+    /// Hand one message (not a Bundle) to its shard, or in parts to several ([`Self::dispatch`]).
+    fn route(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        msg: &[u8],
+        to: &mut impl FnMut(usize, &[u8], IpAddr),
+    ) {
+        if let Plan::One(s) = self.plan(now, src, msg) {
+            to(s, msg, src);
+            return;
+        }
+        // Rare: acknowledgements for several shards, or an Srefresh naming several shards'
+        // state; parsed in full and written again per shard.
+        let Ok((hdr, message, refresh)) = Message::parse_refresh(msg) else {
+            to(self.of_message(msg), msg, src);
+            return;
+        };
+        let base = self.of_message(msg);
+        let mut acks: Vec<Vec<MessageIdAck>> = vec![Vec::new(); self.shards];
+        for a in &refresh.acks {
+            acks[self.of_ack(a.message_id, base)].push(*a);
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        if let Message::Srefresh(_) | Message::Ack(_) = &message {
+            let mut lists: Vec<Vec<MessageIdList>> = vec![Vec::new(); self.shards];
+            let listed = match &message {
+                Message::Srefresh(s) => s.lists.as_slice(),
+                _ => &[],
+            };
+            for list in listed {
+                for (shard, ids) in self.cut_list(now, src, list) {
+                    lists[shard].push(MessageIdList {
+                        flags: list.flags,
+                        epoch: list.epoch,
+                        ids,
+                    });
+                }
+            }
+            let first = lists.iter().position(|l| !l.is_empty());
+            for shard in 0..self.shards {
+                let acks = std::mem::take(&mut acks[shard]);
+                let lists = std::mem::take(&mut lists[shard]);
+                let refresh = Refresh {
+                    acks,
+                    message_id: refresh.message_id.filter(|_| Some(shard) == first),
+                };
+                let part = if lists.is_empty() {
+                    Message::Ack(Ack { integrity: None })
+                } else {
+                    Message::Srefresh(Srefresh {
+                        integrity: None,
+                        lists,
+                    })
+                };
+                if lists_or_acks(&part, &refresh) {
+                    scratch.clear();
+                    part.emit_with(hdr.send_ttl, hdr.flags, &refresh, &mut scratch);
+                    to(shard, &scratch, src);
+                }
+            }
+        } else {
+            // The message itself to its shard, which ignores acknowledgements of identifiers
+            // it did not send; the others' in Ack messages from the same neighbour.
+            to(base, msg, src);
+            let nbr = generator_of(&message).unwrap_or(src);
+            for (shard, acks) in acks.into_iter().enumerate() {
+                if shard == base || acks.is_empty() {
+                    continue;
+                }
+                scratch.clear();
+                let refresh = Refresh {
+                    acks,
+                    message_id: None,
+                };
+                Message::Ack(Ack { integrity: None }).emit_with(
+                    hdr.send_ttl,
+                    hdr.flags,
+                    &refresh,
+                    &mut scratch,
+                );
+                to(shard, &scratch, nbr);
+            }
+        }
+        self.scratch = scratch;
+    }
+
+    /// A MESSAGE_ID_LIST's identifiers by the shard each goes to, in the list's form.
+    fn cut_list(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        list: &MessageIdList,
+    ) -> Vec<(usize, MessageIds)> {
+        fn cut<E: Copy>(
+            v: &[E],
+            shard_of: &mut impl FnMut(&E) -> usize,
+            wrap: fn(Vec<E>) -> MessageIds,
+        ) -> Vec<(usize, MessageIds)> {
+            let mut by: Vec<(usize, Vec<E>)> = Vec::new();
+            for e in v {
+                let s = shard_of(e);
+                match by.iter_mut().find(|(k, _)| *k == s) {
+                    Some((_, l)) => l.push(*e),
+                    None => by.push((s, vec![*e])),
+                }
+            }
+            by.into_iter().map(|(s, l)| (s, wrap(l))).collect()
+        }
+        let epoch = list.epoch;
+        let mut of = |id: u32| self.of_listed(now, src, epoch, id);
+        match &list.ids {
+            MessageIds::List(v) => cut(v, &mut |e| of(*e), MessageIds::List),
+            MessageIds::Ipv4SrcList(v) => {
+                cut(v, &mut |e| of(e.message_id), MessageIds::Ipv4SrcList)
+            }
+            MessageIds::Ipv6SrcList(v) => {
+                cut(v, &mut |e| of(e.message_id), MessageIds::Ipv6SrcList)
+            }
+            MessageIds::Ipv4McastList(v) => {
+                cut(v, &mut |e| of(e.message_id), MessageIds::Ipv4McastList)
+            }
+            MessageIds::Ipv6McastList(v) => {
+                cut(v, &mut |e| of(e.message_id), MessageIds::Ipv6McastList)
+            }
+        }
+    }
+}
+
+/// Whether `s` is the one shard seen so far (and note it if none was).
+fn same(one: &mut Option<usize>, s: usize) -> bool {
+    *one.get_or_insert(s) == s
+}
+
+/// Whether a part of a cut message carries anything.
+fn lists_or_acks(part: &Message, refresh: &Refresh) -> bool {
+    match part {
+        Message::Srefresh(s) => !s.lists.is_empty(),
+        _ => !refresh.acks.is_empty(),
+    }
+}
+
+/// The node that generated a message's MESSAGE_ID objects (RFC 2961 §4.5): its RSVP_HOP's
+/// address, for messages with one.
+fn generator_of(msg: &Message) -> Option<IpAddr> {
+    Some(match msg {
+        Message::Path(m) => m.hop.addr,
+        Message::Resv(m) => m.hop.addr,
+        Message::PathTear(m) => m.hop.addr,
+        Message::ResvTear(m) => m.hop.addr,
+        Message::ResvErr(m) => m.hop.addr,
+        _ => return None,
+    })
+}
+
+/// The address an RSVP_HOP body starts with (RFC 2205 §A.2; RFC 3473 §8.1.1 for C-Types 3, 4).
+fn addr_at(ctype: u8, body: &[u8]) -> Option<IpAddr> {
+    match ctype {
+        1 | 3 => <[u8; 4]>::try_from(body.get(..4)?).ok().map(IpAddr::from),
+        2 | 4 => <[u8; 16]>::try_from(body.get(..16)?).ok().map(IpAddr::from),
+        _ => None,
+    }
+}
+
+/// Bytes per entry of a MESSAGE_ID_LIST form (RFC 2961 §5.1), the identifier first.
+fn list_entry_len(ctype: u8) -> Option<usize> {
+    use crate::wire::te::ctype as c;
+    match ctype {
+        c::MESSAGE_ID_LIST => Some(4),
+        c::MESSAGE_ID_SRC_LIST_IPV4 => Some(8),
+        c::MESSAGE_ID_SRC_LIST_IPV6 => Some(20),
+        c::MESSAGE_ID_MCAST_LIST_IPV4 => Some(12),
+        c::MESSAGE_ID_MCAST_LIST_IPV6 => Some(36),
+        _ => None,
     }
 }
 
@@ -135,10 +459,18 @@ pub fn shard_configs(node: &Config, shards: usize) -> Vec<Config> {
     if shards == 1 {
         return vec![node.clone()];
     }
+    // RFC 2961 §4.5: one Epoch for the node, "randomly" selected at startup, and one
+    // increasing sequence of identifiers, each carrying its shard.
+    let epoch = pathwise_core::rand::Rng::random::<u32>(&mut pathwise_core::rng::seeded(
+        node.seed ^ 0x0045_504f_4348_u64,
+    ));
+    let ids = MessageIdSpace::for_shards(shards, epoch);
     label_ranges(node.label_range, shards)
         .into_iter()
+        .zip(ids)
         .enumerate()
-        .map(|(i, label_range)| Config {
+        .map(|(i, (label_range, message_ids))| Config {
+            message_ids,
             seed: node
                 .seed
                 .wrapping_add((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),

@@ -32,6 +32,7 @@ pub mod te;
 pub use api::{ApiError, Event};
 pub use counters::{Counters, StateStats};
 pub use hello::{HelloConfig, HelloCounters, HelloNeighbor};
+pub use refresh::MessageIdSpace;
 pub use tc::{
     AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
 };
@@ -130,6 +131,9 @@ pub struct Config {
     /// sequence numbers are wall-clock based; the engine reads no clock, so the driver says how
     /// its instants map to wall-clock time.
     pub wall_clock_at_zero: u64,
+    /// Message_Identifiers and Epoch of refresh reduction (RFC 2961 §4.5): by default the
+    /// engine's own; a shard of a sharded node shares the node's ([`crate::shard`]).
+    pub message_ids: MessageIdSpace,
 }
 
 /// Back-off between attempts to set up an LSP whose setup timed out
@@ -203,6 +207,7 @@ impl Default for Config {
             label_range: (16, pathwise_core::mpls::MAX_LABEL),
             explicit_null: false,
             refresh_reduction: false,
+            message_ids: MessageIdSpace::default(),
         }
     }
 }
@@ -335,7 +340,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
             te_seq: 0,
             superseded: Vec::new(),
             lsp_retries: Default::default(),
-            rr: refresh::RefreshState::new(&mut rng, if cfg.refresh_reduction { 2 * n } else { 0 }),
+            rr: refresh::RefreshState::new(
+                &mut rng,
+                if cfg.refresh_reduction { 2 * n } else { 0 },
+                cfg.message_ids.clone(),
+            ),
             now,
             local,
             fib: Fib::new(),

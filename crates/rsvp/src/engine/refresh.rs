@@ -42,6 +42,8 @@ use records::{Record, Records};
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Rf, the initial retransmission interval (RFC 2961 §6.2: "a suggested value of 500 ms").
 const RAPID_RETRANSMIT: Duration = Duration::from_millis(500);
@@ -146,6 +148,80 @@ impl Record for InIds {
     }
 }
 
+/// Where an engine draws the Message_Identifiers of its trigger messages from and which Epoch
+/// it sends (RFC 2961 §4.5): an unsharded engine is shard 0 of 1 with an Epoch of its own; the
+/// shards of a node ([`MessageIdSpace::for_shards`]) share the node's Epoch and one counter,
+/// each writing its shard number in the low bits of every identifier, so that a neighbour's
+/// MESSAGE_ID_ACK or MESSAGE_ID_NACK names the shard that sent the message
+/// ([`MessageIdSpace::owner`]).
+///
+/// §4.5: "The value MUST NOT be changed unless the node or the RSVP agent is restarted" -- the
+/// Epoch is the node's, so every shard sends the same one (a neighbour seeing two would take
+/// each change for a restart). "When a node is sending a trigger message, the
+/// Message_Identifier value MUST have a value that is greater than any other value
+/// previously used with the same Epoch field value" -- per address and Epoch, so across
+/// shards: identifiers are `counter << bits | shard` from one shared counter, increasing in
+/// the order the shards draw them (one atomic add per new or changed message, never per
+/// refresh). They wrap at 2^32 together, the low bits unchanged, as §4.5's wrap-around
+/// comparison allows.
+#[derive(Clone, Debug, Default)]
+pub struct MessageIdSpace {
+    shard: u32,
+    bits: u32,
+    epoch: Option<u32>,
+    /// `None`: the engine's own counter.
+    shared: Option<Arc<AtomicU32>>,
+}
+
+impl MessageIdSpace {
+    /// The spaces of `shards` shards of one node, sharing `epoch` (24 bits) and one counter.
+    pub fn for_shards(shards: usize, epoch: u32) -> Vec<MessageIdSpace> {
+        let shards = shards.max(1);
+        let counter = Arc::new(AtomicU32::new(1));
+        let bits = Self::bits_for(shards);
+        (0..shards)
+            .map(|i| MessageIdSpace {
+                shard: i as u32,
+                bits,
+                epoch: Some(epoch & 0x00ff_ffff),
+                shared: Some(counter.clone()),
+            })
+            .collect()
+    }
+
+    /// Low bits that carry the shard among `shards`.
+    fn bits_for(shards: usize) -> u32 {
+        shards.max(1).next_power_of_two().trailing_zeros()
+    }
+
+    /// The shard among `shards` that sent the message identified by `message_id`, when it is
+    /// one this node's shards could have sent.
+    pub fn owner(message_id: u32, shards: usize) -> Option<usize> {
+        let mask = (1u32 << Self::bits_for(shards)) - 1;
+        let s = (message_id & mask) as usize;
+        (s < shards.max(1)).then_some(s)
+    }
+
+    /// The Epoch it was given (`None`: the engine draws its own).
+    pub fn epoch(&self) -> Option<u32> {
+        self.epoch
+    }
+
+    /// The next identifier, from `local` (the engine's own counter) or the shared one; never 0.
+    pub(crate) fn next(&self, local: &mut u32) -> u32 {
+        loop {
+            let c = match &self.shared {
+                Some(c) => c.fetch_add(1, Ordering::Relaxed),
+                None => std::mem::replace(local, local.wrapping_add(1)),
+            };
+            let id = (c << self.bits) | self.shard;
+            if id != 0 {
+                return id;
+            }
+        }
+    }
+}
+
 /// Counters of refresh reduction.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RefreshCounters {
@@ -179,7 +255,9 @@ pub struct RefreshCounters {
 #[derive(Debug)]
 pub struct RefreshState {
     epoch: u32,
+    /// The engine's own counter of identifiers (when [`MessageIdSpace`] shares none).
     next_id: u32,
+    ids: MessageIdSpace,
     /// What this node sent, by state and by identifier.
     out: Records<OutMsg>,
     /// (Epoch, Message_Identifier) of the last PathErr or ResvErr received about state this
@@ -209,13 +287,18 @@ pub struct RefreshState {
 impl RefreshState {
     /// Fresh state; `rng` picks the epoch. `capacity`: records to make room for on each side
     /// (two per reservation at a transit node: its Path and its Resv).
-    pub fn new(rng: &mut pathwise_core::rng::SeededRng, capacity: usize) -> Self {
+    pub fn new(
+        rng: &mut pathwise_core::rng::SeededRng,
+        capacity: usize,
+        ids: MessageIdSpace,
+    ) -> Self {
         // The same draws from `rng`, in the same order, as before the tables were re-keyed, so
         // the engine's refresh jitter (drawn from the same generator later) is unchanged.
-        let epoch = pathwise_core::rand::Rng::random::<u32>(rng) & 0x00ff_ffff;
+        let drawn = pathwise_core::rand::Rng::random::<u32>(rng) & 0x00ff_ffff;
         RefreshState {
-            epoch,
+            epoch: ids.epoch.unwrap_or(drawn),
             next_id: 1,
+            ids,
             out: Records::with_capacity(capacity, KeyedState::from_rng(rng)),
             err_ids: keyed_map(rng),
             capable: keyed_map(rng),
@@ -475,8 +558,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
             _ => {
                 // §4.5: a trigger message's identifier "MUST have a value that is greater than
                 // any other value previously used with the same Epoch".
-                let id = self.rr.next_id;
-                self.rr.next_id = self.rr.next_id.wrapping_add(1).max(1);
+                // Sharded, the identifier also names the shard (see [`MessageIdSpace`]).
+                let id = self.rr.ids.next(&mut self.rr.next_id);
                 // A new message about the state: the record (and any error identifier noted
                 // against the one it replaces) starts afresh.
                 self.rr.forget(state);

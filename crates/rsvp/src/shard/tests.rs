@@ -5,6 +5,10 @@ use crate::testing::{bytes, ff, path, resv, sender, session};
 use crate::wire::StyleKind;
 use crate::wire::message::refresh::emit_bundle;
 use proptest::prelude::*;
+use std::net::Ipv4Addr;
+
+/// The neighbour datagrams come from.
+const SRC: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 
 fn path_bytes(s: Session, f: crate::wire::FilterSpec) -> Vec<u8> {
     bytes(&path(s, f), 63)
@@ -50,23 +54,33 @@ fn sessions_on(map: &ShardMap, a: usize, b: usize) -> (Session, Session) {
 
 #[test]
 fn a_bundle_goes_whole_to_one_shard_or_split_per_sub_message() {
-    let map = ShardMap::new(2, 3);
+    let mut map = ShardMap::new(2, 3);
     let (s0, s1) = sessions_on(&map, 0, 1);
     let (p0, p1) = (path_bytes(s0, sender(1)), path_bytes(s1, sender(2)));
     let mut same = Vec::new();
     emit_bundle(0, [p1.as_slice(), p1.as_slice()], &mut same);
     let mut got = Vec::new();
-    assert_eq!(map.dispatch(&same, |i, b| got.push((i, b.to_vec()))), 0);
+    assert_eq!(
+        map.dispatch(Instant::ZERO, SRC, &same, |i, b, _| got
+            .push((i, b.to_vec()))),
+        0
+    );
     assert_eq!(got, vec![(1, same.clone())], "one shard: the Bundle whole");
     let mut mixed = Vec::new();
     emit_bundle(0, [p0.as_slice(), p1.as_slice()], &mut mixed);
     got.clear();
-    assert_eq!(map.dispatch(&mixed, |i, b| got.push((i, b.to_vec()))), 0);
+    assert_eq!(
+        map.dispatch(Instant::ZERO, SRC, &mixed, |i, b, _| got
+            .push((i, b.to_vec()))),
+        0
+    );
     assert_eq!(got, vec![(0, p0.clone()), (1, p1.clone())]);
     // A Bundle with a bad checksum is one message, for shard 0 to drop and count.
     mixed[2] ^= 0xff;
     got.clear();
-    map.dispatch(&mixed, |i, b| got.push((i, b.to_vec())));
+    map.dispatch(Instant::ZERO, SRC, &mixed, |i, b, _| {
+        got.push((i, b.to_vec()))
+    });
     assert_eq!(got, vec![(0, mixed.clone())]);
 }
 
@@ -102,9 +116,9 @@ proptest! {
         seed in any::<u64>(),
         payload in proptest::collection::vec(any::<u8>(), 0..300),
     ) {
-        let map = ShardMap::new(shards, seed);
+        let mut map = ShardMap::new(shards, seed);
         let mut got = Vec::new();
-        let bad = map.dispatch(&payload, |i, b| got.push((i, b.len())));
+        let bad = map.dispatch(Instant::ZERO, SRC, &payload, |i, b, _| got.push((i, b.len())));
         prop_assert!(got.iter().all(|&(i, _)| i < shards));
         prop_assert!(!got.is_empty() || bad > 0);
         if bad == 0 && got.len() == 1 {
@@ -120,7 +134,7 @@ proptest! {
         seed in any::<u64>(),
         msgs in proptest::collection::vec((1u16..2000, any::<bool>()), 1..12),
     ) {
-        let map = ShardMap::new(shards, seed);
+        let mut map = ShardMap::new(shards, seed);
         let subs: Vec<Vec<u8>> = msgs
             .iter()
             .map(|&(port, is_path)| {
@@ -134,7 +148,7 @@ proptest! {
         let mut bundle = Vec::new();
         emit_bundle(0, subs.iter().map(Vec::as_slice), &mut bundle);
         let mut got: Vec<(usize, Vec<u8>)> = Vec::new();
-        prop_assert_eq!(map.dispatch(&bundle, |i, b| got.push((i, b.to_vec()))), 0);
+        prop_assert_eq!(map.dispatch(Instant::ZERO, SRC, &bundle, |i, b, _| got.push((i, b.to_vec()))), 0);
         let mut delivered: Vec<(usize, Vec<u8>)> = Vec::new();
         for (i, b) in got {
             if b == bundle {
@@ -153,5 +167,302 @@ proptest! {
         delivered.sort();
         want.sort();
         prop_assert_eq!(delivered, want);
+    }
+}
+
+#[test]
+fn shards_share_the_epoch_and_their_identifiers_name_them() {
+    use crate::engine::MessageIdSpace;
+    let cfg = Config {
+        refresh_reduction: true,
+        ..Config::default()
+    };
+    for n in [1usize, 2, 3, 5, 8] {
+        let shards = shard_configs(&cfg, n);
+        if n == 1 {
+            // Unsharded: the engine's own Epoch and counter, identifiers 1, 2, 3, …
+            let mut local = 1;
+            let ids: Vec<u32> = (0..3)
+                .map(|_| shards[0].message_ids.next(&mut local))
+                .collect();
+            assert_eq!(ids, vec![1, 2, 3]);
+            assert_eq!(shards[0].message_ids.epoch(), None);
+            continue;
+        }
+        // RFC 2961 §4.5: one Epoch for the node.
+        let epoch = shards[0].message_ids.epoch();
+        assert!(epoch.is_some());
+        assert!(shards.iter().all(|c| c.message_ids.epoch() == epoch));
+        // Drawn in any interleaving, identifiers increase across the node and carry their
+        // shard.
+        let mut last = 0;
+        let mut local = [1u32; 8];
+        for k in 0..100usize {
+            let s = (k * 7 + k / 3) % n;
+            let id = shards[s].message_ids.next(&mut local[s]);
+            assert!(id > last, "{id} after {last}");
+            last = id;
+            assert_eq!(MessageIdSpace::owner(id, n), Some(s));
+            assert_eq!(ShardMap::new(n, 1).of_our_id(id), Some(s));
+        }
+    }
+    // An identifier no shard of three could have made (low bits 3).
+    assert_eq!(MessageIdSpace::owner(0b111, 3), None);
+}
+
+mod rr {
+    //! Routing of RFC 2961 identifiers: acknowledgements to the shard that sent the message,
+    //! Srefresh identifiers to the shard the neighbour's message installed state in.
+    use super::*;
+    use crate::engine::MessageIdSpace;
+    use crate::wire::Message;
+    use crate::wire::message::{Refresh, Srefresh};
+    use crate::wire::te::{AckKind, MessageId, MessageIdAck, MessageIdList, MessageIds};
+    use std::collections::BTreeMap;
+
+    const EPOCH: u32 = 0x00ab_cdef;
+
+    fn identified(m: &Message, acks: Vec<MessageIdAck>, id: Option<u32>) -> Vec<u8> {
+        let mut out = Vec::new();
+        let refresh = Refresh {
+            acks,
+            message_id: id.map(|message_id| MessageId {
+                flags: MessageId::ACK_DESIRED,
+                epoch: EPOCH,
+                message_id,
+            }),
+        };
+        m.emit_with(
+            63,
+            crate::wire::te::REFRESH_REDUCTION_CAPABLE,
+            &refresh,
+            &mut out,
+        );
+        out
+    }
+
+    fn ack(kind: AckKind, id: u32) -> MessageIdAck {
+        MessageIdAck {
+            kind,
+            flags: 0,
+            epoch: 7,
+            message_id: id,
+        }
+    }
+
+    /// Every message a shard was handed, Bundles opened, parsed.
+    fn opened(got: &[(usize, Vec<u8>, IpAddr)]) -> Vec<(usize, Message, Refresh, IpAddr)> {
+        let mut out = Vec::new();
+        for (i, b, src) in got {
+            let subs: Vec<&[u8]> = if b[1] == 12 {
+                bundle_messages(b)
+                    .map(|s| s.expect("valid sub-message"))
+                    .collect()
+            } else {
+                vec![b.as_slice()]
+            };
+            for s in subs {
+                let (_, m, r) = Message::parse_refresh(s).expect("a message the shard can read");
+                out.push((*i, m, r, *src));
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Identified Paths and Resvs of random sessions from a neighbour install state in
+        /// their sessions' shards; then an Srefresh naming some of them (and identifiers never
+        /// sent), MESSAGE_ID_ACKs and NACKs of identifiers the shards sent (alone in an Ack,
+        /// piggybacked on a Path, in the Srefresh), alone or in one Bundle: every listed
+        /// identifier reaches exactly once the shard that holds its state (shard 0 when none
+        /// does), keeping its list's Epoch; every acknowledgement reaches the shard that sent
+        /// the message, from the neighbour; the Srefresh's own MESSAGE_ID reaches one shard.
+        #[test]
+        fn every_identifier_reaches_the_shard_that_owns_it(
+            shards in 2usize..=8,
+            seed in any::<u64>(),
+            installed in proptest::collection::btree_map(1u16..3000, any::<bool>(), 1..20),
+            listed in proptest::collection::vec(any::<prop::sample::Index>(), 0..30),
+            unknown in proptest::collection::vec(100_000u32..200_000, 0..4),
+            acks in proptest::collection::vec((0usize..8, 1u32..1000, any::<bool>()), 1..12),
+            bundled in any::<bool>(),
+        ) {
+            let mut map = ShardMap::new(shards, seed);
+            let nbr = SRC;
+            // The neighbour's identified messages: identifier 10 + port.
+            let mut owner: BTreeMap<u32, usize> = BTreeMap::new();
+            for (&port, &is_path) in &installed {
+                let (s, f) = (session(port), sender(port));
+                let m = if is_path { path(s, f) } else { resv(s, StyleKind::Ff, ff(1000.0, f)) };
+                let mut m = m;
+                // The generator's address is in the RSVP_HOP (RFC 2961 §4.5).
+                match &mut m {
+                    Message::Path(p) => p.hop.addr = nbr,
+                    Message::Resv(r) => r.hop.addr = nbr,
+                    _ => unreachable!(),
+                }
+                let id = 10 + u32::from(port);
+                let b = identified(&m, Vec::new(), Some(id));
+                let mut to = Vec::new();
+                map.dispatch(Instant::ZERO, IpAddr::V4(Ipv4Addr::new(30, 0, 0, 1)), &b, |i, _, _| to.push(i));
+                prop_assert_eq!(to, vec![map_of(&session(port), shards, seed)]);
+                owner.insert(id, map.of_session(&s));
+            }
+            let known: Vec<u32> = owner.keys().copied().collect();
+            let mut ids: Vec<u32> = listed.iter().map(|i| known[i.index(known.len())]).collect();
+            ids.extend(&unknown);
+            ids.sort_unstable();
+            ids.dedup();
+            // Acknowledgements of identifiers this node's shards chose.
+            let bits = shards.next_power_of_two().trailing_zeros();
+            let acks: Vec<(MessageIdAck, usize)> = acks
+                .iter()
+                .map(|&(s, c, nack)| {
+                    let s = s % shards;
+                    let kind = if nack { AckKind::Nack } else { AckKind::Ack };
+                    (ack(kind, (c << bits) | s as u32), s)
+                })
+                .collect();
+            prop_assert!(acks.iter().all(|(a, s)| MessageIdSpace::owner(a.message_id, shards) == Some(*s)));
+            let third = acks.len() / 3;
+            let (in_ack, rest) = acks.split_at(third);
+            let (in_path, in_sref) = rest.split_at(rest.len() / 2);
+            let strip = |v: &[(MessageIdAck, usize)]| v.iter().map(|a| a.0).collect::<Vec<_>>();
+            let mut msgs = Vec::new();
+            if !in_ack.is_empty() {
+                msgs.push(identified(&Message::Ack(crate::wire::message::Ack { integrity: None }), strip(in_ack), None));
+            }
+            let carrier = session(4000);
+            let mut p = path(carrier, sender(4000));
+            let hop = IpAddr::V4(Ipv4Addr::new(10, 9, 9, 9));
+            if let Message::Path(x) = &mut p {
+                x.hop.addr = hop;
+            }
+            msgs.push(identified(&p, strip(in_path), None));
+            let sref = Message::Srefresh(Srefresh {
+                integrity: None,
+                lists: vec![MessageIdList { flags: 0, epoch: EPOCH, ids: MessageIds::List(ids.clone()) }],
+            });
+            if !ids.is_empty() {
+                msgs.push(identified(&sref, strip(in_sref), Some(77)));
+            } else if !in_sref.is_empty() {
+                msgs.push(identified(&Message::Ack(crate::wire::message::Ack { integrity: None }), strip(in_sref), None));
+            }
+            let mut got: Vec<(usize, Vec<u8>, IpAddr)> = Vec::new();
+            let mut bad = 0;
+            if bundled {
+                let mut b = Vec::new();
+                emit_bundle(crate::wire::te::REFRESH_REDUCTION_CAPABLE, msgs.iter().map(Vec::as_slice), &mut b);
+                bad += map.dispatch(Instant::ZERO, nbr, &b, |i, b, s| got.push((i, b.to_vec(), s)));
+            } else {
+                for m in &msgs {
+                    bad += map.dispatch(Instant::ZERO, nbr, m, |i, b, s| got.push((i, b.to_vec(), s)));
+                }
+            }
+            prop_assert_eq!(bad, 0);
+            prop_assert!(got.iter().all(|g| g.0 < shards));
+            let opened = opened(&got);
+            // Listed identifiers: each exactly once, at its owner (0 when unknown), from the
+            // neighbour, in a list of the neighbour's Epoch.
+            let mut seen: Vec<(u32, usize)> = Vec::new();
+            let mut mids = 0;
+            for (i, m, r, src) in &opened {
+                if let Message::Srefresh(s) = m {
+                    prop_assert_eq!(*src, nbr);
+                    mids += usize::from(r.message_id.is_some());
+                    for l in &s.lists {
+                        prop_assert_eq!(l.epoch, EPOCH);
+                        seen.extend(l.ids.iter().map(|e| (e.message_id, *i)));
+                    }
+                }
+            }
+            seen.sort_unstable();
+            let want: Vec<(u32, usize)> = ids.iter().map(|id| (*id, owner.get(id).copied().unwrap_or(0))).collect();
+            prop_assert_eq!(seen, want);
+            prop_assert_eq!(mids, usize::from(!ids.is_empty()));
+            // Acknowledgements: each at its owner; elsewhere only on the Path that carried it.
+            for (a, s) in &acks {
+                let at_owner = opened.iter().filter(|(i, _, r, _)| i == s && r.acks.contains(a)).count();
+                prop_assert_eq!(at_owner, 1, "{:?} at shard {}", a, s);
+                for (i, m, r, src) in &opened {
+                    if !r.acks.contains(a) {
+                        continue;
+                    }
+                    if i != s {
+                        prop_assert!(matches!(m, Message::Path(_)), "{:?} at shard {} in {:?}", a, i, m.msg_type());
+                    } else if !matches!(m, Message::Path(_)) {
+                                // From the neighbour that sent it: the carrier Path's RSVP_HOP.
+                        let from = if strip(in_path).contains(a) { hop } else { nbr };
+                        prop_assert_eq!(*src, from);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The shard of `s` under a map built like the test's.
+    fn map_of(s: &Session, shards: usize, seed: u64) -> usize {
+        ShardMap::new(shards, seed).of_session(s)
+    }
+
+    /// A neighbour's identifier not named for two generations is forgotten (bounded memory), and
+    /// then goes to shard 0; one named each period stays known.
+    #[test]
+    fn listed_identifiers_are_forgotten_when_no_longer_named() {
+        let mut map = ShardMap::new(4, 5);
+        let (a, b) = (
+            (1..).map(session).find(|s| map.of_session(s) == 2).unwrap(),
+            (1..).map(session).find(|s| map.of_session(s) == 3).unwrap(),
+        );
+        for (s, id) in [(a, 1u32), (b, 2)] {
+            let mut m = path(s, sender(1));
+            if let Message::Path(p) = &mut m {
+                p.hop.addr = SRC;
+            }
+            map.dispatch(
+                Instant::ZERO,
+                SRC,
+                &identified(&m, Vec::new(), Some(id)),
+                |_, _, _| {},
+            );
+        }
+        assert_eq!(map.listed_ids().0, 2);
+        let sref = |id: u32| {
+            identified(
+                &Message::Srefresh(Srefresh {
+                    integrity: None,
+                    lists: vec![MessageIdList {
+                        flags: 0,
+                        epoch: EPOCH,
+                        ids: MessageIds::List(vec![id]),
+                    }],
+                }),
+                Vec::new(),
+                None,
+            )
+        };
+        let to = |map: &mut ShardMap, at: u64, id: u32| {
+            let mut got = Vec::new();
+            map.dispatch(
+                Instant::ZERO + pathwise_core::time::Duration::from_secs(at),
+                SRC,
+                &sref(id),
+                |i, _, _| got.push(i),
+            );
+            got
+        };
+        // R = 30 s (the Paths' TIME_VALUES): generations of 92 s. Identifier 1 is named every
+        // 40 s, identifier 2 never again.
+        for k in 1..=6 {
+            assert_eq!(to(&mut map, 40 * k, 1), vec![2]);
+        }
+        assert_eq!(
+            to(&mut map, 250, 2),
+            vec![0],
+            "forgotten: shard 0 answers (NACK)"
+        );
+        assert_eq!(map.listed_ids().0, 1);
     }
 }

@@ -22,9 +22,9 @@
 //! seed. Every message that names a session (Path, Resv, their teardowns, errors and ResvConf)
 //! carries a SESSION, so all the state of one session (PSBs, RSBs, blockade, the local API's
 //! requests) lives in exactly one engine and its processing is exactly the unsharded engine's.
-//! A message without a readable SESSION (Hello, Ack, Srefresh, Integrity Challenge/Response,
-//! or one too malformed to read) goes to shard 0, whose engine counts and answers it as an
-//! unsharded engine would.
+//! A message without a readable SESSION (Hello, Integrity Challenge/Response, or one too
+//! malformed to read) goes to shard 0, whose engine counts and answers it as an unsharded
+//! engine would; Ack and Srefresh go by the identifiers they name (refresh reduction, below).
 //!
 //! **Bundles** (RFC 2961 §3.3: "each sub-message is processed as if it was received
 //! individually"): when every sub-message of a valid Bundle belongs to one shard, the Bundle
@@ -55,6 +55,37 @@
 //! one per shard, so label allocation needs no coordination and no two shards hand out the
 //! same label.
 //!
+//! **Refresh reduction** (RFC 2961). Srefresh lists and MESSAGE_ID_ACK/NACKs name messages,
+//! not sessions, so the dispatcher routes them by identifier ([`ShardMap::dispatch`]):
+//!
+//! - *One Epoch, one identifier sequence per node.* §4.5: the Epoch "MUST NOT be changed
+//!   unless the node or the RSVP agent is restarted", and a trigger message's identifier
+//!   "MUST have a value that is greater than any other value previously used with the same
+//!   Epoch" (per address). [`shard_configs`] gives every shard the node's Epoch and one shared
+//!   counter ([`pathwise_rsvp::MessageIdSpace`]); an identifier is `counter << bits | shard`.
+//!   Per-shard Epochs would make every neighbour take each shard's messages for a restart of
+//!   the node (§4.5) and resend everything to it, over and over.
+//! - *Our identifiers name their shard.* §4.5 lets the sender choose its identifiers, so the
+//!   low bits carry the shard: a MESSAGE_ID_ACK or NACK (§4.3, §5.4), alone in an Ack or
+//!   piggybacked on any message, goes to the shard that sent the message it answers (in an
+//!   Ack message of its own, from the neighbour that generated it, when the carrying message
+//!   belongs to another shard). The unsharded engine is the case of one shard (0 bits).
+//! - *A neighbour's identifiers name nothing of ours.* An Srefresh lists identifiers the
+//!   neighbour chose (§5.3), so the dispatcher notes, per (neighbour, Epoch, identifier),
+//!   the shard each identified Path and Resv went to (by its SESSION), and cuts an Srefresh
+//!   into one per shard. Chosen over handing every Srefresh to every shard: §5.4 wants a NACK
+//!   only for an identifier that "does not match any installed state" of the node, so each
+//!   shard would have to learn whether any other holds it before answering — a reply channel
+//!   and a wait per Srefresh. The map is a cache: an identifier it does not know goes to
+//!   shard 0, which NACKs it unless it holds the state, and the neighbour answers a NACK with
+//!   the full message (§5.4), which reaches the right shard by its SESSION and is noted again
+//!   — a miss costs one NACK and one full refresh, never wrong state. Entries not named for
+//!   three refresh periods (the longest a neighbour announced) are dropped, so it holds about
+//!   one 17-byte entry per installed state a neighbour identified, two at most.
+//! - Each shard keeps its own per-neighbour Epoch record (a neighbour's restart is seen by
+//!   every shard on its first message from it, and each resends its own state, §4.5) and its
+//!   own capable-neighbour list (learned from the messages it is handed).
+//!
 //! **Management.** Verbs about one session (`rsvp.sender.add`, `rsvp.reserve`, …) go to its
 //! shard; views and counters (`show sessions`, `counters`, metrics, `labels`, `neighbors`,
 //! `events`) are gathered from every shard and merged.
@@ -63,9 +94,6 @@
 //!
 //! Refused by [`check_config`] with the reason, rather than run wrongly:
 //!
-//! - refresh reduction (RFC 2961): Srefresh lists and MESSAGE_ID_ACKs name messages, not
-//!   sessions, and must reach the shard that sent the message (RFC 2961 §4.5 lets the sender
-//!   choose Message_Identifiers, so the shard can be encoded in them);
 //! - Hello (RFC 3209 §5): one instance per neighbour for the whole node, with neighbour-down
 //!   fanned out to every shard;
 //! - message integrity (RFC 2747): the sequence numbers of a sending key must increase across
@@ -101,13 +129,6 @@ pub(crate) fn check_config(cx: &Source<'_>, cfg: &NodeConfig, errs: &mut Vec<Con
         return;
     }
     let why = "(docs/daemon.md, \"Sharded RSVP\")";
-    if r.refresh_reduction {
-        errs.push(at(format!(
-            "threads = {n} cannot run with rsvp.refresh_reduction yet: Srefresh and Ack \
-             messages name message IDs, not sessions, and are not routed to the shard that \
-             sent them {why}"
-        )));
-    }
     for (i, iface) in r.interfaces.iter().enumerate() {
         if iface.hello.is_some() {
             errs.push(at(format!(

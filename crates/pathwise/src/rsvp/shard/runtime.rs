@@ -108,6 +108,8 @@ impl Shard {
 /// The RSVP service of a daemon with more than one shard.
 pub struct ShardedService {
     map: ShardMap,
+    /// The instant the dispatcher's `now` counts from (for [`ShardMap::dispatch`]).
+    epoch: std::time::Instant,
     sockets: Vec<RawSocket>,
     fib: FibMirror,
     shards: Vec<Shard>,
@@ -167,6 +169,7 @@ impl ShardedService {
         }
         let mut s = ShardedService {
             map,
+            epoch,
             sockets,
             fib,
             shards: out,
@@ -209,6 +212,9 @@ impl ShardedService {
                 continue;
             }
             loop {
+                let now = pathwise_core::time::Instant::from_nanos(
+                    u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX),
+                );
                 let ShardedService {
                     map,
                     sockets,
@@ -227,13 +233,13 @@ impl ShardedService {
                 let mut got = 0;
                 for d in batch {
                     got += 1;
-                    *bad_bundle += map.dispatch(d.payload, |shard, bytes| {
+                    *bad_bundle += map.dispatch(now, d.src, d.payload, |shard, bytes, src| {
                         let s = &mut shards[shard];
                         let mut buf = s.spare.pop().unwrap_or_default();
                         buf.clear();
                         buf.extend_from_slice(bytes);
                         let inbound = Inbound {
-                            src: d.src,
+                            src,
                             dst: d.dst,
                             ifindex: d.ifindex,
                             transport: d.transport,

@@ -100,8 +100,15 @@ impl<T: TrafficControl> Engine for ShardedRsvp<T> {
 
     fn handle_datagram(&mut self, now: Instant, dgram: Received<'_>) {
         let ShardedRsvp { map, shards, .. } = self;
-        self.bad_bundle += map.dispatch(dgram.payload, |i, payload| {
-            shards[i].handle_datagram(now, Received { payload, ..dgram });
+        self.bad_bundle += map.dispatch(now, dgram.src, dgram.payload, |i, payload, src| {
+            shards[i].handle_datagram(
+                now,
+                Received {
+                    payload,
+                    src,
+                    ..dgram
+                },
+            );
         });
     }
 
