@@ -321,6 +321,8 @@ pub fn throughput(opt: &Options) -> anyhow::Result<Experiment> {
         "null",
         "lz4",
         "zstd",
+        "zstd:9",
+        "zstd:19",
         "dumb",
         "encrypt",
         "lz4,encrypt",
