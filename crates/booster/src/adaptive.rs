@@ -108,8 +108,8 @@ impl Default for AdaptiveConfig {
             min_sample_bytes: 16 * 1024,
             min_loss_packets: 100,
             compress_when: CompressWhen::Compressible,
-            congestion_delay_on_ms: 20,
-            congestion_delay_off_ms: 5,
+            congestion_delay_on_ms: 5,
+            congestion_delay_off_ms: 1,
             congestion_loss_on: 0.005,
             congestion_loss_off: 0.001,
             congestion_hold_ms: 3000,
@@ -529,7 +529,7 @@ mod tests {
         );
         assert!(a.state().congested);
         // Queue between the thresholds: stays congested, compression stays.
-        assert_eq!(second(&mut a, 4, 10, 0, 0.3, &on), None);
+        assert_eq!(second(&mut a, 4, 3, 0, 0.3, &on), None);
         assert!(a.state().congested);
         // Cleared: kept for the hold time (3 s), then removed.
         assert_eq!(second(&mut a, 5, 0, 0, 0.3, &on), None);
