@@ -15,6 +15,7 @@
 //! - [`admission`]: which peers and chains the receiver accepts for which traffic, and the
 //!   grace period that lets the two gateways switch chains without loss;
 //! - [`adaptive`]: automatic insertion and removal from observed compressibility and loss;
+//!   [`congestion`]: the queueing-delay and loss signal of congestion-aware compression;
 //! - [`control`]: gateway-to-gateway loss reports; [`stats`]: counters and drop reasons;
 //! - [`offload`]: the TUN `virtio_net_hdr`, splitting super-segments, coalescing (GRO);
 //! - [`gro`]: the socket's `UDP_GRO` control message, and cutting a coalesced message into datagrams;
@@ -34,6 +35,7 @@ pub mod adaptive;
 pub mod admission;
 pub mod booster;
 pub mod boosters;
+pub mod congestion;
 pub mod control;
 pub mod gro;
 pub mod offload;

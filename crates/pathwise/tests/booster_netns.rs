@@ -499,6 +499,60 @@ fn the_adaptive_policy_inserts_compression_for_text_and_fec_under_loss() {
     assert!(show["adaptive"]["state"]["loss"].as_f64().unwrap() > 0.01);
 }
 
+#[test]
+fn congestion_aware_compression_switches_on_under_a_saturating_transfer_and_off_after() {
+    if !available(
+        "congestion_aware_compression_switches_on_and_off",
+        &["iperf3", "ping"],
+    ) {
+        return;
+    }
+    let mut tb = Testbed::new(shaped()).unwrap();
+    // FEC never: only compression is under test.
+    let adaptive = "[adaptive]\nenabled = true\ninterval_ms = 300\nfec_on = 2.0\n\
+                    compress_when = \"congested\"\ncongestion_hold_ms = 1000\n";
+    tb.start_gateways(bin(), &["encrypt"], false, adaptive)
+        .unwrap();
+    let chain = |tb: &Testbed| tb.manage(GA, "show", Value::Null).unwrap();
+    // Light traffic first: the link is not congested, nothing is inserted.
+    netns::ping(&tb, 1000, 10, "0.2").unwrap();
+    let show = chain(&tb);
+    assert_eq!(show["policies"][0]["chain"], json!(["encrypt"]), "{show}");
+    assert_eq!(
+        show["adaptive"]["state"]["congested"],
+        json!(false),
+        "{show}"
+    );
+    assert!(
+        show["adaptive"]["state"]["probes"][1].as_u64().unwrap() > 0,
+        "{show}"
+    );
+    // A saturating text transfer: the queue builds, compression goes in.
+    let mbit = netns::iperf3(&mut tb, 6, Payload::Text).unwrap();
+    let during = chain(&tb);
+    // After it: the queue drains, compression comes out (bounded wait).
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let after = loop {
+        let show = chain(&tb);
+        if show["policies"][0]["chain"] == json!(["encrypt"])
+            || std::time::Instant::now() > deadline
+        {
+            break show;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    println!(
+        "congestion-aware: {mbit:.2} Mbit/s, state during {}, after {}",
+        during["adaptive"]["state"], after["adaptive"]["state"]
+    );
+    let state = &after["adaptive"]["state"];
+    assert!(state["compress_inserts"].as_u64().unwrap() >= 1, "{after}");
+    assert!(state["congestion_onsets"].as_u64().unwrap() >= 1, "{after}");
+    assert_eq!(after["policies"][0]["chain"], json!(["encrypt"]), "{after}");
+    assert!(state["compress_removals"].as_u64().unwrap() >= 1, "{after}");
+    assert_eq!(state["congested"], json!(false), "{after}");
+}
+
 /// The Internet checksum (RFC 1071).
 fn checksum(data: &[u8]) -> u16 {
     let mut sum: u32 = data

@@ -14,6 +14,11 @@
 //!   offloads on and off, and wireguard-go (left out, with a note, when it is not installed),
 //!   as ratios of median throughputs (and of median RTTs); the load average is noted.
 //!
+//! - `adaptive` — congestion-aware compression (seed §7, after Feldmeier) against never and
+//!   always compressing, on the 10 Mbit/s link, in phases: light traffic (pings only), a
+//!   saturating text transfer, a saturating random-data transfer; per phase the throughput,
+//!   the ping RTT under that load, and the gateways' CPU time per packet.
+//!
 //! Setups: `direct` (routed over the link, no gateway: the seed's "no support installed"),
 //! `plain` (TUN forwarder without the framework), `none` (gateway, empty chain: "support
 //! installed, no booster"), then one booster each; a `/nooffload` suffix runs the gateways
@@ -316,6 +321,8 @@ pub fn throughput(opt: &Options) -> anyhow::Result<Experiment> {
         "null",
         "lz4",
         "zstd",
+        "zstd:9",
+        "zstd:19",
         "dumb",
         "encrypt",
         "lz4,encrypt",
@@ -459,12 +466,157 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
     })
 }
 
+/// CPU seconds (user + system) a process has used so far, from /proc.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may contain spaces) in parentheses.
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    Some(ticks / hz)
+}
+
+/// Both gateways' CPU seconds.
+fn gateways_cpu(tb: &Testbed) -> f64 {
+    [GA, GB]
+        .iter()
+        .filter_map(|g| tb.pid(&format!("gw{g}")).and_then(cpu_seconds))
+        .sum()
+}
+
+/// Packets gateway A read from its tunnel device so far.
+fn packets_in(tb: &Testbed) -> f64 {
+    tb.manage(GA, "stats", serde_json::Value::Null)
+        .ok()
+        .and_then(|v| v["tun_in"].as_f64())
+        .unwrap_or(f64::NAN)
+}
+
+/// The adaptive configuration of the congestion-aware mode. The peer accepts every chain the
+/// adaptive policy can make without waiting (docs/booster-wire.md, "Admission"), so the grace
+/// period before a change is sent is shortened to 500 ms (default 2 s) here.
+const CONGESTION_AWARE: &str = "chain_grace_ms = 500\n[adaptive]\nenabled = true\ncompress = \"zstd\"\nfec_on = 2.0\n\
+                                compress_when = \"congested\"\ninterval_ms = 300\n";
+
+/// Congestion-aware compression against never and always (seed §7).
+pub fn adaptive(opt: &Options) -> anyhow::Result<Experiment> {
+    let mut tb = Testbed::new(LinkShape {
+        rate_mbit: Some(10),
+        ..LinkShape::default()
+    })?;
+    let modes: [(&str, &[&str], &str); 3] = [
+        ("never", &[], ""),
+        ("always (zstd)", &["zstd"], ""),
+        ("congestion-aware (zstd)", &[], CONGESTION_AWARE),
+    ];
+    let columns = [
+        "idle RTT ms",
+        "text Mbit/s",
+        "text RTT ms",
+        "text µs/pkt",
+        "random Mbit/s",
+        "random RTT ms",
+        "random µs/pkt",
+        "switches",
+    ];
+    let mut samples = vec![vec![Vec::new(); columns.len()]; modes.len()];
+    for _ in 0..opt.runs {
+        for (i, (_, chain, extra)) in modes.iter().enumerate() {
+            tb.stop_gateways();
+            tb.route_tun(netns::TUN)?;
+            tb.start_gateways(&opt.binary, chain, false, extra)?;
+            let _ = netns::ping(&tb, 100, 2, "0.1");
+            // Light traffic: pings on the empty link.
+            samples[i][0].push(median(&netns::ping(&tb, 1000, 15, "0.2")?));
+            for (j, payload) in [(1, Payload::Text), (4, Payload::Random)] {
+                // Pings beside the transfer: the delay its queue adds.
+                let deadline = opt.seconds.to_string();
+                tb.spawn(
+                    "ping-load",
+                    netns::HA,
+                    &[
+                        "ping",
+                        "-n",
+                        "-i",
+                        "0.2",
+                        "-w",
+                        &deadline,
+                        "-s",
+                        "972",
+                        netns::HOST_B,
+                    ],
+                )?;
+                let (cpu, pkts) = (gateways_cpu(&tb), packets_in(&tb));
+                samples[i][j].push(netns::iperf3(&mut tb, opt.seconds, payload)?);
+                let (cpu, pkts) = (gateways_cpu(&tb) - cpu, packets_in(&tb) - pkts);
+                samples[i][j + 2].push(cpu * 1e6 / pkts);
+                // ping stops at its deadline, about when iperf3 does.
+                let limit = std::time::Instant::now() + Duration::from_secs(5);
+                while tb
+                    .log("ping-load")
+                    .lines()
+                    .all(|l| !l.contains("packet loss"))
+                    && std::time::Instant::now() < limit
+                {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                let log = tb.log("ping-load");
+                tb.kill("ping-load");
+                let rtts: Vec<f64> = log
+                    .lines()
+                    .filter_map(|l| l.split("time=").nth(1))
+                    .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+                    .collect();
+                samples[i][j + 1].push(median(&rtts));
+                // Let the queue drain (and the congestion-aware mode switch off) between phases.
+                std::thread::sleep(Duration::from_secs(4));
+            }
+            let show = tb.manage(GA, "show", serde_json::Value::Null)?;
+            let st = &show["adaptive"]["state"];
+            let switches = st["compress_inserts"].as_f64().unwrap_or(0.0)
+                + st["compress_removals"].as_f64().unwrap_or(0.0);
+            samples[i][7].push(switches);
+        }
+    }
+    tb.stop_gateways();
+    let mut points = Vec::new();
+    for (i, (name, _, _)) in modes.iter().enumerate() {
+        for (j, c) in columns.iter().enumerate() {
+            points.push(Point {
+                setup: (*name).into(),
+                x: (*c).into(),
+                median: median(&samples[i][j]),
+                samples: samples[i][j].clone(),
+            });
+        }
+    }
+    let mut notes = tb.notes.clone();
+    notes.push(
+        "phases per run: 15 pings on the idle link, then a text and a random-data iperf3 \
+         transfer with 1000-byte pings every 0.2 s beside it, 4 s apart; µs/pkt is both \
+         gateways' CPU time (user + system, /proc) over the packets gateway A read from its \
+         tunnel device; switches: compression insertions + removals by the adaptive policy; \
+         the congestion-aware gateways run with chain_grace_ms = 500"
+            .into(),
+    );
+    Ok(Experiment {
+        name: "congestion-aware compression (seed §7) vs never and always, 10 Mbit/s link".into(),
+        unit: "as named".into(),
+        notes,
+        points,
+    })
+}
+
 /// Run the named experiments (comma-separated; `all` for every one).
 pub fn run(which: &str, opt: &Options) -> anyhow::Result<Vec<Experiment>> {
-    const NAMES: [&str; 4] = ["rtt", "throughput", "fec", "compare"];
+    const NAMES: [&str; 5] = ["rtt", "throughput", "fec", "compare", "adaptive"];
     let wanted: Vec<&str> = which.split(',').map(str::trim).collect();
     if let Some(bad) = wanted.iter().find(|w| **w != "all" && !NAMES.contains(w)) {
-        bail!("unknown experiment {bad:?} (rtt, throughput, fec, compare, all)");
+        bail!("unknown experiment {bad:?} (rtt, throughput, fec, compare, adaptive, all)");
     }
     let all = wanted.contains(&"all");
     // wireguard-go is optional: `compare` leaves it out with a note when it is missing.
@@ -479,6 +631,7 @@ pub fn run(which: &str, opt: &Options) -> anyhow::Result<Vec<Experiment>> {
                 "rtt" => rtt(opt)?,
                 "throughput" => throughput(opt)?,
                 "fec" => fec(opt)?,
+                "adaptive" => adaptive(opt)?,
                 _ => compare(opt)?,
             });
         }

@@ -329,7 +329,8 @@ fn render_stats(v: &Value) -> String {
 pub struct BenchArgs {
     /// Experiments, comma-separated: rtt (seed Fig. 6), throughput (seed Table 1), fec,
     /// compare (direct veth, plain TUN forwarder, null and encrypt with offloads on and off,
-    /// wireguard-go when installed), or all.
+    /// wireguard-go when installed), adaptive (congestion-aware compression against never and
+    /// always, seed §7), or all.
     #[arg(default_value = "all")]
     experiment: String,
     /// Repetitions; medians are reported.

@@ -31,6 +31,18 @@
 //! [adaptive]                          # optional (seed §7)
 //! enabled = true
 //! policy = "default"
+//! # compress = "lz4"                  # compression booster to insert ("zstd:3", ...)
+//! # compress_on = 0.80                # compressible below this sampled ratio,
+//! # compress_off = 0.95               # incompressible above this one
+//! # fec = "fec:4:1"                   # FEC to insert on loss above fec_on, remove below fec_off
+//! # compress_when = "compressible"    # or "congested": compress only while the link is
+//! #                                   # congested (seed §7, Feldmeier), judged from:
+//! # congestion_delay_on_ms = 5        #   queueing delay (delay probes) at or above this, or
+//! # congestion_loss_on = 0.005        #   loss the peer reports at or above this: congested;
+//! # congestion_delay_off_ms = 1       #   both below these: clear,
+//! # congestion_loss_off = 0.001
+//! # congestion_hold_ms = 3000         #   and compression removed once clear this long
+//! # probe_interval_ms = 100           # one delay probe this often (control type 2)
 //! ```
 
 use crate::config::ConfigError;

@@ -38,6 +38,7 @@ use arc_swap::ArcSwap;
 use pathwise_booster::adaptive::{Action, Adaptive, AdaptiveConfig, AdaptiveState};
 use pathwise_booster::admission::PolicyEpochs;
 use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
+use pathwise_booster::control::Control;
 use pathwise_booster::offload::{self, Coalescer, MAX_SUPER, VNET_HDR_LEN};
 use pathwise_booster::packet::{MAX_PAYLOAD, Packet};
 use pathwise_booster::pipeline::{Receiver, Sender, encode_control};
@@ -51,6 +52,8 @@ use std::time::Duration;
 
 /// Largest batch the datapath arrays hold.
 pub const MAX_BATCH: usize = 64;
+/// Probe answers kept for the adaptive policy between two of its evaluations.
+pub const MAX_ECHOES: usize = 1024;
 /// How often the receiver reports loss to the peer.
 const LOSS_REPORT_EVERY: Duration = Duration::from_millis(500);
 
@@ -172,6 +175,9 @@ pub struct Shared {
     pub adaptive_config: AdaptiveConfig,
     /// Loss reports from the peer not yet given to the adaptive policy (received, expected).
     pub peer_loss: Mutex<(u64, u64)>,
+    /// Answers to our delay probes not yet given to the adaptive policy (our send time, the
+    /// peer's arrival time; at most [`MAX_ECHOES`]).
+    pub peer_delay: Mutex<Vec<(u64, u64)>>,
     /// The configuration the gateway runs.
     pub config: GatewayConfig,
     /// Plain forwarding (no boosters).
@@ -239,6 +245,7 @@ impl Gateway {
             adaptive: Mutex::new(AdaptiveState::default()),
             adaptive_config: config.adaptive.clone(),
             peer_loss: Mutex::new((0, 0)),
+            peer_delay: Mutex::default(),
             plain,
             sender_id,
             started: std::time::Instant::now(),
@@ -452,14 +459,31 @@ fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> an
         }
         drop(epochs);
         if adaptive.poll_timeout().is_some_and(|t| t <= now) {
-            run_adaptive(shared, &mut sender, &mut adaptive, now);
+            run_adaptive(shared, socket, &mut sender, &mut adaptive, now);
         }
         send_all(shared, socket, &mut tx, &mut out, |p| sender.recycle(p));
     }
     Ok(())
 }
 
-fn run_adaptive(shared: &Shared, sender: &mut Sender, adaptive: &mut Adaptive, now: Instant) {
+fn run_adaptive(
+    shared: &Shared,
+    socket: &UdpSocket,
+    sender: &mut Sender,
+    adaptive: &mut Adaptive,
+    now: Instant,
+) {
+    // Delay probes ride the data's path through the link's queue (docs/booster-wire.md).
+    if let Some(probe) = adaptive.poll_probe(now) {
+        let mut buf = Vec::with_capacity(16);
+        encode_control(&[probe], &mut buf);
+        let _ = socket.send_to(&buf, shared.config.peer);
+    }
+    for (sent, received) in
+        std::mem::take(&mut *shared.peer_delay.lock().unwrap_or_else(|e| e.into_inner()))
+    {
+        adaptive.observe_delay(now, sent, received);
+    }
     let (orig, comp) = sender.take_compressibility();
     adaptive.observe_compressibility(orig, comp);
     let (recv, exp) =
@@ -507,6 +531,7 @@ fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> a
     let mut coalescer = Coalescer::new(coalesce);
     let mut out: Vec<Packet> = Vec::with_capacity(4 * MAX_BATCH);
     let mut control = Vec::with_capacity(64);
+    let mut echoes = Vec::new();
     let mut next_report = shared.now();
     while !shared.stop.load(Relaxed) {
         let received = match rx.receive(socket) {
@@ -544,13 +569,24 @@ fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> a
                     }
                     continue;
                 }
-                receiver.deboost(now, from, &epochs, p, &mut out, |c| {
-                    if let pathwise_booster::control::Control::LossReport { received, expected } = c
-                    {
+                receiver.deboost(now, from, &epochs, p, &mut out, |c| match c {
+                    Control::LossReport { received, expected } => {
                         let mut l = shared.peer_loss.lock().unwrap_or_else(|e| e.into_inner());
                         l.0 += u64::from(received);
                         l.1 += u64::from(expected);
                     }
+                    // Answer a probe at once with our clock (control.rs, types 2 and 3).
+                    Control::Timestamp { sent } => echoes.push(Control::TimestampEcho {
+                        sent,
+                        received: now.as_nanos(),
+                    }),
+                    Control::TimestampEcho { sent, received } => {
+                        let mut d = shared.peer_delay.lock().unwrap_or_else(|e| e.into_inner());
+                        if d.len() < MAX_ECHOES {
+                            d.push((sent, received));
+                        }
+                    }
+                    Control::Unknown(_) => {}
                 });
             }
         }
@@ -577,6 +613,10 @@ fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> a
             receiver.recycle(p);
         }
         coalescer.flush(&mut write);
+        for echo in echoes.drain(..) {
+            encode_control(&[echo], &mut control);
+            let _ = socket.send_to(&control, shared.config.peer);
+        }
         if !shared.plain && now >= next_report {
             next_report = now.checked_add(LOSS_REPORT_EVERY).unwrap_or(Instant::MAX);
             if let Some(report) = receiver.take_loss_report() {

@@ -205,6 +205,45 @@ pub fn metrics(shared: &Shared) -> Snapshot {
             [(s(b, "input"), c.bytes_in), (s(b, "output"), c.bytes_out)]
         }),
     );
+    let a = shared
+        .adaptive
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    m.counters(
+        "adaptive_compression_switches",
+        "Times the adaptive policy inserted and removed compression.",
+        ["action"],
+        [
+            (["insert".to_string()], a.compress_inserts),
+            (["remove".to_string()], a.compress_removals),
+        ],
+    )
+    .counter(
+        "adaptive_congestion_onsets",
+        "Times the congestion signal of congestion-aware compression turned on.",
+        a.congestion_onsets,
+    )
+    .counters(
+        "adaptive_delay_probes",
+        "Delay probes sent to the peer and answers received.",
+        ["direction"],
+        [
+            (["sent".to_string()], a.probes.0),
+            (["answered".to_string()], a.probes.1),
+        ],
+    )
+    .gauge(
+        "adaptive_congested",
+        "Whether the link is congested (1) as congestion-aware compression sees it.",
+        u64::from(a.congested),
+    )
+    .gauge_in(
+        "adaptive_queue_delay",
+        Unit::Seconds,
+        "Queueing delay of the link in the last interval with a probe answered.",
+        a.queue_delay_ms.unwrap_or(0.0) / 1e3,
+    );
     let swap_ns = shared
         .store
         .last_swap_ns
@@ -248,6 +287,7 @@ mod tests {
             counters: Arc::default(),
             management_refused: Arc::default(),
             adaptive: Mutex::default(),
+            peer_delay: Mutex::default(),
             adaptive_config: config.adaptive.clone(),
             peer_loss: Mutex::new((0, 0)),
             plain: false,
