@@ -5,8 +5,10 @@
 
 mod common;
 
-use common::netns::{bin, serial, skip};
-use pathwise::netns::{Lab, wait_for};
+use common::netns::{
+    assert_tshark_finds_nothing_malformed, bin, capture_rsvp, rsvp_types, serial, skip,
+};
+use pathwise::netns::{Lab, unavailable, wait_for};
 use pathwise::rsvp::chain::{H1, H2, NODES, R1, R2, R3, RECEIVER, SENDER};
 use serde_json::Value;
 use std::path::Path;
@@ -87,6 +89,24 @@ fn churning_flows_match_router_state_and_leave_nothing() -> anyhow::Result<()> {
     }
     let _serial = serial();
     let mut lab = routers_only()?;
+    // tshark on the generator's hosts: what the host-side RSVP sends (and gets back) is decoded
+    // by the independent dissector with nothing malformed.
+    let captures = match unavailable(&["tshark"]) {
+        Some(why) => {
+            println!("the tshark check of the generator's messages is skipped: {why}");
+            None
+        }
+        None => Some([
+            (
+                H1,
+                capture_rsvp(&mut lab, "tshark-h1", H1, &["e0"], "h1.pcap")?,
+            ),
+            (
+                H2,
+                capture_rsvp(&mut lab, "tshark-h2", H2, &["w0"], "h2.pcap")?,
+            ),
+        ]),
+    };
     let n: u64 = 2000;
     let flows = n.to_string();
     lab.spawn(
@@ -200,6 +220,37 @@ fn churning_flows_match_router_state_and_leave_nothing() -> anyhow::Result<()> {
     }
     // The receivers saw every flow come and go: nothing held when they stop.
     lab.terminate("receiver", Duration::from_secs(30))?;
+    if let Some(captures) = captures {
+        for tag in ["tshark-h1", "tshark-h2"] {
+            lab.terminate(tag, Duration::from_secs(10))?;
+        }
+        for (host, pcap) in &captures {
+            let pcap = pcap.to_str().unwrap_or_default();
+            assert_tshark_finds_nothing_malformed(&lab, *host, pcap)?;
+        }
+        // The senders' Path and PathTear (RFC 2205 §3.1.3, §3.1.5), the receivers' Resv.
+        let [(h1, sent), (h2, received)] = &captures;
+        let from_senders = rsvp_types(
+            &lab,
+            *h1,
+            sent.to_str().unwrap_or_default(),
+            &format!("ip.src == {SENDER}"),
+        )?;
+        assert!(
+            from_senders.contains("1") && from_senders.contains("5"),
+            "tshark saw the senders send {from_senders:?}"
+        );
+        let from_receivers = rsvp_types(
+            &lab,
+            *h2,
+            received.to_str().unwrap_or_default(),
+            &format!("ip.src == {RECEIVER}"),
+        )?;
+        assert!(
+            from_receivers.contains("2"),
+            "tshark saw the receivers send {from_receivers:?}"
+        );
+    }
     let rx = report(&lab, "receiver")?;
     assert_eq!(rx["receiver_flows_held"], 0, "{rx}");
     let created = rx["stats"]["receiver_flows_created"].as_u64().unwrap_or(0);

@@ -6,7 +6,9 @@
 mod common;
 
 use common::flood::median_of_three;
-use common::netns::{bin, json_cli, serial, skip};
+use common::netns::{
+    assert_tshark_finds_nothing_malformed, bin, capture_rsvp, json_cli, rsvp_types, serial, skip,
+};
 use pathwise::netns::{Lab, unavailable, wait_for};
 use serde_json::Value;
 use std::path::Path;
@@ -373,37 +375,14 @@ for p in [good[:6], bytes(bad_sum), msg([session, hop], length=400), msg([sessio
     Ok(())
 }
 
-/// Start capturing RSVP on both of R2's interfaces into `file` in the lab directory (the capture
-/// filter applies to the interface named before it, so display filters pick RSVP out later).
+/// Start capturing RSVP on both of R2's interfaces into `file` in the lab directory.
 fn capture_at_r2(lab: &mut Lab, file: &str) -> anyhow::Result<std::path::PathBuf> {
-    let pcap = lab.path(file);
-    let pcap_s = pcap.to_str().unwrap_or_default().to_string();
-    lab.spawn(
-        "tshark",
-        R2,
-        &[
-            "tshark",
-            "-q",
-            "-i",
-            "e0",
-            "-i",
-            "w0",
-            "-f",
-            "ip proto 46",
-            "-w",
-            &pcap_s,
-        ],
-    )?;
-    std::thread::sleep(Duration::from_secs(2));
-    Ok(pcap)
+    capture_rsvp(lab, "tshark", R2, &["e0", "w0"], file)
 }
 
-/// tshark finds no malformed packet and raises no expert error in the capture.
+/// tshark finds no malformed packet and raises no expert error in R2's capture.
 fn assert_nothing_malformed(lab: &Lab, pcap: &str) -> anyhow::Result<()> {
-    let filter = "_ws.malformed || _ws.expert.severity >= error";
-    let malformed = lab.exec_ok(R2, &["tshark", "-r", pcap, "-Y", filter])?;
-    assert!(malformed.trim().is_empty(), "tshark complains: {malformed}");
-    Ok(())
+    assert_tshark_finds_nothing_malformed(lab, R2, pcap)
 }
 
 #[test]
@@ -426,15 +405,7 @@ fn tshark_decodes_every_message_we_send() -> anyhow::Result<()> {
     )?;
     std::thread::sleep(Duration::from_secs(2));
     lab.terminate("tshark", Duration::from_secs(5))?;
-    let decoded = lab.exec_ok(
-        R2,
-        &["tshark", "-r", &pcap_s, "-T", "fields", "-e", "rsvp.msg"],
-    )?;
-    let types: std::collections::BTreeSet<&str> = decoded
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
+    let types = rsvp_types(&lab, R2, &pcap_s, "rsvp")?;
     for t in ["1", "2", "5", "6", "7"] {
         assert!(types.contains(t), "message type {t} not seen: {types:?}");
     }

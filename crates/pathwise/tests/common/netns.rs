@@ -52,3 +52,59 @@ pub fn json_cli(
     let out = lab.exec_ok(i, &argv)?;
     Ok(serde_json::from_str(&out)?)
 }
+
+/// Start tshark (as process `tag` of `lab`) capturing RSVP (IP protocol 46) on `interfaces` of
+/// node `i` into `file` in the lab directory; the path of the capture. The capture filter
+/// applies to the interface named before it, so it is repeated for each.
+pub fn capture_rsvp(
+    lab: &mut Lab,
+    tag: &str,
+    i: usize,
+    interfaces: &[&str],
+    file: &str,
+) -> anyhow::Result<std::path::PathBuf> {
+    let pcap = lab.path(file);
+    let pcap_s = pcap.to_str().unwrap_or_default().to_string();
+    let mut argv = vec!["tshark", "-q"];
+    for dev in interfaces {
+        argv.extend_from_slice(&["-i", dev, "-f", "ip proto 46"]);
+    }
+    argv.extend_from_slice(&["-w", &pcap_s]);
+    lab.spawn(tag, i, &argv)?;
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    Ok(pcap)
+}
+
+/// tshark (run in node `i`) finds no malformed packet and raises no expert error in `pcap`.
+pub fn assert_tshark_finds_nothing_malformed(
+    lab: &Lab,
+    i: usize,
+    pcap: &str,
+) -> anyhow::Result<()> {
+    let filter = "_ws.malformed || _ws.expert.severity >= error";
+    let malformed = lab.exec_ok(i, &["tshark", "-r", pcap, "-Y", filter])?;
+    assert!(malformed.trim().is_empty(), "tshark complains: {malformed}");
+    Ok(())
+}
+
+/// The RSVP message types (`rsvp.msg`) tshark decodes in `pcap` (run in node `i`) from packets
+/// matching the display filter `filter`.
+pub fn rsvp_types(
+    lab: &Lab,
+    i: usize,
+    pcap: &str,
+    filter: &str,
+) -> anyhow::Result<std::collections::BTreeSet<String>> {
+    let decoded = lab.exec_ok(
+        i,
+        &[
+            "tshark", "-r", pcap, "-Y", filter, "-T", "fields", "-e", "rsvp.msg",
+        ],
+    )?;
+    Ok(decoded
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
+}
