@@ -400,3 +400,33 @@ fn version_names_the_commit() {
     let commit_like = info.commit.len() >= 7 && info.commit.bytes().all(|b| b.is_ascii_hexdigit());
     assert!(commit_like || info.commit == "unknown", "{text}");
 }
+
+/// `pathwise completions bash | head -c 100`: the reader goes away while pathwise still has
+/// output (more than a pipe's 64 KiB buffer); pathwise ends as a Unix filter does, killed by
+/// SIGPIPE, and prints no panic.
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pathwise"))
+        .args(["completions", "bash"])
+        .env("RUST_BACKTRACE", "0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut head = [0u8; 100];
+    out.read_exact(&mut head).unwrap();
+    drop(out);
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}: {stderr}");
+}

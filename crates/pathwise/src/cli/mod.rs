@@ -125,6 +125,9 @@ pub enum Bench {
 impl Cli {
     /// Run the parsed command.
     pub fn run(self) -> anyhow::Result<()> {
+        if !self.serves() {
+            end_quietly_on_a_closed_pipe();
+        }
         match self.command {
             Command::Demo(a) => crate::demo::cli::run(a),
             Command::Daemon(a) => crate::daemon::cli::run(a),
@@ -150,6 +153,41 @@ impl Cli {
                 Bench::QosChain(a) => crate::qos::bench::chain::run(a),
             },
         }
+    }
+}
+
+impl Cli {
+    /// Whether the command runs a service (a daemon, a server, a gateway) or drives daemons it
+    /// started over their sockets (benchmarks, load generators): such a process must learn
+    /// from a write's error that a peer has gone, not be killed by it.
+    fn serves(&self) -> bool {
+        use crate::booster::cli::Booster;
+        use crate::oracle::cli::Oracle;
+        matches!(
+            self.command,
+            Command::Daemon(_)
+                | Command::Bench { .. }
+                | Command::Loadgen { .. }
+                | Command::Oracle {
+                    what: Oracle::Serve(_)
+                }
+                | Command::Booster {
+                    what: Booster::Gateway { .. }
+                }
+        )
+    }
+}
+
+/// `pathwise … | head`: when the reader of standard output goes away, end as a Unix filter
+/// does (killed by SIGPIPE, silently) instead of panicking in `print!` with EPIPE. Rust
+/// starts every program with SIGPIPE ignored so that writes return errors; that stays so for
+/// the services (`Cli::serves`), whose socket writes must not kill them.
+fn end_quietly_on_a_closed_pipe() {
+    // SAFETY: restoring a signal's default disposition, before any thread is started; no
+    // handler runs.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -109,14 +109,13 @@ pub struct WatchArgs {
     count: Option<u64>,
 }
 
-/// Write to standard output; a closed pipe (`| head`) ends the output quietly.
+/// Write to standard output now (a watch prints as events arrive); a closed pipe (`| head`)
+/// ends the command as it ends every client command (`cli::end_quietly_on_a_closed_pipe`).
 fn emit(text: &str) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => Ok(r?),
-    }
+    out.write_all(text.as_bytes())?;
+    Ok(out.flush()?)
 }
 
 fn pretty(v: &Value) -> anyhow::Result<()> {
