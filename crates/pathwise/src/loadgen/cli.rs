@@ -82,6 +82,10 @@ pub struct RsvpArgs {
     /// Send at most this many messages per second (default: no limit).
     #[arg(long)]
     max_rate: Option<u32>,
+    /// Send at most this many messages per second while tearing the flows down at the end, so
+    /// the routers' receive buffers do not overflow (0: no limit but --max-rate).
+    #[arg(long, default_value_t = 10_000)]
+    teardown_rate: u32,
     /// First destination port of the sessions (and first source port of the senders).
     #[arg(long, default_value_t = 1024)]
     port_base: u16,
@@ -150,6 +154,7 @@ impl RsvpArgs {
             refresh: self.refresh,
             keep_multiplier: 3,
             max_rate: self.max_rate,
+            teardown_rate: (self.teardown_rate > 0).then_some(self.teardown_rate),
             // 10 ms slots (the seed's tuned wheel, §V.B), fuzzy: refreshes need no finer.
             wheel: WheelConfig {
                 slot_width: Duration::from_millis(10),

@@ -85,6 +85,10 @@ pub struct LoadConfig {
     pub keep_multiplier: u32,
     /// Messages sent per second at most (`None`: no limit).
     pub max_rate: Option<u32>,
+    /// Messages sent per second at most while [`RsvpLoad::stop`] tears the flows down (`None`:
+    /// only `max_rate`). Torn down all at once, 100,000 flows overflowed the routers' receive
+    /// buffers and left tens of thousands of states to time out.
+    pub teardown_rate: Option<u32>,
     /// The refresh timers' wheel.
     pub wheel: WheelConfig,
 }
@@ -386,7 +390,8 @@ pub struct RsvpLoad {
     out: VecDeque<Out>,
     stats: LoadStats,
     teardown: Option<Teardown>,
-    /// Token bucket of `max_rate`: tokens, and when they were last topped up.
+    /// Token bucket of the rate limit ([`RsvpLoad::rate`]): tokens, and when they were last
+    /// topped up.
     tokens: f64,
     tokens_at: Instant,
     lifetime_l: Duration,
@@ -648,11 +653,31 @@ impl RsvpLoad {
 
     /// Stop the churn and tear every flow down: PathTear for each sender flow, ResvTear for each
     /// receiver flow, at the rate limit. [`RsvpLoad::is_idle`] says when all is sent.
-    pub fn stop(&mut self, _now: Instant) {
+    pub fn stop(&mut self, now: Instant) {
         if let Some(s) = &mut self.sender {
             s.churn.stop();
         }
-        self.teardown.get_or_insert_with(Teardown::default);
+        if self.teardown.is_none() {
+            self.teardown = Some(Teardown::default());
+            // The teardown's own limit starts with a full bucket; one it shares with
+            // `max_rate` keeps what was left.
+            if self.cfg.max_rate.is_none()
+                && let Some(r) = self.rate()
+            {
+                self.tokens = burst(r);
+                self.tokens_at = now;
+            }
+        }
+    }
+
+    /// Messages per second at most now: `max_rate`, and during the teardown also
+    /// `teardown_rate`.
+    fn rate(&self) -> Option<u32> {
+        let teardown = self.teardown.and(self.cfg.teardown_rate);
+        match (self.cfg.max_rate, teardown) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Stopped, and every teardown sent.
@@ -675,7 +700,7 @@ impl RsvpLoad {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let churn = self.sender.as_ref().and_then(|s| s.churn.next_due());
         let wheel = self.wheel.next_deadline();
-        let rate = match self.cfg.max_rate {
+        let rate = match self.rate() {
             Some(r)
                 if self.tokens < 1.0
                     && (!self.out.is_empty() || self.teardown_next().is_some()) =>
@@ -785,6 +810,12 @@ impl RsvpLoad {
         if f.state == VACANT {
             return;
         }
+        if self.teardown.is_some() {
+            // Stopping: the flow's PathTear is coming (RFC 2205 §3.1.5); a refresh first would
+            // only spend the teardown's rate and delay the tears behind it.
+            f.timer = None;
+            return;
+        }
         // RFC 2205 §3.7: reservation state not refreshed within L is gone; a flow that never
         // got its Resv within L of its first Path counts once as a setup timeout.
         match f.state & !SETUP_LATE {
@@ -813,6 +844,9 @@ impl RsvpLoad {
             return;
         };
         f.timer = None;
+        if self.teardown.is_some() {
+            return; // stopping: the flow's ResvTear is coming, as for senders
+        }
         if age(now, f.last_path) > l {
             // RFC 2205 §3.7: path state times out; the reservation with it.
             self.stats.timeout("path");
@@ -1003,7 +1037,8 @@ impl RsvpLoad {
     /// when there is none (or the rate limit holds it back until [`RsvpLoad::poll_timeout`]).
     pub fn poll_transmit(&mut self, now: Instant, t: &mut Transmit) -> bool {
         loop {
-            if let Some(r) = self.cfg.max_rate {
+            let rate = self.rate();
+            if let Some(r) = rate {
                 let dt = now.saturating_duration_since(self.tokens_at).as_secs_f64();
                 self.tokens = (self.tokens + dt * f64::from(r)).min(burst(r));
                 self.tokens_at = now.max(self.tokens_at);
@@ -1019,7 +1054,7 @@ impl RsvpLoad {
                 },
             };
             if self.encode(out, t) {
-                if self.cfg.max_rate.is_some() {
+                if rate.is_some() {
                     self.tokens -= 1.0;
                 }
                 return true;

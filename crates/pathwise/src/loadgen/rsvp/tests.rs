@@ -24,6 +24,7 @@ fn config(n: u64, max: Duration, style: StyleKind) -> (LoadConfig, LoadConfig) {
         refresh: Duration::from_secs(1),
         keep_multiplier: 3,
         max_rate: None,
+        teardown_rate: None,
         wheel: WheelConfig::default(),
     };
     let tx = LoadConfig {
@@ -274,6 +275,37 @@ fn rate_limit_holds_messages_back() {
     // is all that leaves.
     assert!(p.sent_tx <= 1010, "{} sent", p.sent_tx);
     assert!(p.sent_tx >= 950, "{} sent", p.sent_tx);
+}
+
+#[test]
+fn the_teardown_keeps_to_its_rate() {
+    let (mut tx, rx) = config(2000, Duration::from_micros(10), StyleKind::Ff);
+    tx.teardown_rate = Some(1000);
+    let mut p = Pair::new(tx, rx);
+    p.run(Instant::from_secs(1), Duration::from_millis(5), |_| {});
+    let live = p.tx.sender_flows();
+    assert!(live >= 1990, "{live}");
+    let before = p.tx.stats().path_tears_sent;
+    p.tx.stop(p.now);
+    let start = p.now;
+    // Half a second in: 500 tears plus a burst of 10, not 2,000.
+    p.run(
+        start + Duration::from_millis(500),
+        Duration::from_millis(5),
+        |_| {},
+    );
+    let tears = p.tx.stats().path_tears_sent - before;
+    assert!((490..=511).contains(&tears), "{tears} tears in 0.5 s");
+    assert!(!p.tx.is_idle());
+    // All of them within about two seconds, and nothing is left on either side.
+    p.run(
+        start + Duration::from_millis(2100),
+        Duration::from_millis(5),
+        |_| {},
+    );
+    assert!(p.tx.is_idle());
+    assert_eq!(p.tx.stats().path_tears_sent - before, live);
+    assert_eq!(p.rx.receiver_flows(), 0);
 }
 
 #[test]
