@@ -57,6 +57,18 @@ fn path_rate(s: Session, rate: f32) -> Message {
     Message::Path(p)
 }
 
+/// A Path for `s` at `rate` with Message_Identifier `id`, from the previous hop upstream (TTL
+/// 63); what the engine sent.
+fn path_from_upstream(
+    e: &mut RsvpEngine,
+    now: Instant,
+    s: Session,
+    rate: f32,
+    id: Refresh,
+) -> Vec<Transmit> {
+    feed(e, now, &identified(&path_rate(s, rate), &id), PHOP, UP, 63)
+}
+
 fn path_tear(s: Session) -> Message {
     Message::PathTear(PathTear {
         integrity: None,
@@ -110,47 +122,19 @@ fn an_out_of_order_path_is_dropped_counted_and_not_acknowledged() {
     let mut e = rr_engine();
     let s = session(1);
     let t0 = Instant::ZERO;
-    let sent = feed(
-        &mut e,
-        t0,
-        &identified(&path_rate(s, 1000.0), &mid(5, 10)),
-        PHOP,
-        UP,
-        63,
-    );
+    let sent = path_from_upstream(&mut e, t0, s, 1000.0, mid(5, 10));
     assert_eq!(paths_sent(&sent), 1);
     // An older, different Path (identifier 9 < 10, same Epoch) is silently dropped.
-    let sent = feed(
-        &mut e,
-        t0,
-        &identified(&path_rate(s, 2000.0), &mid(5, 9)),
-        PHOP,
-        UP,
-        63,
-    );
+    let sent = path_from_upstream(&mut e, t0, s, 2000.0, mid(5, 9));
     assert_eq!(paths_sent(&sent), 0, "an out-of-order Path changes nothing");
     assert!(acks_to(&sent, AckKind::Ack).is_empty());
     assert_eq!(out_of_order(&e), 1);
     // A newer one is processed (and forwarded, since it changed the state).
-    let sent = feed(
-        &mut e,
-        t0,
-        &identified(&path_rate(s, 3000.0), &mid(5, 11)),
-        PHOP,
-        UP,
-        63,
-    );
+    let sent = path_from_upstream(&mut e, t0, s, 3000.0, mid(5, 11));
     assert_eq!(paths_sent(&sent), 1);
     assert_eq!(acks_to(&sent, AckKind::Ack), vec![11]);
     // The same identifier again is a refresh, not out of order.
-    feed(
-        &mut e,
-        t0,
-        &identified(&path_rate(s, 3000.0), &mid(5, 11)),
-        PHOP,
-        UP,
-        63,
-    );
+    path_from_upstream(&mut e, t0, s, 3000.0, mid(5, 11));
     assert_eq!(out_of_order(&e), 1);
 }
 
@@ -159,14 +143,7 @@ fn an_out_of_order_path_tear_is_dropped_and_state_stays() {
     let mut e = rr_engine();
     let s = session(1);
     let t0 = Instant::ZERO;
-    feed(
-        &mut e,
-        t0,
-        &identified(&path_rate(s, 1000.0), &mid(5, 10)),
-        PHOP,
-        UP,
-        63,
-    );
+    path_from_upstream(&mut e, t0, s, 1000.0, mid(5, 10));
     feed(
         &mut e,
         t0,
@@ -188,14 +165,7 @@ fn an_out_of_order_path_tear_is_dropped_and_state_stays() {
     assert_eq!(e.state_stats().psbs, 0);
     // No state is left to associate an older Path with: §4.5 "MUST NOT treat the message as
     // out of order".
-    feed(
-        &mut e,
-        t0,
-        &identified(&path_rate(s, 1000.0), &mid(5, 11)),
-        PHOP,
-        UP,
-        63,
-    );
+    path_from_upstream(&mut e, t0, s, 1000.0, mid(5, 11));
     assert_eq!((out_of_order(&e), e.state_stats().psbs), (1, 1));
 }
 
@@ -257,35 +227,14 @@ fn a_different_epoch_is_never_out_of_order() {
     let mut e = rr_engine();
     let s = session(1);
     let t0 = Instant::ZERO;
-    feed(
-        &mut e,
-        t0,
-        &identified(&path_rate(s, 1000.0), &mid(5, 1000)),
-        PHOP,
-        UP,
-        63,
-    );
+    path_from_upstream(&mut e, t0, s, 1000.0, mid(5, 1000));
     // The neighbour restarted: Epoch 6, identifiers from 1 again. Fully processed.
-    let sent = feed(
-        &mut e,
-        t0,
-        &identified(&path_rate(s, 2000.0), &mid(6, 1)),
-        PHOP,
-        UP,
-        63,
-    );
+    let sent = path_from_upstream(&mut e, t0, s, 2000.0, mid(6, 1));
     assert_eq!(paths_sent(&sent), 1);
     assert_eq!(out_of_order(&e), 0);
     assert_eq!(e.counters().refresh.epoch_changes, 1);
     // Within the new Epoch, ordering applies again.
-    feed(
-        &mut e,
-        t0,
-        &identified(&path_rate(s, 3000.0), &mid(6, 0)),
-        PHOP,
-        UP,
-        63,
-    );
+    path_from_upstream(&mut e, t0, s, 3000.0, mid(6, 0));
     assert_eq!(out_of_order(&e), 1);
 }
 
@@ -294,33 +243,12 @@ fn identifiers_wrap_around() {
     let mut e = rr_engine();
     let s = session(1);
     let t0 = Instant::ZERO;
-    feed(
-        &mut e,
-        t0,
-        &identified(&path_rate(s, 1000.0), &mid(5, 0xffff_fff0)),
-        PHOP,
-        UP,
-        63,
-    );
+    path_from_upstream(&mut e, t0, s, 1000.0, mid(5, 0xffff_fff0));
     // 5 follows 0xffff_fff0 once the 32-bit identifier wraps: (int) old - (int) new < 0.
-    let sent = feed(
-        &mut e,
-        t0,
-        &identified(&path_rate(s, 2000.0), &mid(5, 5)),
-        PHOP,
-        UP,
-        63,
-    );
+    let sent = path_from_upstream(&mut e, t0, s, 2000.0, mid(5, 5));
     assert_eq!((paths_sent(&sent), out_of_order(&e)), (1, 0));
     // And 0xffff_fff8 is before 5.
-    let sent = feed(
-        &mut e,
-        t0,
-        &identified(&path_rate(s, 3000.0), &mid(5, 0xffff_fff8)),
-        PHOP,
-        UP,
-        63,
-    );
+    let sent = path_from_upstream(&mut e, t0, s, 3000.0, mid(5, 0xffff_fff8));
     assert_eq!((paths_sent(&sent), out_of_order(&e)), (0, 1));
 }
 
