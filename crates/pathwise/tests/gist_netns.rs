@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::netns::{bin, json_cli, serial, skip};
+use common::netns::{bin, capture, json_cli, serial, skip};
 use pathwise::gist::chain::{self as gist_chain, H1, H2, H2_V4, H2_V6, NODES, Options, R1, R2, R3};
 use pathwise::netns::{Lab, unavailable, wait_for};
 use serde_json::Value;
@@ -87,31 +87,8 @@ fn start_capture(lab: &mut Lab, i: usize) -> Option<PathBuf> {
         println!("tshark is not installed: the dissector check is skipped");
         return None;
     }
-    let pcap = lab.path("gist.pcapng");
-    let file = pcap.to_string_lossy().into_owned();
-    lab.spawn(
-        "tshark",
-        i,
-        &[
-            "tshark",
-            "-n",
-            "-q",
-            "-i",
-            "w0",
-            "-i",
-            "e0",
-            "-f",
-            "udp or tcp",
-            "-w",
-            &file,
-        ],
-    )
-    .expect("start tshark");
-    wait_for(Duration::from_secs(20), "tshark to capture", || {
-        lab.log("tshark").contains("Capturing on").then_some(())
-    })
-    .expect("tshark started");
-    std::thread::sleep(Duration::from_millis(300));
+    let pcap = capture(lab, "tshark", i, &["w0", "e0"], "udp or tcp", "gist.pcapng")
+        .expect("tshark started");
     Some(pcap)
 }
 

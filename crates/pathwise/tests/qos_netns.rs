@@ -9,7 +9,7 @@
 mod common;
 
 use common::flood::median_of_three;
-use common::netns::{bin, serial, skip};
+use common::netns::{bin, capture, serial, skip};
 use pathwise::gist::chain::{self as gist_chain, H1, H2_V4, NODES, Options, R2};
 use pathwise::netns::{Lab, wait_for};
 use serde_json::Value;
@@ -512,29 +512,17 @@ fn tshark_decodes_every_qos_nslp_message_on_the_path() {
     let mut lab = chain("memory");
     // GIST at R2, both ways: datagrams (UDP 270, Queries with a Router Alert) and messaging
     // associations (TCP).
-    let pcap = lab.path("r2.pcap").to_string_lossy().into_owned();
-    lab.spawn(
+    let pcap = capture(
+        &mut lab,
         "tshark",
         R2,
-        &[
-            "tshark",
-            "-q",
-            "-i",
-            "w0",
-            "-i",
-            "e0",
-            "-f",
-            "udp or tcp",
-            "-w",
-            &pcap,
-        ],
+        &["w0", "e0"],
+        "udp or tcp",
+        "r2.pcap",
     )
-    .unwrap();
-    wait_for(Duration::from_secs(10), "tshark to capture", || {
-        Path::new(&pcap).exists().then_some(())
-    })
-    .unwrap();
-    std::thread::sleep(Duration::from_secs(1));
+    .unwrap()
+    .to_string_lossy()
+    .into_owned();
 
     // Sender-initiated: RESERVE down, RESPONSE up; then its refreshes (refresh_period 5 s).
     let (v, ok) = qos(&lab, H1, &["reserve", H2_V4, "--rate", "1Mbit"]);

@@ -53,9 +53,37 @@ pub fn json_cli(
     Ok(serde_json::from_str(&out)?)
 }
 
-/// Start tshark (as process `tag` of `lab`) capturing RSVP (IP protocol 46) on `interfaces` of
-/// node `i` into `file` in the lab directory; the path of the capture. The capture filter
-/// applies to the interface named before it, so it is repeated for each.
+/// Start tshark (as process `tag` of `lab`) capturing what matches the capture filter `filter`
+/// on `interfaces` of node `i` into `file` in the lab directory, and wait until it captures (a
+/// loaded machine takes seconds to start it; a fixed sleep lost whole captures); the path of
+/// the capture. The capture filter applies to the interface named before it, so it is repeated
+/// for each.
+pub fn capture(
+    lab: &mut Lab,
+    tag: &str,
+    i: usize,
+    interfaces: &[&str],
+    filter: &str,
+    file: &str,
+) -> anyhow::Result<std::path::PathBuf> {
+    let pcap = lab.path(file);
+    let pcap_s = pcap.to_str().unwrap_or_default().to_string();
+    let mut argv = vec!["tshark", "-n", "-q"];
+    for dev in interfaces {
+        argv.extend_from_slice(&["-i", dev, "-f", filter]);
+    }
+    argv.extend_from_slice(&["-w", &pcap_s]);
+    lab.spawn(tag, i, &argv)?;
+    pathwise::netns::wait_for(
+        std::time::Duration::from_secs(30),
+        "tshark to capture",
+        || lab.log(tag).contains("Capturing on").then_some(()),
+    )?;
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    Ok(pcap)
+}
+
+/// [`capture`] of RSVP (IP protocol 46).
 pub fn capture_rsvp(
     lab: &mut Lab,
     tag: &str,
@@ -63,16 +91,7 @@ pub fn capture_rsvp(
     interfaces: &[&str],
     file: &str,
 ) -> anyhow::Result<std::path::PathBuf> {
-    let pcap = lab.path(file);
-    let pcap_s = pcap.to_str().unwrap_or_default().to_string();
-    let mut argv = vec!["tshark", "-q"];
-    for dev in interfaces {
-        argv.extend_from_slice(&["-i", dev, "-f", "ip proto 46"]);
-    }
-    argv.extend_from_slice(&["-w", &pcap_s]);
-    lab.spawn(tag, i, &argv)?;
-    std::thread::sleep(std::time::Duration::from_secs(2));
-    Ok(pcap)
+    capture(lab, tag, i, interfaces, "ip proto 46", file)
 }
 
 /// tshark (run in node `i`) finds no malformed packet and raises no expert error in `pcap`.
