@@ -8,13 +8,15 @@
 //!
 //! A daemon calls [`Server::bind`] with a socket path and a [`Handler`] (any
 //! `Fn(&str, &Value) -> Result<Value, String>`), then [`Server::spawn`] to serve on a thread of
-//! its own; each connection is served in turn, request by request, until the client closes it.
+//! its own; each connection is served on a thread of its own (at most [`MAX_CONNECTIONS`] at
+//! once), request by request, until the client closes it, so a client that keeps its
+//! connection open (or a slow request) never holds the others up.
 //! A CLI calls [`request`] (or keeps a [`Client`] for several requests). When nothing listens on
 //! the path, the client's error says so and names the daemon to start. The booster gateway uses it
 //! today; the RSVP daemon, the GIST daemon and the oracle server are meant to reuse it as is:
 //! give each its own default socket path and its own verbs.
 //!
-//! Not a hot path: one thread, blocking I/O, a JSON value per request. Requests larger than
+//! Not a hot path: blocking I/O, a JSON value per request. Requests larger than
 //! [`MAX_REQUEST`] bytes are refused. The socket file is removed when the [`Server`] is dropped.
 //!
 //! Only the socket's owner, root and the members of a configured group may use it
@@ -31,11 +33,14 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Largest request line accepted.
 pub const MAX_REQUEST: u64 = 1 << 20;
+
+/// Connections served at once; one more is answered with an error and closed.
+pub const MAX_CONNECTIONS: usize = 16;
 
 /// What a daemon answers requests with: verb and arguments in, a JSON value or an error
 /// message out.
@@ -102,7 +107,7 @@ impl Server {
         let refused = self.refused.clone();
         let thread = std::thread::Builder::new()
             .name("mgmt".into())
-            .spawn(move || self.serve(&handler))?;
+            .spawn(move || self.serve(Arc::new(handler)))?;
         Ok(ServerHandle {
             stop,
             path,
@@ -111,8 +116,9 @@ impl Server {
         })
     }
 
-    /// Serve requests on this thread until stopped.
-    pub fn serve(&self, handler: &dyn Handler) {
+    /// Accept connections on this thread until stopped, each served on a thread of its own.
+    pub fn serve(&self, handler: Arc<dyn Handler>) {
+        let active = Arc::new(AtomicUsize::new(0));
         for conn in self.listener.incoming() {
             if self.stop.load(Ordering::Relaxed) {
                 break;
@@ -122,8 +128,29 @@ impl Server {
             if !self.admit(&conn) {
                 continue;
             }
-            if let Err(e) = serve_connection(conn, handler) {
-                tracing::debug!(error = %e, "management connection ended");
+            if active.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+                tracing::warn!(MAX_CONNECTIONS, "management connection refused: too many");
+                refuse(
+                    &conn,
+                    &format!(
+                        "the daemon is serving {MAX_CONNECTIONS} management connections already; \
+                         try again when one has closed"
+                    ),
+                );
+                continue;
+            }
+            let one = Connection::open(&active);
+            let handler = Arc::clone(&handler);
+            let spawned = std::thread::Builder::new()
+                .name("mgmt-conn".into())
+                .spawn(move || {
+                    let _one = one;
+                    if let Err(e) = serve_connection(conn, &*handler) {
+                        tracing::debug!(error = %e, "management connection ended");
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "no thread for a management connection");
             }
         }
     }
@@ -136,15 +163,7 @@ impl Server {
             Err(access::Refused::NoCredentials) => return false,
             Err(access::Refused::NotAllowed(peer)) => peer,
         };
-        let mut line =
-            serde_json::to_vec(&json!({ "error": self.access.refusal(&peer) })).unwrap_or_default();
-        line.push(b'\n');
-        let _ = (&*conn).write_all(&line);
-        // Take the client's request before closing, so that it is not cut off writing it and
-        // reads the refusal instead of a broken pipe.
-        let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
-        let mut request = String::new();
-        let _ = BufReader::new(conn.take(MAX_REQUEST)).read_line(&mut request);
+        refuse(conn, &self.access.refusal(&peer));
         false
     }
 
@@ -170,6 +189,35 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Answer a connection's client with `error` and close it.
+fn refuse(conn: &UnixStream, error: &str) {
+    let mut line = serde_json::to_vec(&json!({ "error": error })).unwrap_or_default();
+    line.push(b'\n');
+    let _ = (&*conn).write_all(&line);
+    // Take the client's request before closing, so that it is not cut off writing it and
+    // reads the refusal instead of a broken pipe.
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut request = String::new();
+    let _ = BufReader::new(conn.take(MAX_REQUEST)).read_line(&mut request);
+}
+
+/// One served connection, counted in `active` while it lives (also when its thread panics or
+/// cannot be started).
+struct Connection(Arc<AtomicUsize>);
+
+impl Connection {
+    fn open(active: &Arc<AtomicUsize>) -> Connection {
+        active.fetch_add(1, Ordering::Relaxed);
+        Connection(Arc::clone(active))
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -315,6 +363,42 @@ mod tests {
         drop(c);
         drop(handle);
         assert!(!path.exists());
+        let _ = std::fs::remove_dir(&dir);
+    }
+
+    /// Clients that keep their connections open do not hold the others up; one more than
+    /// [`MAX_CONNECTIONS`] is told so, and served again once one has closed.
+    #[test]
+    fn connections_are_served_side_by_side_up_to_the_limit() {
+        let dir = std::env::temp_dir().join(format!("pathwise-mgmt-n-{}", std::process::id()));
+        let path = dir.join("t.sock");
+        let handle = Server::bind(&path)
+            .unwrap()
+            .spawn(|_: &str, args: &Value| Ok(args.clone()))
+            .unwrap();
+        let mut open: Vec<Client> = (0..MAX_CONNECTIONS)
+            .map(|i| {
+                let mut c = Client::connect(&path, "test daemon").unwrap();
+                // Each answered while the ones before it stay open.
+                assert_eq!(c.request("echo", json!(i)).unwrap(), json!(i));
+                c
+            })
+            .collect();
+        let e = request(&path, "test daemon", "echo", json!("one more")).unwrap_err();
+        assert!(
+            e.to_string().contains("management connections already"),
+            "{e}"
+        );
+        // The open ones still answer.
+        assert_eq!(open[0].request("echo", json!("a")).unwrap(), json!("a"));
+        drop(open.pop());
+        let answered = (0..100).find_map(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            request(&path, "test daemon", "echo", json!("again")).ok()
+        });
+        assert_eq!(answered, Some(json!("again")));
+        drop(open);
+        drop(handle);
         let _ = std::fs::remove_dir(&dir);
     }
 }
