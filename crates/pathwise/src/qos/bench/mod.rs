@@ -19,8 +19,9 @@ use std::fmt::Write as _;
 /// What `pathwise bench qos` runs.
 #[derive(Clone, Copy, Debug, clap::Args)]
 pub struct QosBenchArgs {
-    /// Reservations R0 → R2, held by the transit R1.
-    #[arg(long, default_value_t = 10_000)]
+    /// Reservations R0 → R2, held by the transit R1 (1 to 64,512: each its own destination
+    /// port, 1024 and up, on R2's one address).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=sim::MAX_SESSIONS as u64))]
     pub sessions: usize,
     /// Refresh period R of both protocols, seconds.
     #[arg(long, default_value_t = 30)]
@@ -180,6 +181,21 @@ pub fn run(a: QosBenchArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One destination port per reservation: more than the ports there are is refused with the
+    /// bound, not found out by a panic deep in a run.
+    #[test]
+    fn sessions_beyond_the_ports_are_refused() {
+        use clap::Parser as _;
+        let parse = |n: &str| {
+            crate::cli::Cli::try_parse_from(["pathwise", "bench", "qos", "--sessions", n])
+        };
+        assert!(parse("64512").is_ok());
+        for n in ["0", "64513"] {
+            let e = parse(n).unwrap_err().to_string();
+            assert!(e.contains("1..=64512"), "{e}");
+        }
+    }
 
     /// A short run: every mode reported once, every reservation held at the transit, bytes
     /// counted by the meter equal to what the simulator's links carried, full refresh costing

@@ -127,8 +127,12 @@ fn tmod() -> Tmod {
 /// The flow of reservation `i`: UDP from R0's loopback port 6000 to R2's loopback, port
 /// 1024 + i — the same flows for both protocols.
 fn dest_port(i: usize) -> u16 {
+    debug_assert!(i < MAX_SESSIONS);
     1024u16.wrapping_add(i as u16)
 }
+
+/// Reservations a run can hold: one destination port each, 1024 to 65535.
+pub const MAX_SESSIONS: usize = 65536 - 1024;
 
 /// Run one mode and measure it.
 pub fn run_mode(mode: Mode, p: SimParams) -> ModeRun {
