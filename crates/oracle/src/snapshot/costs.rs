@@ -7,7 +7,8 @@
 //!
 //! Keys are kept per (row, prefix-table shard) and built on a shard's first use by a query from
 //! that row (a row is read only by queries from its source routers, so only the rows in use
-//! cost memory: 8 bytes per prefix and per level-1 run each). The whole cache holds at most [`BUDGET`] bytes per
+//! cost memory: 8 bytes per prefix and per level-1 run each, and a 32-byte [`KeyLine`] per
+//! level-1 block). The whole cache holds at most [`BUDGET`] bytes per
 //! snapshot; past it, candidates are costed from their exits as before (same keys, slower).
 //!
 //! Kept current through copy-on-write updates ([`TopologySnapshot::apply`](super::TopologySnapshot::apply)):
@@ -21,8 +22,9 @@ use super::prefixes::PrefixTable;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// Most bytes of keys one snapshot holds (all rows together): three rows of a full table of
-/// 1.2 million prefixes (prefix and run keys, 23 MiB each), or about 26 rows of the seed network.
+/// Most bytes of keys one snapshot holds (all rows together): two rows of a full table of 1.2
+/// million prefixes (prefix and run keys and lines, 31 MiB each), or eight rows of the seed
+/// network (10 MiB each).
 pub(crate) const BUDGET: usize = 80 << 20;
 
 /// Keys for every row of one path cache under one ranking.
