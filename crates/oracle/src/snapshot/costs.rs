@@ -7,7 +7,8 @@
 //!
 //! Keys are kept per (row, prefix-table shard) and built on a shard's first use by a query from
 //! that row (a row is read only by queries from its source routers, so only the rows in use
-//! cost memory: 8 bytes per prefix and per level-1 run each). The whole cache holds at most [`BUDGET`] bytes per
+//! cost memory: 8 bytes per prefix and per level-1 run each, and a 32-byte [`KeyLine`] per
+//! level-1 block). The whole cache holds at most [`BUDGET`] bytes per
 //! snapshot; past it, candidates are costed from their exits as before (same keys, slower).
 //!
 //! Kept current through copy-on-write updates ([`TopologySnapshot::apply`](super::TopologySnapshot::apply)):
@@ -21,8 +22,9 @@ use super::prefixes::PrefixTable;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// Most bytes of keys one snapshot holds (all rows together): three rows of a full table of
-/// 1.2 million prefixes (prefix and run keys, 23 MiB each), or about 26 rows of the seed network.
+/// Most bytes of keys one snapshot holds (all rows together): two rows of a full table of 1.2
+/// million prefixes (prefix and run keys and lines, 31 MiB each), or eight rows of the seed
+/// network (10 MiB each).
 pub(crate) const BUDGET: usize = 80 << 20;
 
 /// Keys for every row of one path cache under one ranking.
@@ -52,12 +54,81 @@ pub(crate) struct ShardKeys {
     /// straight from the level-1 block, one memory read instead of the run's value and then
     /// the prefix's key.
     pub runs: Arc<[u64]>,
+    /// One [`KeyLine`] per level-1 block of a DIR-24-8 shard (none for other shards).
+    pub lines: Arc<[KeyLine]>,
+    /// The distinct keys the lines name, by id.
+    pub line_keys: Arc<[u64]>,
 }
 
 impl ShardKeys {
     fn bytes(&self) -> usize {
-        8 * (self.leaves.len() + self.runs.len())
+        8 * (self.leaves.len() + self.runs.len() + self.line_keys.len())
+            + std::mem::size_of::<KeyLine>() * self.lines.len()
     }
+}
+
+/// Most runs one [`KeyLine`] names.
+pub(crate) const LINE_RUNS: usize = 12;
+
+/// The run keys of one level-1 block from one row, in 32 bytes: the block's run-start bitmap
+/// and, per run, the id of its key in [`ShardKeys::line_keys`] (a row's keys are few distinct
+/// costs, so a `u16` names them). Ranking an IPv4 candidate reads its line — one cache miss —
+/// instead of the level-1 block and then the run's key (two), and the small table of distinct
+/// keys stays in the cache. A block of more than [`LINE_RUNS`] runs, or past 65,536 distinct
+/// keys in the shard, gets an empty line (`starts == 0`): its candidates take the two reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(32))]
+pub(crate) struct KeyLine {
+    starts: u64,
+    ids: [u16; LINE_RUNS],
+}
+
+impl KeyLine {
+    /// The line of a block with run-start bitmap `starts` whose runs' keys are `keys`, ids
+    /// taken from (and added to) `table` (`index` maps a key to its id).
+    pub fn build(
+        starts: u64,
+        keys: &[u64],
+        table: &mut Vec<u64>,
+        index: &mut std::collections::HashMap<u64, u16>,
+    ) -> KeyLine {
+        let mut line = KeyLine::default();
+        if keys.len() > LINE_RUNS || keys.len() != starts.count_ones() as usize {
+            return line;
+        }
+        for (id, &k) in line.ids.iter_mut().zip(keys) {
+            *id = match index.get(&k) {
+                Some(&id) => id,
+                None => {
+                    let Ok(id) = u16::try_from(table.len()) else {
+                        return KeyLine::default();
+                    };
+                    index.insert(k, id);
+                    table.push(k);
+                    id
+                }
+            };
+        }
+        line.starts = starts;
+        line
+    }
+
+    /// The id of the key of the run holding the IPv4 address `addr` (whose level-1 block this
+    /// line is), or `None` for an empty line.
+    #[inline(always)]
+    pub fn id(&self, addr: u32) -> Option<u16> {
+        let i = (addr >> 8) & 63;
+        let upto = self.starts & (u64::MAX >> (63 - i));
+        // Bit 0 of a non-empty line's `starts` is always set, so `upto` has a bit.
+        let run = upto.count_ones().checked_sub(1)?;
+        self.ids.get(run as usize).copied()
+    }
+}
+
+/// The level-1 block of the IPv4 address `addr` in its first octet's DIR-24-8 shard.
+#[inline(always)]
+pub(crate) fn line_of(addr: u32) -> usize {
+    ((addr >> 14) & 0x3ff) as usize
 }
 
 impl PrefixCosts {
@@ -116,8 +187,9 @@ impl PrefixCosts {
         }
     }
 
-    /// The keys of shard `slot` in `row`: built with `build` (for `len` keys, prefixes and
-    /// runs) on first use if the budget allows, else `None`.
+    /// The keys of shard `slot` in `row`: built with `build` (at most `len` 8-byte words:
+    /// prefixes, runs, lines and their distinct keys) on first use if the budget allows, else
+    /// `None`.
     #[inline]
     pub fn keys<'a>(
         &self,
@@ -130,6 +202,8 @@ impl PrefixCosts {
         if let Some(k) = cell.get() {
             return Some(k);
         }
+        // `len` bounds the keys' size (the distinct keys of the lines are not known yet): claim
+        // the bound, then give back what the keys did not take.
         let bytes = len() * 8;
         if self.held.load(Ordering::Relaxed) + bytes > self.budget {
             return None;
@@ -138,9 +212,13 @@ impl PrefixCosts {
             self.held.fetch_sub(bytes, Ordering::Relaxed);
             return None;
         }
-        if cell.set(build()).is_err() {
+        let keys = build();
+        let unused = bytes.saturating_sub(keys.bytes());
+        if cell.set(keys).is_err() {
             // Another reader built it meanwhile; either result is the same.
             self.held.fetch_sub(bytes, Ordering::Relaxed);
+        } else {
+            self.held.fetch_sub(unused, Ordering::Relaxed);
         }
         cell.get()
     }

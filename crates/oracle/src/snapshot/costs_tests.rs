@@ -315,8 +315,50 @@ fn check_run_keys(snap: &TopologySnapshot) -> Result<usize, String> {
             }
         }
         runs += keys.runs.len();
+        check_lines(slot, &keys, snap.prefixes.slot_blocks(slot).unwrap_or(&[]))
+            .map_err(|e| format!("row {index} slot {slot}: {e}"))?;
     }
     Ok(runs)
+}
+
+/// A shard's key lines against its run keys: one line per level-1 block; a non-empty line has
+/// the block's run bitmap and names, for each run of the block, that run's key.
+fn check_lines(slot: u32, keys: &costs::ShardKeys, blocks: &[lpm::Block]) -> Result<(), String> {
+    if keys.lines.len() != blocks.len() {
+        return Err(format!(
+            "{} lines for {} blocks",
+            keys.lines.len(),
+            blocks.len()
+        ));
+    }
+    let mut nonempty = 0;
+    for (b, (line, block)) in keys.lines.iter().zip(blocks).enumerate() {
+        if *line == costs::KeyLine::default() {
+            continue;
+        }
+        nonempty += 1;
+        // Every entry of the block: the line's key is the key of the entry's run.
+        for i in 0..64u32 {
+            let addr = (slot << 24) | ((b as u32) << 14) | (i << 8);
+            let run = block.base() + (block.starts() & (u64::MAX >> (63 - i))).count_ones() - 1;
+            let got = line
+                .id(addr)
+                .and_then(|id| keys.line_keys.get(usize::from(id)))
+                .ok_or(format!("block {b} entry {i}: no key in a non-empty line"))?;
+            if Some(got) != keys.runs.get(run as usize) {
+                return Err(format!("block {b} entry {i}: line key is not the run key"));
+            }
+        }
+    }
+    // A block of at most `LINE_RUNS` runs always gets a line (the shards here have few keys).
+    let small = blocks
+        .iter()
+        .filter(|b| b.starts().count_ones() as usize <= costs::LINE_RUNS)
+        .count();
+    if nonempty != small {
+        return Err(format!("{nonempty} lines for {small} blocks of few runs"));
+    }
+    Ok(())
 }
 
 proptest! {
@@ -340,6 +382,7 @@ proptest! {
             .map(|&(o, h)| Ipv4Addr::from((u32::from([1u8, 203][usize::from(o)]) << 24) | (h & 0x00ff_ffff)))
             .collect();
         let mut checked = 0;
+        let mut through_lines = 0;
         for op in ops.into_iter().chain([Op::Query(vec![0, 5])]) {
             let updates = match op {
                 Op::AddV4(a, len, r, d) => vec![Update::AddExternalNetwork(ExternalNetwork {
@@ -382,6 +425,12 @@ proptest! {
                                 prop_assert_eq!(key, order_key(snap.cost(source(s), IpAddr::V4(a))));
                                 checked += 1;
                             }
+                            // The key through the probe's line is its run key.
+                            let line = k.lines.get(costs::line_of(u32::from(a)));
+                            if let Some(id) = line.and_then(|l| l.id(u32::from(a))) {
+                                prop_assert_eq!(k.line_keys.get(usize::from(id)), Some(&key));
+                                through_lines += 1;
+                            }
                         }
                     }
                     check_run_keys(&snap).map_err(TestCaseError::fail)?;
@@ -394,5 +443,6 @@ proptest! {
             snap = next;
         }
         prop_assert!(checked > 0, "no probe was ranked through a run key");
+        prop_assert!(through_lines > 0, "no probe was ranked through a key line");
     }
 }

@@ -49,6 +49,20 @@ pub(crate) struct Block {
     first: u32,
 }
 
+impl Block {
+    /// Bit `i`: entry `i` starts a run.
+    #[inline(always)]
+    pub fn starts(self) -> u64 {
+        self.starts
+    }
+
+    /// Index of the block's first run among the shard's runs.
+    #[inline(always)]
+    pub fn base(self) -> u32 {
+        self.base
+    }
+}
+
 impl Dir24 {
     /// Index `leaves` (`(address, length)`, lengths 8–32, host bits clear, all in one first
     /// octet).
@@ -154,6 +168,11 @@ impl Dir24 {
         let upto = b.starts & (u64::MAX >> (63 - (i & 63)));
         // At least one bit: bit 0 of `starts` is always set.
         b.base + upto.count_ones() - 1
+    }
+
+    /// The level-1 blocks, in address order (block `i` holds the /24s `i << 6 ..`).
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
     }
 
     /// Number of level-1 runs.

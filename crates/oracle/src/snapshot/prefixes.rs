@@ -359,6 +359,17 @@ impl PrefixTable {
         }
     }
 
+    /// The level-1 blocks of shard `slot` when it is indexed by DIR-24-8.
+    pub fn slot_blocks(&self, slot: u32) -> Option<&[Block]> {
+        match self.slot(slot)? {
+            ShardRef::V4(s) => match &*s.index {
+                Index::Dir24(d) => Some(d.blocks()),
+                _ => None,
+            },
+            ShardRef::V6(_) => None,
+        }
+    }
+
     /// For every level-1 run of shard `slot` (none unless it is indexed by DIR-24-8), `leaf +
     /// 1` of the prefix covering the whole run, or 0 (see [`Dir24::run_leaves`]).
     pub fn slot_run_leaves(&self, slot: u32) -> Vec<u32> {

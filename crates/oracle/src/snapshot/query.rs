@@ -1,7 +1,7 @@
 //! Reading a snapshot: locating addresses, path metrics, ranking.
 
 use super::TopologySnapshot;
-use super::costs::{RowCosts, ShardKeys};
+use super::costs::{KeyLine, RowCosts, ShardKeys, line_of};
 use super::paths::{PathEntry, compute_row};
 use super::prefixes::{Exit, Hit, PrefixTable, RUN};
 use super::routers::RouterIdx;
@@ -54,6 +54,18 @@ trait Candidate: Copy {
     fn locate(table: &PrefixTable, addrs: &[Self], out: &mut [Hit]);
     /// The exact hit (a leaf, never a run).
     fn exact(table: &PrefixTable, addr: Self) -> Hit;
+    /// The address as a `u32` if it is IPv4.
+    fn v4_bits(self) -> Option<u32>;
+    /// The row's [`KeyLine`] of the address's level-1 block and the distinct keys it names,
+    /// where the address's first octet has lines (IPv4 in a DIR-24-8 shard, keys in budget).
+    #[inline(always)]
+    fn line<'r>(
+        _snapshot: &'r TopologySnapshot,
+        _row: &RowView<'r>,
+        _addr: Self,
+    ) -> Option<(&'r KeyLine, &'r [u64])> {
+        None
+    }
 }
 
 impl Candidate for Ipv4Addr {
@@ -62,9 +74,28 @@ impl Candidate for Ipv4Addr {
         table.runs_v4_block(addrs, out);
     }
 
+    #[inline(always)]
+    fn line<'r>(
+        snapshot: &'r TopologySnapshot,
+        row: &RowView<'r>,
+        addr: Self,
+    ) -> Option<(&'r KeyLine, &'r [u64])> {
+        let a = u32::from(addr);
+        // Only a DIR-24-8 shard has lines (keys are not built for the others here: ranking
+        // builds a shard's keys only for a candidate it matches).
+        snapshot.prefixes.slot_blocks(a >> 24)?;
+        let keys = snapshot.shard_keys(row, a >> 24)?;
+        Some((keys.lines.get(line_of(a))?, &keys.line_keys))
+    }
+
     #[inline]
     fn exact(table: &PrefixTable, addr: Self) -> Hit {
         table.hit(IpAddr::V4(addr))
+    }
+
+    #[inline(always)]
+    fn v4_bits(self) -> Option<u32> {
+        Some(u32::from(self))
     }
 }
 
@@ -79,6 +110,11 @@ impl Candidate for Ipv6Addr {
     #[inline]
     fn exact(table: &PrefixTable, addr: Self) -> Hit {
         table.hit_v6(addr)
+    }
+
+    #[inline(always)]
+    fn v4_bits(self) -> Option<u32> {
+        None
     }
 }
 
@@ -100,6 +136,26 @@ impl Candidate for IpAddr {
     #[inline]
     fn exact(table: &PrefixTable, addr: Self) -> Hit {
         table.hit(addr)
+    }
+
+    #[inline(always)]
+    fn v4_bits(self) -> Option<u32> {
+        match self {
+            IpAddr::V4(a) => Some(u32::from(a)),
+            IpAddr::V6(_) => None,
+        }
+    }
+
+    #[inline(always)]
+    fn line<'r>(
+        snapshot: &'r TopologySnapshot,
+        row: &RowView<'r>,
+        addr: Self,
+    ) -> Option<(&'r KeyLine, &'r [u64])> {
+        match addr {
+            IpAddr::V4(a) => Ipv4Addr::line(snapshot, row, a),
+            IpAddr::V6(_) => None,
+        }
     }
 }
 
@@ -412,6 +468,11 @@ impl TopologySnapshot {
         self.keys_in_blocks(row, addrs, keys)
     }
 
+    /// The key loop. An IPv4 candidate whose first octet has [`KeyLine`]s reads its line (one
+    /// cache miss) and takes its key from the line's small table; a block of such candidates
+    /// first finds and prefetches every line, then reads them, so that the misses overlap.
+    /// The others ([`keys_located`](Self::keys_located)): IPv6, a line that names no key, a
+    /// shard without lines.
     #[inline(always)]
     fn keys_in_blocks<A: Candidate>(
         &self,
@@ -420,7 +481,6 @@ impl TopologySnapshot {
         keys: &mut [u64],
     ) -> usize {
         const NONE: u64 = u64::MAX;
-        debug_assert_eq!(order_key(None), NONE);
         let Some(row) = row else {
             for k in keys.iter_mut().take(addrs.len()) {
                 *k = NONE;
@@ -428,15 +488,87 @@ impl TopologySnapshot {
             return 0;
         };
         let mut placed = 0;
-        let mut hits = [Hit::NONE; BLOCK];
         for (block, keys) in addrs.chunks(BLOCK).zip(keys.chunks_mut(BLOCK)) {
-            let hits = &mut hits[..block.len()];
-            A::locate(&self.prefixes, block, hits);
-            for ((k, &hit), &addr) in keys.iter_mut().zip(hits.iter()).zip(block) {
-                let mut key = if hit.leaf == 0 {
-                    NONE
-                } else {
-                    self.key_of(row, hit)
+            let mut lines: [Option<(&KeyLine, &[u64])>; BLOCK] = [None; BLOCK];
+            for (l, &a) in lines.iter_mut().zip(block) {
+                *l = A::line(self, row, a);
+                if let Some((line, _)) = l {
+                    prefetch(*line);
+                }
+            }
+            // Candidates the lines do not resolve, by position in the block.
+            let mut rest = [0u8; BLOCK];
+            let mut n_rest = 0;
+            for (i, ((k, l), &a)) in keys.iter_mut().zip(lines).zip(block).enumerate() {
+                let key = l.and_then(|(line, table)| {
+                    let id = line.id(a.v4_bits()?)?;
+                    table.get(usize::from(id)).copied()
+                });
+                match key {
+                    Some(key) if key != NONE => {
+                        *k = key;
+                        placed += 1;
+                    }
+                    _ => {
+                        if let Some(r) = rest.get_mut(n_rest) {
+                            *r = i as u8;
+                            n_rest += 1;
+                        }
+                    }
+                }
+            }
+            if n_rest == block.len() {
+                placed += self.keys_located(row, block, keys);
+            } else {
+                for &i in rest.iter().take(n_rest) {
+                    let i = usize::from(i);
+                    if let (Some(a), Some(k)) = (block.get(i..=i), keys.get_mut(i..=i)) {
+                        placed += self.keys_located(row, a, k);
+                    }
+                }
+            }
+        }
+        placed
+    }
+
+    /// Keys located through the prefix table (the level-1 block, then the run's or the
+    /// prefix's key), software-pipelined over blocks of [`BLOCK`] addresses: locate a block
+    /// (its level-1 reads overlap), find where each of its keys sits and prefetch it, locate
+    /// the next block while those keys arrive, then read them.
+    #[inline(always)]
+    fn keys_located<A: Candidate>(
+        &self,
+        row: &RowView<'_>,
+        addrs: &[A],
+        keys: &mut [u64],
+    ) -> usize {
+        const NONE: u64 = u64::MAX;
+        debug_assert_eq!(order_key(None), NONE);
+        let mut placed = 0;
+        let mut hits = [Hit::NONE; BLOCK];
+        let mut next = [Hit::NONE; BLOCK];
+        let mut blocks = addrs.chunks(BLOCK).zip(keys.chunks_mut(BLOCK)).peekable();
+        if let Some((first, _)) = blocks.peek() {
+            A::locate(&self.prefixes, first, &mut hits[..first.len()]);
+        }
+        while let Some((block, keys)) = blocks.next() {
+            let hits_now = &hits[..block.len()];
+            let mut at: [Option<&u64>; BLOCK] = [None; BLOCK];
+            for (a, &hit) in at.iter_mut().zip(hits_now) {
+                *a = self.key_ref(row, hit);
+                if let Some(k) = a {
+                    prefetch(k);
+                }
+            }
+            if let Some((upcoming, _)) = blocks.peek() {
+                A::locate(&self.prefixes, upcoming, &mut next[..upcoming.len()]);
+            }
+            for (((k, &hit), &addr), a) in keys.iter_mut().zip(hits_now).zip(block).zip(at) {
+                let mut key = match a {
+                    Some(&k) => k,
+                    None if hit.leaf == 0 => NONE,
+                    // Keys over their budget: computed from the exits (a leaf), or none (a run).
+                    None => self.key_of(row, hit),
                 };
                 if key == NONE && hit.is_run() {
                     // A run with no key of its own (no prefix covers all of it, or the keys
@@ -449,8 +581,41 @@ impl TopologySnapshot {
                 placed += usize::from(key != NONE);
                 *k = key;
             }
+            std::mem::swap(&mut hits, &mut next);
         }
         placed
+    }
+
+    /// The keys of shard `slot` from `row`, built on first use; `None` over the budget.
+    #[inline(always)]
+    fn shard_keys<'r>(&self, row: &RowView<'r>, slot: u32) -> Option<&'r ShardKeys> {
+        self.costs.keys(
+            row.costs?,
+            slot,
+            || {
+                // 8-byte words, at most: a key per prefix and per run, a 32-byte line per
+                // level-1 block, and the lines' distinct keys (no more than the runs).
+                let (leaves, runs) = (self.prefixes.slot_len(slot), self.prefixes.slot_runs(slot));
+                let blocks = self.prefixes.slot_blocks(slot).map_or(0, <[_]>::len);
+                leaves + 2 * runs + blocks * std::mem::size_of::<KeyLine>() / 8
+            },
+            || self.slot_keys(row, slot),
+        )
+    }
+
+    /// Where the key of the prefix or level-1 run at `hit` sits in `row`'s keys (built for the
+    /// shard on first use), or `None`: no match, or no keys (over their budget).
+    #[inline(always)]
+    fn key_ref<'r>(&self, row: &'r RowView<'_>, hit: Hit) -> Option<&'r u64> {
+        if hit.leaf == 0 {
+            return None;
+        }
+        let keys = self.shard_keys(row, hit.slot)?;
+        if hit.is_run() {
+            keys.runs.get((hit.leaf & !RUN) as usize)
+        } else {
+            keys.leaves.get(hit.leaf as usize - 1)
+        }
     }
 
     /// The sort key of the prefix at `hit` (a match, or a level-1 run) from `row`: read from
@@ -458,14 +623,7 @@ impl TopologySnapshot {
     /// the keys are over their budget (`u64::MAX` for a run then: the caller looks it up).
     #[inline(always)]
     fn key_of(&self, row: &RowView<'_>, hit: Hit) -> u64 {
-        let keys = row.costs.and_then(|c| {
-            self.costs.keys(
-                c,
-                hit.slot,
-                || self.prefixes.slot_len(hit.slot) + self.prefixes.slot_runs(hit.slot),
-                || self.slot_keys(row, hit.slot),
-            )
-        });
+        let keys = self.shard_keys(row, hit.slot);
         if hit.is_run() {
             return keys
                 .and_then(|k| k.runs.get((hit.leaf & !RUN) as usize))
@@ -504,9 +662,26 @@ impl TopologySnapshot {
                     .unwrap_or(u64::MAX)
             })
             .collect();
+        let (mut line_keys, mut ids) = (Vec::new(), std::collections::HashMap::new());
+        let lines: Vec<KeyLine> = self
+            .prefixes
+            .slot_blocks(slot)
+            .unwrap_or(&[])
+            .iter()
+            .map(|b| {
+                let first = b.base() as usize;
+                let n = b.starts().count_ones() as usize;
+                match runs.get(first..first + n) {
+                    Some(keys) => KeyLine::build(b.starts(), keys, &mut line_keys, &mut ids),
+                    None => KeyLine::default(),
+                }
+            })
+            .collect();
         ShardKeys {
             leaves: leaves.into(),
             runs: runs.into(),
+            lines: lines.into(),
+            line_keys: line_keys.into(),
         }
     }
 
@@ -551,4 +726,20 @@ type ExitKey = (u32, u16, u32, bool);
 #[inline]
 fn exit_key(weight: u32, e: &Exit, rank: u32) -> ExitKey {
     (weight, e.as_distance, rank, !e.source)
+}
+
+/// Ask the CPU to bring `r`'s cache line in, without waiting for it.
+#[inline(always)]
+#[allow(unsafe_code)]
+fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 CPU has (it is in the target's
+    // baseline); a prefetch is a hint that reads nothing the program sees and cannot fault, and
+    // the pointer comes from a live reference anyway.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>((r as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
 }

@@ -87,6 +87,14 @@ pub struct Figures {
     pub server_wait_pct: f64,
     /// The client thread's CPU time per reply, µs.
     pub client_cpu_us: f64,
+    /// Datagrams per `recvmmsg` call that returned any (= replies per `sendmmsg`).
+    pub server_batch: f64,
+    /// Bytes per reply the server sent.
+    pub reply_bytes: f64,
+    /// Times per reply the workers went to sleep (voluntary context switches).
+    pub server_sleeps: f64,
+    /// Times per reply the workers were preempted (involuntary context switches).
+    pub server_preempted: f64,
 }
 
 impl From<&ClientReport> for Figures {
@@ -96,6 +104,10 @@ impl From<&ClientReport> for Figures {
             server_cpu_us: f64::NAN,
             server_wait_pct: f64::NAN,
             client_cpu_us: f64::NAN,
+            server_batch: f64::NAN,
+            reply_bytes: f64::NAN,
+            server_sleeps: f64::NAN,
+            server_preempted: f64::NAN,
             replies_per_s: r.replies_per_s,
             loss_pct: r.loss_pct,
             rtt_min_ms: rtt.as_ref().map_or(f64::NAN, |x| x.min_ms),
@@ -144,6 +156,10 @@ impl Point {
             server_cpu_us: m(|f| f.server_cpu_us),
             server_wait_pct: m(|f| f.server_wait_pct),
             client_cpu_us: m(|f| f.client_cpu_us),
+            server_batch: m(|f| f.server_batch),
+            reply_bytes: m(|f| f.reply_bytes),
+            server_sleeps: m(|f| f.server_sleeps),
+            server_preempted: m(|f| f.server_preempted),
         };
         Point { runs, median }
     }
@@ -292,6 +308,7 @@ fn load(
 ) -> anyhow::Result<(ClientReport, Figures)> {
     let stop = AtomicBool::new(false);
     let (s0, c0) = (server.cpu(), CpuTime::this_thread());
+    let (w0, n0) = (server.switches(), server.counters().report());
     let report = flood(
         &FloodOptions {
             server: server.local_addr(),
@@ -309,6 +326,8 @@ fn load(
     )?;
     let server_cpu = server.cpu().since(s0);
     let client_cpu = CpuTime::this_thread().zip(c0).map(|(c1, c0)| c1.since(c0));
+    let switches = server.switches().since(w0);
+    let n1 = server.counters().report();
     let mut f = Figures::from(&report);
     let per_reply = |ns: u64| {
         if report.replies == 0 || ns == 0 {
@@ -325,6 +344,17 @@ fn load(
         100.0 * server_cpu.wait_ns as f64 / busy as f64
     };
     f.client_cpu_us = client_cpu.map_or(f64::NAN, |c| per_reply(c.run_ns));
+    let ratio = |a: u64, b: u64| {
+        if b == 0 {
+            f64::NAN
+        } else {
+            a as f64 / b as f64
+        }
+    };
+    f.server_batch = ratio(n1.received - n0.received, n1.batches - n0.batches);
+    f.reply_bytes = ratio(n1.bytes_out - n0.bytes_out, n1.sent - n0.sent);
+    f.server_sleeps = ratio(switches.voluntary, report.replies);
+    f.server_preempted = ratio(switches.involuntary, report.replies);
     Ok((report, f))
 }
 
@@ -572,6 +602,36 @@ pub fn render(r: &OracleBenchReport) -> String {
             o.rtt_avg_ms,
             o.rtt_median_ms,
             o.rtt_p99_ms
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nThe workers' socket path under load (medians of the runs): datagrams per `recvmmsg` call (each batch's replies go out in one `sendmmsg`), and per reply the times a worker went to sleep waiting for datagrams and was preempted:\n"
+    );
+    let _ = writeln!(
+        s,
+        "| workers | IPs | query B | oracle reply B | echo reply B | oracle datagrams/batch | echo datagrams/batch | oracle sleeps/reply | echo sleeps/reply | oracle preempted/reply | echo preempted/reply |"
+    );
+    let _ = writeln!(
+        s,
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for row in &r.rows {
+        let (o, e) = (&row.oracle.median, &row.echo.median);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.0} | {:.0} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            row.workers,
+            row.ips,
+            row.query_bytes,
+            o.reply_bytes,
+            e.reply_bytes,
+            o.server_batch,
+            e.server_batch,
+            o.server_sleeps,
+            e.server_sleeps,
+            o.server_preempted,
+            e.server_preempted
         );
     }
     if !r.idle.is_empty() {

@@ -85,6 +85,41 @@ pub struct CpuTime {
     pub wait_ns: u64,
 }
 
+/// A thread's context switches, from `/proc/…/status`: voluntary ones are the times it went to
+/// sleep (a worker waiting in `recvmmsg` for the next datagram), involuntary ones the times the
+/// scheduler took the CPU away while it could run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Switches {
+    /// Went to sleep.
+    pub voluntary: u64,
+    /// Preempted.
+    pub involuntary: u64,
+}
+
+impl Switches {
+    /// Read a `status` file (`/proc/<pid>/task/<tid>/status`).
+    pub fn read(status: &std::path::Path) -> Option<Switches> {
+        let text = std::fs::read_to_string(status).ok()?;
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        Some(Switches {
+            voluntary: field("voluntary_ctxt_switches:")?,
+            involuntary: field("nonvoluntary_ctxt_switches:")?,
+        })
+    }
+
+    /// `self - earlier`.
+    pub fn since(self, earlier: Switches) -> Switches {
+        Switches {
+            voluntary: self.voluntary.saturating_sub(earlier.voluntary),
+            involuntary: self.involuntary.saturating_sub(earlier.involuntary),
+        }
+    }
+}
+
 impl CpuTime {
     /// Read a `schedstat` file (`/proc/thread-self/schedstat` for the calling thread).
     pub fn read(schedstat: &std::path::Path) -> Option<CpuTime> {
@@ -117,8 +152,8 @@ pub struct UdpServer {
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
     threads: Vec<JoinHandle<()>>,
-    /// Each worker's `/proc/<pid>/task/<tid>/schedstat`, when the kernel has one.
-    schedstat: Vec<PathBuf>,
+    /// Each worker's `/proc/<pid>/task/<tid>`, when the kernel has a `schedstat` there.
+    tasks: Vec<PathBuf>,
 }
 
 impl UdpServer {
@@ -141,15 +176,20 @@ impl UdpServer {
         let counters = Arc::new(Counters::new(workers));
         let mut threads = Vec::with_capacity(workers);
         let (task_tx, task_rx) = std::sync::mpsc::channel();
+        // The echo workers are named apart so that a profile can tell them from the oracle's.
+        let role = match service {
+            Service::Oracle(_) => "oracle",
+            Service::Echo => "echo",
+        };
         for (i, socket) in sockets.into_iter().enumerate() {
             let (stop, counters, service) = (stop.clone(), counters.clone(), service.clone());
             let task_tx = task_tx.clone();
             let t = std::thread::Builder::new()
-                .name(format!("oracle-worker-{i}"))
+                .name(format!("{role}-worker-{i}"))
                 .spawn(move || {
                     // "/proc/thread-self" links to "<pid>/task/<tid>".
                     if let Ok(task) = std::fs::read_link("/proc/thread-self") {
-                        let _ = task_tx.send(Path::new("/proc").join(task).join("schedstat"));
+                        let _ = task_tx.send(Path::new("/proc").join(task));
                     }
                     drop(task_tx);
                     if let Some(c) = counters.worker(i) {
@@ -160,24 +200,38 @@ impl UdpServer {
             threads.push(t);
         }
         drop(task_tx);
-        let schedstat = task_rx.iter().filter(|p: &PathBuf| p.exists()).collect();
+        let tasks = task_rx
+            .iter()
+            .filter(|p: &PathBuf| p.join("schedstat").exists())
+            .collect();
         Ok(UdpServer {
             local,
             stop,
             counters,
             threads,
-            schedstat,
+            tasks,
         })
     }
 
     /// CPU time of all workers so far (zero where the kernel keeps no `schedstat`).
     pub fn cpu(&self) -> CpuTime {
-        self.schedstat
+        self.tasks
             .iter()
-            .filter_map(|p| CpuTime::read(p))
+            .filter_map(|p| CpuTime::read(&p.join("schedstat")))
             .fold(CpuTime::default(), |a, b| CpuTime {
                 run_ns: a.run_ns + b.run_ns,
                 wait_ns: a.wait_ns + b.wait_ns,
+            })
+    }
+
+    /// Context switches of all workers so far (zero where the kernel does not say).
+    pub fn switches(&self) -> Switches {
+        self.tasks
+            .iter()
+            .filter_map(|p| Switches::read(&p.join("status")))
+            .fold(Switches::default(), |a, b| Switches {
+                voluntary: a.voluntary + b.voluntary,
+                involuntary: a.involuntary + b.involuntary,
             })
     }
 
