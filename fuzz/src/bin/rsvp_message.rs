@@ -11,6 +11,7 @@
 use libfuzzer_sys::fuzz_target;
 use pathwise_auth::{Algorithm, Key};
 use pathwise_rsvp::wire::integrity::{Signed, rsvp_hop, sign};
+use pathwise_core::time::Instant;
 use pathwise_rsvp::shard::{ShardMap, session_of};
 use pathwise_rsvp::wire::message::refresh::bundle_messages;
 use pathwise_rsvp::wire::{Message, MsgType};
@@ -27,10 +28,16 @@ fuzz_target!(|data: &[u8]| {
     for sub in bundle_messages(data).flatten() {
         assert!(sub.len() >= 8 && sub.len() <= data.len());
     }
-    let map = ShardMap::new(3, 1);
+    let mut map = ShardMap::new(3, 1);
     let mut handed = 0;
-    let bad = map.dispatch(data, |shard, piece| {
-        assert!(shard < 3 && piece.len() <= data.len());
+    let src = std::net::IpAddr::from([10, 0, 0, 1]);
+    let bad = map.dispatch(Instant::ZERO, src, data, |shard, piece, from| {
+        // A piece is the datagram (an unreadable one goes to shard 0 as it is, to be counted
+        // there), one of its Bundle's sub-messages, or a part the dispatcher cut from it (an
+        // Srefresh's identifiers of one shard, acknowledgements in an Ack of their own): never
+        // longer than what came in plus one common header.
+        assert!(shard < 3 && piece.len() <= data.len() + 8);
+        assert!(!from.is_unspecified());
         handed += 1;
     });
     assert!(handed > 0 || bad > 0);
