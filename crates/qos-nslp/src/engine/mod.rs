@@ -310,6 +310,10 @@ pub struct QosNslp<T: TrafficControl = MemoryTrafficControl> {
     /// refused with "No reverse path state".
     orphaned: KeyedMap<SessionId, Instant>,
     timers: BTreeSet<(Instant, SessionId, TimerKind)>,
+    /// (bound-to session, dependent session) for every reservation held here whose
+    /// BOUND-SESSION-ID names a session with Binding Code 0x04, so that a session's going finds
+    /// its dependents (§5.4.1) without a walk over every reservation.
+    dependents: BTreeSet<(SessionId, SessionId)>,
     events: VecDeque<QosEvent>,
     counters: Counters,
     /// The session whose GIST Query is being answered (its Routing-State-Check): a message of
@@ -339,6 +343,7 @@ impl<T: TrafficControl> QosNslp<T> {
             queries: keyed_map(&mut rng),
             orphaned: keyed_map(&mut rng),
             timers: BTreeSet::new(),
+            dependents: BTreeSet::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
             in_query: None,
@@ -555,6 +560,7 @@ impl<T: TrafficControl> QosNslp<T> {
             expires_at: None,
             retry_at: None,
         };
+        self.index_bindings(sid, &[], &s.bound);
         self.sessions.insert(sid, s);
         let rii = confirm.then(|| Rii(self.rng.random()));
         if let Err(e) = self.send_reserve(gist, now, sid, rii, true, true) {
@@ -716,6 +722,7 @@ impl<T: TrafficControl> QosNslp<T> {
             self.set_timer(sid, k, None);
         }
         if let Some(s) = self.sessions.remove(&sid) {
+            self.index_bindings(sid, &s.bound, &[]);
             if let Some((_, h)) = s.tc {
                 self.tc.release(h);
             }
@@ -751,6 +758,23 @@ impl<T: TrafficControl> QosNslp<T> {
                 );
             }
             self.notify_dependents(gist, now, sid);
+        }
+    }
+
+    /// Keep [`dependents`](Self::dependents) in step with session `sid`'s BOUND-SESSION-IDs
+    /// going from `old` to `new`.
+    pub(super) fn index_bindings(
+        &mut self,
+        sid: SessionId,
+        old: &[BoundSessionId],
+        new: &[BoundSessionId],
+    ) {
+        let dependent = |b: &&BoundSessionId| b.code == BindingCode::DEPENDENT;
+        for b in old.iter().filter(dependent) {
+            self.dependents.remove(&(b.session_id, sid));
+        }
+        for b in new.iter().filter(dependent) {
+            self.dependents.insert((b.session_id, sid));
         }
     }
 

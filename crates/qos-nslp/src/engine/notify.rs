@@ -257,18 +257,19 @@ impl<T: TrafficControl> QosNslp<T> {
         now: Instant,
         gone: SessionId,
     ) {
-        let mut dependents: Vec<(SessionId, crate::wire::BoundSessionId)> = self
-            .sessions
-            .iter()
-            .filter(|(sid, _)| **sid != gone)
-            .filter_map(|(sid, s)| {
-                s.bound
+        let dependents: Vec<(SessionId, crate::wire::BoundSessionId)> = self
+            .dependents
+            .range((gone, SessionId([0; 16]))..=(gone, SessionId([0xff; 16])))
+            .filter(|(_, sid)| *sid != gone)
+            .filter_map(|&(_, sid)| {
+                let s = self.sessions.get(&sid)?;
+                let b = s
+                    .bound
                     .iter()
-                    .find(|b| b.session_id == gone && b.code == BindingCode::DEPENDENT)
-                    .map(|b| (*sid, *b))
+                    .find(|b| b.session_id == gone && b.code == BindingCode::DEPENDENT)?;
+                Some((sid, *b))
             })
             .collect();
-        dependents.sort_by_key(|(sid, _)| *sid);
         for (sid, binding) in dependents {
             let Some(s) = self.sessions.get(&sid) else {
                 continue;

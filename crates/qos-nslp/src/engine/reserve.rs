@@ -472,12 +472,16 @@ impl<T: TrafficControl> QosNslp<T> {
                 }
                 s.packet_classifier = r.packet_classifier;
                 // §5.3.3: BOUND-SESSION-IDs are stored and copied on.
-                s.bound = r.bound_sessions.clone();
+                let old_bound = std::mem::replace(&mut s.bound, r.bound_sessions.clone());
                 s.tc = admitted.tc;
                 s.rate = admitted.rate;
                 s.full_refresh = true;
                 // §5.4.1: BREAK received, BREAK sent.
                 s.break_flag = flags.break_;
+                if old_bound != s.bound {
+                    let new_bound = s.bound.clone();
+                    self.index_bindings(sid, &old_bound, &new_bound);
+                }
                 if !self.sessions.get(&sid).is_some_and(|s| s.reverse_lost) {
                     self.set_timer(sid, TimerKind::Expire, Some(now + Self::lifetime(r_in)));
                 }
