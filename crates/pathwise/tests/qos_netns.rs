@@ -251,6 +251,79 @@ fn reserve_show_refuse_and_release_through_the_cli() {
     .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
 }
 
+/// `qos reserve --bound-to SESSION:dependent` (RFC 5974 §5.1.3.4, §5.4.1): the reservation
+/// carries the BOUND-SESSION-ID hop by hop, and when the session it depends on is released
+/// every node holding both tells its QNI by a NOTIFY — H1's `qos show` lists one from each of
+/// the five nodes (its own, and four received from R1, R2, R3 and H2).
+#[test]
+fn a_dependent_reservation_is_notified_when_its_bound_session_goes() {
+    let test = "a_dependent_reservation_is_notified_when_its_bound_session_goes";
+    if skip(test, &["ip", "iptables"]) {
+        return;
+    }
+    let _g = serial();
+    let lab = chain("memory");
+    let reserve = |extra: &[&str]| {
+        let mut args = vec!["reserve", H2_V4, "--rate", "1Mbit", "--protocol", "17"];
+        args.extend_from_slice(extra);
+        let (v, ok) = qos(&lab, H1, &args);
+        assert!(ok && v["outcome"] == "reserved", "{v:#}\n{}", logs(&lab));
+        v["session"].as_str().unwrap().to_string()
+    };
+    let a = reserve(&["--dport", "5001"]);
+    let bound = format!("{a}:dependent");
+    let b = reserve(&["--dport", "5002", "--bound-to", &bound]);
+    for i in 0..5 {
+        let s = sessions(&lab, i);
+        let held = s.iter().find(|s| s["session"] == b.as_str()).unwrap();
+        assert_eq!(
+            held["bound"],
+            serde_json::json!([{ "session": a, "code": 4 }]),
+            "node {i}: {held:#}"
+        );
+    }
+    let notices = || qos(&lab, H1, &["show"]).0["notifications"].clone();
+    assert_eq!(
+        notices(),
+        serde_json::json!([]),
+        "nothing before the release"
+    );
+
+    let (v, ok) = qos(&lab, H1, &["release", &a]);
+    assert!(ok && v["outcome"] == "released", "{v:#}");
+    let got = wait_for(Duration::from_secs(5), "a NOTIFY from every node", || {
+        let n = notices();
+        (n.as_array().map_or(0, Vec::len) >= 5).then_some(n)
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{:#}\n{}", notices(), logs(&lab)));
+    let got = got.as_array().unwrap();
+    assert_eq!(got.len(), 5, "{got:#?}");
+    let mut sources: Vec<&str> = got
+        .iter()
+        .map(|n| {
+            assert_eq!(n["session"], b.as_str(), "{n:#}");
+            // §5.1.3.6: Informational 0x01, "Unknown BOUND-SESSION-ID".
+            assert_eq!(
+                (n["info"]["class"].as_str(), n["info"]["code"].as_u64()),
+                (Some("Informational"), Some(1)),
+                "{n:#}"
+            );
+            n["info"]["source"].as_str().unwrap()
+        })
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    assert_eq!(sources.len(), 5, "one from each node: {sources:?}");
+    // The dependent reservation itself is the QNI's to release (§5.4.4), and still held.
+    assert!(
+        sessions(&lab, R2)
+            .iter()
+            .any(|s| s["session"] == b.as_str())
+    );
+    let (v, ok) = qos(&lab, H1, &["release", &b]);
+    assert!(ok && v["outcome"] == "released", "{v:#}");
+}
+
 /// `qos reserve --count`: one request starts a reservation per destination port and answers
 /// with their tally once every one is answered; those refused at this node's admission are
 /// counted apart and make the command fail.

@@ -22,7 +22,10 @@
 //! 4. the application starts reservations with [`QosNslp::reserve`] (sender-initiated),
 //!    [`QosNslp::reserve_receiver_initiated`], [`QosNslp::query`] and ends them with
 //!    [`QosNslp::release`], reached through `GistEngine::with_nslp`; outcomes come back from
-//!    [`QosNslp::poll_event`].
+//!    [`QosNslp::poll_event`]. A request may be bound to other sessions
+//!    ([`ReserveRequest::bound_to`], RFC 5974 §3.2.8); bound as dependent (Binding Code
+//!    0x04), its QNI hears by a NOTIFY ([`QosEvent::Notified`]) when a session it depends on
+//!    goes anywhere on the path, and decides whether to release it (§5.4.1, §5.4.4).
 //!
 //! It runs over IPC too, as its own process on GIST's node (`pathwise_gist::ipc::IpcGist`,
 //! whose `with_outgoing_interface` supplies the flow's outgoing link from the kernel's routes):

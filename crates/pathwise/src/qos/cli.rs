@@ -99,6 +99,13 @@ enum Cmd {
         /// 1000): waits until every one is answered and prints how many were reserved.
         #[arg(long, value_name = "N", requires = "dport", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::qos::verbs::MAX_COUNT)))]
         count: Option<u32>,
+        /// Bind the reservation to another session (BOUND-SESSION-ID, RFC 5974 §5.1.3.4):
+        /// SESSION as `reserve` printed it, CODE one of tunnel, bidirectional, aggregate,
+        /// dependent (the default) or a number 1–255. With `dependent`, every node holding both
+        /// sends this node a NOTIFY when SESSION goes (§5.4.1), shown by `qos show`. Repeat to
+        /// bind to several sessions.
+        #[arg(long, value_name = "SESSION[:CODE]", value_parser = bound_session)]
+        bound_to: Vec<(String, u8)>,
     },
     /// Tear down a reservation this node initiated (a RESERVE with TEAR).
     Release {
@@ -129,8 +136,16 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             max_latency_us,
             receiver_initiated,
             count,
+            bound_to,
         } => {
             let mut m = flow.args();
+            if !bound_to.is_empty() {
+                let bound: Vec<Value> = bound_to
+                    .iter()
+                    .map(|(session, code)| json!({ "session": session, "code": code }))
+                    .collect();
+                m.insert("bound".into(), json!(bound));
+            }
             m.insert("receiver_initiated".into(), json!(receiver_initiated));
             if let Some(n) = count {
                 m.insert("count".into(), json!(n));
@@ -160,6 +175,30 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `SESSION[:CODE]` of `--bound-to`: 32 hex digits, and a Binding Code by its name in RFC
+/// 5974 §5.1.3.4 or its number (0 is reserved).
+fn bound_session(s: &str) -> Result<(String, u8), String> {
+    let (sid, code) = s.split_once(':').unwrap_or((s, "dependent"));
+    if sid.len() != 32 || !sid.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("{sid:?} is not a session (32 hex digits)"));
+    }
+    let code = match code {
+        "tunnel" => 0x01,
+        "bidirectional" => 0x02,
+        "aggregate" => 0x03,
+        "dependent" => 0x04,
+        n => match n.parse::<u8>() {
+            Ok(c) if c > 0 => c,
+            _ => {
+                return Err(format!(
+                    "{n:?}: tunnel, bidirectional, aggregate, dependent or 1-255"
+                ));
+            }
+        },
+    };
+    Ok((sid.to_ascii_lowercase(), code))
+}
+
 fn rate(v: &Value) -> String {
     v.as_u64()
         .map_or_else(|| "-".into(), |b| Bandwidth(b).to_string())
@@ -185,6 +224,19 @@ fn render(cmd: &Cmd, v: &Value) -> String {
                 );
             }
             out += &format!("{} sessions\n", sessions.len());
+            for n in v["notifications"].as_array().into_iter().flatten() {
+                let i = &n["info"];
+                out += &format!(
+                    "NOTIFY {}: {} code {:#04x}{}\n",
+                    n["session"].as_str().unwrap_or("?"),
+                    i["class"].as_str().unwrap_or("?"),
+                    i["code"].as_u64().unwrap_or(0),
+                    i["source"]
+                        .as_str()
+                        .map(|s| format!(" from {s}"))
+                        .unwrap_or_default()
+                );
+            }
             out += &format!(
                 "counters: {}\n",
                 serde_json::to_string(&v["counters"]).unwrap_or_default()
@@ -230,4 +282,28 @@ fn render(cmd: &Cmd, v: &Value) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bound_session;
+
+    #[test]
+    fn bound_to_takes_a_session_and_a_binding_code() {
+        let sid = "00112233445566778899AABBCCDDEEFF";
+        let low = sid.to_ascii_lowercase();
+        assert_eq!(bound_session(sid), Ok((low.clone(), 4)));
+        assert_eq!(
+            bound_session(&format!("{sid}:tunnel")),
+            Ok((low.clone(), 1))
+        );
+        assert_eq!(
+            bound_session(&format!("{sid}:aggregate")),
+            Ok((low.clone(), 3))
+        );
+        assert_eq!(bound_session(&format!("{sid}:200")), Ok((low, 200)));
+        assert!(bound_session(&format!("{sid}:0")).is_err());
+        assert!(bound_session(&format!("{sid}:linked")).is_err());
+        assert!(bound_session("0011").is_err());
+    }
 }

@@ -29,7 +29,7 @@ impl StateCounts {
 
 /// The engine's counters that are single numbers: name, help text, value. The messages and
 /// drops are families of their own, and the bytes sent one with its unit.
-fn totals(c: &Counters) -> [(&'static str, &'static str, u64); 13] {
+fn totals(c: &Counters) -> [(&'static str, &'static str, u64); 16] {
     let Counters {
         sent: _,
         received: _,
@@ -46,6 +46,9 @@ fn totals(c: &Counters) -> [(&'static str, &'static str, u64); 13] {
         expired,
         reverse_path_lost,
         route_changes,
+        route_change_notifies,
+        routing_state_invalidated,
+        bound_notifies,
         readmitted,
         readmission_failures,
         retransmissions,
@@ -84,6 +87,21 @@ fn totals(c: &Counters) -> [(&'static str, &'static str, u64); 13] {
             "route_changes",
             "Route changes acted on (RFC 5974 section 5.2.5.2).",
             route_changes,
+        ),
+        (
+            "route_change_notifies",
+            "Route Change NOTIFYs sent to an old upstream peer (RFC 5974 section 5.2.5.3).",
+            route_change_notifies,
+        ),
+        (
+            "routing_state_invalidated",
+            "Routing state GIST was asked to re-check on a Route Change NOTIFY (RFC 5974 section 5.2.5.3).",
+            routing_state_invalidated,
+        ),
+        (
+            "bound_notifies",
+            "Dependent bound reservations notified because their bound session went (RFC 5974 section 5.4.1).",
+            bound_notifies,
         ),
         (
             "readmitted",
@@ -229,6 +247,9 @@ mod tests {
             expired: n(),
             reverse_path_lost: n(),
             route_changes: n(),
+            route_change_notifies: n(),
+            routing_state_invalidated: n(),
+            bound_notifies: n(),
             readmitted: n(),
             readmission_failures: n(),
             retransmissions: n(),

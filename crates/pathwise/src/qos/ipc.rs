@@ -274,7 +274,7 @@ pub fn run(a: &NslpArgs, json_out: bool) -> anyhow::Result<()> {
         let args: ReserveArgs = serde_json::from_value(Value::Object(m))?;
         let source = crate::gist::service::source_towards(dest)
             .map_err(|e| anyhow::anyhow!("no route to {dest}: {e}"))?;
-        let req = args.request(source);
+        let req = args.request(source).map_err(anyhow::Error::msg)?;
         let now = clock();
         let started = if a.receiver_initiated {
             q.reserve_receiver_initiated(&mut gist, now, &req)

@@ -1,7 +1,8 @@
 //! The QoS NSLP's management verbs, served by the GIST service (the engine is its plug-in):
 //!
 //! - `qos.reserve` {destination, rate_bps, bucket?, peak_bps?, max_packet?, min_policed?,
-//!   protocol?, dport?, sport?, receiver_initiated?, minimum_bps?, max_latency_us?, count?}: a
+//!   protocol?, dport?, sport?, receiver_initiated?, minimum_bps?, max_latency_us?, count?,
+//!   bound?: [{session, code}]}: a
 //!   sender-initiated reservation answered when the QNR's RESPONSE (or an error) comes back,
 //!   or "pending" after 5 s; receiver-initiated: answered once the QUERY is sent. With
 //!   `count` (sender-initiated, a `dport` given) one request starts that many reservations,
@@ -9,7 +10,8 @@
 //!   one has its answer, or 5 s after the last answer came;
 //! - `qos.release` {session}: tear down a reservation this node initiated;
 //! - `qos.query` {destination, rate_bps, …}: what the path could give (QoS Available);
-//! - `qos.show`: every session with state here, and the counters.
+//! - `qos.show`: every session with state here, the counters, and the last NOTIFYs this node
+//!   received as QNI or QNE (RFC 5974 §5.4.4; at most [`NOTICES`]).
 
 use crate::daemon::Reply;
 use crate::rsvp::service::DataPlane;
@@ -18,7 +20,7 @@ use pathwise_core::time::Instant;
 use pathwise_gist::GistEngine;
 use pathwise_gist::wire::SessionId;
 use pathwise_qos_nslp::wire::qspec::{ParamValue, Tmod, parameter_id};
-use pathwise_qos_nslp::wire::{InfoSpec, Qspec, QspecObjectType};
+use pathwise_qos_nslp::wire::{BindingCode, InfoSpec, Qspec, QspecObjectType};
 use pathwise_qos_nslp::{QosEvent, QosNslp, Reservation, ReserveRequest};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -34,6 +36,9 @@ const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The most reservations one `qos.reserve` starts (`count`).
 pub const MAX_COUNT: u32 = 1000;
+
+/// How many of the last NOTIFYs `qos.show` lists.
+pub const NOTICES: usize = 64;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,6 +67,17 @@ pub(crate) struct ReserveArgs {
     max_latency_us: Option<u32>,
     #[serde(default)]
     count: Option<u32>,
+    /// Sessions the reservation is bound to (BOUND-SESSION-ID, RFC 5974 §5.1.3.4).
+    #[serde(default)]
+    bound: Vec<BoundArg>,
+}
+
+/// A BOUND-SESSION-ID asked for: the session (32 hex digits) and the Binding Code.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BoundArg {
+    session: String,
+    code: u8,
 }
 
 impl ReserveArgs {
@@ -75,15 +91,26 @@ impl ReserveArgs {
         }
     }
 
-    /// The request for the flow from `source`.
-    pub(crate) fn request(&self, source: IpAddr) -> ReserveRequest {
+    /// The request for the flow from `source`; an error names a bound session that is not
+    /// a Session ID or a Binding Code of 0.
+    pub(crate) fn request(&self, source: IpAddr) -> Result<ReserveRequest, String> {
         let mut r = ReserveRequest::new(source, self.destination, self.tmod(self.rate_bps));
         r.protocol = self.protocol;
         r.dest_port = self.dport;
         r.source_port = self.sport;
         r.minimum = self.minimum_bps.map(|m| self.tmod(m));
         r.max_latency_us = self.max_latency_us;
-        r
+        for b in &self.bound {
+            let sid = parse_hex(&b.session).ok_or_else(|| {
+                format!("bound: {:?} is not a session (32 hex digits)", b.session)
+            })?;
+            // §5.1.3.4, registry §6.3: 0 is reserved.
+            if b.code == 0 {
+                return Err("bound: Binding Code 0 is reserved (RFC 5974 §6.3)".into());
+            }
+            r = r.bound_to(sid, BindingCode(b.code));
+        }
+        Ok(r)
     }
 }
 
@@ -152,6 +179,8 @@ impl Batch {
 pub struct QosVerbs {
     pending: Vec<Pending>,
     batches: Vec<Batch>,
+    /// The last NOTIFYs received (session, INFO-SPEC as JSON), newest last.
+    notices: std::collections::VecDeque<Value>,
 }
 
 /// A Session ID as hex.
@@ -238,6 +267,7 @@ fn session_json(
         "refresh_in_ms": left(s.refresh_at),
         "expires_in_ms": left(s.expires_at),
         "qspec": qspec_json(&s.qspec),
+        "bound": s.bound.iter().map(|b| json!({ "session": hex(&b.session_id), "code": b.code.0 })).collect::<Vec<_>>(),
     })
 }
 
@@ -279,6 +309,10 @@ impl QosVerbs {
                 u16::MAX
             ));
         }
+        let mut req = match a.request(source) {
+            Ok(r) => r,
+            Err(e) => return refuse(e),
+        };
         let mut batch = Batch {
             sessions: Vec::with_capacity(count as usize),
             waiting: std::collections::HashSet::with_capacity(count as usize),
@@ -289,7 +323,6 @@ impl QosVerbs {
             deadline: std::time::Instant::now() + WAIT,
             reply,
         };
-        let mut req = a.request(source);
         let started = engine.with_nslp::<DaemonQos, _>(now, |q, g| {
             for port in first..=first + (count - 1) as u16 {
                 req.dest_port = Some(port);
@@ -349,7 +382,13 @@ impl QosVerbs {
                     }
                     return self.start_batch(engine, now, &a, count, source, reply);
                 }
-                let req = a.request(source);
+                let req = match a.request(source) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                        return;
+                    }
+                };
                 let started = engine
                     .with_nslp::<DaemonQos, _>(now, |q, g| {
                         if verb == "qos.query" {
@@ -394,16 +433,18 @@ impl QosVerbs {
                     Err(e) => Err(e),
                 }
             }
-            "qos.show" => engine
-                .with_nslp::<DaemonQos, _>(now, |q, _| {
+            "qos.show" => {
+                let notices: Vec<&Value> = self.notices.iter().collect();
+                engine.with_nslp::<DaemonQos, _>(now, |q, _| {
                     let mut sessions: Vec<Value> = q
                         .sessions()
                         .map(|(sid, s)| session_json(sid, s, now, ifname))
                         .collect();
                     sessions.sort_by(|a, b| a["session"].as_str().cmp(&b["session"].as_str()));
-                    json!({ "sessions": sessions, "counters": super::counters::counters_json(q.counters(), &super::counters::StateCounts::of(q)) })
+                    json!({ "sessions": sessions, "counters": super::counters::counters_json(q.counters(), &super::counters::StateCounts::of(q)), "notifications": notices })
                 })
-                .ok_or_else(|| "the QoS NSLP is not running".to_string()),
+                .ok_or_else(|| "the QoS NSLP is not running".to_string())
+            }
             _ => Err(format!("unknown verb {verb:?}")),
         };
         let _ = reply.send(result);
@@ -450,6 +491,24 @@ impl QosVerbs {
                         "qspec": qspec.as_ref().map(qspec_json),
                     })),
                 ),
+                QosEvent::Notified { session_id, info } => {
+                    // §5.4.4: a NOTIFY answers no request; it is told to the operator (the log
+                    // and `qos show`), who decides, as the RFC leaves it to the QNI.
+                    tracing::info!(
+                        session = %hex(&session_id),
+                        class = ?info.class,
+                        code = info.code,
+                        "QoS NSLP NOTIFY received"
+                    );
+                    if self.notices.len() == NOTICES {
+                        self.notices.pop_front();
+                    }
+                    self.notices.push_back(json!({
+                        "session": hex(&session_id),
+                        "info": info_json(&info),
+                    }));
+                    continue;
+                }
                 other => {
                     tracing::debug!(event = ?other, "QoS NSLP");
                     continue;
@@ -508,5 +567,49 @@ mod tests {
         let s = SessionId([0xab; 16]);
         assert_eq!(parse_hex(&hex(&s)), Some(s));
         assert_eq!(parse_hex("xyz"), None);
+    }
+
+    fn args(bound: Value) -> ReserveArgs {
+        serde_json::from_value(json!({
+            "destination": "10.0.0.2", "rate_bps": 1_000_000, "bound": bound,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn bound_sessions_reach_the_request_and_bad_ones_are_refused() {
+        let src: IpAddr = "10.0.0.1".parse().unwrap();
+        let sid = SessionId([0x5a; 16]);
+        let r =
+            args(json!([{ "session": hex(&sid), "code": 4 }, { "session": hex(&sid), "code": 2 }]))
+                .request(src)
+                .unwrap();
+        let got: Vec<_> = r
+            .bound_sessions
+            .iter()
+            .map(|b| (b.session_id, b.code))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (sid, BindingCode::DEPENDENT),
+                (sid, BindingCode::BIDIRECTIONAL)
+            ]
+        );
+        let e = args(json!([{ "session": "zz", "code": 4 }]))
+            .request(src)
+            .unwrap_err();
+        assert!(e.contains("not a session"), "{e}");
+        let e = args(json!([{ "session": hex(&sid), "code": 0 }]))
+            .request(src)
+            .unwrap_err();
+        assert!(e.contains("reserved"), "{e}");
+        assert!(
+            args(json!([]))
+                .request(src)
+                .unwrap()
+                .bound_sessions
+                .is_empty()
+        );
     }
 }

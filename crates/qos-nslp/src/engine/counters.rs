@@ -36,6 +36,16 @@ pub struct Counters {
     pub reverse_path_lost: u64,
     /// Route changes acted on (§5.2.5.2).
     pub route_changes: u64,
+    /// NOTIFYs with Informational "Route Change" sent to an old upstream peer by its
+    /// SII-Handle (§5.2.5.3).
+    pub route_change_notifies: u64,
+    /// Routing state GIST was asked to re-check (InvalidateRoutingState, RFC 5971 B.6) on a
+    /// "Route Change" NOTIFY received (§5.2.5.3).
+    pub routing_state_invalidated: u64,
+    /// Dependent reservations (BOUND-SESSION-ID with Binding Code 0x04) notified because the
+    /// session they are bound to went here (§5.4.1): NOTIFYs sent towards their QNIs, or
+    /// reported at the QNI itself.
+    pub bound_notifies: u64,
     /// Reservations moved to the interface the flow leaves by after a route change.
     pub readmitted: u64,
     /// Reservations given up because the interface the flow now leaves by refused them.

@@ -36,8 +36,8 @@ pub use state::{Initiation, Reservation, Role};
 
 use crate::wire::qspec::{ParamFlags, ParamValue, Parameter, Tmod};
 use crate::wire::{
-    InfoSpec, Message, MsgType, PacketClassifier, Qspec, QspecObject, QspecObjectType,
-    QspecProcedure, RefreshPeriod, Rii, Rsn,
+    BindingCode, BoundSessionId, InfoSpec, Message, MsgType, PacketClassifier, Qspec, QspecObject,
+    QspecObjectType, QspecProcedure, RefreshPeriod, Rii, Rsn,
 };
 use core::any::Any;
 use pathwise_core::rng::SeededRng;
@@ -46,7 +46,7 @@ use pathwise_core::tc::{AdmissionError, MemoryTrafficControl, TrafficControl};
 use pathwise_core::time::{Duration, Instant};
 use pathwise_gist::nslp::{
     ApiError, Direction, GistApi, MessageStatus, NetworkNotification, Nslp, RecvMessage,
-    RoutingDecision, SendMessage,
+    RoutingDecision, SendMessage, SiiHandle,
 };
 use pathwise_gist::wire::{Mri, PathCoupledMri, SessionId};
 use rand::Rng;
@@ -132,6 +132,12 @@ pub struct ReserveRequest {
     pub max_latency_us: Option<u32>,
     /// Ask for a RESPONSE from the QNR (an RII, §5.3.2).
     pub confirm: bool,
+    /// Sessions this reservation is bound to (RFC 5974 §3.2.8, §5.1.3.4), sent in its
+    /// BOUND-SESSION-IDs (a receiver-initiated one's in the QUERY, whose answering QNI copies
+    /// them, §5.3.3). With [`BindingCode::DEPENDENT`] every node holding both learns when the
+    /// bound session goes and tells this reservation's QNI by a NOTIFY (§5.4.1), which the
+    /// QNI reports as [`QosEvent::Notified`].
+    pub bound_sessions: Vec<BoundSessionId>,
 }
 
 impl ReserveRequest {
@@ -147,7 +153,18 @@ impl ReserveRequest {
             minimum: None,
             max_latency_us: None,
             confirm: true,
+            bound_sessions: Vec::new(),
         }
+    }
+
+    /// The same request bound to session `sid` with binding `code` (§5.1.3.4; a request may
+    /// be bound to several sessions).
+    pub fn bound_to(mut self, sid: SessionId, code: BindingCode) -> Self {
+        self.bound_sessions.push(BoundSessionId {
+            code,
+            session_id: sid,
+        });
+        self
     }
 
     fn flow(&self) -> PathCoupledMri {
@@ -293,11 +310,17 @@ pub struct QosNslp<T: TrafficControl = MemoryTrafficControl> {
     /// refused with "No reverse path state".
     orphaned: KeyedMap<SessionId, Instant>,
     timers: BTreeSet<(Instant, SessionId, TimerKind)>,
+    /// (bound-to session, dependent session) for every reservation held here whose
+    /// BOUND-SESSION-ID names a session with Binding Code 0x04, so that a session's going finds
+    /// its dependents (§5.4.1) without a walk over every reservation.
+    dependents: BTreeSet<(SessionId, SessionId)>,
     events: VecDeque<QosEvent>,
     counters: Counters,
-    /// Set while GIST asks the Routing-State-Check: a message back to the querying node rides
-    /// the GIST Response (no upstream routing state exists before the Confirm).
-    in_query: bool,
+    /// The session whose GIST Query is being answered (its Routing-State-Check): a message of
+    /// that session back to the querying node rides the GIST Response (no upstream routing
+    /// state exists before the Confirm). Another session's message sent meanwhile (a NOTIFY
+    /// for a reservation bound to the one torn) goes by its own routing state.
+    in_query: Option<SessionId>,
     piggyback: Option<Vec<u8>>,
 }
 
@@ -320,9 +343,10 @@ impl<T: TrafficControl> QosNslp<T> {
             queries: keyed_map(&mut rng),
             orphaned: keyed_map(&mut rng),
             timers: BTreeSet::new(),
+            dependents: BTreeSet::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
-            in_query: false,
+            in_query: None,
             piggyback: None,
             epoch,
             rng,
@@ -395,6 +419,7 @@ impl<T: TrafficControl> QosNslp<T> {
             sid,
             req.flow(),
             req.qspec(0),
+            req.bound_sessions.clone(),
             req.confirm,
             Initiation::Sender,
         )?;
@@ -418,6 +443,10 @@ impl<T: TrafficControl> QosNslp<T> {
         // §4.3: "the QNI must not include the RII object" in this QUERY.
         q.reserve_init = true;
         q.packet_classifier = Some(packet_classifier(&req.flow()));
+        // §5.4.1: "If the session of this message is bound to another session, then the
+        // RESERVE message MUST include the SESSION-ID of that other session"; the QNI
+        // answering this QUERY copies them into its RESERVEs (§5.3.3).
+        q.bound_sessions = req.bound_sessions.clone();
         let msg = Message::new(crate::wire::Body::Query(q));
         self.send(gist, now, sid, &req.flow(), Direction::Downstream, &msg)?;
         Ok(sid)
@@ -480,6 +509,7 @@ impl<T: TrafficControl> QosNslp<T> {
         sid: SessionId,
         flow: PathCoupledMri,
         mut qspec: Qspec,
+        bound: Vec<BoundSessionId>,
         confirm: bool,
         initiation: Initiation,
     ) -> Result<(), RequestError> {
@@ -507,6 +537,7 @@ impl<T: TrafficControl> QosNslp<T> {
             initiation,
             prev_peer: None,
             abandoned_peer: None,
+            notified_peer: None,
             next_peer: None,
             abandoned_next: None,
             old_branch: None,
@@ -516,7 +547,7 @@ impl<T: TrafficControl> QosNslp<T> {
             qspec,
             requested,
             packet_classifier: Some(pc),
-            bound: Vec::new(),
+            bound,
             tc: admitted.tc,
             rate: admitted.rate,
             full_refresh: true,
@@ -529,6 +560,7 @@ impl<T: TrafficControl> QosNslp<T> {
             expires_at: None,
             retry_at: None,
         };
+        self.index_bindings(sid, &[], &s.bound);
         self.sessions.insert(sid, s);
         let rii = confirm.then(|| Rii(self.rng.random()));
         if let Err(e) = self.send_reserve(gist, now, sid, rii, true, true) {
@@ -580,7 +612,7 @@ impl<T: TrafficControl> QosNslp<T> {
         bytes: Vec<u8>,
     ) -> Result<(), ApiError> {
         self.counters.count_sent(t, bytes.len());
-        if self.in_query && dir == Direction::Upstream && self.piggyback.is_none() {
+        if self.in_query == Some(sid) && dir == Direction::Upstream && self.piggyback.is_none() {
             self.piggyback = Some(bytes);
             return Ok(());
         }
@@ -603,6 +635,65 @@ impl<T: TrafficControl> QosNslp<T> {
         gist.send_message(now, m).map(|_| ()).inspect_err(|_| {
             self.counters.drop("gist_refused");
         })
+    }
+
+    /// Pass a message this node did not originate (a QUERY, a NOTIFY) on along `dir` with
+    /// `hops`, the GIST hop count it arrived with less one, stopping at zero: RFC 5971 §4.3.2
+    /// makes GIST's hop count the lightweight loop control of messages an NSLP passes on (as
+    /// the Ping NSLP does). Without it a QUERY caught in a routing loop (GIST states pointing
+    /// at each other while routes change) went round for ever.
+    #[allow(clippy::too_many_arguments)]
+    fn pass_on(
+        &mut self,
+        gist: &mut dyn GistApi,
+        now: Instant,
+        sid: SessionId,
+        flow: &PathCoupledMri,
+        dir: Direction,
+        msg: &Message,
+        hops: u8,
+    ) {
+        if hops == 0 {
+            self.counters.drop("hop_limit");
+            return;
+        }
+        let bytes = msg.to_bytes();
+        self.counters.count_sent(msg.msg_type(), bytes.len());
+        let mut mri = *flow;
+        mri.upstream = dir == Direction::Upstream;
+        let mut m = SendMessage::new(self.cfg.nslpid, sid, Mri::PathCoupled(mri), bytes);
+        m.transfer.reliable = self.cfg.reliable;
+        m.gist_hops = Some(hops);
+        if gist.send_message(now, m).is_err() {
+            self.counters.drop("not_forwarded");
+        }
+    }
+
+    /// Send `msg` along `dir` to one peer, explicitly routed by its SII-Handle (RFC 5971
+    /// §7.1.4, B.1) rather than by routing state: over an association GIST still has to it,
+    /// else D-mode. Used for what goes to a peer the path no longer leads to (RFC 5974
+    /// §5.2.5.2, §5.2.5.3), best effort: a handle GIST no longer knows comes back as a
+    /// MessageStatus.
+    #[allow(clippy::too_many_arguments)]
+    fn send_to_peer(
+        &mut self,
+        gist: &mut dyn GistApi,
+        now: Instant,
+        sid: SessionId,
+        flow: &PathCoupledMri,
+        dir: Direction,
+        msg: &Message,
+        peer: SiiHandle,
+    ) {
+        let bytes = msg.to_bytes();
+        self.counters.count_sent(msg.msg_type(), bytes.len());
+        let mut mri = *flow;
+        mri.upstream = dir == Direction::Upstream;
+        let mut m = SendMessage::new(self.cfg.nslpid, sid, Mri::PathCoupled(mri), bytes);
+        m.sii_handle = Some(peer);
+        if gist.send_message(now, m).is_err() {
+            self.counters.drop("gist_refused");
+        }
     }
 
     /// Set (or clear) one timer of a session.
@@ -631,6 +722,7 @@ impl<T: TrafficControl> QosNslp<T> {
             self.set_timer(sid, k, None);
         }
         if let Some(s) = self.sessions.remove(&sid) {
+            self.index_bindings(sid, &s.bound, &[]);
             if let Some((_, h)) = s.tc {
                 self.tc.release(h);
             }
@@ -665,6 +757,24 @@ impl<T: TrafficControl> QosNslp<T> {
                     Duration::ZERO,
                 );
             }
+            self.notify_dependents(gist, now, sid);
+        }
+    }
+
+    /// Keep [`dependents`](Self::dependents) in step with session `sid`'s BOUND-SESSION-IDs
+    /// going from `old` to `new`.
+    pub(super) fn index_bindings(
+        &mut self,
+        sid: SessionId,
+        old: &[BoundSessionId],
+        new: &[BoundSessionId],
+    ) {
+        let dependent = |b: &&BoundSessionId| b.code == BindingCode::DEPENDENT;
+        for b in old.iter().filter(dependent) {
+            self.dependents.remove(&(b.session_id, sid));
+        }
+        for b in new.iter().filter(dependent) {
+            self.dependents.insert((b.session_id, sid));
         }
     }
 
@@ -719,10 +829,10 @@ impl<T: TrafficControl + 'static> Nslp for QosNslp<T> {
         if m.nslp_data.is_empty() {
             return RoutingDecision::ACCEPT; // a GIST refresh Query: keep peering
         }
-        self.in_query = m.routing_state_check;
+        self.in_query = m.routing_state_check.then_some(m.session_id);
         self.piggyback = None;
         self.on_message(now, gist, &m);
-        self.in_query = false;
+        self.in_query = None;
         RoutingDecision::Accept {
             response_data: self.piggyback.take(),
         }
@@ -778,12 +888,18 @@ impl<T: TrafficControl> QosNslp<T> {
             }
         };
         self.counters.count_received(msg.msg_type());
-        if m.explicitly_routed && !matches!(&msg.body, crate::wire::Body::Reserve(r) if r.tear) {
+        let explicit_ok = match &msg.body {
+            crate::wire::Body::Reserve(r) => r.tear,
+            crate::wire::Body::Notify(_) => true,
+            _ => false,
+        };
+        if m.explicitly_routed && !explicit_ok {
             // RFC 5971 §7.1.4: GIST did not check an explicitly routed message against its
-            // routing state, so the NSLP validates it. The QoS NSLP routes only the tear of an
-            // old branch explicitly (RFC 5974 §5.2.5.2; a tear is still checked against the
-            // current peer and RSN, `tear_allowed`); anything else arriving that way could
-            // install or refresh state off the path.
+            // routing state, so the NSLP validates it. The QoS NSLP routes explicitly only the
+            // tear of an old branch (RFC 5974 §5.2.5.2; a tear is still checked against the
+            // current peer and RSN, `tear_allowed`) and the NOTIFY to an old upstream peer
+            // (§5.2.5.3; a NOTIFY installs no state, §5.4.4); anything else arriving that way
+            // could install or refresh state off the path.
             self.counters.drop("explicitly_routed_not_tear");
             return;
         }
@@ -792,7 +908,7 @@ impl<T: TrafficControl> QosNslp<T> {
             crate::wire::Body::Reserve(r) => self.on_reserve(now, gist, m, flow, flags, r),
             crate::wire::Body::Query(q) => self.on_query(now, gist, m, flow, flags, q),
             crate::wire::Body::Response(r) => self.on_response(now, gist, m, flow, r),
-            crate::wire::Body::Notify(n) => self.on_notify(now, gist, m, n),
+            crate::wire::Body::Notify(n) => self.on_notify(now, gist, m, flow, n),
         }
     }
 

@@ -101,8 +101,20 @@ impl<T: TrafficControl> QosNslp<T> {
             }
             // A refusal here (or GIST's) is counted; §4.3 gives this QUERY no RESPONSE, so
             // the QNR learns of it only by the missing RESERVE.
+            // §5.3.3: "a QNE MUST copy the BOUND-SESSION-ID object into all messages it sends
+            // for the same session".
+            let bound = core::mem::take(&mut q.bound_sessions);
             if self
-                .initiate(gist, now, sid, flow, qspec, true, Initiation::Receiver)
+                .initiate(
+                    gist,
+                    now,
+                    sid,
+                    flow,
+                    qspec,
+                    bound,
+                    true,
+                    Initiation::Receiver,
+                )
                 .is_err()
             {
                 self.counters.drop("reserve_init_failed");
@@ -150,31 +162,8 @@ impl<T: TrafficControl> QosNslp<T> {
         q: Query,
         hops: u8,
     ) {
-        // RFC 5971 §4.3.2: GIST's hop count is the lightweight loop control of messages an
-        // NSLP passes on, so the QUERY goes on with the count it arrived with less one (as
-        // the Ping NSLP does); at zero it stops. Without it a QUERY caught in a routing loop
-        // (GIST states pointing at each other while routes change) went round for ever.
-        if hops == 0 {
-            self.counters.drop("hop_limit");
-            return;
-        }
         let mut msg = Message::new(Body::Query(q));
         msg.flags.break_ = flags.break_;
-        let bytes = msg.to_bytes();
-        self.counters
-            .count_sent(crate::wire::MsgType::Query, bytes.len());
-        let mut mri = *flow;
-        mri.upstream = dir == pathwise_gist::nslp::Direction::Upstream;
-        let mut m = pathwise_gist::nslp::SendMessage::new(
-            self.cfg.nslpid,
-            sid,
-            pathwise_gist::wire::Mri::PathCoupled(mri),
-            bytes,
-        );
-        m.transfer.reliable = self.cfg.reliable;
-        m.gist_hops = Some(hops);
-        if gist.send_message(now, m).is_err() {
-            self.counters.drop("not_forwarded");
-        }
+        self.pass_on(gist, now, sid, flow, dir, &msg, hops);
     }
 }

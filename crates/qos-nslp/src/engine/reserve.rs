@@ -432,6 +432,7 @@ impl<T: TrafficControl> QosNslp<T> {
                     initiation: Initiation::of(dir),
                     prev_peer: None,
                     abandoned_peer: None,
+                    notified_peer: None,
                     next_peer: None,
                     abandoned_next: None,
                     old_branch: None,
@@ -471,12 +472,16 @@ impl<T: TrafficControl> QosNslp<T> {
                 }
                 s.packet_classifier = r.packet_classifier;
                 // §5.3.3: BOUND-SESSION-IDs are stored and copied on.
-                s.bound = r.bound_sessions.clone();
+                let old_bound = std::mem::replace(&mut s.bound, r.bound_sessions.clone());
                 s.tc = admitted.tc;
                 s.rate = admitted.rate;
                 s.full_refresh = true;
                 // §5.4.1: BREAK received, BREAK sent.
                 s.break_flag = flags.break_;
+                if old_bound != s.bound {
+                    let new_bound = s.bound.clone();
+                    self.index_bindings(sid, &old_bound, &new_bound);
+                }
                 if !self.sessions.get(&sid).is_some_and(|s| s.reverse_lost) {
                     self.set_timer(sid, TimerKind::Expire, Some(now + Self::lifetime(r_in)));
                 }
@@ -660,24 +665,8 @@ impl<T: TrafficControl> QosNslp<T> {
         r.bound_sessions = s.bound.clone();
         let msg = Message::new(Body::Reserve(r));
         let (flow, dir) = (s.flow, s.initiation.toward_qnr());
-        let bytes = msg.to_bytes();
-        self.counters
-            .count_sent(crate::wire::MsgType::Reserve, bytes.len());
         self.counters.tears_sent += 1;
-        let mut mri = flow;
-        mri.upstream = dir == Direction::Upstream;
-        let mut m = pathwise_gist::nslp::SendMessage::new(
-            self.cfg.nslpid,
-            sid,
-            pathwise_gist::wire::Mri::PathCoupled(mri),
-            bytes,
-        );
-        // Explicit routing to the old peer (RFC 5971 §7.1.4, B.1): over an association GIST
-        // still has to it, else D-mode; a tear is best effort either way (§5.2.4).
-        m.sii_handle = Some(old);
-        if gist.send_message(now, m).is_err() {
-            self.counters.drop("gist_refused");
-        }
+        self.send_to_peer(gist, now, sid, &flow, dir, &msg, old);
     }
 
     /// SESSION-ID-LIST and RSN-LIST of a refreshing RESERVE (§5.3.6, §5.3.7): refresh each

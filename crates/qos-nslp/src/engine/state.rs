@@ -86,6 +86,10 @@ pub struct Reservation {
     /// The previous peer this node moved away from after a route change: its plain refreshes
     /// are ignored (§5.2.5.4, no fall-back to the old upstream peer).
     pub abandoned_peer: Option<SiiHandle>,
+    /// The old upstream peer told of an upstream route change by a NOTIFY (RFC 5974
+    /// §5.2.5.3), so that GIST's reports alternating between the old and the new peer while
+    /// the old one's routing state lives (§5.2.5.4) tell it once.
+    pub notified_peer: Option<SiiHandle>,
     /// The peer RESERVEs go to, as GIST last reported it.
     pub next_peer: Option<SiiHandle>,
     /// The peer towards the QNR this node moved away from after a route change: GIST

@@ -13,6 +13,8 @@ struct Recorder {
     sessions: u8,
     /// Refuse upstream messages as GIST does without routing state that way.
     no_upstream_state: bool,
+    /// InvalidateRoutingState calls (B.6): session, MRI, direction, urgent.
+    invalidated: Vec<(SessionId, Mri, Direction, bool)>,
 }
 
 const ME: &str = "10.0.2.1";
@@ -55,11 +57,12 @@ impl GistApi for Recorder {
         &mut self,
         _: Instant,
         _: u16,
-        _: SessionId,
-        _: &Mri,
-        _: Direction,
-        _: bool,
+        sid: SessionId,
+        mri: &Mri,
+        direction: Direction,
+        urgent: bool,
     ) {
+        self.invalidated.push((sid, mri.clone(), direction, urgent));
     }
     fn local_address(&self, _: IpAddr) -> Option<IpAddr> {
         ME.parse().ok()
@@ -986,4 +989,455 @@ fn a_request_coming_round_again_at_once_is_not_passed_on() {
     // A real retransmission, QOSNSLP_REQUEST_RETRY later, goes on.
     e.recv_message(t + Duration::from_secs(2), &mut g, recv(again, UP, 1));
     assert_eq!(g.sent.len(), 2);
+}
+
+/// A NOTIFY with an INFO-SPEC of `class` and `code`.
+fn notify(class: ErrorClass, code: u8) -> Vec<u8> {
+    Message::new(Body::Notify(crate::wire::Notify {
+        info_spec: InfoSpec::new(class, code),
+        qspec: None,
+        unknown: Vec::new(),
+    }))
+    .to_bytes()
+}
+
+/// The NOTIFYs among what was sent: direction, session, SII-Handle, INFO-SPEC, hop count.
+type SentNotify = (
+    Direction,
+    SessionId,
+    Option<SiiHandle>,
+    InfoSpec,
+    Option<u8>,
+);
+fn notifies(g: &Recorder) -> Vec<SentNotify> {
+    g.sent
+        .iter()
+        .filter_map(|m| match Message::parse(&m.nslp_data).unwrap().body {
+            Body::Notify(n) => Some((
+                Direction::of(&m.mri),
+                m.session_id,
+                m.sii_handle,
+                n.info_spec,
+                m.gist_hops,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+fn notified(e: &mut QosNslp) -> Vec<(SessionId, InfoSpec)> {
+    std::iter::from_fn(|| e.poll_event())
+        .filter_map(|ev| match ev {
+            QosEvent::Notified { session_id, info } => Some((session_id, info)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// RFC 5974 §5.4.4: a NOTIFY installs nothing; a QNE reports it and passes it on towards the
+/// QNI (spending the GIST hop count, RFC 5971 §4.3.2); the QNI reports it and sends nothing;
+/// a node without the session has nothing to report it about nor a way to pass it on.
+#[test]
+fn a_notify_is_reported_and_passed_on_towards_the_qni_and_not_beyond_it() {
+    let congestion = || notify(ErrorClass::Informational, code::informational::CONGESTION);
+    // A QNE.
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    g.sent.clear();
+    let from_down = |data| recv_along(data, DOWN_OLD, 1, SRC, DST, Direction::Upstream);
+    e.recv_message(Instant::ZERO, &mut g, from_down(congestion()));
+    let out = notifies(&g);
+    assert_eq!(out.len(), 1, "{out:?}");
+    let (dir, sid, handle, info, hops) = &out[0];
+    assert_eq!(
+        (*dir, *sid, *handle),
+        (Direction::Upstream, SessionId([1; 16]), None)
+    );
+    assert_eq!(
+        (info.class, info.code),
+        (ErrorClass::Informational, code::informational::CONGESTION)
+    );
+    assert_eq!(*hops, Some(15), "the hop count it came with, less one");
+    assert_eq!(notified(&mut e).len(), 1, "reported");
+    assert_eq!(e.counters().received(crate::wire::MsgType::Notify), 1);
+    assert_eq!(e.counters().sent(crate::wire::MsgType::Notify), 1);
+    assert!(g.invalidated.is_empty(), "not a route change");
+    assert_eq!(e.len(), 1);
+    // At a hop count of one it goes no further.
+    g.sent.clear();
+    let mut last = from_down(congestion());
+    last.gist_hops = 1;
+    e.recv_message(Instant::ZERO, &mut g, last);
+    assert!(notifies(&g).is_empty());
+    assert_eq!(e.counters().dropped("hop_limit"), 1);
+
+    // The QNI of a sender-initiated reservation: reported, not passed on.
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let req = ReserveRequest::new(ME.parse().unwrap(), DST.parse().unwrap(), vectors::tmod());
+    let sid = e.reserve(&mut g, Instant::ZERO, &req).unwrap();
+    g.sent.clear();
+    e.recv_message(
+        Instant::ZERO,
+        &mut g,
+        recv_along(
+            congestion(),
+            DOWN_OLD,
+            sid.0[0],
+            ME,
+            DST,
+            Direction::Upstream,
+        ),
+    );
+    assert!(g.sent.is_empty(), "nothing beyond the QNI");
+    assert_eq!(
+        notified(&mut e),
+        vec![(
+            sid,
+            InfoSpec::new(ErrorClass::Informational, code::informational::CONGESTION)
+        )]
+    );
+
+    // No state for the session: dropped, counted.
+    e.recv_message(Instant::ZERO, &mut g, from_down(congestion()));
+    assert!(g.sent.is_empty() && notified(&mut e).is_empty());
+    assert_eq!(e.counters().dropped("notify_unknown_session"), 1);
+}
+
+/// RFC 5971 §7.1.4 and RFC 5974 §5.2.5.3: the Route Change NOTIFY reaches the old upstream
+/// peer explicitly routed; a NOTIFY installs no state (§5.4.4), so it is accepted that way.
+#[test]
+fn an_explicitly_routed_notify_is_accepted() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    g.sent.clear();
+    let mut m = recv_along(
+        notify(ErrorClass::Informational, code::informational::CONGESTION),
+        DOWN_OLD,
+        1,
+        SRC,
+        DST,
+        Direction::Upstream,
+    );
+    m.explicitly_routed = true;
+    e.recv_message(Instant::ZERO, &mut g, m);
+    assert_eq!(e.counters().dropped("explicitly_routed_not_tear"), 0);
+    assert_eq!(notified(&mut e).len(), 1);
+    assert_eq!(notifies(&g).len(), 1, "passed on");
+}
+
+/// RFC 5974 §5.2.5.3: GIST reports the upstream peer of a sender-initiated reservation
+/// changed; a NOTIFY with Informational 0x02 "Route Change" goes to the old peer, explicitly
+/// routed by its SII-Handle — once, whether the new peer's RESERVE came before GIST's report
+/// or after, and not when GIST names the old peer again (its refresh, §5.2.5.4) or only
+/// reports the first peering.
+#[test]
+fn an_upstream_route_change_notifies_the_old_peer_by_its_sii_handle() {
+    const UP_NEW: &str = "10.0.7.1";
+    let up = |peer: &str, changed| routing_change(1, SRC, DST, Direction::Upstream, peer, changed);
+    let route_change = |g: &Recorder| {
+        notifies(g)
+            .into_iter()
+            .map(|(dir, sid, handle, info, _)| {
+                assert_eq!((dir, sid), (Direction::Upstream, SessionId([1; 16])));
+                assert_eq!(
+                    (info.class, info.code),
+                    (ErrorClass::Informational, code::informational::ROUTE_CHANGE)
+                );
+                assert_eq!(
+                    info.source,
+                    crate::wire::ErrorSource::Ipv4(ME.parse().unwrap()),
+                    "ESI: this node"
+                );
+                handle
+            })
+            .collect::<Vec<_>>()
+    };
+    let old = Some(SiiHandle(UP.parse().unwrap()));
+    for reserve_first in [false, true] {
+        let (mut e, mut g) = (engine(), Recorder::default());
+        let t = Instant::ZERO;
+        e.recv_message(t, &mut g, recv(initial(5), UP, 1));
+        e.network_notification(t, &mut g, up(UP, false));
+        g.sent.clear();
+        if reserve_first {
+            // The re-routing RESERVE (RSN + 2, an RII) rides the new peer's GIST Query.
+            let mut m = vectors::reserve_initial();
+            if let Body::Reserve(r) = &mut m.body {
+                r.rsn.rsn = 7;
+                r.rii = Some(Rii(43));
+            }
+            e.recv_message(t, &mut g, recv(m.to_bytes(), UP_NEW, 1));
+            g.sent.clear();
+        }
+        e.network_notification(t, &mut g, up(UP_NEW, true));
+        assert_eq!(
+            route_change(&g),
+            vec![old],
+            "reserve first: {reserve_first}"
+        );
+        let n = &g.sent.last().unwrap();
+        assert_eq!(n.sii_handle, old, "explicitly routed to the old peer");
+        g.sent.clear();
+        // GIST alternating between the two while the old peer's state lives: nothing more.
+        for _ in 0..2 {
+            e.network_notification(t, &mut g, up(UP, true));
+            e.network_notification(t, &mut g, up(UP_NEW, true));
+        }
+        assert!(
+            route_change(&g).is_empty(),
+            "reserve first: {reserve_first}"
+        );
+        assert_eq!(e.counters().route_change_notifies, 1);
+        assert_eq!(e.counters().sent(crate::wire::MsgType::Notify), 1);
+        assert_eq!(e.len(), 1, "nothing torn");
+    }
+    // The first peering is no route change.
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    g.sent.clear();
+    e.network_notification(Instant::ZERO, &mut g, up(UP, false));
+    assert!(g.sent.is_empty());
+    assert_eq!(e.counters().route_change_notifies, 0);
+}
+
+/// RFC 5974 §5.2.5.3: "On receiving such a NOTIFY message, the QoS NSLP SHOULD use the
+/// InvalidateRoutingState API call" — towards where it came from, urgently — "The QoS NSLP
+/// SHOULD send a NOTIFY message upstream."
+#[test]
+fn a_route_change_notify_invalidates_routing_state_and_goes_on_upstream() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    g.sent.clear();
+    let mut m = recv_along(
+        notify(ErrorClass::Informational, code::informational::ROUTE_CHANGE),
+        DOWN_OLD,
+        1,
+        SRC,
+        DST,
+        Direction::Upstream,
+    );
+    m.explicitly_routed = true;
+    e.recv_message(Instant::ZERO, &mut g, m);
+    assert_eq!(g.invalidated.len(), 1);
+    let (sid, mri, dir, urgent) = &g.invalidated[0];
+    assert_eq!(
+        (*sid, *dir, *urgent),
+        (SessionId([1; 16]), Direction::Downstream, true)
+    );
+    assert!(!mri.is_upstream(), "the flow's MRI in its downstream form");
+    assert_eq!(e.counters().routing_state_invalidated, 1);
+    let out = notifies(&g);
+    assert!(
+        matches!(&out[..], [(Direction::Upstream, _, None, i, _)] if i.code == code::informational::ROUTE_CHANGE),
+        "{out:?}"
+    );
+    assert_eq!(e.len(), 1, "the reservation stays");
+}
+
+/// A RESERVE for session `sid` bound to the sessions `bound`.
+fn bound_reserve(rsn: u32, bound: &[(u8, crate::wire::BindingCode)]) -> Vec<u8> {
+    let mut m = vectors::reserve_initial();
+    if let Body::Reserve(r) = &mut m.body {
+        r.rsn.rsn = rsn;
+        r.bound_sessions = bound
+            .iter()
+            .map(|(sid, code)| crate::wire::BoundSessionId {
+                code: *code,
+                session_id: SessionId([*sid; 16]),
+            })
+            .collect();
+    }
+    m.to_bytes()
+}
+
+/// RFC 5974 §5.4.1: a node whose state of a session goes sends a NOTIFY for each reservation
+/// bound to it as dependent (0x04) towards that reservation's QNI, by its own routing state
+/// (not riding the GIST Response of another session's Query); none for a binding of another
+/// kind (0x02 here). The INFO-SPEC: Informational "Unknown BOUND-SESSION-ID", quoting the
+/// binding.
+#[test]
+fn a_dependent_reservation_is_notified_when_its_bound_session_is_torn() {
+    use crate::wire::BindingCode;
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let t = Instant::ZERO;
+    e.recv_message(t, &mut g, recv(initial(5), UP, 1));
+    e.recv_message(
+        t,
+        &mut g,
+        recv(bound_reserve(5, &[(1, BindingCode::DEPENDENT)]), UP, 2),
+    );
+    e.recv_message(
+        t,
+        &mut g,
+        recv(bound_reserve(5, &[(1, BindingCode::BIDIRECTIONAL)]), UP, 3),
+    );
+    g.sent.clear();
+    let mut tear = reduced(6, 0x0102_0304);
+    tear.tear = true;
+    // The tear rides a GIST Query (its Routing-State-Check).
+    let mut m = recv(Message::new(Body::Reserve(tear)).to_bytes(), UP, 1);
+    m.routing_state_check = true;
+    let decision = e.recv_message(t, &mut g, m);
+    assert_eq!(
+        decision,
+        RoutingDecision::ACCEPT,
+        "nothing rides session 1's Response"
+    );
+    assert!(e.session(&SessionId([1; 16])).is_none());
+    let out = notifies(&g);
+    assert_eq!(out.len(), 1, "{out:?}");
+    let (dir, sid, handle, info, _) = &out[0];
+    assert_eq!(
+        (*dir, *sid, *handle),
+        (Direction::Upstream, SessionId([2; 16]), None)
+    );
+    assert_eq!(
+        (info.class, info.code),
+        (
+            ErrorClass::Informational,
+            code::informational::UNKNOWN_BOUND_SESSION_ID
+        )
+    );
+    let quoted = crate::wire::BoundSessionId {
+        code: BindingCode::DEPENDENT,
+        session_id: SessionId([1; 16]),
+    }
+    .to_object_bytes();
+    assert!(
+        info.error_specific
+            .windows(quoted.len())
+            .any(|w| w == quoted),
+        "the binding quoted as Object Value Info"
+    );
+    assert_eq!(e.counters().bound_notifies, 1);
+    assert_eq!(
+        e.len(),
+        2,
+        "the QNI decides (§5.4.4): the dependents stay here"
+    );
+
+    // State lost by timeout notifies the same way.
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(t, &mut g, recv(initial(5), UP, 1));
+    let expires = e.session(&SessionId([1; 16])).unwrap().expires_at.unwrap();
+    let late = Instant::ZERO + Duration::from_secs(100);
+    assert!(late < expires);
+    e.recv_message(
+        late,
+        &mut g,
+        recv(bound_reserve(5, &[(1, BindingCode::DEPENDENT)]), UP, 2),
+    );
+    g.sent.clear();
+    e.handle_timeout(expires, &mut g);
+    assert!(e.session(&SessionId([1; 16])).is_none());
+    assert!(
+        matches!(&notifies(&g)[..], [(Direction::Upstream, s, None, _, _)] if *s == SessionId([2; 16]))
+    );
+
+    // At the QNI of both, releasing the bound session reports the dependent one there.
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let (me, dst) = (ME.parse().unwrap(), DST.parse().unwrap());
+    let x = e
+        .reserve(&mut g, t, &ReserveRequest::new(me, dst, vectors::tmod()))
+        .unwrap();
+    let mut req = ReserveRequest::new(me, dst, vectors::tmod()).bound_to(x, BindingCode::DEPENDENT);
+    req.dest_port = Some(5001);
+    let dependent = e.reserve(&mut g, t, &req).unwrap();
+    g.sent.clear();
+    e.release(&mut g, t, x).unwrap();
+    assert!(notifies(&g).is_empty(), "no message: this is the QNI");
+    let reported = notified(&mut e);
+    assert_eq!(reported.len(), 1);
+    assert_eq!(reported[0].0, dependent);
+    assert_eq!(
+        reported[0].1.code,
+        code::informational::UNKNOWN_BOUND_SESSION_ID
+    );
+    assert!(e.session(&dependent).is_some());
+}
+
+/// RFC 5974 §5.3.3: "a QNE MUST copy the BOUND-SESSION-ID object into all messages it sends
+/// for the same session" and store it; §5.4.1: the QNI's RESERVE includes it.
+#[test]
+fn bound_session_ids_are_carried_hop_by_hop() {
+    use crate::wire::{BindingCode, BoundSessionId};
+    let b = |sid: u8, code| BoundSessionId {
+        code,
+        session_id: SessionId([sid; 16]),
+    };
+    let both = vec![b(7, BindingCode::DEPENDENT), b(8, BindingCode::AGGREGATE)];
+    // A QNE: stored, and in the RESERVE passed on, its refreshes and its tear.
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(
+        Instant::ZERO,
+        &mut g,
+        recv(
+            bound_reserve(
+                5,
+                &[(7, BindingCode::DEPENDENT), (8, BindingCode::AGGREGATE)],
+            ),
+            UP,
+            1,
+        ),
+    );
+    assert_eq!(e.session(&SessionId([1; 16])).unwrap().bound, both);
+    assert_eq!(last_reserve(&g).0.bound_sessions, both, "passed on");
+    g.sent.clear();
+    let refresh_at = e.session(&SessionId([1; 16])).unwrap().refresh_at.unwrap();
+    e.handle_timeout(refresh_at, &mut g);
+    let (r, _) = last_reserve(&g);
+    assert_eq!(
+        (r.qspec.is_none(), &r.bound_sessions),
+        (true, &both),
+        "reduced refresh"
+    );
+    let mut tear = reduced(6, 0x0102_0304);
+    tear.tear = true;
+    e.recv_message(
+        refresh_at,
+        &mut g,
+        recv(Message::new(Body::Reserve(tear)).to_bytes(), UP, 1),
+    );
+    let (r, _) = last_reserve(&g);
+    assert_eq!((r.tear, &r.bound_sessions), (true, &both), "tear");
+
+    // The QNI of a sender-initiated reservation sends it.
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let (me, dst): (IpAddr, IpAddr) = (ME.parse().unwrap(), DST.parse().unwrap());
+    let req = ReserveRequest::new(me, dst, vectors::tmod())
+        .bound_to(SessionId([7; 16]), BindingCode::DEPENDENT);
+    e.reserve(&mut g, Instant::ZERO, &req).unwrap();
+    assert_eq!(
+        last_reserve(&g).0.bound_sessions,
+        vec![b(7, BindingCode::DEPENDENT)]
+    );
+
+    // Receiver-initiated: in the QUERY with RESERVE-INIT, copied by the QNI answering it.
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let req = ReserveRequest::new(me, dst, vectors::tmod())
+        .bound_to(SessionId([7; 16]), BindingCode::BIDIRECTIONAL);
+    e.reserve_receiver_initiated(&mut g, Instant::ZERO, &req)
+        .unwrap();
+    let Body::Query(q) = Message::parse(&g.sent[0].nslp_data).unwrap().body else {
+        panic!("not a QUERY");
+    };
+    assert_eq!(q.bound_sessions, vec![b(7, BindingCode::BIDIRECTIONAL)]);
+    let (mut qni, mut g) = (engine(), Recorder::default());
+    qni.recv_message(
+        Instant::ZERO,
+        &mut g,
+        recv_along(
+            Message::new(Body::Query(q)).to_bytes(),
+            UP,
+            1,
+            SRC,
+            ME,
+            Direction::Downstream,
+        ),
+    );
+    assert_eq!(
+        last_reserve(&g).0.bound_sessions,
+        vec![b(7, BindingCode::BIDIRECTIONAL)],
+        "the QNI's RESERVE up the path"
+    );
 }

@@ -134,6 +134,21 @@ impl BoundSessionId {
         w.u8(self.code.0);
         w.bytes(&self.session_id.0);
     }
+
+    /// The whole object, header included, as an INFO-SPEC's Object Value Info quotes it
+    /// (§5.1.3.6) — e.g. to say which binding a NOTIFY is about.
+    pub fn to_object_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(super::header::OBJECT_HEADER_LEN + Self::LEN);
+        let mut w = Writer::new(&mut out);
+        super::header::ObjectHeader::new(
+            super::object_type::BOUND_SESSION_ID,
+            Extensibility::Mandatory,
+            Self::LEN,
+        )
+        .emit(&mut w);
+        self.emit(&mut w);
+        out
+    }
 }
 
 /// The flags of a path-coupled PACKET-CLASSIFIER (§5.1.3.5): which fields of the GIST MRI the
@@ -392,6 +407,10 @@ mod tests {
         expect[..3].fill(0);
         assert_eq!(emitted(|w| o.emit(w)), expect);
         assert_eq!(BoundSessionId::parse(&b[..16]), Err(BodyError::Length));
+        // As a whole object: type 0x004, AB = 00, five words.
+        let whole = o.to_object_bytes();
+        assert_eq!(&whole[..4], &[0x00, 0x04, 0x00, 0x05]);
+        assert_eq!(&whole[4..], &expect[..]);
     }
 
     #[test]

@@ -149,7 +149,11 @@ fn a_sender_initiated_old_branch_is_torn_within_one_refresh_period() {
     let explicit =
         |sim: &QosSim, n: &str| sim.engine(id(sim, n)).unwrap().inner().counters().clone();
     assert_eq!(explicit(&sim, "N3").explicit_sent, 1);
-    assert_eq!(explicit(&sim, "N4").explicit_received, 1);
+    assert_eq!(
+        explicit(&sim, "N4").explicit_received,
+        2,
+        "N3's tear, and N5's Route Change NOTIFY (§5.2.5.3)"
+    );
 
     // Released later, nothing is left anywhere.
     with_qos(&mut sim, "N1", |q, g, now| q.release(g, now, sid)).unwrap();
@@ -196,4 +200,54 @@ fn a_receiver_initiated_old_branch_is_torn_within_one_refresh_period() {
         );
     }
     assert_eq!(tc_of(&mut sim, "N3", to_n5), (1, RATE));
+}
+
+/// RFC 5974 §5.2.5.3, §3.2.12: where the branches meet (N5) GIST reports the upstream peer
+/// changed from N4 to N3; N5 sends N4 a NOTIFY "Route Change" (Informational 0x02), explicitly
+/// routed by N4's SII-Handle. N4 has its GIST re-check the routing state the change lies
+/// behind (InvalidateRoutingState, urgent) and passes the NOTIFY upstream; N3 does the same,
+/// and the QNI N1 reports it. Nothing is torn by it: the reservation holds along the new path.
+#[test]
+fn an_upstream_route_change_is_notified_to_the_old_peer_and_reaches_the_qni() {
+    let mut sim = sim(with_wide_bypass(), 11, short_gist, short);
+    let sid = reserve(&mut sim, "N1", "N6", 4.0);
+    run_secs(&mut sim, 2);
+    events(&mut sim, "N1");
+    assert_eq!(counters(&mut sim, "N5").route_change_notifies, 0);
+
+    divert_at_n3_until_acted_on(&mut sim, "N3");
+    run_secs(&mut sim, 5); // R
+    let n5 = counters(&mut sim, "N5");
+    assert_eq!(n5.route_change_notifies, 1, "one NOTIFY, to N4 only");
+    let gist = |sim: &QosSim, n: &str| sim.engine(id(sim, n)).unwrap().inner().counters().clone();
+    assert_eq!(gist(&sim, "N5").explicit_sent, 1, "by N4's SII-Handle");
+    let notify = pathwise_qos_nslp::wire::MsgType::Notify;
+    for n in ["N4", "N3"] {
+        let c = counters(&mut sim, n);
+        assert_eq!(c.received(notify), 1, "{n}");
+        assert_eq!(c.routing_state_invalidated, 1, "{n}");
+    }
+    assert_eq!(counters(&mut sim, "N4").sent(notify), 1, "passed on to N3");
+    let route_change = |e: &QosEvent| {
+        matches!(e, QosEvent::Notified { session_id, info }
+            if *session_id == sid
+                && info.class == pathwise_qos_nslp::wire::ErrorClass::Informational
+                && info.code == pathwise_qos_nslp::wire::code::informational::ROUTE_CHANGE)
+    };
+    let at_qni = events(&mut sim, "N1");
+    assert_eq!(
+        at_qni.iter().filter(|e| route_change(e)).count(),
+        1,
+        "the QNI reports it: {at_qni:?}"
+    );
+    assert!(state(&mut sim, "N1", sid).is_some());
+    // GIST at N5 naming N4 again while N4's routing state lives (§5.2.5.4) sends no more.
+    run_secs(&mut sim, 60);
+    assert_eq!(counters(&mut sim, "N5").route_change_notifies, 1);
+    for n in ["N1", "N3", "N5", "N6"] {
+        assert!(
+            state(&mut sim, n, sid).is_some(),
+            "{n} keeps the reservation"
+        );
+    }
 }

@@ -399,3 +399,75 @@ fn a_route_change_moves_a_receiver_initiated_reservation() {
     }
     assert!(counters(&mut sim, "N3").route_changes >= 1);
 }
+
+/// RFC 5974 §5.4.1, §3.2.8: N6 reserves the reverse flow N6 → N1 bound to N1's reservation
+/// N1 → N6 as dependent (Binding Code 0x04); the BOUND-SESSION-ID travels in its RESERVEs and
+/// is kept hop by hop (§5.3.3). When N1 releases its reservation, every node holding both
+/// sends a NOTIFY "Unknown BOUND-SESSION-ID" for the dependent one towards its QNI N6 (N6 —
+/// the QNR of the released one — reports its own); N6 reports them and its application
+/// decides (§5.4.4): it releases the dependent reservation, and nothing is left anywhere.
+#[test]
+fn a_dependent_reservation_is_notified_end_to_end_when_its_bound_session_goes() {
+    use pathwise_qos_nslp::wire::{BindingCode, BoundSessionId, MsgType};
+    let mut sim = sim(testbeds::gist_thesis(), 3, |_| {}, short);
+    let forward = reserve(&mut sim, "N1", "N6", 4.0);
+    run_secs(&mut sim, 1);
+    let req = pathwise_qos_nslp::ReserveRequest::new(lo(&sim, "N6"), lo(&sim, "N1"), tmod(2.0))
+        .bound_to(forward, BindingCode::DEPENDENT);
+    let reverse = with_qos(&mut sim, "N6", |q, g, now| q.reserve(g, now, &req)).unwrap();
+    run_secs(&mut sim, 1);
+    let binding = BoundSessionId {
+        code: BindingCode::DEPENDENT,
+        session_id: forward,
+    };
+    for n in PATH {
+        let s = state(&mut sim, n, reverse).unwrap_or_else(|| panic!("{n} holds it"));
+        assert_eq!(s.bound, vec![binding], "{n} keeps the BOUND-SESSION-ID");
+    }
+    events(&mut sim, "N6");
+
+    with_qos(&mut sim, "N1", |q, g, now| q.release(g, now, forward)).unwrap();
+    run_secs(&mut sim, 1);
+    for n in PATH {
+        assert!(state(&mut sim, n, forward).is_none(), "{n}: released");
+        assert_eq!(counters(&mut sim, n).bound_notifies, 1, "{n}");
+    }
+    let sent: u64 = ["N1", "N3", "N4", "N5"]
+        .iter()
+        .map(|n| counters(&mut sim, n).sent(MsgType::Notify))
+        .sum();
+    assert_eq!(
+        sent,
+        4 + 3 + 2 + 1,
+        "each NOTIFY, and each passed on, hop by hop"
+    );
+    let notified: Vec<_> = events(&mut sim, "N6")
+        .into_iter()
+        .filter_map(|e| match e {
+            QosEvent::Notified { session_id, info } => Some((session_id, info)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notified.len(),
+        5,
+        "one from each node holding both: {notified:?}"
+    );
+    for (sid, info) in &notified {
+        assert_eq!(*sid, reverse);
+        assert_eq!(
+            (info.class, info.code),
+            (
+                ErrorClass::Informational,
+                code::informational::UNKNOWN_BOUND_SESSION_ID
+            )
+        );
+    }
+    assert!(
+        state(&mut sim, "N6", reverse).is_some(),
+        "the QNI's to decide"
+    );
+    with_qos(&mut sim, "N6", |q, g, now| q.release(g, now, reverse)).unwrap();
+    run_secs(&mut sim, 30);
+    assert_clean(&mut sim, &ALL);
+}
