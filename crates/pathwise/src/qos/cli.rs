@@ -204,6 +204,19 @@ fn rate(v: &Value) -> String {
         .map_or_else(|| "-".into(), |b| Bandwidth(b).to_string())
 }
 
+/// An INFO-SPEC as `info_json` gave it: `CLASS code 0xNN[ from ESI]`.
+fn info_spec(i: &Value) -> String {
+    format!(
+        "{} code {:#04x}{}",
+        i["class"].as_str().unwrap_or("?"),
+        i["code"].as_u64().unwrap_or(0),
+        i["source"]
+            .as_str()
+            .map(|s| format!(" from {s}"))
+            .unwrap_or_default()
+    )
+}
+
 fn render(cmd: &Cmd, v: &Value) -> String {
     let mut out = String::new();
     match cmd {
@@ -225,16 +238,10 @@ fn render(cmd: &Cmd, v: &Value) -> String {
             }
             out += &format!("{} sessions\n", sessions.len());
             for n in v["notifications"].as_array().into_iter().flatten() {
-                let i = &n["info"];
                 out += &format!(
-                    "NOTIFY {}: {} code {:#04x}{}\n",
+                    "NOTIFY {}: {}\n",
                     n["session"].as_str().unwrap_or("?"),
-                    i["class"].as_str().unwrap_or("?"),
-                    i["code"].as_u64().unwrap_or(0),
-                    i["source"]
-                        .as_str()
-                        .map(|s| format!(" from {s}"))
-                        .unwrap_or_default()
+                    info_spec(&n["info"])
                 );
             }
             out += &format!(
@@ -258,15 +265,7 @@ fn render(cmd: &Cmd, v: &Value) -> String {
                 v["outcome"].as_str().unwrap_or("?")
             );
             if let Some(i) = v.get("info").filter(|i| !i.is_null()) {
-                out += &format!(
-                    "  INFO-SPEC {} code {:#04x}{}\n",
-                    i["class"].as_str().unwrap_or("?"),
-                    i["code"].as_u64().unwrap_or(0),
-                    i["source"]
-                        .as_str()
-                        .map(|s| format!(" from {s}"))
-                        .unwrap_or_default()
-                );
+                out += &format!("  INFO-SPEC {}\n", info_spec(i));
             }
             for (name, o) in v["qspec"].as_object().into_iter().flatten() {
                 out += &format!(
