@@ -256,6 +256,34 @@ fn the_api_refuses_flows_that_cannot_be_routed_and_a_zero_hop_count() {
         );
         assert_eq!(r, Err(ApiError::InvalidMri), "{dst}");
     }
+    // RFC 5971 A.3.1.1: ports without the protocol (as a user asking for a port alone would
+    // have it), an SPI with ports, a flow label in IPv4 — a peer would answer each with an
+    // Object Value Error, so none is sent.
+    let flows = [
+        PathCoupledMri {
+            dest_port: Some(5001),
+            ..PathCoupledMri::flow(ME, FAR)
+        },
+        PathCoupledMri {
+            protocol: Some(17),
+            spi: Some(7),
+            source_port: Some(1),
+            ..PathCoupledMri::flow(ME, FAR)
+        },
+        PathCoupledMri {
+            flow_label: Some(1),
+            ..PathCoupledMri::flow(ME, FAR)
+        },
+    ];
+    for flow in flows {
+        let mri = Mri::PathCoupled(flow);
+        let r = e.send_message(
+            now,
+            SendMessage::new(42, SessionId([1; 16]), mri, vec![0; 4]),
+        );
+        assert_eq!(r, Err(ApiError::InvalidMri), "{flow:?}");
+    }
+    assert_eq!(e.counters().dropped("api_invalid_mri"), 4 + 3);
     let mri = Mri::PathCoupled(PathCoupledMri::flow(ME, FAR));
     let mut s = SendMessage::new(42, SessionId([1; 16]), mri, vec![0; 4]);
     s.gist_hops = Some(0);

@@ -65,7 +65,11 @@ impl GistEngine {
         // this node has no downstream peer — sending its Query would loop back here (§4.3.4).
         let bad =
             |a: Option<IpAddr>| a.is_none_or(|a| super::validate::next_hop_fault(a).is_some());
-        if bad(msg.mri.destination())
+        // A.3.1.1: an MRI our peers would refuse (Object Value Error, invalid flag-field
+        // combination) is not sent (conservative in what we send).
+        let malformed = matches!(&msg.mri, Mri::PathCoupled(p) if !p.flags_allowed());
+        if malformed
+            || bad(msg.mri.destination())
             || bad(msg.mri.source())
             || (!msg.mri.is_upstream()
                 && msg

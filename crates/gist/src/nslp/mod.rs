@@ -304,8 +304,9 @@ pub enum ApiError {
     Unsupported,
     /// The MRI names a flow no message may be routed along: a loopback, unspecified,
     /// multicast or broadcast address, or (downstream) this node itself (RFC 5971 §5.8.1.1:
-    /// "real node addresses"; §4.3.4: no looping).
-    #[error("MRI names no routable flow")]
+    /// "real node addresses"; §4.3.4: no looping); or its flags are a combination A.3.1.1
+    /// forbids (ports or an SPI without the protocol, both, a flow label in IPv4).
+    #[error("MRI names no routable flow, or has flags RFC 5971 A.3.1.1 forbids")]
     InvalidMri,
     /// A GIST hop count of zero (RFC 5971 §4.3.2: "GIST MUST reject messages for which the
     /// signalling application has specified a value of zero").

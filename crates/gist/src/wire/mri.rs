@@ -157,6 +157,19 @@ impl PathCoupledMri {
             }
     }
 
+    /// Whether the flags this MRI would be sent with are a combination A.3.1.1 allows — the
+    /// rule [`parse`](Mri::parse) applies on receipt: a flow label only in IPv6 ("F MUST NOT
+    /// be set if IP-Ver is not 6"), ports and an SPI not together, and either only with the
+    /// protocol ("The S-flag MUST be 0 if the P-flag is 0"; "If P=0, the A/B flags MUST both
+    /// be zero").
+    pub fn flags_allowed(&self) -> bool {
+        let ports = self.source_port.is_some() || self.dest_port.is_some();
+        let spi = self.spi.is_some();
+        !(self.flow_label.is_some() && !self.v6()
+            || spi && ports
+            || (spi || ports) && self.protocol.is_none())
+    }
+
     fn emit(&self, w: &mut Writer<'_>) {
         w.u8(mrm::PATH_COUPLED);
         w.u8(u8::from(self.nat) << 7);

@@ -5,6 +5,7 @@
 //! families matching within an MRI, comments without NUL).
 
 use super::*;
+use pathwise_core::wire::Writer;
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
@@ -387,7 +388,39 @@ fn message() -> BoxedStrategy<Message> {
         .boxed()
 }
 
+/// Path-coupled MRIs with every optional field free, legal flag combinations or not.
+fn path_coupled_any_flags() -> BoxedStrategy<PathCoupledMri> {
+    (
+        path_coupled(),
+        option::of(any::<u8>()),
+        option::of(0u32..1 << 20),
+        option::of(any::<u32>()),
+        option::of(any::<u16>()),
+        option::of(any::<u16>()),
+    )
+        .prop_map(|(mut m, proto, fl, spi, a, b)| {
+            m.protocol = proto;
+            m.flow_label = fl;
+            m.spi = spi;
+            m.source_port = a;
+            m.dest_port = b;
+            m
+        })
+        .boxed()
+}
+
 proptest! {
+    /// `flags_allowed` (what GIST checks before sending) is the receiver's rule: an MRI
+    /// parses back exactly when it says so (A.3.1.1).
+    #[test]
+    fn flags_allowed_is_what_a_receiver_accepts(m in path_coupled_any_flags()) {
+        let m = Mri::PathCoupled(m);
+        let mut b = Vec::new();
+        m.emit(&mut Writer::new(&mut b));
+        let Mri::PathCoupled(p) = &m else { unreachable!() };
+        prop_assert_eq!(Mri::parse(&b).is_ok(), p.flags_allowed(), "{:?}", m);
+    }
+
     #[test]
     fn messages_round_trip(m in message()) {
         let b = m.to_datagram();

@@ -42,11 +42,12 @@ pub(crate) struct TrafficOpts {
     /// IP protocol of the flow (classifies it with the addresses).
     #[arg(long)]
     protocol: Option<u8>,
-    /// Destination port of the flow.
-    #[arg(long)]
+    /// Destination port of the flow (with --protocol: RFC 5971 A.3.1.1 carries ports only
+    /// with the protocol).
+    #[arg(long, requires = "protocol")]
     dport: Option<u16>,
-    /// Source port of the flow.
-    #[arg(long)]
+    /// Source port of the flow (with --protocol).
+    #[arg(long, requires = "protocol")]
     sport: Option<u16>,
 }
 

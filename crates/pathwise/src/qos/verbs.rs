@@ -100,6 +100,13 @@ impl ReserveArgs {
         r.source_port = self.sport;
         r.minimum = self.minimum_bps.map(|m| self.tmod(m));
         r.max_latency_us = self.max_latency_us;
+        // RFC 5971 A.3.1.1: "If P=0, the A/B flags MUST both be zero" — a port alone is no
+        // flow GIST can name (GIST would refuse to send it).
+        if (self.dport.is_some() || self.sport.is_some()) && self.protocol.is_none() {
+            return Err(
+                "dport/sport need protocol (RFC 5971 A.3.1.1: ports only with the protocol)".into(),
+            );
+        }
         for b in &self.bound {
             let sid = parse_hex(&b.session).ok_or_else(|| {
                 format!("bound: {:?} is not a session (32 hex digits)", b.session)
@@ -611,5 +618,21 @@ mod tests {
                 .bound_sessions
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_port_without_the_protocol_is_refused() {
+        let src: IpAddr = "10.0.0.1".parse().unwrap();
+        let a = |v: Value| {
+            serde_json::from_value::<ReserveArgs>(v)
+                .unwrap()
+                .request(src)
+        };
+        let e = a(json!({ "destination": "10.0.0.2", "rate_bps": 1, "dport": 5001 })).unwrap_err();
+        assert!(e.contains("need protocol"), "{e}");
+        assert!(a(json!({ "destination": "10.0.0.2", "rate_bps": 1, "sport": 1 })).is_err());
+        let r =
+            a(json!({ "destination": "10.0.0.2", "rate_bps": 1, "dport": 5001, "protocol": 17 }));
+        assert_eq!(r.unwrap().dest_port, Some(5001));
     }
 }

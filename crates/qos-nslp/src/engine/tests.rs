@@ -1341,6 +1341,7 @@ fn a_dependent_reservation_is_notified_when_its_bound_session_is_torn() {
         .reserve(&mut g, t, &ReserveRequest::new(me, dst, vectors::tmod()))
         .unwrap();
     let mut req = ReserveRequest::new(me, dst, vectors::tmod()).bound_to(x, BindingCode::DEPENDENT);
+    req.protocol = Some(17);
     req.dest_port = Some(5001);
     let dependent = e.reserve(&mut g, t, &req).unwrap();
     g.sent.clear();
