@@ -657,16 +657,27 @@ impl<T: TrafficControl> QosNslp<T> {
             self.counters.drop("hop_limit");
             return;
         }
-        let bytes = msg.to_bytes();
-        self.counters.count_sent(msg.msg_type(), bytes.len());
-        let mut mri = *flow;
-        mri.upstream = dir == Direction::Upstream;
-        let mut m = SendMessage::new(self.cfg.nslpid, sid, Mri::PathCoupled(mri), bytes);
+        let mut m = self.counted_send(sid, flow, dir, msg);
         m.transfer.reliable = self.cfg.reliable;
         m.gist_hops = Some(hops);
         if gist.send_message(now, m).is_err() {
             self.counters.drop("not_forwarded");
         }
+    }
+
+    /// `msg` for the session's flow in direction `dir` as GIST's SendMessage, counted as sent.
+    fn counted_send(
+        &mut self,
+        sid: SessionId,
+        flow: &PathCoupledMri,
+        dir: Direction,
+        msg: &Message,
+    ) -> SendMessage {
+        let bytes = msg.to_bytes();
+        self.counters.count_sent(msg.msg_type(), bytes.len());
+        let mut mri = *flow;
+        mri.upstream = dir == Direction::Upstream;
+        SendMessage::new(self.cfg.nslpid, sid, Mri::PathCoupled(mri), bytes)
     }
 
     /// Send `msg` along `dir` to one peer, explicitly routed by its SII-Handle (RFC 5971
@@ -685,11 +696,7 @@ impl<T: TrafficControl> QosNslp<T> {
         msg: &Message,
         peer: SiiHandle,
     ) {
-        let bytes = msg.to_bytes();
-        self.counters.count_sent(msg.msg_type(), bytes.len());
-        let mut mri = *flow;
-        mri.upstream = dir == Direction::Upstream;
-        let mut m = SendMessage::new(self.cfg.nslpid, sid, Mri::PathCoupled(mri), bytes);
+        let mut m = self.counted_send(sid, flow, dir, msg);
         m.sii_handle = Some(peer);
         if gist.send_message(now, m).is_err() {
             self.counters.drop("gist_refused");
