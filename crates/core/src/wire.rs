@@ -32,16 +32,19 @@ pub struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     /// A reader at the start of `buf`.
+    #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
         Reader { buf, pos: 0 }
     }
 
     /// Bytes consumed so far.
+    #[inline]
     pub fn position(&self) -> usize {
         self.pos
     }
 
     /// Bytes left.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
@@ -57,6 +60,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Consume `n` bytes.
+    #[inline]
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], Truncated> {
         if n > self.remaining() {
             return Err(Truncated {
@@ -71,6 +75,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Consume exactly `N` bytes as an array.
+    #[inline]
     pub fn array<const N: usize>(&mut self) -> Result<[u8; N], Truncated> {
         let b = self.bytes(N)?;
         let mut out = [0u8; N];
@@ -79,32 +84,38 @@ impl<'a> Reader<'a> {
     }
 
     /// Skip `n` bytes.
+    #[inline]
     pub fn skip(&mut self, n: usize) -> Result<(), Truncated> {
         self.bytes(n).map(|_| ())
     }
 
     /// One byte.
+    #[inline]
     pub fn u8(&mut self) -> Result<u8, Truncated> {
         Ok(self.array::<1>()?[0])
     }
 
     /// A big-endian `u16`.
+    #[inline]
     pub fn u16(&mut self) -> Result<u16, Truncated> {
         self.array().map(u16::from_be_bytes)
     }
 
     /// A big-endian 24-bit value.
+    #[inline]
     pub fn u24(&mut self) -> Result<u32, Truncated> {
         let [a, b, c] = self.array()?;
         Ok(u32::from_be_bytes([0, a, b, c]))
     }
 
     /// A big-endian `u32`.
+    #[inline]
     pub fn u32(&mut self) -> Result<u32, Truncated> {
         self.array().map(u32::from_be_bytes)
     }
 
     /// A big-endian `u64`.
+    #[inline]
     pub fn u64(&mut self) -> Result<u64, Truncated> {
         self.array().map(u64::from_be_bytes)
     }
@@ -115,11 +126,13 @@ impl<'a> Reader<'a> {
     }
 
     /// An IPv4 address.
+    #[inline]
     pub fn ipv4(&mut self) -> Result<std::net::Ipv4Addr, Truncated> {
         self.array::<4>().map(std::net::Ipv4Addr::from)
     }
 
     /// An IPv6 address.
+    #[inline]
     pub fn ipv6(&mut self) -> Result<std::net::Ipv6Addr, Truncated> {
         self.array::<16>().map(std::net::Ipv6Addr::from)
     }
@@ -133,6 +146,7 @@ pub struct Writer<'a> {
 
 impl<'a> Writer<'a> {
     /// A writer appending to `buf`.
+    #[inline]
     pub fn new(buf: &'a mut Vec<u8>) -> Self {
         Writer { buf }
     }
@@ -148,6 +162,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Append bytes.
+    #[inline]
     pub fn bytes(&mut self, b: &[u8]) {
         self.buf.extend_from_slice(b);
     }
@@ -158,26 +173,31 @@ impl<'a> Writer<'a> {
     }
 
     /// Append one byte.
+    #[inline]
     pub fn u8(&mut self, v: u8) {
         self.buf.push(v);
     }
 
     /// Append a big-endian `u16`.
+    #[inline]
     pub fn u16(&mut self, v: u16) {
         self.bytes(&v.to_be_bytes());
     }
 
     /// Append a big-endian 24-bit value (the top byte of `v` is dropped).
+    #[inline]
     pub fn u24(&mut self, v: u32) {
         self.bytes(&v.to_be_bytes()[1..]);
     }
 
     /// Append a big-endian `u32`.
+    #[inline]
     pub fn u32(&mut self, v: u32) {
         self.bytes(&v.to_be_bytes());
     }
 
     /// Append a big-endian `u64`.
+    #[inline]
     pub fn u64(&mut self, v: u64) {
         self.bytes(&v.to_be_bytes());
     }
@@ -188,6 +208,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Append an IP address in its natural length (4 or 16 bytes).
+    #[inline]
     pub fn ip(&mut self, addr: std::net::IpAddr) {
         match addr {
             std::net::IpAddr::V4(a) => self.bytes(&a.octets()),

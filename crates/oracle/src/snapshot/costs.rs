@@ -7,9 +7,10 @@
 //!
 //! Keys are kept per (row, prefix-table shard) and built on a shard's first use by a query from
 //! that row (a row is read only by queries from its source routers, so only the rows in use
-//! cost memory: 8 bytes per prefix and per level-1 run each, and a 32-byte [`KeyLine`] per
-//! level-1 block). The whole cache holds at most [`BUDGET`] bytes per
-//! snapshot; past it, candidates are costed from their exits as before (same keys, slower).
+//! cost memory: 8 bytes per prefix and per level-1 run each, a 2-byte entry per level-1
+//! block and a 16-byte [`KeyLine`] per block of several keys). The whole cache holds at most
+//! [`BUDGET`] bytes per snapshot; past it, candidates are costed from their exits as before
+//! (same keys, slower).
 //!
 //! Kept current through copy-on-write updates ([`TopologySnapshot::apply`](super::TopologySnapshot::apply)):
 //! a key depends on the prefix's exits (its shard) and on the row's terms (path cache, ranking,
@@ -54,74 +55,165 @@ pub(crate) struct ShardKeys {
     /// straight from the level-1 block, one memory read instead of the run's value and then
     /// the prefix's key.
     pub runs: Arc<[u64]>,
-    /// One [`KeyLine`] per level-1 block of a DIR-24-8 shard (none for other shards).
+    /// One entry per level-1 block of a DIR-24-8 shard (none for other shards): the id of the
+    /// block's key in [`line_keys`](Self::line_keys) when one key covers the whole block,
+    /// [`LINE`] and the index of its [`KeyLine`] when it has a few, or [`NO_ENTRY`]. Ranking an
+    /// IPv4 candidate reads its block's entry — two bytes, so a shard's entries are 2 KiB and
+    /// those of a whole table stay in the CPU's caches — and, for a block of several keys, its
+    /// line, instead of the level-1 block and then the run's key.
+    pub blocks: Arc<[u16]>,
+    /// The lines of the blocks of several keys.
     pub lines: Arc<[KeyLine]>,
-    /// The distinct keys the lines name, by id.
+    /// The distinct keys the entries and lines name, by id.
     pub line_keys: Arc<[u64]>,
 }
 
 impl ShardKeys {
     fn bytes(&self) -> usize {
         8 * (self.leaves.len() + self.runs.len() + self.line_keys.len())
+            + 2 * self.blocks.len()
             + std::mem::size_of::<KeyLine>() * self.lines.len()
+    }
+
+    /// What a block's `entry` ([`blocks`](Self::blocks)) gives: `Ok` the key of a block of one
+    /// key, `Err` the line to read for a block of several, or `Ok(None)` for a block without
+    /// an entry.
+    #[inline(always)]
+    pub fn through_entry(&self, entry: u16) -> Result<Option<u64>, Option<&KeyLine>> {
+        if entry & LINE == 0 {
+            Ok(self.line_keys.get(usize::from(entry)).copied())
+        } else if entry == NO_ENTRY {
+            Ok(None)
+        } else {
+            Err(self.lines.get(usize::from(entry & !LINE)))
+        }
+    }
+
+    /// The key of the IPv4 address `addr` through the entries and lines, or `None` where its
+    /// block has no entry (tests).
+    #[cfg(test)]
+    pub fn key_through_entries(&self, addr: u32) -> Option<u64> {
+        let entry = *self.blocks.get(line_of(addr))?;
+        match self.through_entry(entry) {
+            Ok(key) => key,
+            Err(line) => self.line_keys.get(usize::from(line?.id(addr)?)).copied(),
+        }
     }
 }
 
-/// Most runs one [`KeyLine`] names.
-pub(crate) const LINE_RUNS: usize = 12;
+/// Most key runs one [`KeyLine`] names.
+pub(crate) const LINE_RUNS: usize = 8;
 
-/// The run keys of one level-1 block from one row, in 32 bytes: the block's run-start bitmap
-/// and, per run, the id of its key in [`ShardKeys::line_keys`] (a row's keys are few distinct
-/// costs, so a `u16` names them). Ranking an IPv4 candidate reads its line — one cache miss —
-/// instead of the level-1 block and then the run's key (two), and the small table of distinct
-/// keys stays in the cache. A block of more than [`LINE_RUNS`] runs, or past 65,536 distinct
-/// keys in the shard, gets an empty line (`starts == 0`): its candidates take the two reads.
+/// A [`ShardKeys::blocks`] entry with this bit set names a [`KeyLine`] (its index in
+/// [`ShardKeys::lines`] in the low bits); without it, the id of the one key of the whole block.
+pub(crate) const LINE: u16 = 0x8000;
+
+/// A [`ShardKeys::blocks`] entry for a block ranking cannot read through the entries (more than
+/// [`LINE_RUNS`] key runs, or too many distinct keys): its candidates take the prefix table.
+pub(crate) const NO_ENTRY: u16 = u16::MAX;
+
+/// The run keys of one level-1 block of several keys, from one row, in 16 bytes: a bitmap of
+/// where the key changes along the block's 64 entries and, per key run, the id of its key in
+/// [`ShardKeys::line_keys`]. Runs of the prefix table whose keys are equal are one key run here
+/// (a row's keys are few distinct costs, so most blocks are one key or a handful).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C, align(32))]
+#[repr(C, align(16))]
 pub(crate) struct KeyLine {
     starts: u64,
-    ids: [u16; LINE_RUNS],
+    ids: [u8; LINE_RUNS],
 }
 
 impl KeyLine {
-    /// The line of a block with run-start bitmap `starts` whose runs' keys are `keys`, ids
-    /// taken from (and added to) `table` (`index` maps a key to its id).
-    pub fn build(
-        starts: u64,
-        keys: &[u64],
-        table: &mut Vec<u64>,
-        index: &mut std::collections::HashMap<u64, u16>,
-    ) -> KeyLine {
-        let mut line = KeyLine::default();
-        if keys.len() > LINE_RUNS || keys.len() != starts.count_ones() as usize {
-            return line;
-        }
-        for (id, &k) in line.ids.iter_mut().zip(keys) {
-            *id = match index.get(&k) {
-                Some(&id) => id,
-                None => {
-                    let Ok(id) = u16::try_from(table.len()) else {
-                        return KeyLine::default();
-                    };
-                    index.insert(k, id);
-                    table.push(k);
-                    id
-                }
-            };
-        }
-        line.starts = starts;
-        line
-    }
-
     /// The id of the key of the run holding the IPv4 address `addr` (whose level-1 block this
-    /// line is), or `None` for an empty line.
+    /// line is).
     #[inline(always)]
     pub fn id(&self, addr: u32) -> Option<u16> {
         let i = (addr >> 8) & 63;
         let upto = self.starts & (u64::MAX >> (63 - i));
-        // Bit 0 of a non-empty line's `starts` is always set, so `upto` has a bit.
+        // Bit 0 of a line's `starts` is always set, so `upto` has a bit.
         let run = upto.count_ones().checked_sub(1)?;
-        self.ids.get(run as usize).copied()
+        self.ids.get(run as usize).map(|&id| u16::from(id))
+    }
+}
+
+/// Builds a shard's [`ShardKeys::blocks`], [`ShardKeys::lines`] and
+/// [`ShardKeys::line_keys`] one level-1 block at a time.
+#[derive(Debug, Default)]
+pub(crate) struct EntryBuilder {
+    blocks: Vec<u16>,
+    lines: Vec<KeyLine>,
+    table: Vec<u64>,
+    index: std::collections::HashMap<u64, u16>,
+}
+
+impl EntryBuilder {
+    /// The entry of the next block, whose run-start bitmap is `starts` and whose runs' keys
+    /// are `keys` (`None`: the block's runs are unknown).
+    pub fn push(&mut self, block: Option<(u64, &[u64])>) {
+        let entry = block.map_or(NO_ENTRY, |(starts, keys)| self.entry(starts, keys));
+        self.blocks.push(entry);
+    }
+
+    fn entry(&mut self, starts: u64, keys: &[u64]) -> u16 {
+        if starts & 1 == 0 || keys.len() != starts.count_ones() as usize {
+            return NO_ENTRY;
+        }
+        // The block's key runs: where the key changes, not where the prefix does.
+        let mut line = KeyLine::default();
+        let mut ids = [0u16; LINE_RUNS];
+        let (mut bits, mut runs, mut last) = (starts, 0, None);
+        for &k in keys {
+            let at = bits.trailing_zeros();
+            bits &= bits.wrapping_sub(1);
+            if last == Some(k) {
+                continue;
+            }
+            last = Some(k);
+            let (Some(slot), Some(id)) = (ids.get_mut(runs), self.id(k)) else {
+                return NO_ENTRY;
+            };
+            *slot = id;
+            line.starts |= 1 << at;
+            runs += 1;
+        }
+        if runs == 1 {
+            return ids[0];
+        }
+        for (to, &id) in line.ids.iter_mut().zip(&ids[..runs]) {
+            let Ok(id) = u8::try_from(id) else {
+                return NO_ENTRY;
+            };
+            *to = id;
+        }
+        if self.lines.len() >= usize::from(!LINE) {
+            return NO_ENTRY;
+        }
+        self.lines.push(line);
+        LINE | (self.lines.len() - 1) as u16
+    }
+
+    /// The id of key `k`, added to the table if new; `None` past `LINE` ids.
+    fn id(&mut self, k: u64) -> Option<u16> {
+        if let Some(&id) = self.index.get(&k) {
+            return Some(id);
+        }
+        let id = u16::try_from(self.table.len())
+            .ok()
+            .filter(|&id| id < LINE)?;
+        self.index.insert(k, id);
+        self.table.push(k);
+        Some(id)
+    }
+
+    /// The shard's keys: `leaves` and `runs` with the entries, lines and distinct keys built.
+    pub fn finish(self, leaves: Vec<u64>, runs: Vec<u64>) -> ShardKeys {
+        ShardKeys {
+            leaves: leaves.into(),
+            runs: runs.into(),
+            blocks: self.blocks.into(),
+            lines: self.lines.into(),
+            line_keys: self.table.into(),
+        }
     }
 }
 
@@ -273,6 +365,13 @@ impl PrefixCosts {
 }
 
 impl RowCosts {
+    /// The keys of shard `slot` if they are built already: one read, no closure, for the
+    /// ranking's fast path.
+    #[inline(always)]
+    pub fn built(&self, slot: u32) -> Option<&ShardKeys> {
+        self.shards.get(slot as usize)?.get()
+    }
+
     fn empty(slots: usize) -> RowCosts {
         RowCosts {
             shards: (0..slots).map(|_| OnceLock::new()).collect(),

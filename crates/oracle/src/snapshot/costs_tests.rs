@@ -321,42 +321,44 @@ fn check_run_keys(snap: &TopologySnapshot) -> Result<usize, String> {
     Ok(runs)
 }
 
-/// A shard's key lines against its run keys: one line per level-1 block; a non-empty line has
-/// the block's run bitmap and names, for each run of the block, that run's key.
+/// A shard's block entries against its run keys: one entry per level-1 block; an entry that
+/// names keys gives every address of the block its run's key, and names the key itself exactly
+/// when the block's runs all have one key.
 fn check_lines(slot: u32, keys: &costs::ShardKeys, blocks: &[lpm::Block]) -> Result<(), String> {
-    if keys.lines.len() != blocks.len() {
+    if keys.blocks.len() != blocks.len() {
         return Err(format!(
-            "{} lines for {} blocks",
-            keys.lines.len(),
+            "{} entries for {} blocks",
+            keys.blocks.len(),
             blocks.len()
         ));
     }
-    let mut nonempty = 0;
-    for (b, (line, block)) in keys.lines.iter().zip(blocks).enumerate() {
-        if *line == costs::KeyLine::default() {
+    for (b, (&entry, block)) in keys.blocks.iter().zip(blocks).enumerate() {
+        let run_key = |i: u32| {
+            let run = block.base() + (block.starts() & (u64::MAX >> (63 - i))).count_ones() - 1;
+            keys.runs.get(run as usize).copied()
+        };
+        if entry == costs::NO_ENTRY {
+            // Only a block of more key runs than a line holds goes without (the shards here
+            // have few keys).
+            if (block.starts().count_ones() as usize) <= costs::LINE_RUNS {
+                return Err(format!("block {b}: no entry for a block of few runs"));
+            }
             continue;
         }
-        nonempty += 1;
-        // Every entry of the block: the line's key is the key of the entry's run.
+        let one_key = (1..64).all(|i| run_key(i) == run_key(0));
+        if one_key != (entry & costs::LINE == 0) {
+            return Err(format!("block {b}: entry {entry:#06x}, one key {one_key}"));
+        }
+        // Every entry of the block: the key through the entry is the key of the entry's run.
         for i in 0..64u32 {
             let addr = (slot << 24) | ((b as u32) << 14) | (i << 8);
-            let run = block.base() + (block.starts() & (u64::MAX >> (63 - i))).count_ones() - 1;
-            let got = line
-                .id(addr)
-                .and_then(|id| keys.line_keys.get(usize::from(id)))
-                .ok_or(format!("block {b} entry {i}: no key in a non-empty line"))?;
-            if Some(got) != keys.runs.get(run as usize) {
-                return Err(format!("block {b} entry {i}: line key is not the run key"));
+            let got = keys
+                .key_through_entries(addr)
+                .ok_or(format!("block {b} entry {i}: no key through the entry"))?;
+            if Some(got) != run_key(i) {
+                return Err(format!("block {b} entry {i}: entry key is not the run key"));
             }
         }
-    }
-    // A block of at most `LINE_RUNS` runs always gets a line (the shards here have few keys).
-    let small = blocks
-        .iter()
-        .filter(|b| b.starts().count_ones() as usize <= costs::LINE_RUNS)
-        .count();
-    if nonempty != small {
-        return Err(format!("{nonempty} lines for {small} blocks of few runs"));
     }
     Ok(())
 }
@@ -425,10 +427,9 @@ proptest! {
                                 prop_assert_eq!(key, order_key(snap.cost(source(s), IpAddr::V4(a))));
                                 checked += 1;
                             }
-                            // The key through the probe's line is its run key.
-                            let line = k.lines.get(costs::line_of(u32::from(a)));
-                            if let Some(id) = line.and_then(|l| l.id(u32::from(a))) {
-                                prop_assert_eq!(k.line_keys.get(usize::from(id)), Some(&key));
+                            // The key through the probe's block entry is its run key.
+                            if let Some(through) = k.key_through_entries(u32::from(a)) {
+                                prop_assert_eq!(through, key);
                                 through_lines += 1;
                             }
                         }
@@ -443,6 +444,65 @@ proptest! {
             snap = next;
         }
         prop_assert!(checked > 0, "no probe was ranked through a run key");
-        prop_assert!(through_lines > 0, "no probe was ranked through a key line");
+        prop_assert!(through_lines > 0, "no probe was ranked through a block entry");
     }
+}
+
+/// The entries of hand-made blocks: prefix runs of equal keys are one key run; one key is the
+/// key's id; past `LINE_RUNS` key runs, or a second key run whose id does not fit a byte, no
+/// entry.
+#[test]
+fn block_entries_merge_runs_of_one_key_and_give_up_where_a_line_cannot_hold_them() {
+    use costs::{EntryBuilder, LINE, NO_ENTRY};
+    let mut b = EntryBuilder::default();
+    // Block 0: three prefix runs (entries 0, 10, 20), all key 7: one key.
+    b.push(Some((1 | 1 << 10 | 1 << 20, &[7, 7, 7])));
+    // Block 1: runs at 0, 5, 9 with keys 7, 9, 9: two key runs (0 and 5).
+    b.push(Some((1 | 1 << 5 | 1 << 9, &[7, 9, 9])));
+    // Block 2: nine runs of alternating keys: more key runs than a line holds.
+    let nine: Vec<u64> = (0..9).map(|i| 7 + 2 * (i % 2)).collect();
+    b.push(Some(((1u64 << 9) - 1, &nine)));
+    // Block 3: eight key runs, every entry its own key 0–7 from a new table position.
+    let eight: Vec<u64> = (100..108).collect();
+    b.push(Some(((1u64 << 8) - 1, &eight)));
+    // Block 4: the runs are unknown; block 5: keys that do not match the bitmap.
+    b.push(None);
+    b.push(Some((0b11, &[1])));
+    let keys = b.finish(Vec::new(), Vec::new());
+    let (blocks, lines, table) = (keys.blocks, keys.lines, keys.line_keys);
+    assert_eq!(&table[..], &[7, 9, 100, 101, 102, 103, 104, 105, 106, 107]);
+    assert_eq!(blocks[0], 0, "one key: its id");
+    assert_eq!(blocks[1], LINE, "two key runs: the first line");
+    assert_eq!(lines[0].id(1 << 8), Some(0));
+    assert_eq!(lines[0].id(4 << 8), Some(0));
+    assert_eq!(lines[0].id(5 << 8), Some(1));
+    assert_eq!(lines[0].id(63 << 8), Some(1));
+    assert_eq!(blocks[2], NO_ENTRY, "nine key runs");
+    assert_eq!(blocks[3], LINE | 1, "eight key runs fit");
+    assert_eq!(lines[1].id(7 << 8), Some(9));
+    assert_eq!(lines[1].id(40 << 8), Some(9));
+    assert_eq!(&blocks[4..], &[NO_ENTRY, NO_ENTRY]);
+
+    // Ids past a byte: a block of one such key still has its entry, a line with one does not.
+    let mut b = EntryBuilder::default();
+    let many: Vec<u64> = (0..64).collect();
+    for chunk in many
+        .chunks(8)
+        .chain(many.chunks(8))
+        .chain(many.chunks(8))
+        .chain(many.chunks(8))
+    {
+        b.push(Some(((1u64 << chunk.len()) - 1, chunk)));
+    }
+    b.push(Some((1, &[1000])));
+    let wide: Vec<u64> = (0..300).collect();
+    for chunk in wide.chunks(4) {
+        b.push(Some(((1u64 << chunk.len()) - 1, chunk)));
+    }
+    let keys = b.finish(Vec::new(), Vec::new());
+    let (blocks, table) = (keys.blocks, keys.line_keys);
+    assert_eq!(blocks[32], 64, "a single key past 255 is its id");
+    assert_eq!(table[64], 1000);
+    let last = *blocks.last().expect("entries");
+    assert_eq!(last, NO_ENTRY, "a line naming ids past 255 is not kept");
 }

@@ -1,7 +1,7 @@
 //! Reading a snapshot: locating addresses, path metrics, ranking.
 
 use super::TopologySnapshot;
-use super::costs::{KeyLine, RowCosts, ShardKeys, line_of};
+use super::costs::{EntryBuilder, KeyLine, RowCosts, ShardKeys, line_of};
 use super::paths::{PathEntry, compute_row};
 use super::prefixes::{Exit, Hit, PrefixTable, RUN};
 use super::routers::RouterIdx;
@@ -56,14 +56,15 @@ trait Candidate: Copy {
     fn exact(table: &PrefixTable, addr: Self) -> Hit;
     /// The address as a `u32` if it is IPv4.
     fn v4_bits(self) -> Option<u32>;
-    /// The row's [`KeyLine`] of the address's level-1 block and the distinct keys it names,
-    /// where the address's first octet has lines (IPv4 in a DIR-24-8 shard, keys in budget).
+    /// The row's keys of the address's shard and its level-1 block's entry in them
+    /// ([`ShardKeys::blocks`]), where the address's first octet has entries (IPv4 in a
+    /// DIR-24-8 shard, keys in budget).
     #[inline(always)]
-    fn line<'r>(
+    fn entry<'r>(
         _snapshot: &'r TopologySnapshot,
         _row: &RowView<'r>,
         _addr: Self,
-    ) -> Option<(&'r KeyLine, &'r [u64])> {
+    ) -> Option<(&'r ShardKeys, &'r u16)> {
         None
     }
 }
@@ -75,17 +76,25 @@ impl Candidate for Ipv4Addr {
     }
 
     #[inline(always)]
-    fn line<'r>(
+    fn entry<'r>(
         snapshot: &'r TopologySnapshot,
         row: &RowView<'r>,
         addr: Self,
-    ) -> Option<(&'r KeyLine, &'r [u64])> {
+    ) -> Option<(&'r ShardKeys, &'r u16)> {
         let a = u32::from(addr);
-        // Only a DIR-24-8 shard has lines (keys are not built for the others here: ranking
-        // builds a shard's keys only for a candidate it matches).
-        snapshot.prefixes.slot_blocks(a >> 24)?;
-        let keys = snapshot.shard_keys(row, a >> 24)?;
-        Some((keys.lines.get(line_of(a))?, &keys.line_keys))
+        let slot = a >> 24;
+        // Keys built already: straight to the entry (a shard that is not DIR-24-8 has none),
+        // without the prefix table's pointers to the shard's index.
+        let keys = match row.costs.and_then(|c| c.built(slot)) {
+            Some(keys) => keys,
+            None => {
+                // Only a DIR-24-8 shard has entries (keys are not built for the others here:
+                // ranking builds a shard's keys only for a candidate it matches).
+                snapshot.prefixes.slot_blocks(slot)?;
+                snapshot.shard_keys(row, slot)?
+            }
+        };
+        Some((keys, keys.blocks.get(line_of(a))?))
     }
 
     #[inline]
@@ -147,13 +156,13 @@ impl Candidate for IpAddr {
     }
 
     #[inline(always)]
-    fn line<'r>(
+    fn entry<'r>(
         snapshot: &'r TopologySnapshot,
         row: &RowView<'r>,
         addr: Self,
-    ) -> Option<(&'r KeyLine, &'r [u64])> {
+    ) -> Option<(&'r ShardKeys, &'r u16)> {
         match addr {
-            IpAddr::V4(a) => Ipv4Addr::line(snapshot, row, a),
+            IpAddr::V4(a) => Ipv4Addr::entry(snapshot, row, a),
             IpAddr::V6(_) => None,
         }
     }
@@ -468,11 +477,13 @@ impl TopologySnapshot {
         self.keys_in_blocks(row, addrs, keys)
     }
 
-    /// The key loop. An IPv4 candidate whose first octet has [`KeyLine`]s reads its line (one
-    /// cache miss) and takes its key from the line's small table; a block of such candidates
-    /// first finds and prefetches every line, then reads them, so that the misses overlap.
-    /// The others ([`keys_located`](Self::keys_located)): IPv6, a line that names no key, a
-    /// shard without lines.
+    /// The key loop. An IPv4 candidate whose first octet has block entries
+    /// ([`ShardKeys::blocks`]) reads its block's entry, which is its key's id for a block of
+    /// one key, and otherwise the block's [`KeyLine`]; a block of candidates first finds and
+    /// prefetches every entry, then reads them and prefetches the lines they name, then reads
+    /// those, so that the misses of one step overlap. The others
+    /// ([`keys_located`](Self::keys_located)): IPv6, an entry or line that names no key, a
+    /// shard without entries.
     #[inline(always)]
     fn keys_in_blocks<A: Candidate>(
         &self,
@@ -489,21 +500,47 @@ impl TopologySnapshot {
         };
         let mut placed = 0;
         for (block, keys) in addrs.chunks(BLOCK).zip(keys.chunks_mut(BLOCK)) {
-            let mut lines: [Option<(&KeyLine, &[u64])>; BLOCK] = [None; BLOCK];
-            for (l, &a) in lines.iter_mut().zip(block) {
-                *l = A::line(self, row, a);
-                if let Some((line, _)) = l {
-                    prefetch(*line);
+            let mut entries: [Option<(&ShardKeys, &u16)>; BLOCK] = [None; BLOCK];
+            for (e, &a) in entries.iter_mut().zip(block) {
+                *e = A::entry(self, row, a);
+                if let Some((_, entry)) = e {
+                    prefetch(*entry);
                 }
             }
-            // Candidates the lines do not resolve, by position in the block.
+            // Candidates of blocks of several keys: their shard's keys and line.
+            let mut lines: [Option<(&ShardKeys, &KeyLine)>; BLOCK] = [None; BLOCK];
+            // Candidates neither resolves, by position in the block.
             let mut rest = [0u8; BLOCK];
             let mut n_rest = 0;
+            for (i, ((k, e), l)) in keys.iter_mut().zip(entries).zip(&mut lines).enumerate() {
+                let key = match e.map(|(sk, &entry)| (sk, sk.through_entry(entry))) {
+                    Some((_, Ok(key))) => key,
+                    Some((sk, Err(Some(line)))) => {
+                        prefetch(line);
+                        *l = Some((sk, line));
+                        continue;
+                    }
+                    Some((_, Err(None))) | None => None,
+                };
+                match key {
+                    Some(key) if key != NONE => {
+                        *k = key;
+                        placed += 1;
+                    }
+                    _ => {
+                        if let Some(r) = rest.get_mut(n_rest) {
+                            *r = i as u8;
+                            n_rest += 1;
+                        }
+                    }
+                }
+            }
             for (i, ((k, l), &a)) in keys.iter_mut().zip(lines).zip(block).enumerate() {
-                let key = l.and_then(|(line, table)| {
-                    let id = line.id(a.v4_bits()?)?;
-                    table.get(usize::from(id)).copied()
-                });
+                let Some((sk, line)) = l else { continue };
+                let key = a
+                    .v4_bits()
+                    .and_then(|a| line.id(a))
+                    .and_then(|id| sk.line_keys.get(usize::from(id)).copied());
                 match key {
                     Some(key) if key != NONE => {
                         *k = key;
@@ -593,11 +630,11 @@ impl TopologySnapshot {
             row.costs?,
             slot,
             || {
-                // 8-byte words, at most: a key per prefix and per run, a 32-byte line per
-                // level-1 block, and the lines' distinct keys (no more than the runs).
+                // 8-byte words, at most: a key per prefix and per run, a 2-byte entry and a
+                // line per level-1 block, and the distinct keys (no more than the runs).
                 let (leaves, runs) = (self.prefixes.slot_len(slot), self.prefixes.slot_runs(slot));
                 let blocks = self.prefixes.slot_blocks(slot).map_or(0, <[_]>::len);
-                leaves + 2 * runs + blocks * std::mem::size_of::<KeyLine>() / 8
+                leaves + 2 * runs + (blocks * (2 + std::mem::size_of::<KeyLine>())).div_ceil(8)
             },
             || self.slot_keys(row, slot),
         )
@@ -662,27 +699,13 @@ impl TopologySnapshot {
                     .unwrap_or(u64::MAX)
             })
             .collect();
-        let (mut line_keys, mut ids) = (Vec::new(), std::collections::HashMap::new());
-        let lines: Vec<KeyLine> = self
-            .prefixes
-            .slot_blocks(slot)
-            .unwrap_or(&[])
-            .iter()
-            .map(|b| {
-                let first = b.base() as usize;
-                let n = b.starts().count_ones() as usize;
-                match runs.get(first..first + n) {
-                    Some(keys) => KeyLine::build(b.starts(), keys, &mut line_keys, &mut ids),
-                    None => KeyLine::default(),
-                }
-            })
-            .collect();
-        ShardKeys {
-            leaves: leaves.into(),
-            runs: runs.into(),
-            lines: lines.into(),
-            line_keys: line_keys.into(),
+        let mut entries = EntryBuilder::default();
+        for b in self.prefixes.slot_blocks(slot).unwrap_or(&[]) {
+            let first = b.base() as usize;
+            let n = b.starts().count_ones() as usize;
+            entries.push(runs.get(first..first + n).map(|keys| (b.starts(), keys)));
         }
+        entries.finish(leaves, runs)
     }
 
     /// Rank `candidates` in place for a query from `source`: lower cost first, ties in input
