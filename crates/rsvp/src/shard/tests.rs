@@ -315,12 +315,15 @@ mod rr {
             ids.extend(&unknown);
             ids.sort_unstable();
             ids.dedup();
-            // Acknowledgements of identifiers this node's shards chose.
+            // Acknowledgements of identifiers this node's shards chose, each once (the same
+            // acknowledgement carried by two messages rightly reaches its owner twice).
             let bits = shards.next_power_of_two().trailing_zeros();
+            let mut distinct = std::collections::BTreeSet::new();
             let acks: Vec<(MessageIdAck, usize)> = acks
                 .iter()
-                .map(|&(s, c, nack)| {
-                    let s = s % shards;
+                .map(|&(s, c, nack)| (s % shards, c, nack))
+                .filter(|&k| distinct.insert(k))
+                .map(|(s, c, nack)| {
                     let kind = if nack { AckKind::Nack } else { AckKind::Ack };
                     (ack(kind, (c << bits) | s as u32), s)
                 })
