@@ -512,27 +512,27 @@ impl TopologySnapshot {
             // Candidates neither resolves, by position in the block.
             let mut rest = [0u8; BLOCK];
             let mut n_rest = 0;
+            // A key found (counted), or the candidate left to the prefix table.
+            let mut settle = |i: usize, k: &mut u64, key: Option<u64>| match key {
+                Some(key) if key != NONE => {
+                    *k = key;
+                    placed += 1;
+                }
+                _ => {
+                    if let Some(r) = rest.get_mut(n_rest) {
+                        *r = i as u8;
+                        n_rest += 1;
+                    }
+                }
+            };
             for (i, ((k, e), l)) in keys.iter_mut().zip(entries).zip(&mut lines).enumerate() {
-                let key = match e.map(|(sk, &entry)| (sk, sk.through_entry(entry))) {
-                    Some((_, Ok(key))) => key,
+                match e.map(|(sk, &entry)| (sk, sk.through_entry(entry))) {
+                    Some((_, Ok(key))) => settle(i, k, key),
                     Some((sk, Err(Some(line)))) => {
                         prefetch(line);
                         *l = Some((sk, line));
-                        continue;
                     }
-                    Some((_, Err(None))) | None => None,
-                };
-                match key {
-                    Some(key) if key != NONE => {
-                        *k = key;
-                        placed += 1;
-                    }
-                    _ => {
-                        if let Some(r) = rest.get_mut(n_rest) {
-                            *r = i as u8;
-                            n_rest += 1;
-                        }
-                    }
+                    Some((_, Err(None))) | None => settle(i, k, None),
                 }
             }
             for (i, ((k, l), &a)) in keys.iter_mut().zip(lines).zip(block).enumerate() {
@@ -541,18 +541,7 @@ impl TopologySnapshot {
                     .v4_bits()
                     .and_then(|a| line.id(a))
                     .and_then(|id| sk.line_keys.get(usize::from(id)).copied());
-                match key {
-                    Some(key) if key != NONE => {
-                        *k = key;
-                        placed += 1;
-                    }
-                    _ => {
-                        if let Some(r) = rest.get_mut(n_rest) {
-                            *r = i as u8;
-                            n_rest += 1;
-                        }
-                    }
-                }
+                settle(i, k, key);
             }
             if n_rest == block.len() {
                 placed += self.keys_located(row, block, keys);
