@@ -75,30 +75,50 @@ impl ShardKeys {
             + std::mem::size_of::<KeyLine>() * self.lines.len()
     }
 
-    /// What a block's `entry` ([`blocks`](Self::blocks)) gives: `Ok` the key of a block of one
-    /// key, `Err` the line to read for a block of several, or `Ok(None)` for a block without
-    /// an entry.
+    /// What a block's `entry` ([`blocks`](Self::blocks)) gives.
     #[inline(always)]
-    pub fn through_entry(&self, entry: u16) -> Result<Option<u64>, Option<&KeyLine>> {
-        if entry & LINE == 0 {
-            Ok(self.line_keys.get(usize::from(entry)).copied())
+    pub fn through_entry(&self, entry: u16) -> Through<'_> {
+        let found = if entry & LINE == 0 {
+            self.line_keys
+                .get(usize::from(entry))
+                .map(|&k| Through::Key(k))
         } else if entry == NO_ENTRY {
-            Ok(None)
+            None
         } else {
-            Err(self.lines.get(usize::from(entry & !LINE)))
-        }
+            self.lines
+                .get(usize::from(entry & !LINE))
+                .map(Through::Line)
+        };
+        found.unwrap_or(Through::Lookup)
+    }
+
+    /// The key of the IPv4 address `addr` in `line`, one of this shard's lines.
+    #[inline(always)]
+    pub fn key_in_line(&self, line: &KeyLine, addr: u32) -> Option<u64> {
+        self.line_keys.get(usize::from(line.id(addr)?)).copied()
     }
 
     /// The key of the IPv4 address `addr` through the entries and lines, or `None` where its
     /// block has no entry (tests).
     #[cfg(test)]
     pub fn key_through_entries(&self, addr: u32) -> Option<u64> {
-        let entry = *self.blocks.get(line_of(addr))?;
-        match self.through_entry(entry) {
-            Ok(key) => key,
-            Err(line) => self.line_keys.get(usize::from(line?.id(addr)?)).copied(),
+        match self.through_entry(*self.blocks.get(line_of(addr))?) {
+            Through::Key(key) => Some(key),
+            Through::Line(line) => self.key_in_line(line, addr),
+            Through::Lookup => None,
         }
     }
+}
+
+/// What a [`ShardKeys::blocks`] entry says of its block's candidates.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Through<'a> {
+    /// One key covers the whole block.
+    Key(u64),
+    /// The block has several keys: read its line.
+    Line(&'a KeyLine),
+    /// No entry: the prefix table decides.
+    Lookup,
 }
 
 /// Most key runs one [`KeyLine`] names.

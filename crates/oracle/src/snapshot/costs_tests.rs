@@ -315,7 +315,7 @@ fn check_run_keys(snap: &TopologySnapshot) -> Result<usize, String> {
             }
         }
         runs += keys.runs.len();
-        check_lines(slot, &keys, snap.prefixes.slot_blocks(slot).unwrap_or(&[]))
+        check_entries(slot, &keys, snap.prefixes.slot_blocks(slot).unwrap_or(&[]))
             .map_err(|e| format!("row {index} slot {slot}: {e}"))?;
     }
     Ok(runs)
@@ -324,7 +324,7 @@ fn check_run_keys(snap: &TopologySnapshot) -> Result<usize, String> {
 /// A shard's block entries against its run keys: one entry per level-1 block; an entry that
 /// names keys gives every address of the block its run's key, and names the key itself exactly
 /// when the block's runs all have one key.
-fn check_lines(slot: u32, keys: &costs::ShardKeys, blocks: &[lpm::Block]) -> Result<(), String> {
+fn check_entries(slot: u32, keys: &costs::ShardKeys, blocks: &[lpm::Block]) -> Result<(), String> {
     if keys.blocks.len() != blocks.len() {
         return Err(format!(
             "{} entries for {} blocks",
@@ -384,7 +384,7 @@ proptest! {
             .map(|&(o, h)| Ipv4Addr::from((u32::from([1u8, 203][usize::from(o)]) << 24) | (h & 0x00ff_ffff)))
             .collect();
         let mut checked = 0;
-        let mut through_lines = 0;
+        let mut through_entries = 0;
         for op in ops.into_iter().chain([Op::Query(vec![0, 5])]) {
             let updates = match op {
                 Op::AddV4(a, len, r, d) => vec![Update::AddExternalNetwork(ExternalNetwork {
@@ -430,7 +430,7 @@ proptest! {
                             // The key through the probe's block entry is its run key.
                             if let Some(through) = k.key_through_entries(u32::from(a)) {
                                 prop_assert_eq!(through, key);
-                                through_lines += 1;
+                                through_entries += 1;
                             }
                         }
                     }
@@ -444,7 +444,7 @@ proptest! {
             snap = next;
         }
         prop_assert!(checked > 0, "no probe was ranked through a run key");
-        prop_assert!(through_lines > 0, "no probe was ranked through a block entry");
+        prop_assert!(through_entries > 0, "no probe was ranked through a block entry");
     }
 }
 

@@ -1,7 +1,7 @@
 //! Reading a snapshot: locating addresses, path metrics, ranking.
 
 use super::TopologySnapshot;
-use super::costs::{EntryBuilder, KeyLine, RowCosts, ShardKeys, line_of};
+use super::costs::{EntryBuilder, KeyLine, RowCosts, ShardKeys, Through, line_of};
 use super::paths::{PathEntry, compute_row};
 use super::prefixes::{Exit, Hit, PrefixTable, RUN};
 use super::routers::RouterIdx;
@@ -527,21 +527,17 @@ impl TopologySnapshot {
             };
             for (i, ((k, e), l)) in keys.iter_mut().zip(entries).zip(&mut lines).enumerate() {
                 match e.map(|(sk, &entry)| (sk, sk.through_entry(entry))) {
-                    Some((_, Ok(key))) => settle(i, k, key),
-                    Some((sk, Err(Some(line)))) => {
+                    Some((_, Through::Key(key))) => settle(i, k, Some(key)),
+                    Some((sk, Through::Line(line))) => {
                         prefetch(line);
                         *l = Some((sk, line));
                     }
-                    Some((_, Err(None))) | None => settle(i, k, None),
+                    Some((_, Through::Lookup)) | None => settle(i, k, None),
                 }
             }
             for (i, ((k, l), &a)) in keys.iter_mut().zip(lines).zip(block).enumerate() {
                 let Some((sk, line)) = l else { continue };
-                let key = a
-                    .v4_bits()
-                    .and_then(|a| line.id(a))
-                    .and_then(|id| sk.line_keys.get(usize::from(id)).copied());
-                settle(i, k, key);
+                settle(i, k, a.v4_bits().and_then(|a| sk.key_in_line(line, a)));
             }
             if n_rest == block.len() {
                 placed += self.keys_located(row, block, keys);
