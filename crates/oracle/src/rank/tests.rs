@@ -211,4 +211,42 @@ proptest! {
         prop_assert_eq!(&order[..keys.len()], &want[..]);
         prop_assert!(order[keys.len()..].iter().all(|&x| x == 7));
     }
+
+    #[test]
+    fn sort_order_counts_few_distinct_keys(
+        values in prop::collection::vec(any::<u64>(), 1..40),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..600),
+    ) {
+        // Up to 39 distinct values, any of them colliding in the counting sort's table: below
+        // `FEW` the counting sort answers, above it the comparison sort does.
+        let keys: Vec<u64> = picks.iter().map(|p| *p.get(&values)).collect();
+        let mut order = vec![0u64; keys.len()];
+        sort_order(&keys, &mut order);
+        let mut want: Vec<(u64, u64)> = keys.iter().enumerate().map(|(i, &k)| (k, i as u64)).collect();
+        want.sort_unstable();
+        let want: Vec<u64> = want.into_iter().map(|(_, i)| i).collect();
+        prop_assert_eq!(order, want);
+    }
+}
+
+#[test]
+fn counting_sort_takes_few_values_and_gives_up_on_more() {
+    let few: Vec<u64> = (0..300)
+        .map(|i| order_key(Some(f64::from(i % 32 * 7 % 32))))
+        .collect();
+    let mut order = vec![0u64; few.len()];
+    assert!(count_few(&few, &mut order));
+    assert!(
+        order
+            .windows(2)
+            .all(|w| (few[w[0] as usize], w[0]) < (few[w[1] as usize], w[1]))
+    );
+    let many: Vec<u64> = (0..33).collect();
+    assert!(!count_few(&many, &mut vec![0; 33]));
+    let long = vec![5u64; FEW_CANDIDATES + 1];
+    assert!(!count_few(&long, &mut vec![0; long.len()]));
+    // Both still sorted by `sort_order`.
+    let mut order = vec![0u64; 33];
+    sort_order(&many, &mut order);
+    assert_eq!(order, (0..33).collect::<Vec<_>>());
 }

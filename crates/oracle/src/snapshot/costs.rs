@@ -79,9 +79,7 @@ impl ShardKeys {
     #[inline(always)]
     pub fn through_entry(&self, entry: u16) -> Through<'_> {
         let found = if entry & LINE == 0 {
-            self.line_keys
-                .get(usize::from(entry))
-                .map(|&k| Through::Key(k))
+            self.line_keys.get(usize::from(entry)).map(Through::Key)
         } else if entry == NO_ENTRY {
             None
         } else {
@@ -92,10 +90,10 @@ impl ShardKeys {
         found.unwrap_or(Through::Lookup)
     }
 
-    /// The key of the IPv4 address `addr` in `line`, one of this shard's lines.
+    /// Where the key of the IPv4 address `addr` in `line`, one of this shard's lines, sits.
     #[inline(always)]
-    pub fn key_in_line(&self, line: &KeyLine, addr: u32) -> Option<u64> {
-        self.line_keys.get(usize::from(line.id(addr)?)).copied()
+    pub fn key_in_line(&self, line: &KeyLine, addr: u32) -> Option<&u64> {
+        self.line_keys.get(usize::from(line.id(addr)?))
     }
 
     /// The key of the IPv4 address `addr` through the entries and lines, or `None` where its
@@ -103,8 +101,8 @@ impl ShardKeys {
     #[cfg(test)]
     pub fn key_through_entries(&self, addr: u32) -> Option<u64> {
         match self.through_entry(*self.blocks.get(line_of(addr))?) {
-            Through::Key(key) => Some(key),
-            Through::Line(line) => self.key_in_line(line, addr),
+            Through::Key(key) => Some(*key),
+            Through::Line(line) => self.key_in_line(line, addr).copied(),
             Through::Lookup => None,
         }
     }
@@ -113,8 +111,8 @@ impl ShardKeys {
 /// What a [`ShardKeys::blocks`] entry says of its block's candidates.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Through<'a> {
-    /// One key covers the whole block.
-    Key(u64),
+    /// One key covers the whole block: where it sits.
+    Key(&'a u64),
     /// The block has several keys: read its line.
     Line(&'a KeyLine),
     /// No entry: the prefix table decides.

@@ -11,7 +11,7 @@ use ipnet::IpNet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Addresses located together before their costs are computed.
-const BLOCK: usize = 32;
+const BLOCK: usize = 64;
 
 /// What the prefix table says about an address (console `show`).
 #[derive(Clone, Debug, PartialEq)]
@@ -480,8 +480,10 @@ impl TopologySnapshot {
     /// The key loop. An IPv4 candidate whose first octet has block entries
     /// ([`ShardKeys::blocks`]) reads its block's entry, which is its key's id for a block of
     /// one key, and otherwise the block's [`KeyLine`]; a block of candidates first finds and
-    /// prefetches every entry, then reads them and prefetches the lines they name, then reads
-    /// those, so that the misses of one step overlap. The others
+    /// prefetches every entry, then reads them and prefetches the keys or lines they name, then
+    /// reads those lines and prefetches their keys, then reads the keys, so that the misses of
+    /// one step overlap (a key read right after its entry stalled the loop: 17% of its samples,
+    /// docs/BENCHMARKS.md). The others
     /// ([`keys_located`](Self::keys_located)): IPv6, an entry or line that names no key, a
     /// shard without entries.
     #[inline(always)]
@@ -507,45 +509,64 @@ impl TopologySnapshot {
                     prefetch(*entry);
                 }
             }
+            // Where each candidate's key sits, once its entry or line says.
+            let mut at: [Option<&u64>; BLOCK] = [None; BLOCK];
             // Candidates of blocks of several keys: their shard's keys and line.
             let mut lines: [Option<(&ShardKeys, &KeyLine)>; BLOCK] = [None; BLOCK];
-            // Candidates neither resolves, by position in the block.
-            let mut rest = [0u8; BLOCK];
-            let mut n_rest = 0;
-            // A key found (counted), or the candidate left to the prefix table.
-            let mut settle = |i: usize, k: &mut u64, key: Option<u64>| match key {
-                Some(key) if key != NONE => {
-                    *k = key;
-                    placed += 1;
-                }
-                _ => {
-                    if let Some(r) = rest.get_mut(n_rest) {
-                        *r = i as u8;
-                        n_rest += 1;
-                    }
-                }
-            };
-            for (i, ((k, e), l)) in keys.iter_mut().zip(entries).zip(&mut lines).enumerate() {
+            for ((a, e), l) in at.iter_mut().zip(entries).zip(&mut lines) {
                 match e.map(|(sk, &entry)| (sk, sk.through_entry(entry))) {
-                    Some((_, Through::Key(key))) => settle(i, k, Some(key)),
+                    Some((_, Through::Key(key))) => {
+                        prefetch(key);
+                        *a = Some(key);
+                    }
                     Some((sk, Through::Line(line))) => {
                         prefetch(line);
                         *l = Some((sk, line));
                     }
-                    Some((_, Through::Lookup)) | None => settle(i, k, None),
+                    Some((_, Through::Lookup)) | None => {}
                 }
             }
-            for (i, ((k, l), &a)) in keys.iter_mut().zip(lines).zip(block).enumerate() {
+            for ((a, l), &addr) in at.iter_mut().zip(lines).zip(block) {
                 let Some((sk, line)) = l else { continue };
-                settle(i, k, a.v4_bits().and_then(|a| sk.key_in_line(line, a)));
+                *a = addr.v4_bits().and_then(|x| sk.key_in_line(line, x));
+                if let Some(key) = a {
+                    prefetch(*key);
+                }
+            }
+            // Candidates neither resolves, by position in the block.
+            let mut rest = [0u8; BLOCK];
+            let mut n_rest = 0;
+            for (i, (k, a)) in keys.iter_mut().zip(at).enumerate() {
+                match a {
+                    Some(&key) if key != NONE => {
+                        *k = key;
+                        placed += 1;
+                    }
+                    _ => {
+                        if let Some(r) = rest.get_mut(n_rest) {
+                            *r = i as u8;
+                            n_rest += 1;
+                        }
+                    }
+                }
             }
             if n_rest == block.len() {
                 placed += self.keys_located(row, block, keys);
-            } else {
-                for &i in rest.iter().take(n_rest) {
-                    let i = usize::from(i);
-                    if let (Some(a), Some(k)) = (block.get(i..=i), keys.get_mut(i..=i)) {
-                        placed += self.keys_located(row, a, k);
+            } else if let Some(&first) = block.first()
+                && n_rest > 0
+            {
+                // Together, so that their lookups overlap too (a source network's blocks are
+                // mostly of more key runs than a line holds: a fifth of the seed's candidates).
+                let rest = &rest[..n_rest];
+                let mut addrs = [first; BLOCK];
+                for (a, &i) in addrs.iter_mut().zip(rest) {
+                    *a = block.get(usize::from(i)).copied().unwrap_or(first);
+                }
+                let mut found = [NONE; BLOCK];
+                placed += self.keys_located(row, &addrs[..n_rest], &mut found[..n_rest]);
+                for (&i, &key) in rest.iter().zip(&found) {
+                    if let Some(k) = keys.get_mut(usize::from(i)) {
+                        *k = key;
                     }
                 }
             }
