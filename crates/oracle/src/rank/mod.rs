@@ -179,11 +179,16 @@ fn count_few(keys: &[u64], order: &mut [u64]) -> bool {
             s = (s + 1) & (SLOTS - 1);
         }
     }
-    // The ids in value order (a sort of at most `FEW`).
+    // The ids in value order: each value's rank is the count of the smaller ones (distinct
+    // values, so the ranks are a permutation). Comparisons without branches, where an
+    // insertion sort of the ids mispredicted about once per id.
     let values = &values[..d];
-    let mut by_value: [u8; FEW] = std::array::from_fn(|i| i as u8);
-    let by_value = &mut by_value[..d];
-    by_value.sort_unstable_by_key(|&i| values[usize::from(i)]);
+    let mut by_value = [0u8; FEW];
+    for (id, &v) in values.iter().enumerate() {
+        let rank = values.iter().filter(|&&u| u < v).count();
+        by_value[rank & (FEW - 1)] = id as u8;
+    }
+    let by_value = &by_value[..d];
     // Where each id's indices go next in `order`: first the counts of the lower values.
     let mut next = [0u16; FEW];
     for &id in ids.iter() {
