@@ -326,7 +326,10 @@ impl ShardMap {
             // The message itself to its shard, which ignores acknowledgements of identifiers
             // it did not send; the others' in Ack messages from the same neighbour.
             to(base, msg, src);
-            let nbr = generator_of(&message).unwrap_or(src);
+            // A hostile RSVP_HOP of 0.0.0.0 names no neighbour: the datagram's source then.
+            let nbr = generator_of(&message)
+                .filter(|a| !a.is_unspecified())
+                .unwrap_or(src);
             for (shard, acks) in acks.into_iter().enumerate() {
                 if shard == base || acks.is_empty() {
                     continue;
