@@ -326,10 +326,7 @@ impl ShardMap {
             // The message itself to its shard, which ignores acknowledgements of identifiers
             // it did not send; the others' in Ack messages from the same neighbour.
             to(base, msg, src);
-            // A hostile RSVP_HOP of 0.0.0.0 names no neighbour: the datagram's source then.
-            let nbr = generator_of(&message)
-                .filter(|a| !a.is_unspecified())
-                .unwrap_or(src);
+            let nbr = generator_of(&message).unwrap_or(src);
             for (shard, acks) in acks.into_iter().enumerate() {
                 if shard == base || acks.is_empty() {
                     continue;
@@ -407,16 +404,17 @@ fn lists_or_acks(part: &Message, refresh: &Refresh) -> bool {
 }
 
 /// The node that generated a message's MESSAGE_ID objects (RFC 2961 §4.5): its RSVP_HOP's
-/// address, for messages with one.
+/// address, for messages with one. A hostile RSVP_HOP of 0.0.0.0 names no node (`None`).
 fn generator_of(msg: &Message) -> Option<IpAddr> {
-    Some(match msg {
+    let addr = match msg {
         Message::Path(m) => m.hop.addr,
         Message::Resv(m) => m.hop.addr,
         Message::PathTear(m) => m.hop.addr,
         Message::ResvTear(m) => m.hop.addr,
         Message::ResvErr(m) => m.hop.addr,
         _ => return None,
-    })
+    };
+    Some(addr).filter(|a| !a.is_unspecified())
 }
 
 /// The address an RSVP_HOP body starts with (RFC 2205 §A.2; RFC 3473 §8.1.1 for C-Types 3, 4).

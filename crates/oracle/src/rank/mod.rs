@@ -159,7 +159,7 @@ fn count_few(keys: &[u64], order: &mut [u64]) -> bool {
     for (id, &k) in ids.iter_mut().zip(keys) {
         let mut s = (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize;
         loop {
-            // `s` < SLOTS (6 bits of hash, then masked).
+            // `s` < SLOTS (8 bits of hash, then masked).
             let si = slot_id[s];
             if slot_key[s] == k && si != EMPTY {
                 *id = si;
