@@ -220,7 +220,7 @@ fn readers_never_wait_or_see_half_built_snapshots() {
     use pathwise_oracle::SharedSnapshot;
     use pathwise_oracle::generate::seed_network;
     use pathwise_oracle::proxidor::{Outcome, answer, query};
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
     let shared = SharedSnapshot::new(TopologySnapshot::build(&seed_network(1)).unwrap());
     // 100.64/10 is outside every generated external prefix.
@@ -229,6 +229,11 @@ fn readers_never_wait_or_see_half_built_snapshots() {
     let mut q = Vec::new();
     query(1, &[probe, "130.149.5.1".parse().unwrap()]).emit(&mut q);
     let stop = AtomicBool::new(false);
+    // Readers that have answered once, and answers given: the writer waits for both readers
+    // before its first update and for a new answer before each next one, so that answers and
+    // updates interleave however the threads are scheduled (on a loaded machine the 40 updates
+    // could otherwise all be done before a reader's first answer).
+    let (started, answers) = (AtomicU32::new(0), AtomicU32::new(0));
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
@@ -251,12 +256,23 @@ fn readers_never_wait_or_see_half_built_snapshots() {
                         }
                     );
                     answered += 1;
+                    if answered == 1 {
+                        started.fetch_add(1, Ordering::Relaxed);
+                    }
+                    answers.fetch_add(1, Ordering::Relaxed);
                 }
                 assert!(answered > 0);
             });
         }
         let prefix: IpNet = "100.64.200.0/24".parse().unwrap();
+        while started.load(Ordering::Relaxed) < 2 {
+            std::thread::yield_now();
+        }
         for i in 0..40 {
+            let seen = answers.load(Ordering::Relaxed);
+            while answers.load(Ordering::Relaxed) == seen {
+                std::thread::yield_now();
+            }
             let u = if i % 2 == 0 {
                 Update::AddExternalNetwork(ExternalNetwork {
                     prefix,

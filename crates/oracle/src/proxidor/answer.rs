@@ -108,13 +108,38 @@ pub enum DropReason {
 /// IPv6 one, else `peer`. The reply echoes the identification, sets QR and the snapshot's TTL,
 /// carries no authentication block or source extension, and holds one IPv4 list TLV and/or one
 /// IPv6 list TLV: every list of a family in the query merged, ranked, attributes dropped (seed
-/// §4.8.1). Allocation-free apart from growing `out` (and, once per snapshot and source row, its
-/// ranking terms). Never panics.
+/// §4.8.1). Never panics. A server answers through [`answer_with`], which reuses its buffers.
 pub fn answer(
     snapshot: &TopologySnapshot,
     peer: IpAddr,
     query: &[u8],
     out: &mut Vec<u8>,
+) -> Outcome {
+    answer_with(snapshot, peer, query, out, &mut AnswerScratch::default())
+}
+
+/// Reusable buffers for [`answer_with`]: the query's addresses, their sort keys and their
+/// order. A worker keeps one, so that answering allocates nothing once warm and writes no more
+/// than the query's addresses (arrays sized for the largest query were 10 KiB of `memset` per
+/// datagram, 7 % of the oracle worker's user time; docs/BENCHMARKS.md).
+#[derive(Clone, Debug, Default)]
+pub struct AnswerScratch {
+    v4: Vec<Ipv4Addr>,
+    v6: Vec<Ipv6Addr>,
+    k4: Vec<u64>,
+    k6: Vec<u64>,
+    o4: Vec<u64>,
+    o6: Vec<u64>,
+}
+
+/// [`answer`] with caller-held buffers: allocation-free once `scratch` and `out` have grown
+/// (and, once per snapshot and source row, its ranking terms are built).
+pub fn answer_with(
+    snapshot: &TopologySnapshot,
+    peer: IpAddr,
+    query: &[u8],
+    out: &mut Vec<u8>,
+    scratch: &mut AnswerScratch,
 ) -> Outcome {
     if query.len() < HEADER_LEN {
         return Outcome::Dropped(DropReason::TooShort(query.len()));
@@ -165,42 +190,43 @@ pub fn answer(
         .flatten()
         .find_map(|s| snapshot.source_view(s));
 
-    let mut v4 = [Ipv4Addr::UNSPECIFIED; MAX_IPV4];
-    let mut v6 = [Ipv6Addr::UNSPECIFIED; MAX_IPV6];
-    let (mut i4, mut i6) = (0usize, 0usize);
+    // At most `MAX_ADDRESS_BYTES` of addresses (checked above).
+    let AnswerScratch {
+        v4,
+        v6,
+        k4,
+        k6,
+        o4,
+        o6,
+    } = scratch;
+    v4.clear();
+    v6.clear();
     for t in view.tlvs().flatten() {
         match t.kind {
-            TlvType::Ipv4List => {
-                for c in t.payload.chunks_exact(4) {
-                    if let Some(slot) = v4.get_mut(i4) {
-                        *slot = Ipv4Addr::new(c[0], c[1], c[2], c[3]);
-                        i4 += 1;
-                    }
-                }
-            }
-            TlvType::Ipv6List => {
-                for c in t.payload.chunks_exact(16) {
-                    if let (Some(slot), Ok(b)) = (v6.get_mut(i6), <[u8; 16]>::try_from(c)) {
-                        *slot = Ipv6Addr::from(b);
-                        i6 += 1;
-                    }
-                }
-            }
+            TlvType::Ipv4List => v4.extend(
+                t.payload
+                    .chunks_exact(4)
+                    .map(|c| Ipv4Addr::new(c[0], c[1], c[2], c[3])),
+            ),
+            TlvType::Ipv6List => v6.extend(
+                t.payload
+                    .chunks_exact(16)
+                    .filter_map(|c| <[u8; 16]>::try_from(c).ok())
+                    .map(Ipv6Addr::from),
+            ),
             TlvType::Unknown(_) => {}
         }
     }
-    let mut k4 = [0u64; MAX_IPV4];
-    let mut k6 = [0u64; MAX_IPV6];
-    let (v4, v6) = (v4.get(..i4).unwrap_or(&[]), v6.get(..i6).unwrap_or(&[]));
-    let (k4, k6) = (
-        k4.get_mut(..i4).unwrap_or(&mut []),
-        k6.get_mut(..i6).unwrap_or(&mut []),
-    );
+    let (i4, i6) = (v4.len(), v6.len());
+    for (keys, order, n) in [(&mut *k4, &mut *o4, i4), (&mut *k6, &mut *o6, i6)] {
+        keys.clear();
+        keys.resize(n, 0);
+        order.clear();
+        order.resize(n, 0);
+    }
     let placed = snapshot.keys_v4(row.as_ref(), v4, k4) + snapshot.keys_v6(row.as_ref(), v6, k6);
-    let mut o4 = [0u64; MAX_IPV4];
-    let mut o6 = [0u64; MAX_IPV6];
-    sort_order(k4, &mut o4);
-    sort_order(k6, &mut o6);
+    sort_order(k4, o4);
+    sort_order(k6, o6);
 
     let reply = Header {
         version: VERSION,
@@ -221,11 +247,11 @@ pub fn answer(
     reply.emit(&mut Writer::new(out));
     if i4 > 0 {
         emit_list_header(&mut Writer::new(out), TlvType::Ipv4List, i6 > 0, 4 * i4);
-        emit_in_order(out, v4, o4.get(..i4).unwrap_or(&[]), Ipv4Addr::octets);
+        emit_in_order(out, v4, o4, Ipv4Addr::octets);
     }
     if i6 > 0 {
         emit_list_header(&mut Writer::new(out), TlvType::Ipv6List, false, 16 * i6);
-        emit_in_order(out, v6, o6.get(..i6).unwrap_or(&[]), Ipv6Addr::octets);
+        emit_in_order(out, v6, o6, Ipv6Addr::octets);
     }
     Outcome::Answered {
         addresses: i4 + i6,

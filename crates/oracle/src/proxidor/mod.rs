@@ -14,7 +14,8 @@ pub mod vectors;
 mod tests;
 
 pub use answer::{
-    DropReason, MAX_ADDRESS_BYTES, MAX_IPV4, MAX_IPV6, Malformed, Outcome, VERSION, answer,
+    AnswerScratch, DropReason, MAX_ADDRESS_BYTES, MAX_IPV4, MAX_IPV6, Malformed, Outcome, VERSION,
+    answer, answer_with,
 };
 pub use header::{HEADER_LEN, Header, Opcode, Rcode};
 pub use message::{

@@ -5,7 +5,7 @@
 //!
 //! A worker takes up to `batch` datagrams per `recvmmsg`, loads the current snapshot once for
 //! the batch ([`SharedSnapshot::load`]: a lock-free read that never waits for a writer), calls
-//! [`answer`] per datagram into preallocated reply buffers, and sends the replies with one
+//! [`answer_with`] per datagram into preallocated reply buffers, and sends the replies with one
 //! `sendmmsg`. Nothing is allocated per datagram. Every datagram is counted: answered, rejected
 //! by Rcode and reason, or dropped by reason ([`super::counters`]).
 //!
@@ -17,7 +17,8 @@ use anyhow::Context as _;
 use nix::sys::socket::{
     ControlMessage, MsgFlags, MultiHeaders, SockaddrStorage, recvmmsg, sendmmsg,
 };
-use pathwise_oracle::{SharedSnapshot, answer};
+use pathwise_oracle::SharedSnapshot;
+use pathwise_oracle::proxidor::{AnswerScratch, answer_with};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{IoSlice, IoSliceMut};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -39,7 +40,7 @@ const IDLE_WAKE: Duration = Duration::from_millis(100);
 /// What the workers answer with.
 #[derive(Clone, Debug)]
 pub enum Service {
-    /// The oracle: [`answer`] against the current snapshot.
+    /// The oracle: [`answer_with`] against the current snapshot.
     Oracle(Arc<SharedSnapshot>),
     /// A plain UDP echo (the benchmarks' baseline).
     Echo,
@@ -328,6 +329,7 @@ fn worker(
     let mut peers: [Option<SockaddrStorage>; MAX_BATCH] = [None; MAX_BATCH];
     let mut lens = [0usize; MAX_BATCH];
     let mut truncated = [false; MAX_BATCH];
+    let mut scratch = AnswerScratch::default();
     let mut dest: [Option<SockaddrStorage>; MAX_BATCH] = [None; MAX_BATCH];
     let mut counts = BatchCounts::default();
     while !stop.load(Relaxed) {
@@ -391,7 +393,7 @@ fn worker(
                 out.clear();
                 match &snap {
                     Some(snap) => {
-                        let o = answer(snap, peer, query, out);
+                        let o = answer_with(snap, peer, query, out, &mut scratch);
                         counts.outcome(&o);
                         if matches!(o, pathwise_oracle::Outcome::Dropped(_)) {
                             continue;
