@@ -112,6 +112,27 @@ macro_rules! opt_emit {
     };
 }
 
+/// `$some` with `$m` bound to the message of any type that has an INTEGRITY slot (every type
+/// but the Integrity Challenge, RFC 2747 §3.3), `$none` for the Challenge.
+macro_rules! with_integrity {
+    ($msg:expr, $m:ident => $some:expr, $none:expr) => {
+        match $msg {
+            Message::Path($m) => $some,
+            Message::Resv($m) => $some,
+            Message::PathErr($m) => $some,
+            Message::ResvErr($m) => $some,
+            Message::PathTear($m) => $some,
+            Message::ResvTear($m) => $some,
+            Message::ResvConf($m) => $some,
+            Message::Hello($m) => $some,
+            Message::Ack($m) => $some,
+            Message::Srefresh($m) => $some,
+            Message::IntegrityResponse($m) => $some,
+            Message::IntegrityChallenge(_) => $none,
+        }
+    };
+}
+
 impl Message {
     /// The message type.
     pub fn msg_type(&self) -> MsgType {
@@ -133,20 +154,12 @@ impl Message {
 
     /// The INTEGRITY slot of the message (`None` for an Integrity Challenge, which has none).
     pub fn integrity_slot(&mut self) -> Option<&mut Option<crate::wire::objects::Integrity>> {
-        match self {
-            Message::Path(m) => Some(&mut m.integrity),
-            Message::Resv(m) => Some(&mut m.integrity),
-            Message::PathErr(m) => Some(&mut m.integrity),
-            Message::ResvErr(m) => Some(&mut m.integrity),
-            Message::PathTear(m) => Some(&mut m.integrity),
-            Message::ResvTear(m) => Some(&mut m.integrity),
-            Message::ResvConf(m) => Some(&mut m.integrity),
-            Message::Hello(m) => Some(&mut m.integrity),
-            Message::Ack(m) => Some(&mut m.integrity),
-            Message::Srefresh(m) => Some(&mut m.integrity),
-            Message::IntegrityResponse(m) => Some(&mut m.integrity),
-            Message::IntegrityChallenge(_) => None,
-        }
+        with_integrity!(self, m => Some(&mut m.integrity), None)
+    }
+
+    /// The INTEGRITY object the message carries, if any.
+    pub fn integrity(&self) -> Option<&crate::wire::objects::Integrity> {
+        with_integrity!(self, m => m.integrity.as_ref(), None)
     }
 
     /// The SESSION, which every message but the integrity handshake and Hello carries.
@@ -272,6 +285,12 @@ impl Message {
         w.u8(send_ttl);
         w.u8(0); // reserved
         w.u16(0); // RSVP Length, filled in below
+        // RFC 2961 §4.1: "one or more MESSAGE_ID_ACK or MESSAGE_ID_NACK objects MUST
+        // immediately follow the INTEGRITY object", and the MESSAGE_ID follows them; RFC 2747
+        // §3.1 puts INTEGRITY right behind the common header.
+        if let Some(i) = self.integrity() {
+            i.emit(&mut w);
+        }
         refresh.emit(&mut w);
         self.emit_objects(&mut w);
         let length = u16::try_from(out.len() - start).unwrap_or(u16::MAX);
@@ -290,7 +309,6 @@ impl Message {
             //                    <sender descriptor>
             // (RFC 3209 §3.1.1; the RSVP-TE objects are optional in an IP session's Path.)
             Message::Path(m) => {
-                opt_emit!(m.integrity, w);
                 m.session.emit(w);
                 m.hop.emit(w);
                 m.time_values.emit(w);
@@ -305,7 +323,6 @@ impl Message {
             //                    <TIME_VALUES> [ <RESV_CONFIRM> ] [ <SCOPE> ]
             //                    [ <POLICY_DATA> ... ] <STYLE> <flow descriptor list>
             Message::Resv(m) => {
-                opt_emit!(m.integrity, w);
                 m.session.emit(w);
                 m.hop.emit(w);
                 m.time_values.emit(w);
@@ -319,7 +336,6 @@ impl Message {
             // <PathErr message> ::= <Common Header> [ <INTEGRITY> ] <SESSION> <ERROR_SPEC>
             //                       [ <POLICY_DATA> ... ] [ <sender descriptor> ]
             Message::PathErr(m) => {
-                opt_emit!(m.integrity, w);
                 m.session.emit(w);
                 m.error.emit(w);
                 emit_opaque(&m.policy, w);
@@ -330,7 +346,6 @@ impl Message {
             //                       <ERROR_SPEC> [ <SCOPE> ] [ <POLICY_DATA> ... ]
             //                       <STYLE> [ <error flow descriptor> ]
             Message::ResvErr(m) => {
-                opt_emit!(m.integrity, w);
                 m.session.emit(w);
                 m.hop.emit(w);
                 m.error.emit(w);
@@ -343,7 +358,6 @@ impl Message {
             // <PathTear Message> ::= <Common Header> [ <INTEGRITY> ] <SESSION> <RSVP_HOP>
             //                        [ <sender descriptor> ]
             Message::PathTear(m) => {
-                opt_emit!(m.integrity, w);
                 m.session.emit(w);
                 m.hop.emit(w);
                 emit_opaque(&m.forward, w);
@@ -355,7 +369,6 @@ impl Message {
             // <ResvTear Message> ::= <Common Header> [<INTEGRITY>] <SESSION> <RSVP_HOP>
             //                        [ <SCOPE> ] <STYLE> <flow descriptor list>
             Message::ResvTear(m) => {
-                opt_emit!(m.integrity, w);
                 m.session.emit(w);
                 m.hop.emit(w);
                 opt_emit!(m.scope, w);
@@ -366,7 +379,6 @@ impl Message {
             // <ResvConf message> ::= <Common Header> [ <INTEGRITY> ] <SESSION> <ERROR_SPEC>
             //                        <RESV_CONFIRM> <STYLE> <flow descriptor list>
             Message::ResvConf(m) => {
-                opt_emit!(m.integrity, w);
                 m.session.emit(w);
                 m.error.emit(w);
                 m.confirm.emit(w);
@@ -376,20 +388,17 @@ impl Message {
             }
             // <Hello Message> ::= <Common Header> [ <INTEGRITY> ] <HELLO> (RFC 3209 §5.1)
             Message::Hello(m) => {
-                opt_emit!(m.integrity, w);
                 m.object.emit(w);
             }
             // RFC 2961 §4.4, §5.1: the acknowledgements and identifier are in the Refresh.
-            Message::Ack(m) => opt_emit!(m.integrity, w),
+            Message::Ack(_) => {}
             Message::Srefresh(m) => {
-                opt_emit!(m.integrity, w);
                 m.lists.iter().for_each(|l| l.emit(w));
             }
             // <Integrity Challenge message> ::= <Common Header> <CHALLENGE>
             Message::IntegrityChallenge(m) => m.challenge.emit(w),
             // <Integrity Response message> ::= <Common Header> <INTEGRITY> <CHALLENGE>
             Message::IntegrityResponse(m) => {
-                opt_emit!(m.integrity, w);
                 m.challenge.emit(w);
             }
         }

@@ -303,7 +303,8 @@ pub(in crate::wire) fn hello() -> impl Strategy<Value = Hello> {
     })
 }
 
-fn message_id() -> impl Strategy<Value = MessageId> {
+/// A MESSAGE_ID of any flags, epoch and identifier (RFC 2961 §4.2).
+pub(crate) fn message_id() -> impl Strategy<Value = MessageId> {
     (any::<u8>(), epoch(), any::<u32>()).prop_map(|(flags, epoch, message_id)| MessageId {
         flags,
         epoch,
@@ -311,7 +312,8 @@ fn message_id() -> impl Strategy<Value = MessageId> {
     })
 }
 
-fn message_id_ack() -> impl Strategy<Value = MessageIdAck> {
+/// A MESSAGE_ID_ACK or MESSAGE_ID_NACK (RFC 2961 §4.3).
+pub(crate) fn message_id_ack() -> impl Strategy<Value = MessageIdAck> {
     (any::<bool>(), message_id()).prop_map(|(nack, m)| MessageIdAck {
         kind: if nack { AckKind::Nack } else { AckKind::Ack },
         flags: m.flags,
