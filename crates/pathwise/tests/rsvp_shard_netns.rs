@@ -111,6 +111,52 @@ fn classes(lab: &Lab, i: usize) -> String {
     lines.join("\n")
 }
 
+/// LSPs headed by H1's two shards (RFC 3209; `rsvp lsp add` goes to the shard the name picks,
+/// which picks a Tunnel ID of its own sessions): all come up with a label from R1, are listed
+/// once each by `show lsp` (gathered from both shards), and `rsvp lsp del` tears each down.
+fn lsps_headed_by_two_shards(lab: &Lab) -> anyhow::Result<()> {
+    const LSPS: usize = 6;
+    let names: Vec<String> = (0..LSPS).map(|k| format!("t{k}")).collect();
+    for name in &names {
+        cli(
+            lab,
+            H1,
+            &[
+                "lsp",
+                "add",
+                name,
+                "--to",
+                RECEIVER,
+                "--bandwidth",
+                "100kbit",
+            ],
+        )?;
+    }
+    let heads = |lab: &Lab| -> Vec<Value> {
+        cli(lab, H1, &["show", "lsp"])
+            .ok()
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|l| l["role"] == "head-end")
+            .collect()
+    };
+    let up = wait_for(Duration::from_secs(10), "every LSP up at H1", || {
+        let h = heads(lab);
+        (h.len() == LSPS && h.iter().all(|l| l["status"] == "up")).then_some(h)
+    })
+    .map_err(|e| anyhow::anyhow!("{e}: {:?}", heads(lab)))?;
+    let mut listed: Vec<&str> = up.iter().filter_map(|l| l["name"].as_str()).collect();
+    listed.sort_unstable();
+    assert_eq!(listed, names.iter().map(String::as_str).collect::<Vec<_>>());
+    for name in &names {
+        cli(lab, H1, &["lsp", "del", name])?;
+    }
+    wait_for(Duration::from_secs(10), "no LSP at H1", || {
+        heads(lab).is_empty().then_some(())
+    })
+}
+
 #[test]
 fn two_shards_with_churning_flows_leave_nothing_behind() -> anyhow::Result<()> {
     churn_on_two_shards("two_shards_with_churning_flows_leave_nothing_behind", false)
@@ -146,6 +192,8 @@ fn churn_on_two_shards(name: &str, refresh_reduction: bool) -> anyhow::Result<()
         open(&lab, k)?;
     }
     all_consistent(&lab, u64::from(FLOWS), "every flow")?;
+    lsps_headed_by_two_shards(&lab)?;
+    all_consistent(&lab, u64::from(FLOWS), "every flow, the LSPs gone")?;
     // The sessions are spread: both shards of every router hold some, and both read messages.
     for (n, r) in [R1, R2, R3].into_iter().enumerate() {
         let c = counters(&lab, r);

@@ -354,6 +354,93 @@ fn lsps_through_sharded_nodes_get_distinct_labels_from_each_shards_range() {
     }
 }
 
+/// LSPs headed by a sharded node (RFC 3209 head end, `rsvp lsp add` on a daemon with
+/// `threads > 1`): each is opened on the shard its name picks, which gives it a Tunnel ID of a
+/// session it holds, so its Resv comes back to it through the dispatcher. All come up, every
+/// shard heads some, a re-route (make-before-break, same session) stays on its shard, and
+/// closing them by name leaves no state or label anywhere.
+#[test]
+fn lsps_headed_by_a_sharded_node_come_up_and_go_away_on_their_shards() {
+    use pathwise::rsvp::shard::sim::sharded_sim;
+    use pathwise_rsvp::engine::te::{LspRole, LspSpec, LspStatus};
+    const LSPS: usize = 45;
+    let mut sim = sharded_sim(
+        testbeds::seed004_r0_r2(),
+        SimConfig::seeded(4661),
+        base(),
+        3,
+        Box::new(|_, _| Default::default()),
+    );
+    let (r0, r2) = (sim.node("R0").unwrap(), sim.node("R2").unwrap());
+    let to = sim.topology().loopbacks(r2)[0];
+    sim.schedule_call(Instant::from_millis(1), r0, move |e, now| {
+        for i in 0..LSPS {
+            let name = format!("lsp{i}");
+            e.head_of(&name)
+                .open_lsp(now, LspSpec::new(name, to, 1000))
+                .expect("LSP opens");
+        }
+    });
+    sim.run_until(Instant::from_secs(5));
+    let heads = |sim: &Sim<_>| -> Vec<(usize, String, Session, LspStatus)> {
+        let node: &pathwise::rsvp::shard::sim::ShardedRsvp<_> = sim.engine(r0).unwrap();
+        node.shards()
+            .iter()
+            .enumerate()
+            .flat_map(|(i, shard)| {
+                shard
+                    .lsps()
+                    .into_iter()
+                    .filter(|v| v.role == LspRole::HeadEnd)
+                    .map(move |v| (i, v.name, v.session, v.status))
+            })
+            .collect()
+    };
+    let up = heads(&sim);
+    assert_eq!(up.len(), LSPS);
+    let map = sim.engine(r0).unwrap().map().clone();
+    for (i, name, session, status) in &up {
+        assert_eq!(*status, LspStatus::Up, "{name}");
+        assert_eq!(map.of_lsp(name), *i, "{name} headed by its name's shard");
+        assert_eq!(
+            map.of_session(session),
+            *i,
+            "{name}'s session held where it is headed"
+        );
+    }
+    for shard in 0..3 {
+        assert!(up.iter().any(|h| h.0 == shard), "shard {shard} heads none");
+    }
+    // Re-route one: a new LSP ID in the same session, on the same shard.
+    let (_, name, session, _) = up[0].clone();
+    let renamed = name.clone();
+    sim.schedule_call(Instant::from_secs(5), r0, move |e, now| {
+        e.head_of(&renamed)
+            .open_lsp(now, LspSpec::new(renamed.clone(), to, 2000))
+            .expect("LSP re-routes");
+    });
+    sim.run_until(Instant::from_secs(10));
+    let after = heads(&sim);
+    let moved = after.iter().find(|h| h.1 == name).unwrap();
+    assert_eq!((moved.2, moved.3), (session, LspStatus::Up));
+    // Closed by name, each at its shard: nothing left on any node.
+    sim.schedule_call(Instant::from_secs(10), r0, move |e, now| {
+        for i in 0..LSPS {
+            let name = format!("lsp{i}");
+            e.head_of(&name).close_lsp(now, &name).expect("LSP closes");
+        }
+    });
+    sim.run_until(Instant::from_secs(15));
+    assert!(heads(&sim).is_empty());
+    for node in ["R0", "R1", "R2"] {
+        let e = sim.engine(sim.node(node).unwrap()).unwrap();
+        assert!(e.is_idle(), "{node} keeps state");
+        for shard in e.shards() {
+            assert_eq!(shard.labels_in_use(), 0, "{node} keeps labels");
+        }
+    }
+}
+
 /// What refresh reduction did at every node of a run.
 #[derive(Debug, Default)]
 struct RrTotals {

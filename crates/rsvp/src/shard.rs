@@ -39,11 +39,54 @@ mod listed;
 /// The most shards a daemon runs.
 pub const MAX_SHARDS: usize = 64;
 
+/// Which of a node's shards holds a session: the keyed hash of its identity. Part of every
+/// [`ShardMap`], and of each shard's engine configuration ([`OwnShard`]), so an engine that
+/// picks a session itself (a head end's Tunnel ID) picks one it holds.
+#[derive(Clone, Debug)]
+pub struct SessionShards {
+    shards: usize,
+    hasher: KeyedState,
+}
+
+impl SessionShards {
+    /// The shard holding `session`: the same whatever its Flags (RFC 2205 §A.1, E_Police).
+    pub fn of_session(&self, session: &Session) -> usize {
+        if self.shards == 1 {
+            return 0;
+        }
+        (self.hasher.hash_one(session.identity()) % self.shards as u64) as usize
+    }
+
+    /// The shard that heads the LSP of this name (`rsvp lsp add`, `[[rsvp.lsp]]`): its
+    /// session is only known once that shard has picked a Tunnel ID, so the name decides.
+    pub fn of_lsp(&self, name: &str) -> usize {
+        if self.shards == 1 {
+            return 0;
+        }
+        (self.hasher.hash_one(name.as_bytes()) % self.shards as u64) as usize
+    }
+}
+
+/// The shard an engine is, in a sharded node: what it needs to keep to its own sessions.
+#[derive(Clone, Debug)]
+pub struct OwnShard {
+    /// The node's session-to-shard hash.
+    pub sessions: SessionShards,
+    /// This shard.
+    pub index: usize,
+}
+
+impl OwnShard {
+    /// Whether this shard holds `session`.
+    pub fn holds(&self, session: &Session) -> bool {
+        self.sessions.of_session(session) == self.index
+    }
+}
+
 /// Which shard holds a session, and where a received datagram goes.
 #[derive(Clone, Debug)]
 pub struct ShardMap {
-    shards: usize,
-    hasher: KeyedState,
+    sessions: SessionShards,
     /// Where neighbours' identified messages went, for their Srefreshes (RFC 2961 §5.3).
     listed: ListedIds,
     /// Messages the dispatcher writes (Srefresh and Ack parts), reused.
@@ -65,8 +108,10 @@ impl ShardMap {
         let mut rng = pathwise_core::rng::seeded(seed ^ 0x5348_4152_4453_u64);
         let hasher = KeyedState::from_rng(&mut rng);
         ShardMap {
-            shards: shards.max(1),
-            hasher,
+            sessions: SessionShards {
+                shards: shards.max(1),
+                hasher,
+            },
             listed: ListedIds::new(KeyedState::from_rng(&mut rng)),
             scratch: Vec::new(),
         }
@@ -74,7 +119,17 @@ impl ShardMap {
 
     /// How many shards.
     pub fn len(&self) -> usize {
-        self.shards
+        self.sessions.shards
+    }
+
+    /// The session-to-shard hash alone.
+    pub fn sessions(&self) -> &SessionShards {
+        &self.sessions
+    }
+
+    /// The shard that heads the LSP of this name ([`SessionShards::of_lsp`]).
+    pub fn of_lsp(&self, name: &str) -> usize {
+        self.sessions.of_lsp(name)
     }
 
     /// Always false: a map has at least one shard.
@@ -89,16 +144,13 @@ impl ShardMap {
 
     /// The shard holding `session`: the same whatever its Flags (RFC 2205 §A.1, E_Police).
     pub fn of_session(&self, session: &Session) -> usize {
-        if self.shards == 1 {
-            return 0;
-        }
-        (self.hasher.hash_one(session.identity()) % self.shards as u64) as usize
+        self.sessions.of_session(session)
     }
 
     /// The shard of one RSVP message (not a Bundle): its SESSION's, or 0 when it has none
     /// that can be read.
     pub fn of_message(&self, msg: &[u8]) -> usize {
-        if self.shards == 1 {
+        if self.len() == 1 {
             return 0;
         }
         session_of(msg).map_or(0, |s| self.of_session(&s))
@@ -107,7 +159,7 @@ impl ShardMap {
     /// The shard that sent the message a MESSAGE_ID_ACK or NACK names (its identifier's low
     /// bits, [`MessageIdSpace`]); `None` for one none of ours could have sent.
     pub fn of_our_id(&self, message_id: u32) -> Option<usize> {
-        MessageIdSpace::owner(message_id, self.shards)
+        MessageIdSpace::owner(message_id, self.len())
     }
 
     /// Hand a datagram from `src` to its shard(s) at `now`: `to(shard, bytes, src)` with the
@@ -133,7 +185,7 @@ impl ShardMap {
         payload: &[u8],
         mut to: impl FnMut(usize, &[u8], IpAddr),
     ) -> u64 {
-        if self.shards == 1 {
+        if self.len() == 1 {
             to(0, payload, src);
             return 0;
         }
@@ -280,13 +332,13 @@ impl ShardMap {
             return;
         };
         let base = self.of_message(msg);
-        let mut acks: Vec<Vec<MessageIdAck>> = vec![Vec::new(); self.shards];
+        let mut acks: Vec<Vec<MessageIdAck>> = vec![Vec::new(); self.len()];
         for a in &refresh.acks {
             acks[self.of_ack(a.message_id, base)].push(*a);
         }
         let mut scratch = std::mem::take(&mut self.scratch);
         if let Message::Srefresh(_) | Message::Ack(_) = &message {
-            let mut lists: Vec<Vec<MessageIdList>> = vec![Vec::new(); self.shards];
+            let mut lists: Vec<Vec<MessageIdList>> = vec![Vec::new(); self.len()];
             let listed = match &message {
                 Message::Srefresh(s) => s.lists.as_slice(),
                 _ => &[],
@@ -301,7 +353,7 @@ impl ShardMap {
                 }
             }
             let first = lists.iter().position(|l| !l.is_empty());
-            for shard in 0..self.shards {
+            for shard in 0..self.len() {
                 let acks = std::mem::take(&mut acks[shard]);
                 let lists = std::mem::take(&mut lists[shard]);
                 let refresh = Refresh {
@@ -452,11 +504,12 @@ pub fn session_of(msg: &[u8]) -> Option<Session> {
     None
 }
 
-/// The engine configuration of each of `shards` shards: `node`'s, each with a seed of its own,
-/// its share of the expected sessions and a disjoint slice of the label range (RFC 3209 §4.1:
-/// a label is allocated by one node; here by one shard of it).
-pub fn shard_configs(node: &Config, shards: usize) -> Vec<Config> {
-    let shards = shards.max(1);
+/// The engine configuration of each shard of `map`: `node`'s, each with a seed of its own,
+/// its share of the expected sessions, a disjoint slice of the label range (RFC 3209 §4.1:
+/// a label is allocated by one node; here by one shard of it) and the map's session hash, so
+/// the Tunnel IDs it picks as a head end name sessions it holds.
+pub fn shard_configs(node: &Config, map: &ShardMap) -> Vec<Config> {
+    let shards = map.len();
     if shards == 1 {
         return vec![node.clone()];
     }
@@ -477,6 +530,10 @@ pub fn shard_configs(node: &Config, shards: usize) -> Vec<Config> {
                 .wrapping_add((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             expected_sessions: node.expected_sessions.div_ceil(shards),
             label_range,
+            shard: Some(OwnShard {
+                sessions: map.sessions().clone(),
+                index: i,
+            }),
             ..node.clone()
         })
         .collect()

@@ -347,17 +347,20 @@ fn apply(
                 tracing::info!(interface = %name, mode = ?policy.mode, "SIGHUP: integrity policy and keys read again");
             }
         }
-        for name in &r.lsps_closed {
-            match s.close_configured_lsp(name) {
-                Ok(()) => tracing::info!(lsp = %name, "SIGHUP: LSP torn down"),
-                Err(e) => tracing::warn!(lsp = %name, error = %e, "SIGHUP: tearing down an LSP"),
-            }
+    }
+    let Some(s) = rsvp else {
+        return;
+    };
+    for name in &r.lsps_closed {
+        match s.close_configured_lsp(name) {
+            Ok(()) => tracing::info!(lsp = %name, "SIGHUP: LSP torn down"),
+            Err(e) => tracing::warn!(lsp = %name, error = %e, "SIGHUP: tearing down an LSP"),
         }
-        for req in &r.lsps_opened {
-            match s.open_configured_lsp(req) {
-                Ok(()) => tracing::info!(lsp = %req.name, to = %req.to, "SIGHUP: LSP opened"),
-                Err(e) => tracing::warn!(lsp = %req.name, error = %e, "SIGHUP: opening an LSP"),
-            }
+    }
+    for req in &r.lsps_opened {
+        match s.open_configured_lsp(req) {
+            Ok(()) => tracing::info!(lsp = %req.name, to = %req.to, "SIGHUP: LSP opened"),
+            Err(e) => tracing::warn!(lsp = %req.name, error = %e, "SIGHUP: opening an LSP"),
         }
     }
     for field in &r.needs_restart {
@@ -392,6 +395,22 @@ impl Rsvp {
         match self {
             Rsvp::One(s) => s.fds(),
             Rsvp::Sharded(s) => s.fds(),
+        }
+    }
+
+    /// Open an LSP of the configuration (a reload added or changed it).
+    fn open_configured_lsp(&mut self, req: &crate::rsvp::te::LspReq) -> Result<(), String> {
+        match self {
+            Rsvp::One(s) => s.open_configured_lsp(req),
+            Rsvp::Sharded(s) => s.open_configured_lsp(req),
+        }
+    }
+
+    /// Tear down an LSP of the configuration (a reload removed or changed it).
+    fn close_configured_lsp(&mut self, name: &str) -> Result<(), String> {
+        match self {
+            Rsvp::One(s) => s.close_configured_lsp(name),
+            Rsvp::Sharded(s) => s.close_configured_lsp(name),
         }
     }
 

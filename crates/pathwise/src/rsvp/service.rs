@@ -182,30 +182,20 @@ impl RsvpService {
         let mut s = RsvpService::new(engine, sockets, Some(fib), parts.interfaces, mpls);
         s.on_readable();
         // LSPs of the configuration, once the routes are known.
-        for (n, lsp) in cfg.lsps.iter().enumerate() {
-            let field = format!("rsvp.lsp[{n}]");
-            let req = lsp.request();
-            let spec = req
-                .spec()
-                .map_err(|e| node.error_at(lsp.name.span(), &field, e))?;
-            let now = s.now();
-            s.engine.open_lsp(now, spec).map_err(|e| {
-                node.error_at(lsp.name.span(), &field, te_verbs::api_error(&req.name, &e))
-            })?;
-            tracing::info!(lsp = %req.name, to = %req.to, "LSP opened");
-        }
-        s.flush();
+        open_config_lsps(node, cfg, |req| s.open_configured_lsp(req))?;
         Ok(s)
     }
 
-    /// The `shards` engines of a sharded daemon ([`super::shard`]), each a service of its own
-    /// that sends on sockets of its own and receives nothing (the dispatcher hands it its
-    /// datagrams and route changes), all admitting through one traffic control (returned too).
-    /// Every shard's clock starts at `epoch`.
+    /// The engines of a sharded daemon, one per shard of `map` ([`super::shard`]), each a
+    /// service of its own that sends on sockets of its own and receives nothing (the
+    /// dispatcher hands it its datagrams and route changes), all admitting through one traffic
+    /// control (returned too). Every shard's clock starts at `epoch`. The dispatcher opens the
+    /// LSPs of the configuration, each on the shard its name hashes to
+    /// ([`super::shard::ShardMap::of_lsp`]), once it has told the shards the routes.
     pub(crate) fn start_shards(
         node: &crate::config::NodeConfig,
         cfg: &RsvpSection,
-        shards: usize,
+        map: &super::shard::ShardMap,
         epoch: std::time::Instant,
     ) -> anyhow::Result<(Vec<RsvpService>, SharedTrafficControl<DataPlane>)> {
         let parts = Parts::read(node, cfg)?;
@@ -214,8 +204,8 @@ impl RsvpService {
             &parts.links,
             &gist_tcp_ports(node),
         ));
-        let mut out = Vec::with_capacity(shards);
-        for c in super::shard::shard_configs(&parts.engine, shards) {
+        let mut out = Vec::with_capacity(map.len());
+        for c in super::shard::shard_configs(&parts.engine, map) {
             let engine = RsvpEngine::new(c, tc.clone(), Instant::ZERO);
             let mut s = RsvpService::new(
                 engine,
@@ -742,6 +732,22 @@ fn open_mpls(
         })?;
     }
     Ok(Some(k))
+}
+
+/// Open the LSPs of the configuration (`[[rsvp.lsp]]`) with `open` (on the engine, or on the
+/// shard that heads each), stopping at the first that cannot be opened with an error that
+/// names its entry.
+pub(crate) fn open_config_lsps(
+    node: &crate::config::NodeConfig,
+    cfg: &RsvpSection,
+    mut open: impl FnMut(&LspReq) -> Result<(), String>,
+) -> anyhow::Result<()> {
+    for (n, lsp) in cfg.lsps.iter().enumerate() {
+        let req = lsp.request();
+        open(&req).map_err(|e| node.error_at(lsp.name.span(), &format!("rsvp.lsp[{n}]"), e))?;
+        tracing::info!(lsp = %req.name, to = %req.to, "LSP opened");
+    }
+    Ok(())
 }
 
 /// The raw RSVP sockets, IPv4 and (where the system has it) IPv6. `receive`: intercepting

@@ -134,6 +134,9 @@ pub struct Config {
     /// Message_Identifiers and Epoch of refresh reduction (RFC 2961 §4.5): by default the
     /// engine's own; a shard of a sharded node shares the node's ([`crate::shard`]).
     pub message_ids: MessageIdSpace,
+    /// The shard this engine is of a sharded node (`None`: the whole node). A head end then
+    /// picks only Tunnel IDs whose session hashes to it ([`crate::shard`]).
+    pub shard: Option<crate::shard::OwnShard>,
 }
 
 /// Back-off between attempts to set up an LSP whose setup timed out
@@ -208,6 +211,7 @@ impl Default for Config {
             explicit_null: false,
             refresh_reduction: false,
             message_ids: MessageIdSpace::default(),
+            shard: None,
         }
     }
 }

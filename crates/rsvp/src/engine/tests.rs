@@ -584,3 +584,4 @@ mod kom;
 mod lsp_timeout;
 mod receiver;
 mod refresh_reduction;
+mod shard;

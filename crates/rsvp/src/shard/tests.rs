@@ -98,10 +98,20 @@ fn label_ranges_are_disjoint_and_cover_the_range() {
     assert_eq!(r[2].1, pathwise_core::mpls::MAX_LABEL);
     assert!(r.windows(2).all(|w| w[0].1 + 1 == w[1].0));
     let cfg = Config::default();
-    let shards = shard_configs(&cfg, 3);
+    let map = ShardMap::new(3, 1);
+    let shards = shard_configs(&cfg, &map);
     assert_eq!(shards.len(), 3);
     assert_ne!(shards[0].seed, shards[1].seed);
     assert_eq!(shards.iter().map(|c| c.label_range).collect::<Vec<_>>(), r);
+    // Each shard knows itself by the node's session hash.
+    for (i, c) in shards.iter().enumerate() {
+        let own = c.shard.as_ref().unwrap();
+        assert_eq!(own.index, i);
+        for k in 0..50 {
+            assert_eq!(own.holds(&session(k)), map.of_session(&session(k)) == i);
+        }
+    }
+    assert!(shard_configs(&cfg, &ShardMap::new(1, 1))[0].shard.is_none());
 }
 
 proptest! {
@@ -178,7 +188,7 @@ fn shards_share_the_epoch_and_their_identifiers_name_them() {
         ..Config::default()
     };
     for n in [1usize, 2, 3, 5, 8] {
-        let shards = shard_configs(&cfg, n);
+        let shards = shard_configs(&cfg, &ShardMap::new(n, 1));
         if n == 1 {
             // Unsharded: the engine's own Epoch and counter, identifiers 1, 2, 3, …
             let mut local = 1;

@@ -86,6 +86,15 @@
 //!   every shard on its first message from it, and each resends its own state, §4.5) and its
 //!   own capable-neighbour list (learned from the messages it is handed).
 //!
+//! **LSPs headed by this node** (`[[rsvp.lsp]]`, `rsvp lsp add`, RFC 3209). The head end picks
+//! the LSP's Tunnel ID (§4.6.1.1), and so its SESSION and its shard; the name is all the
+//! request has. So the shard the name hashes to ([`ShardMap::of_lsp`]) heads the LSP, and
+//! picks only Tunnel IDs whose session hashes to itself (its engine's `Config::shard`, from
+//! [`shard_configs`]): the Resv, PathErr and ResvTear that come back reach it by their SESSION
+//! as every other message does, and no two shards pick the same Tunnel ID. Closing or
+//! re-routing an LSP (make-before-break keeps the session) goes to the same shard by name;
+//! `show lsp` and `show labels` are gathered from every shard.
+//!
 //! **Management.** Verbs about one session (`rsvp.sender.add`, `rsvp.reserve`, …) go to its
 //! shard; views and counters (`show sessions`, `counters`, metrics, `labels`, `neighbors`,
 //! `events`) are gathered from every shard and merged.
@@ -98,8 +107,6 @@
 //!   fanned out to every shard;
 //! - message integrity (RFC 2747): the sequence numbers of a sending key must increase across
 //!   all shards (§3.2, §4.1), and the receive window per sender (§4.2) must see every message;
-//! - LSPs headed by this node (`[[rsvp.lsp]]`, `rsvp lsp add`): the head end picks a Tunnel ID
-//!   per LSP, and that picks the shard.
 //!
 //! The default is one shard until these are done; the issue's goal is the number of cores.
 
@@ -147,12 +154,6 @@ pub(crate) fn check_config(cx: &Source<'_>, cfg: &NodeConfig, errs: &mut Vec<Con
                  and are not shared between shards {why}"
             )));
         }
-    }
-    if !r.lsps.is_empty() {
-        errs.push(at(format!(
-            "threads = {n} cannot run with [[rsvp.lsp]] yet: a head end's Tunnel ID picks its \
-             shard, and head-end LSPs are not placed on shards {why}"
-        )));
     }
     let (first, last) = r.label_range();
     if u64::from(last.saturating_sub(first.max(16))) + 1 < n as u64 {

@@ -15,6 +15,7 @@
 use super::ShardMap;
 use crate::rsvp::counters::{self, DaemonCounts};
 use crate::rsvp::service::{DataPlane, RsvpService, open_sockets};
+use crate::rsvp::te::LspReq;
 use crate::rsvp::verbs::SessionArg;
 use anyhow::Context as _;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -139,8 +140,8 @@ impl ShardedService {
         shards: usize,
     ) -> anyhow::Result<ShardedService> {
         let epoch = std::time::Instant::now();
-        let (services, tc) = RsvpService::start_shards(node, cfg, shards, epoch)?;
         let map = ShardMap::new(shards, pathwise_core::rand::random());
+        let (services, tc) = RsvpService::start_shards(node, cfg, &map, epoch)?;
         let sockets = open_sockets(true)?;
         let fib = FibMirror::open().context("opening rtnetlink")?;
         let mut out = Vec::with_capacity(shards);
@@ -179,8 +180,28 @@ impl ShardedService {
             management_refused: Default::default(),
         };
         s.on_ready(None);
+        // LSPs of the configuration, once the shards know the routes (their commands run in
+        // order), each on the shard its name picks.
+        crate::rsvp::service::open_config_lsps(node, cfg, |req| s.open_configured_lsp(req))?;
         tracing::info!(shards, "RSVP sharded");
         Ok(s)
+    }
+
+    /// Open an LSP of the configuration on the shard that heads it (its name's,
+    /// [`ShardMap::of_lsp`]); at start or after a reload added or changed it.
+    pub fn open_configured_lsp(&mut self, req: &LspReq) -> Result<(), String> {
+        let r = req.clone();
+        self.ask(self.map.of_lsp(&req.name), move |svc| {
+            svc.open_configured_lsp(&r)
+        })?
+    }
+
+    /// Tear down an LSP of the configuration (a reload removed or changed it) at its shard.
+    pub fn close_configured_lsp(&mut self, name: &str) -> Result<(), String> {
+        let n = name.to_string();
+        self.ask(self.map.of_lsp(name), move |svc| {
+            svc.close_configured_lsp(&n)
+        })?
     }
 
     /// File descriptors to wait on: the raw sockets and the routing feed.
@@ -320,11 +341,16 @@ impl ShardedService {
                     .map_or(0, |s| self.map.of_session(&s.into()));
                 self.ask(shard, one)?
             }
-            "rsvp.lsp.add" => Err(
-                "LSPs headed by this node are not supported with [daemon] threads > 1 yet \
-                 (a head end's Tunnel ID picks its shard)"
-                    .into(),
-            ),
+            // An LSP is headed by the shard its name picks, which gives it a Tunnel ID whose
+            // session it holds (`Config::shard`). A request without a name goes to shard 0,
+            // which says why it is refused.
+            "rsvp.lsp.add" | "rsvp.lsp.del" => {
+                let shard = args
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map_or(0, |n| self.map.of_lsp(n));
+                self.ask(shard, one)?
+            }
             // Per node, not per shard: the shared traffic control; Hello is off when sharded.
             "rsvp.show.interfaces" | "rsvp.show.neighbors" => self.ask(0, one)?,
             "rsvp.show.counters" => {

@@ -30,7 +30,7 @@ impl<T: TrafficControl> ShardedRsvp<T> {
     /// `tc(i)` (clones of one shared instance, so the node has one budget per interface).
     pub fn new(cfg: &Config, shards: usize, mut tc: impl FnMut(usize) -> T, now: Instant) -> Self {
         let map = ShardMap::new(shards, cfg.seed);
-        let shards = shard_configs(cfg, map.len())
+        let shards = shard_configs(cfg, &map)
             .into_iter()
             .enumerate()
             .map(|(i, c)| RsvpEngine::new(c, tc(i), now))
@@ -55,6 +55,13 @@ impl<T: TrafficControl> ShardedRsvp<T> {
     /// Bundle sub-messages dropped because they could not be read.
     pub fn bad_bundle(&self) -> u64 {
         self.bad_bundle
+    }
+
+    /// The engine that heads the LSP of this name ([`ShardMap::of_lsp`]), as the daemon's
+    /// dispatcher hands it `rsvp lsp add` and `rsvp lsp del`.
+    pub fn head_of(&mut self, lsp: &str) -> &mut RsvpEngine<T> {
+        let i = self.map.of_lsp(lsp);
+        &mut self.shards[i]
     }
 
     /// Whether every shard is idle (no state, no pending requests).

@@ -232,9 +232,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
             Some(_) => {
                 self.close_lsp(now, &spec.name)?;
-                (self.new_tunnel(spec.to, from), 1)
+                (self.new_tunnel(spec.to, from)?, 1)
             }
-            None => (self.new_tunnel(spec.to, from), 1),
+            None => (self.new_tunnel(spec.to, from)?, 1),
         };
         let sender = lsp_sender(from, lsp_id);
         let mut flags = SessionAttribute::SE_STYLE_DESIRED;
@@ -401,15 +401,22 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
     }
 
-    /// A tunnel id not in use towards `to` from `from`.
-    fn new_tunnel(&mut self, to: IpAddr, from: IpAddr) -> Session {
-        loop {
+    /// A tunnel id not in use towards `to` from `from` (RFC 3209 §4.6.1.1: the Tunnel ID
+    /// "remains constant over the life of the tunnel"), and, in a sharded node, one whose
+    /// session this shard holds: the other shards pick the others, so no two pick the same.
+    fn new_tunnel(&mut self, to: IpAddr, from: IpAddr) -> Result<Session, ApiError> {
+        for _ in 0..u16::MAX {
             self.next_tunnel_id = self.next_tunnel_id.wrapping_add(1).max(1);
             let s = Session::lsp_tunnel(to, self.next_tunnel_id, from);
-            if self.find_session(&s).is_none() {
-                return s;
+            if self.find_session(&s).is_none()
+                && self.cfg.shard.as_ref().is_none_or(|o| o.holds(&s))
+            {
+                return Ok(s);
             }
         }
+        Err(ApiError::BadRequest(
+            "every Tunnel ID towards this end point is in use",
+        ))
     }
 
     /// Tear an LSP down (PathTear) and forget it.
