@@ -505,16 +505,26 @@ fn integrity_required_on_every_link_hop_by_hop() -> anyhow::Result<()> {
 
 #[test]
 fn hello_detects_a_dead_link_long_before_state_times_out() -> anyhow::Result<()> {
-    if skip(
-        "hello_detects_a_dead_link_long_before_state_times_out",
-        &["tc"],
-    ) {
+    hello_finds_a_dead_link("hello_detects_a_dead_link_long_before_state_times_out", 1)
+}
+
+/// The same on daemons of two shards (`[daemon] threads = 2`): every shard is handed every
+/// Hello, shard 0 answers for the node, the shard holding the reservation finds the link dead,
+/// and `show neighbors` lists each neighbour once.
+#[test]
+fn hello_on_two_shards_detects_a_dead_link() -> anyhow::Result<()> {
+    hello_finds_a_dead_link("hello_on_two_shards_detects_a_dead_link", 2)
+}
+
+fn hello_finds_a_dead_link(test: &str, threads: usize) -> anyhow::Result<()> {
+    if skip(test, &["tc"]) {
         return Ok(());
     }
     let _serial = serial();
     // R = 30 s: without Hello the reservation would outlive the link by L ≈ 157 s.
     let options = pathwise::rsvp::chain::Options {
         hello: Some("100ms"),
+        threads,
         ..Default::default()
     };
     let lab = pathwise::rsvp::chain::build_with(Path::new(bin()), &options)?;

@@ -98,6 +98,8 @@ pub struct ShardMap {
 enum Plan {
     /// Unchanged to this shard.
     One(usize),
+    /// Unchanged to every shard: a Hello.
+    Every,
     /// In parts: its identifiers or acknowledgements belong to several shards.
     Split,
 }
@@ -176,6 +178,8 @@ impl ShardMap {
     ///   that is not known (which NACKs it, §5.4, unless it holds the state); an Srefresh whose
     ///   identifiers belong to several shards is cut into one per shard, each list keeping its
     ///   Epoch and form, the MESSAGE_ID (if any) on the first part.
+    /// - A Hello (RFC 3209 §5) goes to every shard: each tracks the liveness of the neighbours
+    ///   it has state with, and shard 0 answers for the node (the engine's `Config::shard`).
     /// - A Bundle (§3.3) goes whole to one shard when all its sub-messages would go there
     ///   unchanged, else each sub-message is handed on as above.
     pub fn dispatch(
@@ -206,7 +210,7 @@ impl ShardMap {
             };
             self.learn(now, sub);
             match (self.plan(now, src, sub), one) {
-                (Plan::Split, _) => split = true,
+                (Plan::Split | Plan::Every, _) => split = true,
                 (Plan::One(s), None) => one = Some(s),
                 (Plan::One(s), Some(o)) if o != s => split = true,
                 (Plan::One(_), Some(_)) => {}
@@ -278,6 +282,9 @@ impl ShardMap {
         let Ok(p) = Packet::new_checked(msg) else {
             return Plan::One(0);
         };
+        if p.msg_type() == MsgType::Hello {
+            return Plan::Every;
+        }
         let srefresh = p.msg_type() == MsgType::Srefresh;
         let base = self.of_message(msg);
         // An Ack or Srefresh is nothing but what it names; any other message goes to its
@@ -321,9 +328,10 @@ impl ShardMap {
         msg: &[u8],
         to: &mut impl FnMut(usize, &[u8], IpAddr),
     ) {
-        if let Plan::One(s) = self.plan(now, src, msg) {
-            to(s, msg, src);
-            return;
+        match self.plan(now, src, msg) {
+            Plan::One(s) => return to(s, msg, src),
+            Plan::Every => return (0..self.len()).for_each(|s| to(s, msg, src)),
+            Plan::Split => {}
         }
         // Rare: acknowledgements for several shards, or an Srefresh naming several shards'
         // state; parsed in full and written again per shard.
@@ -519,6 +527,12 @@ pub fn shard_configs(node: &Config, map: &ShardMap) -> Vec<Config> {
         node.seed ^ 0x0045_504f_4348_u64,
     ));
     let ids = MessageIdSpace::for_shards(shards, epoch);
+    let hello_instance = node.hello_instance.unwrap_or_else(|| {
+        pathwise_core::rand::Rng::random::<u32>(&mut pathwise_core::rng::seeded(
+            node.seed ^ 0x0048_454c_4c4f_u64,
+        ))
+        .max(1)
+    });
     label_ranges(node.label_range, shards)
         .into_iter()
         .zip(ids)
@@ -534,6 +548,9 @@ pub fn shard_configs(node: &Config, map: &ShardMap) -> Vec<Config> {
                 sessions: map.sessions().clone(),
                 index: i,
             }),
+            // RFC 3209 §5.3: one Src_Instance for the node; it changes only when the node
+            // restarts, so no neighbour takes one shard's Hellos for a restart.
+            hello_instance: Some(hello_instance),
             ..node.clone()
         })
         .collect()

@@ -119,10 +119,12 @@ pub(super) struct HelloState {
 const HELLO_SEED: u64 = 0x4845_4c4c_4f5f_3230; // "HELLO_20"
 
 impl HelloState {
-    pub(super) fn new(seed: u64, wheel: WheelConfig, now: Instant) -> Self {
+    /// `instance`: the node's, when it is given (a shard's); else drawn from `seed`.
+    pub(super) fn new(seed: u64, instance: Option<u32>, wheel: WheelConfig, now: Instant) -> Self {
         let mut rng = pathwise_core::rng::seeded(seed ^ HELLO_SEED);
+        let drawn = rng.random::<u32>().max(1);
         HelloState {
-            instance: rng.random::<u32>().max(1),
+            instance: instance.filter(|&i| i != 0).unwrap_or(drawn),
             neighbors: keyed_map(&mut rng),
             timers: TimerWheel::new(wheel, now),
         }
@@ -282,18 +284,34 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.arm_hello(key, cfg);
     }
 
+    /// Whether this engine answers Hello REQUESTs and counts Hellos: an unsharded one, or
+    /// shard 0 of a sharded node. Every shard is handed every Hello ([`crate::shard`]) and
+    /// takes its neighbours' liveness and Src_Instance from it; one of them speaks for the
+    /// node, so a neighbour gets one ACK per REQUEST and the node's counters count each
+    /// Hello once.
+    pub(super) fn answers_hello(&self) -> bool {
+        self.cfg.shard.as_ref().is_none_or(|s| s.index == 0)
+    }
+
     /// A Hello message arrived (after integrity checks).
     pub(super) fn on_hello(&mut self, now: Instant, rx: &Received<'_>, h: Hello) {
+        let answers = self.answers_hello();
         let Some(cfg) = self.hello_config(rx.ifindex) else {
-            self.drop_msg("hello_disabled");
+            if answers {
+                self.drop_msg("hello_disabled");
+            }
             return;
         };
         let o = h.object;
         if o.src_instance == 0 {
-            self.drop_msg("hello_zero_instance"); // §5.2: MUST NOT be zero
+            if answers {
+                self.drop_msg("hello_zero_instance"); // §5.2: MUST NOT be zero
+            }
             return;
         }
-        self.counters.hello.received += 1;
+        if answers {
+            self.counters.hello.received += 1;
+        }
         let key = (rx.ifindex, rx.src);
         let ours = self.hello.instance;
         let restarted = match self.hello.neighbors.get_mut(&key) {
@@ -307,7 +325,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
             None => false,
         };
-        if o.kind == HelloKind::Request {
+        if o.kind == HelloKind::Request && answers {
             self.send_hello(key, HelloKind::Ack, o.src_instance);
         }
         if restarted {
@@ -390,9 +408,9 @@ mod tests {
     #[test]
     fn instance_is_non_zero_and_follows_the_seed() {
         let now = Instant::ZERO;
-        let a = HelloState::new(1, WheelConfig::default(), now);
-        let b = HelloState::new(1, WheelConfig::default(), now);
-        let c = HelloState::new(2, WheelConfig::default(), now);
+        let a = HelloState::new(1, None, WheelConfig::default(), now);
+        let b = HelloState::new(1, None, WheelConfig::default(), now);
+        let c = HelloState::new(2, None, WheelConfig::default(), now);
         assert_ne!(a.instance(), 0);
         assert_eq!(a.instance(), b.instance());
         assert_ne!(a.instance(), c.instance());

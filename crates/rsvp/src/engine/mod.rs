@@ -135,8 +135,12 @@ pub struct Config {
     /// engine's own; a shard of a sharded node shares the node's ([`crate::shard`]).
     pub message_ids: MessageIdSpace,
     /// The shard this engine is of a sharded node (`None`: the whole node). A head end then
-    /// picks only Tunnel IDs whose session hashes to it ([`crate::shard`]).
+    /// picks only Tunnel IDs whose session hashes to it, and only shard 0 answers Hello
+    /// REQUESTs ([`crate::shard`]).
     pub shard: Option<crate::shard::OwnShard>,
+    /// Our Hello Src_Instance (RFC 3209 §5.3), when it is the node's and not this engine's:
+    /// the shards of a node share one. `None`: drawn from [`Config::seed`].
+    pub hello_instance: Option<u32>,
 }
 
 /// Back-off between attempts to set up an LSP whose setup timed out
@@ -212,6 +216,7 @@ impl Default for Config {
             refresh_reduction: false,
             message_ids: MessageIdSpace::default(),
             shard: None,
+            hello_instance: None,
         }
     }
 }
@@ -336,7 +341,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             integrity_log: integrity::LogLimiter::default(),
             challenge_refreshed: keyed_map(&mut rng),
             recent: VecDeque::new(),
-            hello: hello::HelloState::new(cfg.seed, cfg.wheel, now),
+            hello: hello::HelloState::new(cfg.seed, cfg.hello_instance, cfg.wheel, now),
             labels: te::LabelSpace::new(cfg.label_range.0, cfg.label_range.1),
             lfib: pathwise_core::mpls::MemoryLfib::new(),
             lsps: Vec::new(),
@@ -588,6 +593,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 return;
             }
         };
+        let msg = match msg {
+            // A shard's copy of a Hello (`crate::shard`): liveness only; shard 0 counts it.
+            Message::Hello(h) if !self.answers_hello() => return self.on_hello(now, rx, h),
+            m => m,
+        };
         self.counters.count_in(msg.msg_type());
         for o in &skipped {
             // RFC 2205 §3.1.5–§3.1.9: an error, teardown or confirmation is processed without
@@ -645,6 +655,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// message" (§3.1.4). The hop's LIH is unknown then and sent as 0 ("no logical interface
     /// handle", §A.2). Never to a martian address.
     fn on_parse_error(&mut self, rx: &Received<'_>, e: &crate::wire::ParseError) {
+        if e.msg_type == Some(MsgType::Hello) && !self.answers_hello() {
+            return; // a shard's copy of a Hello: shard 0 counts the drop
+        }
         self.drop_msg(e.kind.reason());
         let (Some((code, value)), Some(session)) = (e.kind.error_code(), e.session) else {
             return;

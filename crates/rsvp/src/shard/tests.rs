@@ -84,6 +84,44 @@ fn a_bundle_goes_whole_to_one_shard_or_split_per_sub_message() {
     assert_eq!(got, vec![(0, mixed.clone())]);
 }
 
+/// A Hello (RFC 3209 §5) names no session: every shard gets it unchanged, alone or out of a
+/// Bundle, so each sees its neighbours' liveness and Src_Instance.
+#[test]
+fn a_hello_goes_to_every_shard() {
+    use crate::wire::{Hello, HelloKind, HelloObject};
+    let mut map = ShardMap::new(3, 3);
+    let mut hello = Vec::new();
+    Message::Hello(Hello {
+        integrity: None,
+        object: HelloObject {
+            kind: HelloKind::Request,
+            src_instance: 7,
+            dst_instance: 0,
+        },
+    })
+    .emit(1, &mut hello);
+    let mut got = Vec::new();
+    map.dispatch(Instant::ZERO, SRC, &hello, |i, b, _| {
+        got.push((i, b.to_vec()))
+    });
+    assert_eq!(
+        got,
+        vec![(0, hello.clone()), (1, hello.clone()), (2, hello.clone())]
+    );
+    let (s1, _) = sessions_on(&map, 1, 2);
+    let p1 = path_bytes(s1, sender(1));
+    let mut bundle = Vec::new();
+    emit_bundle(0, [hello.as_slice(), p1.as_slice()], &mut bundle);
+    got.clear();
+    map.dispatch(Instant::ZERO, SRC, &bundle, |i, b, _| {
+        got.push((i, b.to_vec()))
+    });
+    assert_eq!(
+        got,
+        vec![(0, hello.clone()), (1, hello.clone()), (2, hello), (1, p1)]
+    );
+}
+
 #[test]
 fn label_ranges_are_disjoint_and_cover_the_range() {
     assert_eq!(

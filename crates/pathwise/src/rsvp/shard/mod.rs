@@ -95,6 +95,21 @@
 //! re-routing an LSP (make-before-break keeps the session) goes to the same shard by name;
 //! `show lsp` and `show labels` are gathered from every shard.
 //!
+//! **Hello** (RFC 3209 §5). A Hello names no session, and the neighbours it watches are
+//! those the node has state with, which is spread over the shards. So the dispatcher hands
+//! every Hello to every shard ([`ShardMap::dispatch`]); each shard tracks the neighbours its own
+//! state depends on, sends them REQUESTs and takes their liveness and Src_Instance from every
+//! Hello, and tears down its own state when one fails or restarts (§5.3) — the node's
+//! neighbour-down reaches every shard that has something to tear down, with no message
+//! between shards. The node has one Src_Instance (§5.3: it changes only on a restart), given
+//! to every shard by [`shard_configs`], and shard 0 alone answers REQUESTs and counts received
+//! Hellos, so a neighbour gets one ACK per REQUEST. Chosen over one Hello instance at shard 0
+//! with the others told of failures: that needs the state's neighbours of every shard at shard
+//! 0 and a message between shards per change, where this needs a copy of each Hello per shard.
+//! What it costs: a neighbour that several shards have state with gets a REQUEST from each of
+//! them every interval (at most N per interval), and `neighbor_failures`/`neighbor_restarts`
+//! count one per shard that had state with the neighbour.
+//!
 //! **Management.** Verbs about one session (`rsvp.sender.add`, `rsvp.reserve`, …) go to its
 //! shard; views and counters (`show sessions`, `counters`, metrics, `labels`, `neighbors`,
 //! `events`) are gathered from every shard and merged.
@@ -103,8 +118,6 @@
 //!
 //! Refused by [`check_config`] with the reason, rather than run wrongly:
 //!
-//! - Hello (RFC 3209 §5): one instance per neighbour for the whole node, with neighbour-down
-//!   fanned out to every shard;
 //! - message integrity (RFC 2747): the sequence numbers of a sending key must increase across
 //!   all shards (§3.2, §4.1), and the receive window per sender (§4.2) must see every message;
 //!
@@ -137,12 +150,6 @@ pub(crate) fn check_config(cx: &Source<'_>, cfg: &NodeConfig, errs: &mut Vec<Con
     }
     let why = "(docs/daemon.md, \"Sharded RSVP\")";
     for (i, iface) in r.interfaces.iter().enumerate() {
-        if iface.hello.is_some() {
-            errs.push(at(format!(
-                "threads = {n} cannot run with rsvp.interface[{i}].hello yet: Hello state is \
-                 per neighbour, not per session, and is not shared between shards {why}"
-            )));
-        }
         if iface
             .integrity
             .as_ref()

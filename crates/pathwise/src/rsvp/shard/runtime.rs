@@ -351,8 +351,15 @@ impl ShardedService {
                     .map_or(0, |n| self.map.of_lsp(n));
                 self.ask(shard, one)?
             }
-            // Per node, not per shard: the shared traffic control; Hello is off when sharded.
-            "rsvp.show.interfaces" | "rsvp.show.neighbors" => self.ask(0, one)?,
+            // Per node, not per shard: the shared traffic control.
+            "rsvp.show.interfaces" => self.ask(0, one)?,
+            "rsvp.show.neighbors" => {
+                let answers = self
+                    .gather(one)?
+                    .into_iter()
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(merge_neighbors(answers))
+            }
             "rsvp.show.counters" => {
                 let mut v = Value::Null;
                 let mut per_shard = Vec::new();
@@ -482,6 +489,39 @@ pub fn merge(acc: &mut Value, v: Value) {
         }
         _ => {}
     }
+}
+
+/// `show neighbors` of a node from its shards' answers: each shard tracks the Hello neighbours
+/// its own state depends on (`crate::rsvp::shard`, "Hello"), so a neighbour several shards
+/// track is listed once, with the state blocks of all of them and the latest Hello any heard.
+/// The node's Src_Instance is the same in every answer.
+pub fn merge_neighbors(answers: Vec<Value>) -> Value {
+    let mut instance = Value::Null;
+    let mut merged: Vec<Value> = Vec::new();
+    for a in answers {
+        if instance.is_null() {
+            instance = a["instance"].clone();
+        }
+        for n in a["neighbors"].as_array().into_iter().flatten() {
+            let same =
+                |m: &&mut Value| m["interface"] == n["interface"] && m["address"] == n["address"];
+            let Some(m) = merged.iter_mut().find(same) else {
+                merged.push(n.clone());
+                continue;
+            };
+            let blocks =
+                m["state_blocks"].as_u64().unwrap_or(0) + n["state_blocks"].as_u64().unwrap_or(0);
+            m["state_blocks"] = blocks.into();
+            // The most recent Hello (every shard is handed each one, so they agree but for
+            // one just being handled), with the instance it carried.
+            let ago = |v: &Value| v["heard_ms_ago"].as_u64().unwrap_or(u64::MAX);
+            if ago(n) < ago(m) {
+                m["heard_ms_ago"] = n["heard_ms_ago"].clone();
+                m["instance"] = n["instance"].clone();
+            }
+        }
+    }
+    serde_json::json!({ "instance": instance, "neighbors": merged })
 }
 
 /// A shard's thread: datagrams from the ring, calls from the channel, the engine's timers.

@@ -39,9 +39,9 @@ fn the_check_refuses_what_shards_cannot_keep_correct_yet() {
          name = \"eth0\"\nbandwidth = \"10Mbit\"\nhello = { interval = \"5ms\" }\n\
          integrity = { mode = \"accept\", keys = \"1 hmac-md5 0102\" }\n",
     );
-    assert_eq!(e.len(), 2, "{e:?}");
-    assert!(e[0].contains("rsvp.interface[0].hello yet"), "{e:?}");
-    assert!(e[1].contains("rsvp.interface[0].integrity yet"), "{e:?}");
+    // Hello runs sharded (every shard handed every Hello); integrity not yet.
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].contains("rsvp.interface[0].integrity yet"), "{e:?}");
     assert!(
         e.iter()
             .all(|m| m.starts_with("node.toml:2: daemon.threads:")),
@@ -68,6 +68,26 @@ fn merged_views_sum_counts_and_concatenate_lists() {
     assert_eq!(
         acc,
         serde_json::json!({"a": 3, "d": {"x": 5, "y": 1}, "l": [1, 2], "f": 1.5})
+    );
+}
+
+/// A neighbour two shards track is listed once, its state blocks summed, the latest Hello
+/// kept; one only a shard tracks as it is.
+#[test]
+fn merged_neighbours_list_each_neighbour_once() {
+    let a = serde_json::json!({"instance": 9, "neighbors": [
+        {"interface": "e0", "address": "10.0.0.2", "instance": 5, "heard_ms_ago": 40, "state_blocks": 2},
+        {"interface": "w0", "address": "10.0.1.1", "instance": 6, "heard_ms_ago": null, "state_blocks": 1},
+    ]});
+    let b = serde_json::json!({"instance": 9, "neighbors": [
+        {"interface": "e0", "address": "10.0.0.2", "instance": 7, "heard_ms_ago": 10, "state_blocks": 3},
+    ]});
+    assert_eq!(
+        runtime::merge_neighbors(vec![a, b]),
+        serde_json::json!({"instance": 9, "neighbors": [
+            {"interface": "e0", "address": "10.0.0.2", "instance": 7, "heard_ms_ago": 10, "state_blocks": 5},
+            {"interface": "w0", "address": "10.0.1.1", "instance": 6, "heard_ms_ago": null, "state_blocks": 1},
+        ]})
     );
 }
 
