@@ -55,6 +55,11 @@ pub struct Params {
     pub runs: usize,
     /// APIs.
     pub api: ApiChoice,
+    /// Whether R1, R2 and R3 run GIST too (each a GIST hop) or only forward IP, so the
+    /// machine's cores go to the load client and the responder (`bench gist-scale`).
+    pub gist_on_routers: bool,
+    /// The daemons' log level.
+    pub log: &'static str,
 }
 
 /// GIST's refresh period in the thesis's experiment.
@@ -105,12 +110,16 @@ fn start_nslp(lab: &mut Lab, bin: &Path) -> anyhow::Result<u32> {
         .ok_or_else(|| anyhow::anyhow!("no pid for the NSLP"))
 }
 
-/// One run with `sessions` flows and H2's Ping NSLP behind `api`, on a fresh chain.
-fn one(bin: &Path, api: &str, sessions: u32, p: &Params) -> anyhow::Result<Value> {
+/// One run with `sessions` flows and H2's Ping NSLP behind `api`, on a fresh chain; H2's
+/// daemon's resident memory too, idle and at the end of the window (`bench gist-scale`).
+pub(crate) fn one(bin: &Path, api: &str, sessions: u32, p: &Params) -> anyhow::Result<Value> {
     let ipc = api == "ipc";
+    let r = p.gist_on_routers;
     let mut lab = gist_chain::build(
         bin,
         &Options {
+            gist: [true, r, r, r, true],
+            log: p.log,
             refresh: GIST_REFRESH,
             extra: if ipc {
                 "ipc_socket = \"{lab}{node}-ipc.sock\"\n".into()
@@ -127,6 +136,8 @@ fn one(bin: &Path, api: &str, sessions: u32, p: &Params) -> anyhow::Result<Value
     if ipc {
         pids.push(start_nslp(&mut lab, bin)?);
     }
+    let rss = |pid| crate::rsvp::bench::chain::proc_usage(pid).map(|(kib, _)| kib);
+    let rss_idle = rss(pids[0])?;
     let idle0 = cpu(&pids)?;
     std::thread::sleep(IDLE);
     let c0 = cpu(&pids)?;
@@ -155,6 +166,7 @@ fn one(bin: &Path, api: &str, sessions: u32, p: &Params) -> anyhow::Result<Value
     std::thread::sleep(window);
     let p2 = load(&sock, "gist.load.result", json!({}))?;
     let (c2, t2) = (cpu(&pids)?, Instant::now());
+    let rss_end = rss(pids[0])?;
     let mut v = until(&sock, window + MARGIN * 4, |r| r["done"] == true)?;
     anyhow::ensure!(
         p2["done"] != true,
@@ -176,6 +188,9 @@ fn one(bin: &Path, api: &str, sessions: u32, p: &Params) -> anyhow::Result<Value
         p2["steady_replies"].as_u64().unwrap_or(0) - p1["steady_replies"].as_u64().unwrap_or(0);
     let steady_total: f64 = steady_ms.iter().sum();
     let ms_per_s = steady_total / steady_s;
+    v["h2_rss_idle_kib"] = json!(rss_idle);
+    v["h2_rss_kib"] = json!(rss_end);
+    v["setup_s"] = json!(setup_s);
     v["api"] = json!(api);
     v["flows"] = json!(sessions);
     v["idle_cpu_ms_per_s"] = json!(idle_ms_per_s);

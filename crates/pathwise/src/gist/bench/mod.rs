@@ -1,11 +1,13 @@
 //! GIST's benchmarks on the five-node namespace chain: setup, RTT and CPU per session over
-//! UDP, TCP and TLS ([`chain`]), the NSLP API in process against IPC ([`api`]), and the cost of
-//! taking Q-mode packets off the path ([`interception`]).
+//! UDP, TCP and TLS ([`chain`]), the NSLP API in process against IPC ([`api`]), the responder's
+//! CPU and memory against the sessions it holds ([`scale`]), and the cost of taking Q-mode
+//! packets off the path ([`interception`]).
 
 pub mod api;
 pub mod chain;
 pub mod engine;
 pub mod interception;
+pub mod scale;
 
 use crate::bench::{plot_target, plot_to, print_report};
 use std::path::PathBuf;
@@ -97,6 +99,27 @@ pub enum Bench {
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<PathBuf>,
     },
+    /// The responder's CPU and memory against the sessions it holds, towards a million (issue
+    /// #21; seed 000 §4.4's curve): per N a fresh five-node namespace chain (root), the load
+    /// client in H1 opening N sessions to H2 and refreshing each every NSLP refresh; stops
+    /// after the first N not held.
+    GistScale {
+        /// Sessions N, one run each (comma-separated), smallest first.
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+        sessions: Vec<u32>,
+        /// Sessions opened per second.
+        #[arg(long, default_value_t = 5000.0)]
+        setup_rate: f64,
+        /// Seconds between two pings of one session (the NSLP refresh; the thesis's 30 s).
+        #[arg(long, default_value_t = 30.0)]
+        nslp_refresh: f64,
+        /// Seconds of the steady phase over which CPU is measured.
+        #[arg(long, default_value_t = 30.0)]
+        window: f64,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Run a benchmark and print its report.
@@ -164,9 +187,26 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
                 window_s: window,
                 runs,
                 api,
+                gist_on_routers: true,
+                log: "debug",
             })?;
             print_report(json, &report, api::render)?;
             plot_to(plot.as_deref(), &api::figures(&report))
+        }
+        Bench::GistScale {
+            sessions,
+            setup_rate,
+            nslp_refresh,
+            window,
+            json,
+        } => {
+            let report = scale::run(&scale::Params {
+                sessions,
+                setup_rate,
+                nslp_refresh_s: nslp_refresh,
+                window_s: window,
+            })?;
+            print_report(json, &report, scale::render)
         }
     }
 }
