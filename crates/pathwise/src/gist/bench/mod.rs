@@ -200,12 +200,7 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             window,
             json,
         } => {
-            let report = scale::run(&scale::Params {
-                sessions,
-                setup_rate,
-                nslp_refresh_s: nslp_refresh,
-                window_s: window,
-            })?;
+            let report = scale::run(&scale::params(sessions, setup_rate, nslp_refresh, window))?;
             print_report(json, &report, scale::render)
         }
     }

@@ -20,17 +20,24 @@
 use super::api::{self, ApiChoice};
 use serde_json::{Value, json};
 
-/// What to run.
-#[derive(Clone, Debug)]
-pub struct Params {
-    /// Sessions N, one run each, smallest first.
-    pub sessions: Vec<u32>,
-    /// Sessions opened per second.
-    pub setup_rate: f64,
-    /// Seconds between two pings of one session.
-    pub nslp_refresh_s: f64,
-    /// Seconds of the steady phase measured.
-    pub window_s: f64,
+/// The runs of `bench gist-scale`: `bench gist-api`'s, one per N, with the Ping NSLP inside
+/// H2's daemon, GIST on the end hosts only (see above) and logging at `info`.
+pub fn params(
+    sessions: Vec<u32>,
+    setup_rate: f64,
+    nslp_refresh_s: f64,
+    window_s: f64,
+) -> api::Params {
+    api::Params {
+        sessions,
+        setup_rate,
+        nslp_refresh_s,
+        window_s,
+        runs: 1,
+        api: ApiChoice::Plugin,
+        gist_on_routers: false,
+        log: "info",
+    }
 }
 
 /// One row of the report from one `api::one` run (or why there is none).
@@ -65,8 +72,8 @@ fn row(n: u32, run: anyhow::Result<Value>) -> Value {
     })
 }
 
-/// Run every N in turn, stopping after the first not held.
-pub fn run(p: &Params) -> anyhow::Result<Value> {
+/// Run every N of `p` ([`params`]) in turn, stopping after the first not held.
+pub fn run(p: &api::Params) -> anyhow::Result<Value> {
     if let Some(why) = crate::netns::unavailable(&[]) {
         anyhow::bail!("gist-scale needs network namespaces: {why}");
     }
@@ -80,21 +87,9 @@ pub fn run(p: &Params) -> anyhow::Result<Value> {
         "rates and times must be positive"
     );
     let bin = std::env::current_exe()?;
-    let params = api::Params {
-        sessions: p.sessions.clone(),
-        setup_rate: p.setup_rate,
-        nslp_refresh_s: p.nslp_refresh_s,
-        window_s: p.window_s,
-        runs: 1,
-        api: ApiChoice::Plugin,
-        // The routers forward IP only: on a small machine five GIST daemons at a million
-        // sessions would measure the machine, not the responder.
-        gist_on_routers: false,
-        log: "info",
-    };
     let mut rows = Vec::new();
     for &n in &p.sessions {
-        let r = row(n, api::one(&bin, "plugin", n, &params));
+        let r = row(n, api::one(&bin, "plugin", n, p));
         let held = r["held"] == true;
         rows.push(r);
         if !held {
