@@ -10,8 +10,9 @@
 //! 2205 §3.2 / §A.1, RFC 3209 §4.6.1), hashed with a keyed hash whose key comes from the node's
 //! seed. Every message that names a session (Path, Resv, their teardowns, errors and ResvConf)
 //! carries a SESSION, so all the state of one session lives in exactly one engine. A message
-//! without a readable SESSION (Hello, Integrity Challenge/Response, or one too malformed to
-//! read) goes to shard 0, whose engine counts and answers it as an unsharded engine would.
+//! without a readable SESSION (Integrity Challenge/Response, or one too malformed to read)
+//! goes to shard 0, whose engine counts and answers it as an unsharded engine would; a Hello
+//! goes to every shard, each watching its own neighbours, shard 0 answering for the node.
 //! Acknowledgements and Srefresh identifiers (RFC 2961) go by identifier
 //! ([`ShardMap::dispatch`]).
 //!

@@ -22,9 +22,10 @@
 //! seed. Every message that names a session (Path, Resv, their teardowns, errors and ResvConf)
 //! carries a SESSION, so all the state of one session (PSBs, RSBs, blockade, the local API's
 //! requests) lives in exactly one engine and its processing is exactly the unsharded engine's.
-//! A message without a readable SESSION (Hello, Integrity Challenge/Response, or one too
-//! malformed to read) goes to shard 0, whose engine counts and answers it as an unsharded
-//! engine would; Ack and Srefresh go by the identifiers they name (refresh reduction, below).
+//! A message without a readable SESSION (Integrity Challenge/Response, or one too malformed
+//! to read) goes to shard 0, whose engine counts and answers it as an unsharded engine would; a
+//! Hello goes to every shard (below); Ack and Srefresh go by the identifiers they name (refresh
+//! reduction, below).
 //!
 //! **Bundles** (RFC 2961 §3.3: "each sub-message is processed as if it was received
 //! individually"): when every sub-message of a valid Bundle belongs to one shard, the Bundle
