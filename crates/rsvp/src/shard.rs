@@ -52,19 +52,21 @@ pub struct SessionShards {
 impl SessionShards {
     /// The shard holding `session`: the same whatever its Flags (RFC 2205 §A.1, E_Police).
     pub fn of_session(&self, session: &Session) -> usize {
-        if self.shards == 1 {
-            return 0;
-        }
-        (self.hasher.hash_one(session.identity()) % self.shards as u64) as usize
+        self.pick(session.identity())
     }
 
     /// The shard that heads the LSP of this name (`rsvp lsp add`, `[[rsvp.lsp]]`): its
     /// session is only known once that shard has picked a Tunnel ID, so the name decides.
     pub fn of_lsp(&self, name: &str) -> usize {
+        self.pick(name.as_bytes())
+    }
+
+    /// The shard `key` hashes to.
+    fn pick(&self, key: impl std::hash::Hash) -> usize {
         if self.shards == 1 {
             return 0;
         }
-        (self.hasher.hash_one(name.as_bytes()) % self.shards as u64) as usize
+        (self.hasher.hash_one(key) % self.shards as u64) as usize
     }
 }
 
