@@ -949,9 +949,7 @@ impl<T: TrafficControl> QosNslp<T> {
                 self.counters.drop("response_unmatched");
                 return;
             }
-            let dir = Self::travelled(&m.mri);
-            let msg = Message::new(Body::Response(r));
-            let _ = self.send(gist, now, sid, &flow, dir, &msg);
+            self.pass_on_response(now, gist, m, flow, r);
             return;
         };
         s.forwarded_riis.retain(|x| *x != rii);
@@ -964,9 +962,25 @@ impl<T: TrafficControl> QosNslp<T> {
         if ends_reservation(&r.info_spec) {
             self.fail_upstream(now, gist, m, flow, r);
         } else {
-            let dir = Self::travelled(&m.mri);
-            let msg = Message::new(Body::Response(r));
-            let _ = self.send(gist, now, sid, &flow, dir, &msg);
+            self.pass_on_response(now, gist, m, flow, r);
         }
+    }
+
+    /// A RESPONSE this node did not ask for goes on the way it travelled (§5.4.3), with the
+    /// GIST hop count it arrived with less one (RFC 5971 §4.3.2, as for a QUERY passed on):
+    /// QoS campaign seed 387330153904033 had two nodes whose routing states pointed at each
+    /// other pass one RESPONSE back and forth 1.1 million times.
+    fn pass_on_response(
+        &mut self,
+        now: Instant,
+        gist: &mut dyn GistApi,
+        m: &RecvMessage,
+        flow: PathCoupledMri,
+        r: Response,
+    ) {
+        let dir = Self::travelled(&m.mri);
+        let msg = Message::new(Body::Response(r));
+        let hops = m.gist_hops.saturating_sub(1);
+        self.pass_on(gist, now, m.session_id, &flow, dir, &msg, hops);
     }
 }

@@ -970,6 +970,36 @@ fn qos_seed_4843511798430122_a_forwarded_query_spends_the_gist_hop_count() {
     assert_eq!(e.counters().dropped("hop_limit"), 1);
 }
 
+/// QoS campaign seed 387330153904033 (1.1 million RESPONSEs between two nodes): a RESPONSE
+/// this node did not ask for goes on with the GIST hop count it arrived with less one, and
+/// stops at zero (RFC 5971 §4.3.2) — at a node without state and at a QNE with state alike.
+#[test]
+fn qos_seed_387330153904033_a_passed_on_response_spends_the_gist_hop_count() {
+    for stateful in [false, true] {
+        let (mut e, mut g) = (engine(), Recorder::default());
+        if stateful {
+            e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+            g.sent.clear();
+        }
+        let answer = |hops| {
+            let mut m = recv_along(success(Rii(7)), DOWN_OLD, 1, SRC, DST, Direction::Upstream);
+            m.gist_hops = hops;
+            m
+        };
+        e.recv_message(Instant::ZERO, &mut g, answer(5));
+        assert_eq!(g.sent.len(), 1, "stateful {stateful}: passed on");
+        assert_eq!(g.sent[0].gist_hops, Some(4));
+        assert_eq!(Direction::of(&g.sent[0].mri), Direction::Upstream);
+        g.sent.clear();
+        e.recv_message(Instant::ZERO, &mut g, answer(1));
+        assert!(
+            g.sent.is_empty(),
+            "stateful {stateful}: not with a hop count of zero"
+        );
+        assert_eq!(e.counters().dropped("hop_limit"), 1);
+    }
+}
+
 /// §5.2.4: the same RII again sooner than a retransmission could come is the request coming
 /// round a routing loop: passed on once, not again.
 #[test]
