@@ -369,6 +369,31 @@ fn verify(key: &Key, digested: &[&[u8]], digest: &[u8]) -> Result<(), Reject> {
 #[derive(Clone, Debug)]
 pub struct Sender {
     seqs: KeyedMap<u64, SequenceNumbers>,
+    /// The node's numbers when several senders sign for it (`None`: `seqs`).
+    shared: Option<SharedSequences>,
+}
+
+/// One node's sequence numbers shared by several [`Sender`]s — the shards of a sharded node,
+/// which all sign as that node: RFC 2747 §3 wants one strictly increasing sequence per key for
+/// the sending system, so each number is drawn under a lock, unique and larger than every
+/// number drawn before it by any of them. Clones share the numbers.
+#[derive(Clone, Debug, Default)]
+pub struct SharedSequences(std::sync::Arc<std::sync::Mutex<Vec<(u64, SequenceNumbers)>>>);
+
+impl SharedSequences {
+    /// The next number of key `key_id` at `now_secs`.
+    fn next(&self, key_id: u64, now_secs: u64) -> Option<u64> {
+        // A panic while the lock was held cannot leave a number half drawn: take the state.
+        let mut keys = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let at = match keys.iter().position(|(id, _)| *id == key_id) {
+            Some(at) => at,
+            None => {
+                keys.push((key_id, SequenceNumbers::new()));
+                keys.len() - 1
+            }
+        };
+        keys[at].1.next(now_secs)
+    }
 }
 
 impl Sender {
@@ -376,6 +401,15 @@ impl Sender {
     pub fn new(state: KeyedState) -> Self {
         Sender {
             seqs: KeyedMap::with_hasher(state),
+            shared: None,
+        }
+    }
+
+    /// A sender drawing its numbers from `shared`, with every other sender of the node.
+    pub fn sharing(state: KeyedState, shared: SharedSequences) -> Self {
+        Sender {
+            shared: Some(shared),
+            ..Sender::new(state)
         }
     }
 
@@ -396,7 +430,10 @@ impl Sender {
 
     /// The next sequence number of `key` at `now_secs` (`None` once its space is exhausted).
     pub fn next_for(&mut self, key: &Key, now_secs: u64) -> Option<u64> {
-        self.seqs.entry(key.id()).or_default().next(now_secs)
+        match &self.shared {
+            Some(shared) => shared.next(key.id(), now_secs),
+            None => self.seqs.entry(key.id()).or_default().next(now_secs),
+        }
     }
 }
 
@@ -638,6 +675,53 @@ mod tests {
         assert_eq!(k.id(), 2);
         assert_eq!(c, 16 << 32);
         assert!(s.next(&Policy::default(), None, 16).is_none());
+    }
+
+    /// Senders sharing the node's numbers (the shards of a sharded node) draw, between them,
+    /// one strictly increasing sequence per key; separate ones each start their own.
+    #[test]
+    fn shared_senders_draw_one_increasing_sequence_per_key() {
+        let k1 = Key::new(1, Algorithm::HmacSha256, b"a").unwrap();
+        let k2 = Key::new(2, Algorithm::HmacSha256, b"b").unwrap();
+        let shared = SharedSequences::default();
+        let mut a = Sender::sharing(state(), shared.clone());
+        let mut b = Sender::sharing(state(), shared);
+        let mut drawn = Vec::new();
+        for i in 0..10 {
+            let s = if i % 3 == 0 { &mut a } else { &mut b };
+            drawn.push(s.next_for(&k1, 100).unwrap());
+        }
+        assert!(drawn.windows(2).all(|w| w[1] > w[0]), "{drawn:?}");
+        assert_eq!(b.next_for(&k2, 100), Some(100 << 32), "a key of its own");
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let mut s = a.clone();
+                let k1 = k1.clone();
+                std::thread::spawn(move || {
+                    (0..1000)
+                        .map(|_| s.next_for(&k1, 100).unwrap())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut all: Vec<u64> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        for v in all.chunks(1000) {
+            assert!(v.windows(2).all(|w| w[1] > w[0]));
+        }
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "unique across senders");
+        assert!(all[0] > drawn[9]);
+        let (mut c, mut d) = (Sender::new(state()), Sender::new(state()));
+        assert_eq!(
+            c.next_for(&k1, 100),
+            d.next_for(&k1, 100),
+            "unshared: each its own"
+        );
     }
 
     #[test]

@@ -33,7 +33,7 @@ mod replay;
 mod seq;
 
 pub use algorithm::{Algorithm, DigestBytes, MAX_DIGEST_LEN, UnknownAlgorithm, digest, verify};
-pub use integrity::{Accepted, Mode, Policy, Presented, Receiver, Reject, Sender};
+pub use integrity::{Accepted, Mode, Policy, Presented, Receiver, Reject, Sender, SharedSequences};
 pub use key::{DuplicateKeyId, InvalidKey, Key, KeyChain, KeyError, Lifetime, MAX_KEY_ID};
 pub use keyfile::{KeyFileError, load_key_file, parse_key_file};
 pub use replay::{REPLAY_WINDOW, ReplayOutcome, ReplayTable, ReplayWindow};

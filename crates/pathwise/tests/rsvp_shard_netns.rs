@@ -159,7 +159,25 @@ fn lsps_headed_by_two_shards(lab: &Lab) -> anyhow::Result<()> {
 
 #[test]
 fn two_shards_with_churning_flows_leave_nothing_behind() -> anyhow::Result<()> {
-    churn_on_two_shards("two_shards_with_churning_flows_leave_nothing_behind", false)
+    churn_on_two_shards(
+        "two_shards_with_churning_flows_leave_nothing_behind",
+        false,
+        None,
+    )
+}
+
+/// The same with message integrity (RFC 2747) required on every interface and refresh
+/// reduction: the shards sign from one sequence per key, the dispatcher signs again the
+/// parts of what it cuts, each shard challenges its neighbours and gets its own Response.
+/// Nothing is refused but what waited for a handshake (and stale copies resent after a
+/// Challenge, RFC 2961 §4.5).
+#[test]
+fn two_shards_with_integrity_leave_nothing_behind() -> anyhow::Result<()> {
+    churn_on_two_shards(
+        "two_shards_with_integrity_leave_nothing_behind",
+        true,
+        Some(pathwise_auth::Algorithm::HmacSha256),
+    )
 }
 
 /// The same with refresh reduction (RFC 2961) on every node: identified messages acknowledged
@@ -169,10 +187,15 @@ fn two_shards_with_refresh_reduction_leave_nothing_behind() -> anyhow::Result<()
     churn_on_two_shards(
         "two_shards_with_refresh_reduction_leave_nothing_behind",
         true,
+        None,
     )
 }
 
-fn churn_on_two_shards(name: &str, refresh_reduction: bool) -> anyhow::Result<()> {
+fn churn_on_two_shards(
+    name: &str,
+    refresh_reduction: bool,
+    integrity: Option<pathwise_auth::Algorithm>,
+) -> anyhow::Result<()> {
     if skip(name, &["tc"]) {
         return Ok(());
     }
@@ -184,6 +207,7 @@ fn churn_on_two_shards(name: &str, refresh_reduction: bool) -> anyhow::Result<()
             refresh: "1s",
             threads: 2,
             refresh_reduction,
+            integrity,
             ..Default::default()
         },
     )?;
@@ -256,12 +280,25 @@ fn churn_on_two_shards(name: &str, refresh_reduction: bool) -> anyhow::Result<()
             // One Epoch per node (RFC 2961 §4.5): no neighbour saw a shard's as a restart.
             assert_eq!(rr["epoch_changes"].as_u64(), Some(0), "{node}: {c}");
             assert!(rr["acks_received"].as_u64() > Some(0), "{node}: {c}");
+            // With integrity, a shard's first messages from a neighbour wait for its
+            // handshake (RFC 2747 §4.3), and a copy resent after a Challenge that is older
+            // than what arrived since is out of order (RFC 2961 §4.5).
+            let expected = |reason: &str| {
+                integrity.is_some()
+                    && matches!(reason, "integrity_awaiting_challenge" | "out_of_order")
+            };
             assert!(
                 c["drops"]
                     .as_object()
-                    .is_some_and(|d| d.values().all(|n| n == 0)),
+                    .is_some_and(|d| d.iter().all(|(r, n)| n == 0 || expected(r))),
                 "{node}: {c}"
             );
+        }
+        if integrity.is_some() {
+            let i = &c["integrity"];
+            assert!(i["verified"].as_u64() > Some(0), "{node}: {c}");
+            assert!(i["signed"].as_u64() > Some(0), "{node}: {c}");
+            assert!(i["handshakes"].as_u64() > Some(0), "{node}: {c}");
         }
     }
     if refresh_reduction {

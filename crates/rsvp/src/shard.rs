@@ -10,9 +10,17 @@
 //! 2205 §3.2 / §A.1, RFC 3209 §4.6.1), hashed with a keyed hash whose key comes from the node's
 //! seed. Every message that names a session (Path, Resv, their teardowns, errors and ResvConf)
 //! carries a SESSION, so all the state of one session lives in exactly one engine. A message
-//! without a readable SESSION (Integrity Challenge/Response, or one too malformed to read)
-//! goes to shard 0, whose engine counts and answers it as an unsharded engine would; a Hello
-//! goes to every shard, each watching its own neighbours, shard 0 answering for the node.
+//! too malformed to read goes to shard 0, whose engine counts it as an unsharded engine would;
+//! a Hello and an Integrity Challenge go to every shard, each watching its own neighbours and
+//! resending its own messages, shard 0 answering for the node; an Integrity Response goes to
+//! the shard whose Challenge it answers, named by the cookie ([`OwnShard::cookie`]).
+//!
+//! **Integrity** (RFC 2747): a signed message the dispatcher cuts into parts (below) is
+//! verified here under the interface's policy ([`ShardMap::set_integrity`]) and each part
+//! signed again with its key, sequence number and flags, one part per shard, so every shard
+//! checks what it is handed and records each number once; one that does not verify goes uncut
+//! to one shard, which refuses it and counts why. The shards sign from one sequence per key
+//! ([`shard_configs`]).
 //! Acknowledgements and Srefresh identifiers (RFC 2961) go by identifier
 //! ([`ShardMap::dispatch`]).
 //!
@@ -24,12 +32,15 @@
 
 use crate::Config;
 use crate::engine::MessageIdSpace;
+use crate::wire::integrity::{Signed, rsvp_hop, sign};
 use crate::wire::message::refresh::bundle_messages;
 use crate::wire::message::{Ack, Refresh, Srefresh};
-use crate::wire::objects::{ObjectHeader, class};
+use crate::wire::objects::{Challenge, ObjectHeader, class};
 use crate::wire::te::{MessageIdAck, MessageIdList, MessageIds, class as te_class};
 use crate::wire::{Message, MsgType, Packet, Session};
 use listed::ListedIds;
+use pathwise_auth::{Key, Mode, Policy};
+use pathwise_core::io::IfIndex;
 use pathwise_core::table::KeyedState;
 use pathwise_core::time::{Duration, Instant};
 use std::hash::BuildHasher;
@@ -84,7 +95,19 @@ impl OwnShard {
     pub fn holds(&self, session: &Session) -> bool {
         self.sessions.of_session(session) == self.index
     }
+
+    /// The cookie of an Integrity Challenge this shard sends, from a random `drawn`: its low
+    /// bits name the shard, so the Integrity Response echoing it (RFC 2747 §4.3) is handed
+    /// back to the shard waiting for it ([`ShardMap::dispatch`]).
+    pub fn cookie(&self, drawn: u64) -> u64 {
+        drawn & !COOKIE_SHARD_MASK | self.index as u64
+    }
 }
+
+/// The low bits of a Challenge cookie that carry the shard ([`OwnShard::cookie`]): room for
+/// [`MAX_SHARDS`].
+const COOKIE_SHARD_MASK: u64 = 0xff;
+const _: () = assert!(MAX_SHARDS as u64 <= COOKIE_SHARD_MASK + 1);
 
 /// Which shard holds a session, and where a received datagram goes.
 #[derive(Clone, Debug)]
@@ -94,6 +117,25 @@ pub struct ShardMap {
     listed: ListedIds,
     /// Messages the dispatcher writes (Srefresh and Ack parts), reused.
     scratch: Vec<u8>,
+    /// The interfaces' integrity policies, to vouch for the parts of a signed message it cuts.
+    integrity: Vec<(IfIndex, Policy)>,
+    /// Unix time in seconds at `Instant` zero (key lifetimes; as the engines' `Config`).
+    wall_clock_at_zero: u64,
+    /// Parts of signed messages verified and signed again ([`Self::signed_parts`]).
+    signed_parts: u64,
+}
+
+/// What the dispatcher makes of a message it cuts into parts (RFC 2747 §4.2).
+enum Vouch {
+    /// Unsigned, or integrity is off on the interface: the parts go unsigned, as it came.
+    Unsigned,
+    /// Its digest verified: each part goes signed again with its key, sequence number and
+    /// flags, so the shard handed it checks it as it would the whole and records the number
+    /// once in its window.
+    Signed(Box<Key>, u64, u8),
+    /// Its digest did not verify (or no key accepts it): it goes whole, uncut, to its
+    /// SESSION's shard (0 without one), whose engine refuses it and counts why.
+    Refused,
 }
 
 /// How one message (not a Bundle) is handed on.
@@ -119,6 +161,62 @@ impl ShardMap {
             },
             listed: ListedIds::new(KeyedState::from_rng(&mut rng)),
             scratch: Vec::new(),
+            integrity: Vec::new(),
+            wall_clock_at_zero: 0,
+            signed_parts: 0,
+        }
+    }
+
+    /// The integrity policy of interface `ifindex` (as `RsvpEngine::set_integrity`), for the
+    /// messages the dispatcher has to cut: with integrity, an Ack or Srefresh naming several
+    /// shards' messages, or a message carrying another shard's acknowledgements, is verified
+    /// here and each part signed again ([`Self::dispatch`]). Also after a reload, as the
+    /// shards' engines are given it.
+    pub fn set_integrity(&mut self, ifindex: IfIndex, policy: Policy) {
+        self.integrity.retain(|(i, _)| *i != ifindex);
+        if policy.mode != Mode::Off {
+            self.integrity.push((ifindex, policy));
+        }
+    }
+
+    /// The integrity policies of every interface of `node`, the node's configuration that
+    /// [`shard_configs`] cuts into its shards' ([`Self::set_integrity`]).
+    /// Its wall clock (key lifetimes) is theirs too: `Config::wall_clock_at_zero`.
+    pub fn set_integrity_of(&mut self, node: &Config) {
+        self.wall_clock_at_zero = node.wall_clock_at_zero;
+        for i in &node.interfaces {
+            self.set_integrity(i.ifindex, i.integrity.clone());
+        }
+    }
+
+    /// Parts of signed messages this dispatcher verified and signed again for the shards
+    /// they went to ([`Self::dispatch`]).
+    pub fn signed_parts(&self) -> u64 {
+        self.signed_parts
+    }
+
+    /// Whether `msg`, received on `ifindex` from `src`, may be cut, and how its parts go.
+    fn vouch(&self, now: Instant, ifindex: IfIndex, src: IpAddr, msg: &[u8]) -> Vouch {
+        let Some((_, policy)) = self.integrity.iter().find(|(i, _)| *i == ifindex) else {
+            return Vouch::Unsigned;
+        };
+        let signed = match Signed::locate(msg) {
+            Ok(Some(signed)) => signed,
+            Ok(None) => return Vouch::Unsigned,
+            Err(_) => return Vouch::Refused,
+        };
+        // The sending system as the engine names it (crate::engine::integrity).
+        let sender = rsvp_hop(msg).map_or(src, |h| h.addr);
+        let p = signed.presented();
+        let now_secs = self.wall_clock_at_zero + now.as_nanos() / 1_000_000_000;
+        match policy
+            .chain_for(Some(sender))
+            .accept_key(p.key_id, now_secs)
+        {
+            Ok(key) if key.verify(&signed.digested(), p.digest) => {
+                Vouch::Signed(Box::new(key.clone()), p.seq, p.flags)
+            }
+            _ => Vouch::Refused,
         }
     }
 
@@ -188,7 +286,7 @@ impl ShardMap {
     pub fn dispatch(
         &mut self,
         now: Instant,
-        src: IpAddr,
+        (src, ifindex): (IpAddr, IfIndex),
         payload: &[u8],
         mut to: impl FnMut(usize, &[u8], IpAddr),
     ) -> u64 {
@@ -200,7 +298,7 @@ impl ShardMap {
             .is_ok_and(|p| p.msg_type() == MsgType::Bundle && p.verify_checksum());
         if !bundle {
             self.learn(now, payload);
-            self.route(now, src, payload, &mut to);
+            self.route(now, (src, ifindex), payload, &mut to);
             return 0;
         }
         // RFC 2961 §3.3: each sub-message is processed as if received on its own.
@@ -226,7 +324,7 @@ impl ShardMap {
         let mut bad = 0;
         for sub in bundle_messages(payload) {
             match sub {
-                Ok(sub) => self.route(now, src, sub, &mut to),
+                Ok(sub) => self.route(now, (src, ifindex), sub, &mut to),
                 Err(_) => bad += 1,
             }
         }
@@ -274,6 +372,18 @@ impl ShardMap {
         self.listed.lookup(now, nbr, epoch, id).unwrap_or(0)
     }
 
+    /// The shard whose Integrity Challenge an Integrity Response answers: the one its echoed
+    /// cookie names ([`OwnShard::cookie`]), 0 when it names none (which then refuses it).
+    fn of_response(&self, p: &Packet<&[u8]>) -> usize {
+        let cookie = ObjectHeader::iter(p.objects())
+            .map_while(Result::ok)
+            .find(|(h, _)| h.class == class::CHALLENGE)
+            .and_then(|(h, body)| Challenge::parse(h.ctype, body).ok())
+            .map_or(0, |c| c.cookie);
+        let s = (cookie & COOKIE_SHARD_MASK) as usize;
+        if s < self.len() { s } else { 0 }
+    }
+
     /// The shard an acknowledgement in a message bound for `base` goes to.
     fn of_ack(&self, id: u32, base: usize) -> usize {
         self.of_our_id(id).unwrap_or(base)
@@ -285,8 +395,12 @@ impl ShardMap {
         let Ok(p) = Packet::new_checked(msg) else {
             return Plan::One(0);
         };
-        if p.msg_type() == MsgType::Hello {
-            return Plan::Every;
+        match p.msg_type() {
+            // RFC 2747 §4.3: a neighbour challenging this node; every shard resends and
+            // refreshes what it sent that way, shard 0 answers for the node.
+            MsgType::Hello | MsgType::IntegrityChallenge => return Plan::Every,
+            MsgType::IntegrityResponse => return Plan::One(self.of_response(&p)),
+            _ => {}
         }
         let srefresh = p.msg_type() == MsgType::Srefresh;
         let base = self.of_message(msg);
@@ -327,7 +441,7 @@ impl ShardMap {
     fn route(
         &mut self,
         now: Instant,
-        src: IpAddr,
+        (src, ifindex): (IpAddr, IfIndex),
         msg: &[u8],
         to: &mut impl FnMut(usize, &[u8], IpAddr),
     ) {
@@ -338,11 +452,24 @@ impl ShardMap {
         }
         // Rare: acknowledgements for several shards, or an Srefresh naming several shards'
         // state; parsed in full and written again per shard.
+        let base = self.of_message(msg);
         let Ok((hdr, message, refresh)) = Message::parse_refresh(msg) else {
-            to(self.of_message(msg), msg, src);
+            to(base, msg, src);
             return;
         };
-        let base = self.of_message(msg);
+        // RFC 2747: the digest covers the whole message, which its parts no longer are.
+        let key = match self.vouch(now, ifindex, src, msg) {
+            Vouch::Unsigned => None,
+            Vouch::Signed(key, seq, flags) => Some((key, seq, flags)),
+            Vouch::Refused => return to(base, msg, src),
+        };
+        let mut signed_parts = 0;
+        let mut sign_part = |part: &mut Vec<u8>| {
+            if let Some((key, seq, flags)) = &key {
+                sign(part, key, *seq, *flags);
+                signed_parts += 1;
+            }
+        };
         let mut acks: Vec<Vec<MessageIdAck>> = vec![Vec::new(); self.len()];
         for a in &refresh.acks {
             acks[self.of_ack(a.message_id, base)].push(*a);
@@ -382,6 +509,7 @@ impl ShardMap {
                 if lists_or_acks(&part, &refresh) {
                     scratch.clear();
                     part.emit_with(hdr.send_ttl, hdr.flags, &refresh, &mut scratch);
+                    sign_part(&mut scratch);
                     to(shard, &scratch, src);
                 }
             }
@@ -405,10 +533,12 @@ impl ShardMap {
                     &refresh,
                     &mut scratch,
                 );
+                sign_part(&mut scratch);
                 to(shard, &scratch, nbr);
             }
         }
         self.scratch = scratch;
+        self.signed_parts += signed_parts;
     }
 
     /// A MESSAGE_ID_LIST's identifiers by the shard each goes to, in the list's form.
@@ -536,6 +666,8 @@ pub fn shard_configs(node: &Config, map: &ShardMap) -> Vec<Config> {
         ))
         .max(1)
     });
+    // RFC 2747 §3: one strictly increasing sequence per key for the node.
+    let sequences = pathwise_auth::SharedSequences::default();
     label_ranges(node.label_range, shards)
         .into_iter()
         .zip(ids)
@@ -554,6 +686,7 @@ pub fn shard_configs(node: &Config, map: &ShardMap) -> Vec<Config> {
             // RFC 3209 §5.3: one Src_Instance for the node; it changes only when the node
             // restarts, so no neighbour takes one shard's Hellos for a restart.
             hello_instance: Some(hello_instance),
+            integrity_sequences: Some(sequences.clone()),
             ..node.clone()
         })
         .collect()

@@ -341,16 +341,14 @@ fn apply(
         let _ = log_level.modify(|f| *f = tracing_subscriber::filter::LevelFilter::from(level));
         tracing::info!(%level, "SIGHUP: log level changed");
     }
-    if let Some(Rsvp::One(s)) = rsvp {
-        for (name, policy) in &r.integrity {
-            if s.set_integrity(name, policy.clone()) {
-                tracing::info!(interface = %name, mode = ?policy.mode, "SIGHUP: integrity policy and keys read again");
-            }
-        }
-    }
     let Some(s) = rsvp else {
         return;
     };
+    for (name, policy) in &r.integrity {
+        if s.set_integrity(name, policy.clone()) {
+            tracing::info!(interface = %name, mode = ?policy.mode, "SIGHUP: integrity policy and keys read again");
+        }
+    }
     for name in &r.lsps_closed {
         match s.close_configured_lsp(name) {
             Ok(()) => tracing::info!(lsp = %name, "SIGHUP: LSP torn down"),
@@ -403,6 +401,14 @@ impl Rsvp {
         match self {
             Rsvp::One(s) => s.open_configured_lsp(req),
             Rsvp::Sharded(s) => s.open_configured_lsp(req),
+        }
+    }
+
+    /// Replace the integrity policy of interface `name` (a reload read it again).
+    fn set_integrity(&mut self, name: &str, policy: pathwise_auth::Policy) -> bool {
+        match self {
+            Rsvp::One(s) => s.set_integrity(name, policy),
+            Rsvp::Sharded(s) => s.set_integrity(name, policy),
         }
     }
 

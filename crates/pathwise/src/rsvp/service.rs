@@ -195,10 +195,11 @@ impl RsvpService {
     pub(crate) fn start_shards(
         node: &crate::config::NodeConfig,
         cfg: &RsvpSection,
-        map: &super::shard::ShardMap,
+        map: &mut super::shard::ShardMap,
         epoch: std::time::Instant,
     ) -> anyhow::Result<(Vec<RsvpService>, SharedTrafficControl<DataPlane>)> {
         let parts = Parts::read(node, cfg)?;
+        map.set_integrity_of(&parts.engine);
         let tc = SharedTrafficControl::new(DataPlane::build(
             cfg.traffic_control,
             &parts.links,
@@ -398,10 +399,18 @@ impl RsvpService {
     /// Replace the integrity policy of interface `name` (a configuration reload); `false` when
     /// the daemon does not run RSVP on it.
     pub fn set_integrity(&mut self, name: &str, policy: pathwise_auth::Policy) -> bool {
-        let Some(&(ifindex, _)) = self.interfaces.iter().find(|(_, n)| n == name) else {
+        let Some(ifindex) = self.ifindex_of(name) else {
             return false;
         };
         self.engine.set_integrity(ifindex, policy)
+    }
+
+    /// The interface of this name the daemon runs RSVP on.
+    pub fn ifindex_of(&self, name: &str) -> Option<IfIndex> {
+        self.interfaces
+            .iter()
+            .find(|(_, n)| n == name)
+            .map(|&(ifindex, _)| ifindex)
     }
 
     /// Open an LSP of the configuration (a reload added or changed it).

@@ -284,18 +284,19 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.arm_hello(key, cfg);
     }
 
-    /// Whether this engine answers Hello REQUESTs and counts Hellos: an unsharded one, or
-    /// shard 0 of a sharded node. Every shard is handed every Hello ([`crate::shard`]) and
-    /// takes its neighbours' liveness and Src_Instance from it; one of them speaks for the
-    /// node, so a neighbour gets one ACK per REQUEST and the node's counters count each
-    /// Hello once.
-    pub(super) fn answers_hello(&self) -> bool {
+    /// Whether this engine answers for the node what every shard is handed (Hello REQUESTs,
+    /// Integrity Challenges) and counts it: an unsharded one, or shard 0 of a sharded node.
+    /// Every shard is handed every Hello ([`crate::shard`]) and takes its neighbours' liveness
+    /// and Src_Instance from it, and every Challenge; one of them speaks for the node, so a
+    /// neighbour gets one ACK per REQUEST and one Response per Challenge, and the node's
+    /// counters count each once.
+    pub(super) fn speaks_for_node(&self) -> bool {
         self.cfg.shard.as_ref().is_none_or(|s| s.index == 0)
     }
 
     /// A Hello message arrived (after integrity checks).
     pub(super) fn on_hello(&mut self, now: Instant, rx: &Received<'_>, h: Hello) {
-        let answers = self.answers_hello();
+        let answers = self.speaks_for_node();
         let Some(cfg) = self.hello_config(rx.ifindex) else {
             if answers {
                 self.drop_msg("hello_disabled");

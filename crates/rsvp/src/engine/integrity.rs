@@ -244,7 +244,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     fn send_challenge(&mut self, to: IpAddr, key_id: u64, ifindex: IfIndex) {
-        let cookie = self.rng.random::<u64>();
+        let drawn = self.rng.random::<u64>();
+        let cookie = self.cfg.shard.as_ref().map_or(drawn, |s| s.cookie(drawn));
         let now = self.wall_secs();
         let Some(cookie) = self.integrity_rx.challenge(to, key_id, cookie, now) else {
             return;
@@ -260,14 +261,26 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// An Integrity Challenge (RFC 2747 §4.3): answer with a Response signed under the key it
-    /// names, then refresh the state shared with the challenger.
+    /// names, then refresh the state shared with the challenger. Every shard of a sharded node
+    /// is handed the Challenge and resends and refreshes its own state; shard 0 alone answers
+    /// and counts it, for the node ([`Self::speaks_for_node`]).
     fn on_challenge(&mut self, rx: &Received<'_>) {
+        let speaks = self.speaks_for_node();
         let Ok((_, Message::IntegrityChallenge(c))) = Message::parse(rx.payload) else {
-            self.drop_msg("integrity_bad_challenge");
+            if speaks {
+                self.drop_msg("integrity_bad_challenge");
+            }
             return;
         };
-        self.counters.count_in(MsgType::IntegrityChallenge);
         let policy = Self::policy_of(&self.cfg, Some(rx.ifindex));
+        if !speaks {
+            if policy.signs() {
+                self.resend_after_challenge(rx.ifindex, rx.src);
+                self.refresh_after_challenge(rx.ifindex);
+            }
+            return;
+        }
+        self.counters.count_in(MsgType::IntegrityChallenge);
         if !policy.signs() {
             self.drop_msg("integrity_off");
             return;

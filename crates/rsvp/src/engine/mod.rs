@@ -141,6 +141,10 @@ pub struct Config {
     /// Our Hello Src_Instance (RFC 3209 §5.3), when it is the node's and not this engine's:
     /// the shards of a node share one. `None`: drawn from [`Config::seed`].
     pub hello_instance: Option<u32>,
+    /// The RFC 2747 sequence numbers this engine signs with, when they are the node's and not
+    /// this engine's: the shards of a node draw from one strictly increasing sequence per key
+    /// (§3). `None`: the engine's own.
+    pub integrity_sequences: Option<pathwise_auth::SharedSequences>,
 }
 
 /// Back-off between attempts to set up an LSP whose setup timed out
@@ -217,6 +221,7 @@ impl Default for Config {
             message_ids: MessageIdSpace::default(),
             shard: None,
             hello_instance: None,
+            integrity_sequences: None,
         }
     }
 }
@@ -337,7 +342,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
             reported: keyed_map(&mut rng),
             receivers: keyed_map(&mut rng),
             integrity_rx: pathwise_auth::Receiver::new(KeyedState::from_rng(&mut rng)),
-            integrity_tx: pathwise_auth::Sender::new(KeyedState::from_rng(&mut rng)),
+            integrity_tx: match &cfg.integrity_sequences {
+                Some(shared) => {
+                    pathwise_auth::Sender::sharing(KeyedState::from_rng(&mut rng), shared.clone())
+                }
+                None => pathwise_auth::Sender::new(KeyedState::from_rng(&mut rng)),
+            },
             integrity_log: integrity::LogLimiter::default(),
             challenge_refreshed: keyed_map(&mut rng),
             recent: VecDeque::new(),
@@ -595,7 +605,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         };
         let msg = match msg {
             // A shard's copy of a Hello (`crate::shard`): liveness only; shard 0 counts it.
-            Message::Hello(h) if !self.answers_hello() => return self.on_hello(now, rx, h),
+            Message::Hello(h) if !self.speaks_for_node() => return self.on_hello(now, rx, h),
             m => m,
         };
         self.counters.count_in(msg.msg_type());
@@ -655,7 +665,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// message" (§3.1.4). The hop's LIH is unknown then and sent as 0 ("no logical interface
     /// handle", §A.2). Never to a martian address.
     fn on_parse_error(&mut self, rx: &Received<'_>, e: &crate::wire::ParseError) {
-        if e.msg_type == Some(MsgType::Hello) && !self.answers_hello() {
+        if e.msg_type == Some(MsgType::Hello) && !self.speaks_for_node() {
             return; // a shard's copy of a Hello: shard 0 counts the drop
         }
         self.drop_msg(e.kind.reason());

@@ -61,7 +61,7 @@ fn a_bundle_goes_whole_to_one_shard_or_split_per_sub_message() {
     emit_bundle(0, [p1.as_slice(), p1.as_slice()], &mut same);
     let mut got = Vec::new();
     assert_eq!(
-        map.dispatch(Instant::ZERO, SRC, &same, |i, b, _| got
+        map.dispatch(Instant::ZERO, (SRC, IfIndex(1)), &same, |i, b, _| got
             .push((i, b.to_vec()))),
         0
     );
@@ -70,7 +70,7 @@ fn a_bundle_goes_whole_to_one_shard_or_split_per_sub_message() {
     emit_bundle(0, [p0.as_slice(), p1.as_slice()], &mut mixed);
     got.clear();
     assert_eq!(
-        map.dispatch(Instant::ZERO, SRC, &mixed, |i, b, _| got
+        map.dispatch(Instant::ZERO, (SRC, IfIndex(1)), &mixed, |i, b, _| got
             .push((i, b.to_vec()))),
         0
     );
@@ -78,7 +78,7 @@ fn a_bundle_goes_whole_to_one_shard_or_split_per_sub_message() {
     // A Bundle with a bad checksum is one message, for shard 0 to drop and count.
     mixed[2] ^= 0xff;
     got.clear();
-    map.dispatch(Instant::ZERO, SRC, &mixed, |i, b, _| {
+    map.dispatch(Instant::ZERO, (SRC, IfIndex(1)), &mixed, |i, b, _| {
         got.push((i, b.to_vec()))
     });
     assert_eq!(got, vec![(0, mixed.clone())]);
@@ -101,7 +101,7 @@ fn a_hello_goes_to_every_shard() {
     })
     .emit(1, &mut hello);
     let mut got = Vec::new();
-    map.dispatch(Instant::ZERO, SRC, &hello, |i, b, _| {
+    map.dispatch(Instant::ZERO, (SRC, IfIndex(1)), &hello, |i, b, _| {
         got.push((i, b.to_vec()))
     });
     assert_eq!(
@@ -113,7 +113,7 @@ fn a_hello_goes_to_every_shard() {
     let mut bundle = Vec::new();
     emit_bundle(0, [hello.as_slice(), p1.as_slice()], &mut bundle);
     got.clear();
-    map.dispatch(Instant::ZERO, SRC, &bundle, |i, b, _| {
+    map.dispatch(Instant::ZERO, (SRC, IfIndex(1)), &bundle, |i, b, _| {
         got.push((i, b.to_vec()))
     });
     assert_eq!(
@@ -166,7 +166,7 @@ proptest! {
     ) {
         let mut map = ShardMap::new(shards, seed);
         let mut got = Vec::new();
-        let bad = map.dispatch(Instant::ZERO, SRC, &payload, |i, b, _| got.push((i, b.len())));
+        let bad = map.dispatch(Instant::ZERO, (SRC, IfIndex(1)), &payload, |i, b, _| got.push((i, b.len())));
         prop_assert!(got.iter().all(|&(i, _)| i < shards));
         prop_assert!(!got.is_empty() || bad > 0);
         if bad == 0 && got.len() == 1 {
@@ -196,7 +196,7 @@ proptest! {
         let mut bundle = Vec::new();
         emit_bundle(0, subs.iter().map(Vec::as_slice), &mut bundle);
         let mut got: Vec<(usize, Vec<u8>)> = Vec::new();
-        prop_assert_eq!(map.dispatch(Instant::ZERO, SRC, &bundle, |i, b, _| got.push((i, b.to_vec()))), 0);
+        prop_assert_eq!(map.dispatch(Instant::ZERO, (SRC, IfIndex(1)), &bundle, |i, b, _| got.push((i, b.to_vec()))), 0);
         let mut delivered: Vec<(usize, Vec<u8>)> = Vec::new();
         for (i, b) in got {
             if b == bundle {
@@ -336,8 +336,14 @@ mod rr {
             unknown in proptest::collection::vec(100_000u32..200_000, 0..4),
             acks in proptest::collection::vec((0usize..8, 1u32..1000, any::<bool>()), 1..12),
             bundled in any::<bool>(),
+            signed in any::<bool>(),
         ) {
             let mut map = ShardMap::new(shards, seed);
+            // With integrity (RFC 2747), what the dispatcher cuts it signs again.
+            let key = signing::key();
+            if signed {
+                map.set_integrity(IfIndex(1), signing::policy());
+            }
             let nbr = SRC;
             // The neighbour's identified messages: identifier 10 + port.
             let mut owner: BTreeMap<u32, usize> = BTreeMap::new();
@@ -354,7 +360,7 @@ mod rr {
                 let id = 10 + u32::from(port);
                 let b = identified(&m, Vec::new(), Some(id));
                 let mut to = Vec::new();
-                map.dispatch(Instant::ZERO, IpAddr::V4(Ipv4Addr::new(30, 0, 0, 1)), &b, |i, _, _| to.push(i));
+                map.dispatch(Instant::ZERO, (IpAddr::V4(Ipv4Addr::new(30, 0, 0, 1)), IfIndex(1)), &b, |i, _, _| to.push(i));
                 prop_assert_eq!(to, vec![map_of(&session(port), shards, seed)]);
                 owner.insert(id, map.of_session(&s));
             }
@@ -401,19 +407,41 @@ mod rr {
             } else if !in_sref.is_empty() {
                 msgs.push(identified(&Message::Ack(crate::wire::message::Ack { integrity: None }), strip(in_sref), None));
             }
+            if signed {
+                for (k, m) in msgs.iter_mut().enumerate() {
+                    crate::wire::integrity::sign(m, &key, 1000 + k as u64, pathwise_auth::integrity::HANDSHAKE);
+                }
+            }
             let mut got: Vec<(usize, Vec<u8>, IpAddr)> = Vec::new();
             let mut bad = 0;
             if bundled {
                 let mut b = Vec::new();
                 emit_bundle(crate::wire::te::REFRESH_REDUCTION_CAPABLE, msgs.iter().map(Vec::as_slice), &mut b);
-                bad += map.dispatch(Instant::ZERO, nbr, &b, |i, b, s| got.push((i, b.to_vec(), s)));
+                bad += map.dispatch(Instant::ZERO, (nbr, IfIndex(1)), &b, |i, b, s| got.push((i, b.to_vec(), s)));
             } else {
                 for m in &msgs {
-                    bad += map.dispatch(Instant::ZERO, nbr, m, |i, b, s| got.push((i, b.to_vec(), s)));
+                    bad += map.dispatch(Instant::ZERO, (nbr, IfIndex(1)), m, |i, b, s| got.push((i, b.to_vec(), s)));
                 }
             }
             prop_assert_eq!(bad, 0);
             prop_assert!(got.iter().all(|g| g.0 < shards));
+            if signed {
+                // Every message a shard is handed verifies under the key, with the sequence
+                // number of the message it is (part of), each number once per shard.
+                let mut numbers = std::collections::BTreeSet::new();
+                for (i, b, _) in &got {
+                    let subs: Vec<&[u8]> = if b[1] == 12 {
+                        bundle_messages(b).map(Result::unwrap).collect()
+                    } else {
+                        vec![b.as_slice()]
+                    };
+                    for sub in subs {
+                        let seq = signing::verified(&key, sub);
+                        prop_assert!(seq.is_some_and(|q| (1000..1000 + msgs.len() as u64).contains(&q)));
+                        prop_assert!(numbers.insert((*i, seq)), "number twice at shard {}", i);
+                    }
+                }
+            }
             let opened = opened(&got);
             // Listed identifiers: each exactly once, at its owner (0 when unknown), from the
             // neighbour, in a list of the neighbour's Epoch.
@@ -474,7 +502,7 @@ mod rr {
             }
             map.dispatch(
                 Instant::ZERO,
-                SRC,
+                (SRC, IfIndex(1)),
                 &identified(&m, Vec::new(), Some(id)),
                 |_, _, _| {},
             );
@@ -498,7 +526,7 @@ mod rr {
             let mut got = Vec::new();
             map.dispatch(
                 Instant::ZERO + pathwise_core::time::Duration::from_secs(at),
-                SRC,
+                (SRC, IfIndex(1)),
                 &sref(id),
                 |i, _, _| got.push(i),
             );
@@ -543,7 +571,149 @@ fn acknowledgements_moved_to_other_shards_never_come_from_the_unspecified_addres
     let mut map = ShardMap::new(3, 1);
     let src = IpAddr::from([10, 0, 0, 1]);
     let mut froms = Vec::new();
-    map.dispatch(Instant::ZERO, src, data, |_, _, from| froms.push(from));
+    map.dispatch(Instant::ZERO, (src, IfIndex(1)), data, |_, _, from| {
+        froms.push(from)
+    });
     assert!(!froms.is_empty());
     assert!(froms.iter().all(|f| !f.is_unspecified()), "{froms:?}");
+}
+
+/// Integrity (RFC 2747) at the dispatcher.
+mod signing {
+    use super::*;
+    use crate::wire::integrity::{Signed, sign};
+    use crate::wire::{IntegrityChallenge, IntegrityResponse};
+    use pathwise_auth::{Algorithm, Key, KeyChain, Mode, Policy};
+
+    pub(super) fn key() -> Key {
+        Key::new(1, Algorithm::HmacSha256, b"shard test key").unwrap()
+    }
+
+    pub(super) fn policy() -> Policy {
+        let mut keys = KeyChain::new();
+        keys.insert(key()).unwrap();
+        Policy::new(Mode::Require, keys)
+    }
+
+    /// The sequence number of `msg` if it is signed and its digest verifies under `key`.
+    pub(super) fn verified(key: &Key, msg: &[u8]) -> Option<u64> {
+        let s = Signed::locate(msg).ok()??;
+        let p = s.presented();
+        key.verify(&s.digested(), p.digest).then_some(p.seq)
+    }
+
+    /// An Ack whose acknowledgements belong to every shard, signed.
+    fn ack_for_every_shard(map: &ShardMap) -> Vec<u8> {
+        let bits = map.len().next_power_of_two().trailing_zeros();
+        let acks = (0..map.len() as u32)
+            .map(|s| crate::wire::te::MessageIdAck {
+                kind: crate::wire::te::AckKind::Ack,
+                flags: 0,
+                epoch: 7,
+                message_id: (5 << bits) | s,
+            })
+            .collect();
+        let mut out = Vec::new();
+        Message::Ack(crate::wire::message::Ack { integrity: None }).emit_with(
+            1,
+            0,
+            &crate::wire::message::Refresh {
+                acks,
+                message_id: None,
+            },
+            &mut out,
+        );
+        sign(&mut out, &key(), 42, 0);
+        out
+    }
+
+    /// A signed Ack naming three shards' messages is cut into one Ack per shard, each signed
+    /// again with its key and sequence number; tampered with, or with no key for it, it goes
+    /// uncut to shard 0, whose engine refuses it and counts why; on an interface without
+    /// integrity it is cut and the parts go unsigned.
+    #[test]
+    fn a_cut_signed_message_is_verified_and_its_parts_signed_again() {
+        let mut map = ShardMap::new(3, 5);
+        map.set_integrity(IfIndex(1), policy());
+        let ack = ack_for_every_shard(&map);
+        let mut got = Vec::new();
+        map.dispatch(Instant::ZERO, (SRC, IfIndex(1)), &ack, |i, b, _| {
+            got.push((i, b.to_vec()))
+        });
+        assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [0, 1, 2]);
+        for (_, part) in &got {
+            assert_eq!(verified(&key(), part), Some(42));
+            assert_ne!(part, &ack);
+        }
+        assert_eq!(map.signed_parts(), 3);
+        let mut tampered = ack.clone();
+        let last = tampered.len() - 1;
+        tampered[last] ^= 1;
+        let other = Policy::new(Mode::Require, KeyChain::new());
+        for (bytes, iface) in [(&tampered, 1), (&ack, 2)] {
+            map.set_integrity(IfIndex(2), other.clone());
+            got.clear();
+            map.dispatch(Instant::ZERO, (SRC, IfIndex(iface)), bytes, |i, b, _| {
+                got.push((i, b.to_vec()))
+            });
+            assert_eq!(got, vec![(0, bytes.clone())], "uncut, to shard 0");
+        }
+        map.set_integrity(IfIndex(2), Policy::default());
+        got.clear();
+        map.dispatch(Instant::ZERO, (SRC, IfIndex(2)), &ack, |i, b, _| {
+            got.push((i, b.to_vec()))
+        });
+        assert_eq!(got.len(), 3);
+        assert!(
+            got.iter()
+                .all(|(_, b)| Signed::locate(b).unwrap().is_none())
+        );
+        assert_eq!(map.signed_parts(), 3);
+    }
+
+    /// RFC 2747 §4.3 on a sharded node: a Challenge goes to every shard (each resends what it
+    /// sent, shard 0 answers); a Response goes to the shard its cookie names, the one that
+    /// challenged ([`OwnShard::cookie`]), or to shard 0 when the cookie names none.
+    #[test]
+    fn a_challenge_goes_to_every_shard_and_a_response_to_the_challenger() {
+        let mut map = ShardMap::new(3, 5);
+        let challenge = crate::wire::objects::Challenge {
+            key_id: 1,
+            cookie: 0x1234_5678_9abc_de00,
+        };
+        let mut c = Vec::new();
+        Message::IntegrityChallenge(IntegrityChallenge { challenge }).emit(1, &mut c);
+        let mut got = Vec::new();
+        map.dispatch(Instant::ZERO, (SRC, IfIndex(1)), &c, |i, _, _| got.push(i));
+        assert_eq!(got, [0, 1, 2]);
+        for index in 0..3 {
+            let own = OwnShard {
+                sessions: map.sessions().clone(),
+                index,
+            };
+            let cookie = own.cookie(0xffff_ffff_ffff_ffff);
+            let mut r = Vec::new();
+            Message::IntegrityResponse(IntegrityResponse {
+                integrity: None,
+                challenge: crate::wire::objects::Challenge { key_id: 1, cookie },
+            })
+            .emit(1, &mut r);
+            sign(&mut r, &key(), 9, 0);
+            got.clear();
+            map.dispatch(Instant::ZERO, (SRC, IfIndex(1)), &r, |i, _, _| got.push(i));
+            assert_eq!(got, [index], "cookie {cookie:#x}");
+        }
+        let mut r = Vec::new();
+        Message::IntegrityResponse(IntegrityResponse {
+            integrity: None,
+            challenge: crate::wire::objects::Challenge {
+                key_id: 1,
+                cookie: 0x77,
+            },
+        })
+        .emit(1, &mut r);
+        got.clear();
+        map.dispatch(Instant::ZERO, (SRC, IfIndex(1)), &r, |i, _, _| got.push(i));
+        assert_eq!(got, [0], "a cookie naming no shard");
+    }
 }

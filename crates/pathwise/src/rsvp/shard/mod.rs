@@ -115,14 +115,28 @@
 //! shard; views and counters (`show sessions`, `counters`, metrics, `labels`, `neighbors`,
 //! `events`) are gathered from every shard and merged.
 //!
-//! # Not yet with more than one shard
+//! **Message integrity** (RFC 2747). Every shard signs as the node: the shards draw their
+//! sequence numbers from one strictly increasing sequence per key (§3,
+//! `pathwise_auth::SharedSequences`). Every shard checks what it is handed under the
+//! interface's policy and keeps its own receive windows (§4.2): the dispatcher hands on a
+//! neighbour's messages in the order they came, and a replay goes to the shard its original
+//! went to, so each window sees an increasing subsequence and refuses every replay. A message
+//! the dispatcher cuts (an Ack or Srefresh naming several shards' messages, another shard's
+//! acknowledgements on a Path or Resv) loses the digest that covered it whole: the dispatcher
+//! verifies it and signs each part again with its key, sequence number and flags, one part
+//! per shard, or hands it uncut to one shard, which refuses it and counts why. A shard without
+//! sequence state for a neighbour challenges it (§4.3) with a cookie whose low bits name the
+//! shard, and the Integrity Response goes back to that shard; a Challenge to the node goes to
+//! every shard, each resending and refreshing what it sent, shard 0 answering.
 //!
-//! Refused by [`check_config`] with the reason, rather than run wrongly:
+//! What it costs: the shards of one sender sign concurrently, so a neighbour may receive their
+//! numbers slightly out of order; the receive window tolerates
+//! `pathwise_auth::REPLAY_WINDOW` − 1 positions, and a message further behind is refused as
+//! `integrity_replayed` (and repaired by the next refresh or retransmission). Each shard
+//! challenges a neighbour it has no sequence state for on its own, so a restart costs up to N
+//! handshakes per neighbour.
 //!
-//! - message integrity (RFC 2747): the sequence numbers of a sending key must increase across
-//!   all shards (§3.2, §4.1), and the receive window per sender (§4.2) must see every message;
-//!
-//! The default is one shard until these are done; the issue's goal is the number of cores.
+//! The default is one shard; the issue's goal is the number of cores.
 
 pub mod runtime;
 pub mod sim;
@@ -148,20 +162,6 @@ pub(crate) fn check_config(cx: &Source<'_>, cfg: &NodeConfig, errs: &mut Vec<Con
     };
     if n == 1 {
         return;
-    }
-    let why = "(docs/daemon.md, \"Sharded RSVP\")";
-    for (i, iface) in r.interfaces.iter().enumerate() {
-        if iface
-            .integrity
-            .as_ref()
-            .is_some_and(|s| s.mode.get_ref() != "off")
-        {
-            errs.push(at(format!(
-                "threads = {n} cannot run with rsvp.interface[{i}].integrity yet: RFC 2747 \
-                 sequence numbers and replay windows are per key and sender, not per session, \
-                 and are not shared between shards {why}"
-            )));
-        }
     }
     let (first, last) = r.label_range();
     if u64::from(last.saturating_sub(first.max(16))) + 1 < n as u64 {

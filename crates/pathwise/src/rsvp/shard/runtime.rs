@@ -140,8 +140,8 @@ impl ShardedService {
         shards: usize,
     ) -> anyhow::Result<ShardedService> {
         let epoch = std::time::Instant::now();
-        let map = ShardMap::new(shards, pathwise_core::rand::random());
-        let (services, tc) = RsvpService::start_shards(node, cfg, &map, epoch)?;
+        let mut map = ShardMap::new(shards, pathwise_core::rand::random());
+        let (services, tc) = RsvpService::start_shards(node, cfg, &mut map, epoch)?;
         let sockets = open_sockets(true)?;
         let fib = FibMirror::open().context("opening rtnetlink")?;
         let mut out = Vec::with_capacity(shards);
@@ -204,6 +204,20 @@ impl ShardedService {
         })?
     }
 
+    /// Replace the integrity policy of interface `name` (a configuration reload) in every
+    /// shard and in the dispatcher, which checks and signs again the messages it cuts;
+    /// `false` when the daemon does not run RSVP on it.
+    pub fn set_integrity(&mut self, name: &str, policy: pathwise_auth::Policy) -> bool {
+        let n = name.to_string();
+        let Ok(Some(ifindex)) = self.ask(0, move |svc| svc.ifindex_of(&n)) else {
+            return false;
+        };
+        self.map.set_integrity(ifindex, policy.clone());
+        let n = name.to_string();
+        self.gather(move |svc| svc.set_integrity(&n, policy.clone()))
+            .is_ok_and(|set| set.into_iter().all(|s| s))
+    }
+
     /// File descriptors to wait on: the raw sockets and the routing feed.
     pub fn fds(&self) -> Vec<BorrowedFd<'_>> {
         let mut v: Vec<BorrowedFd<'_>> = self.sockets.iter().map(|s| s.as_fd()).collect();
@@ -254,7 +268,8 @@ impl ShardedService {
                 let mut got = 0;
                 for d in batch {
                     got += 1;
-                    *bad_bundle += map.dispatch(now, d.src, d.payload, |shard, bytes, src| {
+                    let from = (d.src, d.ifindex);
+                    *bad_bundle += map.dispatch(now, from, d.payload, |shard, bytes, src| {
                         let s = &mut shards[shard];
                         let mut buf = s.spare.pop().unwrap_or_default();
                         buf.clear();

@@ -29,7 +29,8 @@ impl<T: TrafficControl> ShardedRsvp<T> {
     /// `shards` engines configured from `cfg` ([`shard_configs`]), shard `i` admitting through
     /// `tc(i)` (clones of one shared instance, so the node has one budget per interface).
     pub fn new(cfg: &Config, shards: usize, mut tc: impl FnMut(usize) -> T, now: Instant) -> Self {
-        let map = ShardMap::new(shards, cfg.seed);
+        let mut map = ShardMap::new(shards, cfg.seed);
+        map.set_integrity_of(cfg);
         let shards = shard_configs(cfg, &map)
             .into_iter()
             .enumerate()
@@ -55,6 +56,12 @@ impl<T: TrafficControl> ShardedRsvp<T> {
     /// Bundle sub-messages dropped because they could not be read.
     pub fn bad_bundle(&self) -> u64 {
         self.bad_bundle
+    }
+
+    /// Parts of signed messages the dispatcher verified and signed again
+    /// ([`ShardMap::signed_parts`]).
+    pub fn signed_parts(&self) -> u64 {
+        self.map.signed_parts()
     }
 
     /// The engine that heads the LSP of this name ([`ShardMap::of_lsp`]), as the daemon's
@@ -107,7 +114,8 @@ impl<T: TrafficControl> Engine for ShardedRsvp<T> {
 
     fn handle_datagram(&mut self, now: Instant, dgram: Received<'_>) {
         let ShardedRsvp { map, shards, .. } = self;
-        self.bad_bundle += map.dispatch(now, dgram.src, dgram.payload, |i, payload, src| {
+        let from = (dgram.src, dgram.ifindex);
+        self.bad_bundle += map.dispatch(now, from, dgram.payload, |i, payload, src| {
             shards[i].handle_datagram(
                 now,
                 Received {
