@@ -9,8 +9,8 @@
 //!                                          # members may use it too (the daemon must be one)
 //! metrics = "127.0.0.1:9464"               # optional: OpenMetrics on http://…/metrics
 //! log = "info"                              # error | warn | info | debug | trace
-//! threads = 2                               # optional: RSVP shards (default 1; what more than
-//!                                           # one cannot do yet: crate::rsvp::shard)
+//! threads = 2                               # optional: RSVP shards (default: one per core,
+//!                                           # crate::rsvp::shard)
 //!
 //! [rsvp]                                    # present: RSVP runs
 //! [gist]                                    # present: GIST runs
@@ -64,15 +64,9 @@ pub struct DaemonSection {
     #[serde(default = "default_log")]
     pub log: String,
     /// RSVP shards: engine threads, sessions spread over them by a hash of the SESSION
-    /// ([`crate::rsvp::shard`]). Absent: 1 (one engine on the daemon's loop).
+    /// ([`crate::rsvp::shard`]). Absent: one per core ([`NodeConfig::rsvp_shards`]); 1 runs
+    /// one engine on the daemon's loop.
     pub threads: Option<Spanned<usize>>,
-}
-
-impl DaemonSection {
-    /// The number of RSVP shards (1 when `threads` is absent).
-    pub fn threads(&self) -> usize {
-        self.threads.as_ref().map_or(1, |t| *t.get_ref())
-    }
 }
 
 impl Default for DaemonSection {
@@ -125,6 +119,24 @@ pub(crate) fn line_of(text: &str, offset: usize) -> usize {
 }
 
 impl NodeConfig {
+    /// The number of RSVP shards: `[daemon] threads`, or by default one per core the process
+    /// may run on, at most [`crate::rsvp::shard::MAX_SHARDS`] and at most one per label of
+    /// `rsvp.labels` (each shard allocates from a range of its own).
+    pub fn rsvp_shards(&self) -> usize {
+        if let Some(t) = &self.daemon.threads {
+            return *t.get_ref();
+        }
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let labels = self.rsvp.as_ref().map_or(u64::MAX, |r| {
+            let (first, last) = r.label_range();
+            u64::from(last.saturating_sub(first.max(16))) + 1
+        });
+        cores
+            .min(crate::rsvp::shard::MAX_SHARDS)
+            .min(usize::try_from(labels).unwrap_or(usize::MAX))
+            .max(1)
+    }
+
     /// Read and check `path`; the first error found.
     pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
         Self::load_all(path).map_err(first)

@@ -131,8 +131,8 @@ fn summary(cfg: &NodeConfig) -> String {
             r.interfaces.len(),
             r.lsps.len()
         ));
-        if cfg.daemon.threads() > 1 {
-            parts.push(format!("{} RSVP shards", cfg.daemon.threads()));
+        if cfg.rsvp_shards() > 1 {
+            parts.push(format!("{} RSVP shards", cfg.rsvp_shards()));
         }
     }
     if let Some(g) = &cfg.gist {

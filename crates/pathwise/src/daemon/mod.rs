@@ -381,7 +381,7 @@ enum Rsvp {
 
 impl Rsvp {
     fn start(cfg: &NodeConfig, r: &crate::rsvp::config::RsvpSection) -> anyhow::Result<Rsvp> {
-        Ok(match cfg.daemon.threads() {
+        Ok(match cfg.rsvp_shards() {
             1 => Rsvp::One(Box::new(crate::rsvp::service::RsvpService::start(cfg, r)?)),
             n => Rsvp::Sharded(Box::new(
                 crate::rsvp::shard::runtime::ShardedService::start(cfg, r, n)?,

@@ -184,9 +184,8 @@ fn chain(bin: &Path, refresh: Duration, threads: usize) -> anyhow::Result<Lab> {
     let mut configs: [Option<String>; 5] = Default::default();
     for i in [R1, R2, R3] {
         let mut cfg = format!("[daemon]\nsocket = {:?}\n", socket(&lab, i));
-        if threads > 1 {
-            cfg += &format!("threads = {threads}\n");
-        }
+        // Always written: the daemon's default is one shard per core.
+        cfg += &format!("threads = {threads}\n");
         cfg += &format!(
             "\n[rsvp]\nrefresh = \"{}ms\"\ntraffic_control = \"memory\"\n",
             refresh.as_millis()

@@ -48,7 +48,8 @@ pub struct Options<'a> {
     /// `[rsvp]` keys, before the interfaces — keys of `[rsvp]` first, then tables such as
     /// `[[rsvp.lsp]]`.
     pub extra: &'a [(usize, &'a str)],
-    /// RSVP shards per daemon (`[daemon] threads`; 1: unsharded).
+    /// RSVP shards per daemon (`[daemon] threads`; 1: unsharded; 0: not written, the
+    /// daemon's default of one per core).
     pub threads: usize,
 }
 
@@ -62,7 +63,7 @@ impl Default for Options<'_> {
             label_block: None,
             refresh_reduction: false,
             extra: &[],
-            threads: 1,
+            threads: 0,
         }
     }
 }
@@ -86,7 +87,7 @@ pub fn build_with(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
     let mut configs: [Option<String>; 5] = Default::default();
     for (i, config) in configs.iter_mut().enumerate() {
         let mut cfg = format!("[daemon]\nsocket = {:?}\n", socket(&lab, i));
-        if o.threads > 1 {
+        if o.threads > 0 {
             cfg += &format!("threads = {}\n", o.threads);
         }
         cfg += "\n";

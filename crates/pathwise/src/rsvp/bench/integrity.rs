@@ -136,8 +136,10 @@ pub fn run(
     let mut first = vec![Vec::new(); configs.len()];
     for _ in 0..runs.max(1) {
         for (ci, alg) in configs.iter().enumerate() {
+            // One shard, as the recorded runs (docs/BENCHMARKS.md).
             let options = rsvp_chain::Options {
                 integrity: *alg,
+                threads: 1,
                 ..rsvp_chain::Options::default()
             };
             let lab = rsvp_chain::build_with(&bin, &options)?;

@@ -136,7 +136,7 @@
 //! challenges a neighbour it has no sequence state for on its own, so a restart costs up to N
 //! handshakes per neighbour.
 //!
-//! The default is one shard; the goal is the number of cores.
+//! Without `threads` the daemon runs one shard per core ([`NodeConfig::rsvp_shards`]).
 
 pub mod runtime;
 pub mod sim;
@@ -145,8 +145,8 @@ use crate::config::ConfigError;
 use crate::config::{NodeConfig, Source};
 pub use pathwise_rsvp::shard::{MAX_SHARDS, ShardMap, label_ranges, session_of, shard_configs};
 
-/// Refuse what the shards cannot yet keep correct (see the module documentation), at the
-/// `threads` line.
+/// Refuse a `threads` the shards cannot run (outside 1–[`MAX_SHARDS`], or more shards than
+/// labels), at the `threads` line.
 pub(crate) fn check_config(cx: &Source<'_>, cfg: &NodeConfig, errs: &mut Vec<ConfigError>) {
     let Some(t) = &cfg.daemon.threads else {
         return;

@@ -20,6 +20,27 @@ fn check(text: &str) -> Vec<String> {
     }
 }
 
+/// `[daemon] threads` absent: one shard per core, at most one per label of `rsvp.labels`;
+/// present: as written.
+#[test]
+fn shards_default_to_one_per_core() {
+    let parse = |text: &str| NodeConfig::parse_all("node.toml", text).unwrap();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let base = "[rsvp]\n[[rsvp.interface]]\nname = \"eth0\"\nbandwidth = \"10Mbit\"\n";
+    assert_eq!(parse(base).rsvp_shards(), cores.min(MAX_SHARDS));
+    assert_eq!(
+        parse(&format!("[daemon]\nthreads = 1\n{base}")).rsvp_shards(),
+        1
+    );
+    assert_eq!(
+        parse(&format!("[daemon]\nthreads = 3\n{base}")).rsvp_shards(),
+        3
+    );
+    let one_label =
+        "[rsvp]\nlabels = [16, 16]\n[[rsvp.interface]]\nname = \"eth0\"\nbandwidth = \"10Mbit\"\n";
+    assert_eq!(parse(one_label).rsvp_shards(), 1);
+}
+
 #[test]
 fn the_check_refuses_what_shards_cannot_keep_correct_yet() {
     let base = "[rsvp]\n[[rsvp.interface]]\nname = \"eth0\"\nbandwidth = \"10Mbit\"\n";
