@@ -74,7 +74,7 @@ impl FromStr for Mode {
 /// The integrity configuration of one interface: its mode, its key chain, per-neighbour chains
 /// that replace it for messages to and from particular neighbours, and whether the handshake of
 /// RFC 2747 §4.3 is used.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Policy {
     /// Off, accept or require.
     pub mode: Mode,
@@ -87,16 +87,36 @@ pub struct Policy {
     /// configuration files; a receiver that restarted would otherwise accept one replayed
     /// message per sender.
     pub challenge: bool,
+    /// The receiver's tolerance to out-of-order delivery (RFC 2747 §4.2: "An implementation
+    /// SHOULD allow administrative configuration that sets the receiver's tolerance to
+    /// out-of-order message delivery"): numbers up to this many below the largest received
+    /// from a sender are accepted once each. 1 ..= [`crate::MAX_REPLAY_WINDOW`]; default
+    /// [`crate::REPLAY_WINDOW`].
+    pub window: u64,
+}
+
+impl Default for Policy {
+    /// Integrity off (no keys, no handshake), the default window.
+    fn default() -> Self {
+        Policy {
+            mode: Mode::Off,
+            keys: KeyChain::new(),
+            neighbors: Vec::new(),
+            challenge: false,
+            window: crate::REPLAY_WINDOW,
+        }
+    }
 }
 
 impl Policy {
-    /// A policy of `mode` with one chain for the whole interface and the handshake enabled.
+    /// A policy of `mode` with one chain for the whole interface, the handshake enabled and
+    /// the default window.
     pub fn new(mode: Mode, keys: KeyChain) -> Self {
         Policy {
             mode,
             keys,
-            neighbors: Vec::new(),
             challenge: true,
+            ..Policy::default()
         }
     }
 
@@ -265,7 +285,9 @@ impl Receiver {
         // tampering.
         verify(key, digested, p.digest)?;
         let known = match self.replay.window(&sender, p.key_id) {
-            Some(w) if w.check(p.seq) != ReplayOutcome::Accepted => return Err(Reject::Replayed),
+            Some(w) if w.check(p.seq, policy.window) != ReplayOutcome::Accepted => {
+                return Err(Reject::Replayed);
+            }
             Some(_) => true,
             None => false,
         };
@@ -276,7 +298,7 @@ impl Receiver {
         if !known && challenging {
             return Err(Reject::AwaitingChallenge);
         }
-        self.replay.record(&sender, p.key_id, p.seq);
+        self.replay.record(&sender, p.key_id, p.seq, policy.window);
         Ok(Accepted::Verified {
             key_id: p.key_id,
             seq: p.seq,
@@ -331,8 +353,10 @@ impl Receiver {
             _ => return Err(Reject::BadResponse),
         }
         self.pending.remove(&slot);
-        self.replay.forget(&sender, presented.key_id);
-        self.replay.record(&sender, presented.key_id, presented.seq);
+        // RFC 2747 §4.3: the Response's number is "the latest sequence number received";
+        // nothing signed before it is accepted after it, reordered or replayed.
+        self.replay
+            .start_at(&sender, presented.key_id, presented.seq);
         Ok(Accepted::Verified {
             key_id: presented.key_id,
             seq: presented.seq,
@@ -481,6 +505,24 @@ mod tests {
             key_id,
             seq,
             digest,
+        }
+    }
+
+    /// RFC 2747 §4.2: the receiver's tolerance to out-of-order delivery is the policy's
+    /// `window`: a number that far below the largest received passes once, further is refused.
+    #[test]
+    fn the_policys_window_sets_the_reordering_tolerated() {
+        for (window, accepted) in [(2, false), (3, true), (crate::REPLAY_WINDOW, true)] {
+            let p = Policy {
+                window,
+                ..policy(Mode::Require, false)
+            };
+            let d = signed(&p, 7, b"m");
+            let mut r = Receiver::new(state());
+            let mut at = |seq| r.check(&p, N, Some(&presented(7, seq, 0, &d)), &[b"m"], 10);
+            assert!(at(100).is_ok());
+            assert_eq!(at(98).is_ok(), accepted, "window {window}");
+            assert_eq!(at(98), Err(Reject::Replayed), "window {window}: once");
         }
     }
 

@@ -36,5 +36,5 @@ pub use algorithm::{Algorithm, DigestBytes, MAX_DIGEST_LEN, UnknownAlgorithm, di
 pub use integrity::{Accepted, Mode, Policy, Presented, Receiver, Reject, Sender, SharedSequences};
 pub use key::{DuplicateKeyId, InvalidKey, Key, KeyChain, KeyError, Lifetime, MAX_KEY_ID};
 pub use keyfile::{KeyFileError, load_key_file, parse_key_file};
-pub use replay::{REPLAY_WINDOW, ReplayOutcome, ReplayTable, ReplayWindow};
+pub use replay::{MAX_REPLAY_WINDOW, REPLAY_WINDOW, ReplayOutcome, ReplayTable, ReplayWindow};
 pub use seq::SequenceNumbers;

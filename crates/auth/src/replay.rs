@@ -1,103 +1,26 @@
 //! Receive-side replay protection (RFC 2747 §4.2).
 
 use core::hash::Hash;
+pub use pathwise_core::replay::ReplayOutcome;
+use pathwise_core::replay::SlidingWindow;
 use pathwise_core::table::{KeyedMap, KeyedState};
 use std::net::IpAddr;
 
-/// How many sequence numbers below the largest seen a [`ReplayWindow`] still tracks.
-pub const REPLAY_WINDOW: u64 = 64;
+/// The default reordering tolerance: how many sequence numbers below the largest seen a
+/// window still accepts once each ([`crate::Policy::window`]). RFC 2747 §4.2 leaves it to the
+/// administrator ("packets reordered within a 32 message window", its example); this default
+/// is sized for a neighbour whose shards sign concurrently (a sharded pathwise daemon draws its
+/// numbers from one sequence, but its shards' sends interleave on the wire).
+pub const REPLAY_WINDOW: u64 = 256;
 
-/// What a [`ReplayWindow`] says about a received sequence number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReplayOutcome {
-    /// New: larger than any seen, or inside the window and not seen before.
-    Accepted,
-    /// Inside the window and already seen: a replay (or a duplicate).
-    Replayed,
-    /// Below the window: too old to tell, so rejected.
-    TooOld,
-}
+/// The largest reordering tolerance a policy may set.
+pub const MAX_REPLAY_WINDOW: u64 = ReplayWindow::MAX_SPAN;
 
-/// The receive state for one (sender, key id) pair.
-///
-/// RFC 2747 §4.2: a message is accepted if its sequence number is larger than any accepted so
-/// far, or if it lies within a window of recent numbers below the largest and has not been
-/// seen; anything else is rejected. This tolerates reordering by up to [`REPLAY_WINDOW`] − 1
-/// positions (a 64-bit bitmap, as in IPsec's anti-replay window) and rejects every replay.
-///
-/// The first number from a sender is always accepted; RFC 2747 §4.3's challenge/response exists
-/// to establish that starting point safely and is the caller's business.
-///
-/// Record a number only after the message's digest has verified, or a forger could advance the
-/// window and block genuine traffic: use [`ReplayWindow::check`] before and
-/// [`ReplayWindow::record`] after verification.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReplayWindow {
-    /// The largest number accepted so far.
-    highest: Option<u64>,
-    /// Bit `i` set: `highest - i` has been accepted (bit 0 is `highest` itself).
-    seen: u64,
-}
-
-impl ReplayWindow {
-    /// A window that has seen nothing.
-    pub const fn new() -> Self {
-        ReplayWindow {
-            highest: None,
-            seen: 0,
-        }
-    }
-
-    /// The largest number accepted so far.
-    pub const fn highest(&self) -> Option<u64> {
-        self.highest
-    }
-
-    /// What [`record`](Self::record) would answer for `seq`, without changing anything.
-    pub fn check(&self, seq: u64) -> ReplayOutcome {
-        let Some(highest) = self.highest else {
-            return ReplayOutcome::Accepted;
-        };
-        if seq > highest {
-            return ReplayOutcome::Accepted;
-        }
-        let behind = highest - seq;
-        if behind >= REPLAY_WINDOW {
-            ReplayOutcome::TooOld
-        } else if self.seen & (1u64 << behind) != 0 {
-            ReplayOutcome::Replayed
-        } else {
-            ReplayOutcome::Accepted
-        }
-    }
-
-    /// Checks `seq` and, if accepted, remembers it.
-    pub fn record(&mut self, seq: u64) -> ReplayOutcome {
-        let outcome = self.check(seq);
-        if outcome != ReplayOutcome::Accepted {
-            return outcome;
-        }
-        match self.highest {
-            Some(highest) if seq <= highest => {
-                self.seen |= 1u64 << (highest - seq);
-            }
-            Some(highest) => {
-                let shift = seq - highest;
-                self.seen = if shift >= REPLAY_WINDOW {
-                    1
-                } else {
-                    (self.seen << shift) | 1
-                };
-                self.highest = Some(seq);
-            }
-            None => {
-                self.seen = 1;
-                self.highest = Some(seq);
-            }
-        }
-        outcome
-    }
-}
+/// The receive state for one (sender, key id) pair: the shared anti-replay window
+/// ([`pathwise_core::replay`]), 17 words, telling apart [`MAX_REPLAY_WINDOW`] numbers below the
+/// largest seen. Its first number is always accepted; RFC 2747 §4.3's challenge/response
+/// exists to establish that starting point safely and is the caller's business.
+pub type ReplayWindow = SlidingWindow<17>;
 
 /// Replay windows keyed by (sender, key id), in a [`KeyedMap`] so that a peer choosing sender
 /// addresses cannot flood one hash bucket.
@@ -118,23 +41,31 @@ impl<A: Eq + Hash + Clone> ReplayTable<A> {
     }
 
     /// What [`record`](Self::record) would answer, without changing anything.
-    pub fn check(&self, sender: &A, key_id: u64, seq: u64) -> ReplayOutcome {
+    pub fn check(&self, sender: &A, key_id: u64, seq: u64, span: u64) -> ReplayOutcome {
         self.windows
             .get(&(sender.clone(), key_id))
-            .map_or(ReplayOutcome::Accepted, |w| w.check(seq))
+            .map_or(ReplayOutcome::Accepted, |w| w.check(seq, span))
     }
 
-    /// Checks `seq` from `sender` under `key_id` and, if accepted, remembers it.
-    pub fn record(&mut self, sender: &A, key_id: u64, seq: u64) -> ReplayOutcome {
+    /// Checks `seq` from `sender` under `key_id`, accepting numbers up to `span` below the
+    /// largest seen once each, and, if accepted, remembers it.
+    pub fn record(&mut self, sender: &A, key_id: u64, seq: u64, span: u64) -> ReplayOutcome {
         self.windows
             .entry((sender.clone(), key_id))
             .or_default()
-            .record(seq)
+            .record(seq, span)
     }
 
     /// The window for (`sender`, `key_id`), if any.
     pub fn window(&self, sender: &A, key_id: u64) -> Option<&ReplayWindow> {
         self.windows.get(&(sender.clone(), key_id))
+    }
+
+    /// Start the window of (`sender`, `key_id`) afresh at `seq`, every number below it
+    /// counted as seen ([`SlidingWindow::starting_at`]): a challenge/response resync.
+    pub fn start_at(&mut self, sender: &A, key_id: u64, seq: u64) {
+        self.windows
+            .insert((sender.clone(), key_id), ReplayWindow::starting_at(seq));
     }
 
     /// Forgets the state for (`sender`, `key_id`) (for example after a challenge/response resync
@@ -173,35 +104,46 @@ mod tests {
     #[test]
     fn basic_outcomes() {
         let mut w = ReplayWindow::new();
-        assert_eq!(w.record(100), ReplayOutcome::Accepted);
-        assert_eq!(w.record(100), ReplayOutcome::Replayed);
-        assert_eq!(w.record(99), ReplayOutcome::Accepted);
-        assert_eq!(w.record(99), ReplayOutcome::Replayed);
-        assert_eq!(w.record(100 - (REPLAY_WINDOW - 1)), ReplayOutcome::Accepted);
-        assert_eq!(w.record(100 - REPLAY_WINDOW), ReplayOutcome::TooOld);
-        assert_eq!(w.record(1000), ReplayOutcome::Accepted);
-        assert_eq!(w.record(100), ReplayOutcome::TooOld);
-        assert_eq!(w.record(999), ReplayOutcome::Accepted);
-        assert_eq!(w.highest(), Some(1000));
+        let top = 1000;
+        assert_eq!(w.record(top, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(w.record(top, REPLAY_WINDOW), ReplayOutcome::Replayed);
+        assert_eq!(w.record(top - 1, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(w.record(top - 1, REPLAY_WINDOW), ReplayOutcome::Replayed);
+        let edge = top - (REPLAY_WINDOW - 1);
+        assert_eq!(w.record(edge, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(w.record(edge - 1, REPLAY_WINDOW), ReplayOutcome::TooOld);
+        // A policy's own tolerance, up to the largest.
+        assert_eq!(w.record(top - 2, 2), ReplayOutcome::TooOld);
+        assert_eq!(
+            w.record(edge - 1, MAX_REPLAY_WINDOW),
+            ReplayOutcome::Accepted
+        );
+        assert_eq!(w.record(10_000, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(w.record(top, REPLAY_WINDOW), ReplayOutcome::TooOld);
+        assert_eq!(w.record(9_999, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(w.highest(), Some(10_000));
     }
 
     #[test]
     fn check_does_not_mutate() {
         let mut w = ReplayWindow::new();
-        assert_eq!(w.check(5), ReplayOutcome::Accepted);
-        assert_eq!(w.check(5), ReplayOutcome::Accepted);
-        assert_eq!(w.record(5), ReplayOutcome::Accepted);
-        assert_eq!(w.check(5), ReplayOutcome::Replayed);
+        assert_eq!(w.check(5, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(w.check(5, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(w.record(5, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(w.check(5, REPLAY_WINDOW), ReplayOutcome::Replayed);
     }
 
     #[test]
     fn extremes_do_not_overflow() {
         let mut w = ReplayWindow::new();
-        assert_eq!(w.record(0), ReplayOutcome::Accepted);
-        assert_eq!(w.record(u64::MAX), ReplayOutcome::Accepted);
-        assert_eq!(w.record(u64::MAX), ReplayOutcome::Replayed);
-        assert_eq!(w.record(0), ReplayOutcome::TooOld);
-        assert_eq!(w.record(u64::MAX - 63), ReplayOutcome::Accepted);
+        assert_eq!(w.record(0, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(w.record(u64::MAX, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(w.record(u64::MAX, REPLAY_WINDOW), ReplayOutcome::Replayed);
+        assert_eq!(w.record(0, REPLAY_WINDOW), ReplayOutcome::TooOld);
+        assert_eq!(
+            w.record(u64::MAX - 63, REPLAY_WINDOW),
+            ReplayOutcome::Accepted
+        );
     }
 
     #[test]
@@ -209,15 +151,15 @@ mod tests {
         let mut t: ReplayTable = ReplayTable::new(KeyedState::from_seed(1));
         let a: IpAddr = "10.0.0.1".parse().unwrap();
         let b: IpAddr = "10.0.0.2".parse().unwrap();
-        assert_eq!(t.record(&a, 1, 7), ReplayOutcome::Accepted);
-        assert_eq!(t.record(&a, 1, 7), ReplayOutcome::Replayed);
-        assert_eq!(t.check(&b, 1, 7), ReplayOutcome::Accepted);
-        assert_eq!(t.record(&b, 1, 7), ReplayOutcome::Accepted);
-        assert_eq!(t.record(&a, 2, 7), ReplayOutcome::Accepted);
+        assert_eq!(t.record(&a, 1, 7, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(t.record(&a, 1, 7, REPLAY_WINDOW), ReplayOutcome::Replayed);
+        assert_eq!(t.check(&b, 1, 7, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(t.record(&b, 1, 7, REPLAY_WINDOW), ReplayOutcome::Accepted);
+        assert_eq!(t.record(&a, 2, 7, REPLAY_WINDOW), ReplayOutcome::Accepted);
         assert_eq!(t.len(), 3);
         t.forget_key(1);
         assert_eq!(t.len(), 1);
-        assert_eq!(t.record(&a, 1, 7), ReplayOutcome::Accepted);
+        assert_eq!(t.record(&a, 1, 7, REPLAY_WINDOW), ReplayOutcome::Accepted);
         assert!(t.forget(&a, 2).is_some());
         assert!(t.window(&a, 2).is_none());
     }
@@ -228,7 +170,7 @@ mod tests {
             let mut w = ReplayWindow::new();
             let mut accepted = HashSet::new();
             for s in seqs {
-                if w.record(s) == ReplayOutcome::Accepted {
+                if w.record(s, REPLAY_WINDOW) == ReplayOutcome::Accepted {
                     prop_assert!(accepted.insert(s), "accepted {} twice", s);
                 }
             }
@@ -241,11 +183,11 @@ mod tests {
         ) {
             let mut w = ReplayWindow::new();
             let mut s = start;
-            prop_assert_eq!(w.record(s), ReplayOutcome::Accepted);
+            prop_assert_eq!(w.record(s, REPLAY_WINDOW), ReplayOutcome::Accepted);
             for step in steps {
                 let Some(n) = s.checked_add(step) else { break };
                 s = n;
-                prop_assert_eq!(w.record(s), ReplayOutcome::Accepted);
+                prop_assert_eq!(w.record(s, REPLAY_WINDOW), ReplayOutcome::Accepted);
             }
         }
 
@@ -262,10 +204,10 @@ mod tests {
             order.sort();
             let mut w = ReplayWindow::new();
             for &(_, s) in &order {
-                prop_assert_eq!(w.record(s), ReplayOutcome::Accepted);
+                prop_assert_eq!(w.record(s, REPLAY_WINDOW), ReplayOutcome::Accepted);
             }
             for &(_, s) in &order {
-                prop_assert_eq!(w.record(s), ReplayOutcome::Replayed);
+                prop_assert_eq!(w.record(s, REPLAY_WINDOW), ReplayOutcome::Replayed);
             }
         }
 
@@ -273,8 +215,8 @@ mod tests {
         fn check_agrees_with_record(seqs in proptest::collection::vec(0u64..200, 0..300)) {
             let mut w = ReplayWindow::new();
             for s in seqs {
-                let predicted = w.check(s);
-                prop_assert_eq!(w.record(s), predicted);
+                let predicted = w.check(s, REPLAY_WINDOW);
+                prop_assert_eq!(w.record(s, REPLAY_WINDOW), predicted);
             }
         }
     }

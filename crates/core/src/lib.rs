@@ -13,6 +13,7 @@
 //! - [`route`], [`fib`]: routes as drivers report them, and the longest-prefix-match table engines keep.
 //! - [`tc`]: the admission and traffic-control interface RSVP and the QoS NSLP share.
 //! - [`mpls`]: labels, the label-forwarding table and the dataplane trait label-switching engines use.
+//! - [`replay`]: anti-replay windows over sequence numbers (RSVP integrity, booster encryption).
 //! - [`io`], [`engine`]: the datagram vocabulary and the sans-IO engine contract drivers rely on.
 #![warn(missing_docs)]
 
@@ -22,6 +23,7 @@ pub mod fib;
 pub mod fuzz_seeds;
 pub mod io;
 pub mod mpls;
+pub mod replay;
 pub mod rng;
 pub mod route;
 pub mod table;

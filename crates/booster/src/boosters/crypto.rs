@@ -29,6 +29,7 @@ use crate::stats::DropReason;
 use crate::wire::BoosterId;
 use chacha20poly1305::aead::{AeadInPlace, KeyInit};
 use chacha20poly1305::{ChaCha20Poly1305, Nonce, Tag};
+use pathwise_core::replay::{ReplayOutcome, SlidingWindow};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -111,55 +112,22 @@ impl CryptoContext {
     }
 }
 
-/// A sliding bitmap of the last [`REPLAY_WINDOW`] counters (RFC 6479).
+/// A sliding bitmap of the last [`REPLAY_WINDOW`] counters (RFC 6479): the shared window of
+/// [`pathwise_core::replay`], accepting counters up to its full span below the highest.
 #[derive(Debug, Default, Clone)]
-pub struct ReplayWindow {
-    highest: Option<u64>,
-    bits: [u64; (REPLAY_WINDOW / 64) as usize],
-}
+pub struct ReplayWindow(SlidingWindow<{ (REPLAY_WINDOW / 64) as usize }>);
 
 impl ReplayWindow {
-    fn slot(counter: u64) -> (usize, u64) {
-        let i = (counter / 64) as usize % (REPLAY_WINDOW / 64) as usize;
-        (i, 1u64 << (counter % 64))
-    }
+    const SPAN: u64 = SlidingWindow::<{ (REPLAY_WINDOW / 64) as usize }>::MAX_SPAN;
 
     /// Whether `counter` would be accepted (not a replay, not too old).
     pub fn check(&self, counter: u64) -> bool {
-        match self.highest {
-            None => true,
-            Some(h) if counter > h => true,
-            Some(h) if h - counter >= REPLAY_WINDOW - 64 => false,
-            Some(_) => {
-                let (i, bit) = Self::slot(counter);
-                self.bits[i] & bit == 0
-            }
-        }
+        self.0.check(counter, Self::SPAN) == ReplayOutcome::Accepted
     }
 
     /// Record `counter` (call after it authenticated); returns false if it was a replay.
     pub fn update(&mut self, counter: u64) -> bool {
-        if !self.check(counter) {
-            return false;
-        }
-        let h = self.highest.unwrap_or(counter);
-        if counter > h || self.highest.is_none() {
-            // Clear the words between the old highest and the new one.
-            let old_word = h / 64;
-            let new_word = counter / 64;
-            let words = (REPLAY_WINDOW / 64) as usize;
-            let span = (new_word - old_word).min(words as u64);
-            for k in 1..=span {
-                self.bits[((old_word + k) % words as u64) as usize] = 0;
-            }
-            if self.highest.is_none() {
-                self.bits = [0; (REPLAY_WINDOW / 64) as usize];
-            }
-            self.highest = Some(counter);
-        }
-        let (i, bit) = Self::slot(counter);
-        self.bits[i] |= bit;
-        true
+        self.0.record(counter, Self::SPAN) == ReplayOutcome::Accepted
     }
 }
 

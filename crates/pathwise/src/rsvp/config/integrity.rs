@@ -8,6 +8,8 @@
 //! [rsvp.interface.integrity]
 //! mode = "require"                # off | accept | require
 //! challenge = true                # handshake flag and challenge/response (RFC 2747 §4.3)
+//! window = 256                    # reordering tolerated: numbers accepted below the largest
+//!                                 # received from a sender, once each (§4.2; 1 to 1024)
 //! key_file = "/etc/pathwise/veth1.keys"   # hex key file, mode 600 (format below)
 //! # or the same lines inline (then the configuration file itself must be mode 600):
 //! # keys = """
@@ -39,6 +41,8 @@ pub struct IntegritySection {
     /// Use the handshake (default on).
     #[serde(default = "yes")]
     pub challenge: bool,
+    /// Reordering tolerance (RFC 2747 §4.2), default [`pathwise_auth::REPLAY_WINDOW`].
+    pub window: Option<Spanned<u64>>,
     /// The interface's keys, inline.
     pub keys: Option<Spanned<String>>,
     /// The interface's keys, in a key file.
@@ -158,8 +162,26 @@ impl IntegritySection {
             .map_err(|e| cx.at(self.mode.span(), &format!("{field}.mode"), e.to_string()))
     }
 
+    /// The reordering tolerance, checked against its range.
+    fn window(&self, cx: &Source<'_>, field: &str) -> Result<u64, ConfigError> {
+        let Some(w) = &self.window else {
+            return Ok(pathwise_auth::REPLAY_WINDOW);
+        };
+        let max = pathwise_auth::MAX_REPLAY_WINDOW;
+        if (1..=max).contains(w.get_ref()) {
+            Ok(*w.get_ref())
+        } else {
+            Err(cx.at(
+                w.span(),
+                &format!("{field}.window"),
+                format!("{}: 1 to {max} sequence numbers", w.get_ref()),
+            ))
+        }
+    }
+
     /// Static checks of the section (`field` is its dotted path).
     pub(crate) fn check(&self, cx: &Source<'_>, field: &str) -> Result<(), ConfigError> {
+        self.window(cx, field)?;
         if self.mode(cx, field)? != Mode::Off {
             self.source().check(cx, field)?;
         }
@@ -188,6 +210,7 @@ impl IntegritySection {
             keys: self.source().chain(cx, field)?,
             neighbors,
             challenge: self.challenge,
+            window: self.window(cx, field)?,
         })
     }
 }
@@ -224,6 +247,7 @@ keys = "7 hmac-sha1 0a0b0c0d"
         let p = c.integrity_policy(0, iface).unwrap();
         assert_eq!(p.mode, Mode::Require);
         assert!(p.challenge);
+        assert_eq!(p.window, pathwise_auth::REPLAY_WINDOW);
         assert_eq!(p.keys.len(), 2);
         assert_eq!(p.keys.get(2).unwrap().send.end, 1_800_000_000);
         let nb = "10.0.1.2".parse().unwrap();
@@ -269,6 +293,28 @@ keys = "7 hmac-sha1 0a0b0c0d"
         let bad_nb = BASE.replace("10.0.1.2", "ten");
         let e = NodeConfig::parse("n.toml", &bad_nb).unwrap_err();
         assert_eq!(e.field, "rsvp.interface[0].integrity.neighbor[0].address");
+        // The reordering window (RFC 2747 §4.2): 1 to 1024.
+        for (w, ok) in [(0, false), (1, true), (1024, true), (1025, false)] {
+            let text = BASE.replace(
+                "mode = \"require\"",
+                &format!("mode = \"require\"\nwindow = {w}"),
+            );
+            match NodeConfig::parse("n.toml", &text) {
+                Ok(c) => {
+                    assert!(ok, "window {w} accepted");
+                    let iface = &c.rsvp.as_ref().unwrap().interfaces[0];
+                    assert_eq!(c.integrity_policy(0, iface).unwrap().window, w);
+                }
+                Err(e) => {
+                    assert!(!ok, "window {w}: {e}");
+                    assert_eq!(
+                        (e.line, e.field.as_str()),
+                        (10, "rsvp.interface[0].integrity.window")
+                    );
+                    assert!(e.message.contains("1 to 1024"), "{e}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -130,9 +130,10 @@
 //! every shard, each resending and refreshing what it sent, shard 0 answering.
 //!
 //! What it costs: the shards of one sender sign concurrently, so a neighbour may receive their
-//! numbers slightly out of order; the receive window tolerates
-//! `pathwise_auth::REPLAY_WINDOW` − 1 positions, and a message further behind is refused as
-//! `integrity_replayed` (and repaired by the next refresh or retransmission). Each shard
+//! numbers slightly out of order; a pathwise receive window tolerates the interface's `window`
+//! (RFC 2747 §4.2; 256 by default, `pathwise_auth::REPLAY_WINDOW`), and a message further
+//! behind is refused as `integrity_replayed` (and repaired by the next refresh or
+//! retransmission). Each shard
 //! challenges a neighbour it has no sequence state for on its own, so a restart costs up to N
 //! handshakes per neighbour.
 //!
