@@ -11,10 +11,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use pathwise_auth::{Algorithm, Key};
-use pathwise_rsvp::wire::integrity::{Signed, rsvp_hop, sign};
 use pathwise_core::io::IfIndex;
 use pathwise_core::time::Instant;
 use pathwise_rsvp::shard::{ShardMap, session_of};
+use pathwise_rsvp::wire::integrity::{Signed, rsvp_hop, sign};
 use pathwise_rsvp::wire::message::refresh::bundle_messages;
 use pathwise_rsvp::wire::{Message, MsgType};
 
