@@ -41,6 +41,14 @@ pub(super) const RESEND_WINDOW: pathwise_core::time::Duration =
 /// At most this many messages are kept for resending.
 const RESEND_MAX: usize = 512;
 
+/// How long a shard other than shard 0 waits after a Challenge to the node before it resends
+/// and refreshes what it sent the challenger. Shard 0 answers at once; the Response must reach
+/// the challenger first, or what the other shards send would find the challenge still pending
+/// and be dropped again, and its sequence numbers must be drawn after the Response's, which a
+/// handshake makes the start of the window (RFC 2747 §4.3). Well inside [`RESEND_WINDOW`].
+pub(super) const CHALLENGE_FOLLOW_DELAY: pathwise_core::time::Duration =
+    pathwise_core::time::Duration::from_millis(200);
+
 /// A message recently signed and sent, kept unsigned for resending after a challenge.
 #[derive(Debug)]
 pub(super) struct Recent {
@@ -274,9 +282,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
         };
         let policy = Self::policy_of(&self.cfg, Some(rx.ifindex));
         if !speaks {
-            if policy.signs() {
-                self.resend_after_challenge(rx.ifindex, rx.src);
-                self.refresh_after_challenge(rx.ifindex);
+            let follow = (rx.ifindex, rx.src);
+            if policy.signs()
+                && !self
+                    .challenge_follow_ups
+                    .iter()
+                    .any(|f| (f.1, f.2) == follow)
+            {
+                let at = self.now + CHALLENGE_FOLLOW_DELAY;
+                self.challenge_follow_ups
+                    .push_back((at, follow.0, follow.1));
             }
             return;
         }
@@ -311,6 +326,18 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.push_transmit(MsgType::IntegrityResponse, payload, src, rx.src, rx.ifindex);
         self.resend_after_challenge(rx.ifindex, rx.src);
         self.refresh_after_challenge(rx.ifindex);
+    }
+
+    /// The follow-ups of Challenges to the node that are due ([`CHALLENGE_FOLLOW_DELAY`]).
+    pub(super) fn on_challenge_follow_ups(&mut self, now: pathwise_core::time::Instant) {
+        while let Some(&(at, ifindex, challenger)) = self.challenge_follow_ups.front() {
+            if at > now {
+                break;
+            }
+            self.challenge_follow_ups.pop_front();
+            self.resend_after_challenge(ifindex, challenger);
+            self.refresh_after_challenge(ifindex);
+        }
     }
 
     /// Send the challenger, freshly signed, what we sent it during the last [`RESEND_WINDOW`]

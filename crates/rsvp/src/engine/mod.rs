@@ -278,6 +278,9 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     challenge_refreshed: KeyedMap<IfIndex, u64>,
     /// Messages recently signed, for resending to a neighbour that challenges us.
     recent: VecDeque<integrity::Recent>,
+    /// Challenges to the node this shard answers later, after shard 0's Response
+    /// ([`integrity::CHALLENGE_FOLLOW_DELAY`]): when, on which interface, from whom.
+    challenge_follow_ups: VecDeque<(Instant, IfIndex, IpAddr)>,
     /// Neighbours Hello tracks, with their timers (RFC 3209 §5).
     hello: hello::HelloState,
     /// Labels for LSPs (RFC 3209 §4.1).
@@ -351,6 +354,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             integrity_log: integrity::LogLimiter::default(),
             challenge_refreshed: keyed_map(&mut rng),
             recent: VecDeque::new(),
+            challenge_follow_ups: VecDeque::new(),
             hello: hello::HelloState::new(cfg.seed, cfg.hello_instance, cfg.wheel, now),
             labels: te::LabelSpace::new(cfg.label_range.0, cfg.label_range.1),
             lfib: pathwise_core::mpls::MemoryLfib::new(),
@@ -728,6 +732,7 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
         self.on_hello_timers(now);
         self.on_retransmit_timers(now);
         self.on_lsp_retries(now);
+        self.on_challenge_follow_ups(now);
         self.flush_pending();
     }
 
@@ -752,6 +757,7 @@ impl<T: TrafficControl> Engine for RsvpEngine<T> {
             self.hello.next_deadline(),
             self.rr.next_deadline(),
             self.lsp_retries.peek().map(|r| r.0.0),
+            self.challenge_follow_ups.front().map(|f| f.0),
         ]
         .into_iter()
         .flatten()

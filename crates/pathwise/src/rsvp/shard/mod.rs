@@ -127,7 +127,8 @@
 //! per shard, or hands it uncut to one shard, which refuses it and counts why. A shard without
 //! sequence state for a neighbour challenges it (§4.3) with a cookie whose low bits name the
 //! shard, and the Integrity Response goes back to that shard; a Challenge to the node goes to
-//! every shard, each resending and refreshing what it sent, shard 0 answering.
+//! every shard: shard 0 answers, resends and refreshes at once, the others resend and refresh
+//! 200 ms later, behind the Response.
 //!
 //! What it costs: the shards of one sender sign concurrently, so a neighbour may receive their
 //! numbers slightly out of order; a pathwise receive window tolerates the interface's `window`
