@@ -135,6 +135,26 @@ impl Policy {
     pub fn flags(&self) -> u8 {
         if self.challenge { HANDSHAKE } else { 0 }
     }
+
+    /// The key that verifies `presented` from `sender`, the message as digested being
+    /// `digested` (RFC 2747 §4.2 steps 4 and 5): one of the sender's chain, valid for accepting
+    /// at `now_secs`, whose digest matches. The sequence number is the caller's to check.
+    pub fn verify(
+        &self,
+        sender: IpAddr,
+        presented: &Presented<'_>,
+        digested: &[&[u8]],
+        now_secs: u64,
+    ) -> Result<&Key, Reject> {
+        let key = self
+            .chain_for(Some(sender))
+            .accept_key(presented.key_id, now_secs)?;
+        if key.verify(digested, presented.digest) {
+            Ok(key)
+        } else {
+            Err(Reject::BadDigest)
+        }
+    }
 }
 
 /// The fields of a received integrity object (RFC 2747 §2.1), as the codec read them.
@@ -275,15 +295,12 @@ impl Receiver {
         if policy.mode == Mode::Off {
             return Ok(Accepted::Unchecked);
         }
-        let key = policy
-            .chain_for(Some(sender))
-            .accept_key(p.key_id, now_secs)?;
         // RFC 2747 §4.2 steps (4)-(6): the digest first ("If the calculated digest does not
         // match ..., the message is discarded without further processing"), the sequence
         // number only then. A tampered copy of a message already seen carries that message's
         // sequence number; checked the other way round it was counted as a replay, hiding the
         // tampering.
-        verify(key, digested, p.digest)?;
+        policy.verify(sender, p, digested, now_secs)?;
         let known = match self.replay.window(&sender, p.key_id) {
             Some(w) if w.check(p.seq, policy.window) != ReplayOutcome::Accepted => {
                 return Err(Reject::Replayed);
@@ -341,12 +358,9 @@ impl Receiver {
         if policy.mode == Mode::Off {
             return Err(Reject::BadResponse);
         }
-        let key = policy
-            .chain_for(Some(sender))
-            .accept_key(presented.key_id, now_secs)?;
         // RFC 2747 §4.2: the digest (step 5) before the CHALLENGE match (step 6), so a tampered
         // response counts as tampered.
-        verify(key, digested, presented.digest)?;
+        policy.verify(sender, presented, digested, now_secs)?;
         let slot = (sender, presented.key_id);
         match self.pending.get(&slot) {
             Some(p) if p.cookie == cookie => {}
@@ -377,14 +391,6 @@ impl Receiver {
     /// Outstanding challenges.
     pub fn pending_challenges(&self) -> usize {
         self.pending.len()
-    }
-}
-
-fn verify(key: &Key, digested: &[&[u8]], digest: &[u8]) -> Result<(), Reject> {
-    if key.verify(digested, digest) {
-        Ok(())
-    } else {
-        Err(Reject::BadDigest)
     }
 }
 

@@ -104,19 +104,18 @@ impl<const WORDS: usize> SlidingWindow<WORDS> {
             return outcome;
         }
         match self.highest {
-            None => self.bits = [0; WORDS],
-            Some(highest) if seq > highest => {
-                // Clear the words between the old largest and the new one: they hold
-                // numbers now below the window (or none yet).
-                let (old, new) = (highest / 64, seq / 64);
-                for k in 1..=(new - old).min(WORDS as u64) {
-                    self.bits[((old + k) % WORDS as u64) as usize] = 0;
+            Some(highest) if seq <= highest => {}
+            old => {
+                // A new largest: clear the words between the old largest and it, which hold
+                // numbers now below the window (a new window's are clear already).
+                if let Some(highest) = old {
+                    let (old, new) = (highest / 64, seq / 64);
+                    for k in 1..=(new - old).min(WORDS as u64) {
+                        self.bits[((old + k) % WORDS as u64) as usize] = 0;
+                    }
                 }
+                self.highest = Some(seq);
             }
-            Some(_) => {}
-        }
-        if self.highest.is_none_or(|h| seq > h) {
-            self.highest = Some(seq);
         }
         let (i, bit) = Self::slot(seq);
         self.bits[i] |= bit;

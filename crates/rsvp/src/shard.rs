@@ -32,7 +32,7 @@
 
 use crate::Config;
 use crate::engine::MessageIdSpace;
-use crate::wire::integrity::{Signed, rsvp_hop, sign};
+use crate::wire::integrity::{Signed, sending_system, sign};
 use crate::wire::message::refresh::bundle_messages;
 use crate::wire::message::{Ack, Refresh, Srefresh};
 use crate::wire::objects::{Challenge, ObjectHeader, class};
@@ -205,18 +205,12 @@ impl ShardMap {
             Ok(None) => return Vouch::Unsigned,
             Err(_) => return Vouch::Refused,
         };
-        // The sending system as the engine names it (crate::engine::integrity).
-        let sender = rsvp_hop(msg).map_or(src, |h| h.addr);
+        let sender = sending_system(msg, src);
         let p = signed.presented();
         let now_secs = self.wall_clock_at_zero + now.as_nanos() / 1_000_000_000;
-        match policy
-            .chain_for(Some(sender))
-            .accept_key(p.key_id, now_secs)
-        {
-            Ok(key) if key.verify(&signed.digested(), p.digest) => {
-                Vouch::Signed(Box::new(key.clone()), p.seq, p.flags)
-            }
-            _ => Vouch::Refused,
+        match policy.verify(sender, &p, &signed.digested(), now_secs) {
+            Ok(key) => Vouch::Signed(Box::new(key.clone()), p.seq, p.flags),
+            Err(_) => Vouch::Refused,
         }
     }
 

@@ -127,10 +127,10 @@ impl NodeConfig {
             return *t.get_ref();
         }
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let labels = self.rsvp.as_ref().map_or(u64::MAX, |r| {
-            let (first, last) = r.label_range();
-            u64::from(last.saturating_sub(first.max(16))) + 1
-        });
+        let labels = self
+            .rsvp
+            .as_ref()
+            .map_or(u64::MAX, RsvpSection::label_count);
         cores
             .min(crate::rsvp::shard::MAX_SHARDS)
             .min(usize::try_from(labels).unwrap_or(usize::MAX))

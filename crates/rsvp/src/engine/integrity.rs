@@ -15,7 +15,7 @@
 //! sync within a round trip instead of a refresh period.
 
 use super::{RsvpEngine, TrafficControl};
-use crate::wire::integrity::{Signed, rsvp_hop, sign};
+use crate::wire::integrity::{Signed, sending_system, sign};
 use crate::wire::objects::Challenge;
 use crate::wire::{IntegrityResponse, Message, MsgType, Packet};
 use pathwise_auth::{Accepted, Mode, Policy, Reject};
@@ -210,7 +210,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             Ok(s) => s,
             Err(_) => return true, // a malformed INTEGRITY object fails parsing, counted there
         };
-        let sender = rsvp_hop(rx.payload).map_or(rx.src, |h| h.addr);
+        let sender = sending_system(rx.payload, rx.src);
         let presented = signed.as_ref().map(Signed::presented);
         let digested = signed.as_ref().map(Signed::digested);
         let now = self.wall_secs();

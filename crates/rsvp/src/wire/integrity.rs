@@ -133,6 +133,13 @@ impl<'a> Signed<'a> {
     }
 }
 
+/// The "sending system" whose sequence numbers a receive window tracks (RFC 2747 §4.2): the
+/// neighbour named by the message's RSVP_HOP — a Path keeps the data sender's IP source
+/// address hop by hop — else, for messages without one, the IP source `src`.
+pub fn sending_system(buf: &[u8], src: std::net::IpAddr) -> std::net::IpAddr {
+    rsvp_hop(buf).map_or(src, |h| h.addr)
+}
+
 /// The RSVP_HOP of a message, read without parsing the rest: the neighbour that sent a Path,
 /// PathTear, Resv, ResvTear or ResvErr (whose IP source may be the data sender's, not the
 /// neighbour's). Malformed input gives `None`.

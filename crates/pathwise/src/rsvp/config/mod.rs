@@ -138,6 +138,13 @@ impl RsvpSection {
             .map_or_else(pathwise_rsvp::LspRetry::default, |r| r.get_ref().retry())
     }
 
+    /// How many labels the range holds as the engine uses it (from 16 up, RFC 3032 §2.1),
+    /// as shards cut it ([`crate::rsvp::shard`]).
+    pub fn label_count(&self) -> u64 {
+        let (first, last) = self.label_range();
+        u64::from(last.saturating_sub(first.max(16))) + 1
+    }
+
     /// The label range for the engine.
     pub fn label_range(&self) -> (u32, u32) {
         match self.labels.as_ref().map(|l| l.get_ref().as_slice()) {

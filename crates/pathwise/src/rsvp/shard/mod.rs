@@ -165,8 +165,8 @@ pub(crate) fn check_config(cx: &Source<'_>, cfg: &NodeConfig, errs: &mut Vec<Con
     if n == 1 {
         return;
     }
-    let (first, last) = r.label_range();
-    if u64::from(last.saturating_sub(first.max(16))) + 1 < n as u64 {
+    if r.label_count() < n as u64 {
+        let (first, last) = r.label_range();
         errs.push(at(format!(
             "threads = {n}: rsvp.labels [{first}, {last}] has fewer labels than shards"
         )));
