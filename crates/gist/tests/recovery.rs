@@ -433,3 +433,69 @@ fn data_from_another_node_than_the_peer_is_reported_as_its_sender() {
         .collect();
     assert_eq!(handles, vec![Some(SiiHandle(old))]);
 }
+
+/// QoS campaign seed 8341147331591390: a QoS NSLP QNR sent a QUERY with RESERVE-INIT while
+/// the flow's destination had no route; GIST retransmitted its Query for 15.5 s, longer than
+/// the state lifetime, until a link came back. The handshake then completed, and the state
+/// lapsed at its first timer — its Inactive_QNode period counted from when the NSLP handed the
+/// QUERY over — so the RESERVE coming back up the path half a second later met "no routing
+/// state" and the QNI never heard. RFC 5971 §6.2 Rule 4: the waiting NSLP data is handled when
+/// the Response comes, and the Inactive_QNode timer runs from there.
+#[test]
+fn state_a_long_back_off_established_lives_a_lifetime_from_the_handshake() {
+    let lifetime = Duration::from_secs(15);
+    let mut p = Pair::with(CookieMode::Hash, |c| {
+        c.refresh_period = Duration::from_secs(5);
+        c.state_lifetime = lifetime;
+    });
+    let start = p.now;
+    p.send(b"query");
+    // No route yet: every Query is lost for longer than a state lifetime.
+    let mut lost = 0;
+    loop {
+        let t = p.q.poll_timeout().expect("the Query is retransmitted");
+        p.now = t;
+        p.q.handle_timeout(t);
+        if t >= start + lifetime {
+            break;
+        }
+        lost += std::iter::from_fn(|| p.q.poll_transmit()).count();
+    }
+    assert!(lost >= 4, "{lost} Queries lost");
+    // The route is back: this retransmission gets through.
+    let established = p.now;
+    p.run(&mut deliver);
+    assert_eq!(p.down(), Some(QueryingState::Established));
+    assert_eq!(p.up(), Some(RespondingState::Established));
+    assert_eq!(p.received_at_r(), vec![b"query".to_vec()]);
+
+    // Half a second on, the querier's timers run, then the answer comes back upstream.
+    p.now += Duration::from_millis(500);
+    while let Some(t) = p.q.poll_timeout().filter(|t| *t <= p.now) {
+        p.q.handle_timeout(t);
+    }
+    assert_eq!(p.down(), Some(QueryingState::Established), "not lapsed");
+    let mut mri = PathCoupledMri::flow(ip(Q), ip(R));
+    mri.upstream = true;
+    let reply = SendMessage::new(42, Pair::sid(), Mri::PathCoupled(mri), b"reply".to_vec());
+    p.r.send_message(p.now, reply).expect("accepted");
+    p.run(&mut deliver);
+    let got = p
+        .events_q
+        .iter()
+        .any(|e| matches!(e, GistEvent::Recv(m) if m.nslp_data.starts_with(b"reply")));
+    assert!(got, "the answer reached the querier's NSLP");
+    assert_eq!(counters(&p.q).downstream_lapses, 0);
+
+    // Unused from then on, it lapses a lifetime after the handshake.
+    while let Some(t) = p.q.poll_timeout() {
+        if t > established + lifetime + Duration::from_secs(1) {
+            break;
+        }
+        p.now = t;
+        p.q.handle_timeout(t);
+        p.run(&mut deliver);
+    }
+    assert_eq!(p.down(), None);
+    assert_eq!(counters(&p.q).downstream_lapses, 1);
+}

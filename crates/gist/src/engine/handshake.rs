@@ -507,6 +507,7 @@ impl GistEngine {
         let new_peer = self.peer_ref(r.nli.interface_address, &r.nli.peer_identity);
         let interval = self.refresh_interval(r.nli.rs_validity_ms);
         let initial_rto = self.initial_rto_ms();
+        let inactive = now + self.cfg.state_lifetime;
         let Some(d) = self.mrs[idx as usize].down.as_mut() else {
             return;
         };
@@ -516,6 +517,16 @@ impl GistEngine {
         d.peer_validity_ms = r.nli.rs_validity_ms;
         d.deadline = now + interval;
         let delivered = d.piggyback.take();
+        if !repeat && (delivered.is_some() || !d.queue.is_empty()) {
+            // §6.2 Rule 4: the NSLP's messages waiting for this handshake are handled now
+            // (the one the Query carried is delivered, the stored ones go), so the
+            // Inactive_QNode timer runs from here, not from when the NSLP handed them over.
+            // A Query retransmitted for longer than a state lifetime (no route yet) made
+            // state that lapsed at once: QoS campaign seed 8341147331591390, a QNR's
+            // RESERVE-INIT QUERY that waited 15.5 s, its state gone before the RESERVE came
+            // back up the path, the QNI never answered.
+            d.expires = d.expires.max(inactive);
+        }
         let wants_cmode = d.cmode;
         let secure = d.secure;
         let changed = old.is_some_and(|o| o != new_peer);

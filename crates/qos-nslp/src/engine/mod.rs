@@ -584,8 +584,8 @@ impl<T: TrafficControl> QosNslp<T> {
         }
     }
 
-    /// Hand `msg` to GIST for the session's flow in direction `dir`; a message back to the
-    /// node whose Query is being answered rides the GIST Response.
+    /// Hand `msg` to GIST for the session's flow in direction `dir`, by GIST's routing state;
+    /// a message back to the node whose Query is being answered rides the GIST Response.
     fn send(
         &mut self,
         gist: &mut dyn GistApi,
@@ -595,8 +595,24 @@ impl<T: TrafficControl> QosNslp<T> {
         dir: Direction,
         msg: &Message,
     ) -> Result<(), ApiError> {
+        self.send_via(gist, now, sid, flow, dir, msg, None)
+    }
+
+    /// [`send`](Self::send), or with `peer` explicitly to that peer (see
+    /// [`send_bytes`](Self::send_bytes)).
+    #[allow(clippy::too_many_arguments)]
+    fn send_via(
+        &mut self,
+        gist: &mut dyn GistApi,
+        now: Instant,
+        sid: SessionId,
+        flow: &PathCoupledMri,
+        dir: Direction,
+        msg: &Message,
+        peer: Option<SiiHandle>,
+    ) -> Result<(), ApiError> {
         let bytes = msg.to_bytes();
-        self.dispatch(gist, now, sid, flow, dir, msg.msg_type(), bytes)
+        self.dispatch(gist, now, sid, flow, dir, msg.msg_type(), bytes, peer)
     }
 
     /// Count and send encoded bytes (riding the GIST Response when answering a Query).
@@ -610,15 +626,24 @@ impl<T: TrafficControl> QosNslp<T> {
         dir: Direction,
         t: MsgType,
         bytes: Vec<u8>,
+        peer: Option<SiiHandle>,
     ) -> Result<(), ApiError> {
         self.counters.count_sent(t, bytes.len());
         if self.in_query == Some(sid) && dir == Direction::Upstream && self.piggyback.is_none() {
             self.piggyback = Some(bytes);
             return Ok(());
         }
-        self.send_bytes(gist, now, sid, flow, dir, bytes)
+        self.send_bytes(gist, now, sid, flow, dir, bytes, peer)
     }
 
+    /// Hand encoded bytes to GIST: by routing state (`peer` `None`, reliably if so
+    /// configured), or explicitly routed to `peer`'s SII-Handle (RFC 5971 §7.1.4, B.1) —
+    /// over an association GIST still has to it, else D-mode; a handle GIST no longer knows
+    /// comes back as a MessageStatus. Explicit routing is for what must reach one peer
+    /// whatever the routes say now: a tear of a branch the path left (RFC 5974 §5.2.5.2), a
+    /// NOTIFY to an old peer (§5.2.5.3), an answer to the peer that asked, an error on its
+    /// way back along the reservation's path towards the QNI (§5.4.3).
+    #[allow(clippy::too_many_arguments)]
     fn send_bytes(
         &mut self,
         gist: &mut dyn GistApi,
@@ -627,11 +652,15 @@ impl<T: TrafficControl> QosNslp<T> {
         flow: &PathCoupledMri,
         dir: Direction,
         bytes: Vec<u8>,
+        peer: Option<SiiHandle>,
     ) -> Result<(), ApiError> {
         let mut mri = *flow;
         mri.upstream = dir == Direction::Upstream;
         let mut m = SendMessage::new(self.cfg.nslpid, sid, Mri::PathCoupled(mri), bytes);
-        m.transfer.reliable = self.cfg.reliable;
+        match peer {
+            Some(p) => m.sii_handle = Some(p),
+            None => m.transfer.reliable = self.cfg.reliable,
+        }
         gist.send_message(now, m).map(|_| ()).inspect_err(|_| {
             self.counters.drop("gist_refused");
         })
@@ -680,11 +709,8 @@ impl<T: TrafficControl> QosNslp<T> {
         SendMessage::new(self.cfg.nslpid, sid, Mri::PathCoupled(mri), bytes)
     }
 
-    /// Send `msg` along `dir` to one peer, explicitly routed by its SII-Handle (RFC 5971
-    /// §7.1.4, B.1) rather than by routing state: over an association GIST still has to it,
-    /// else D-mode. Used for what goes to a peer the path no longer leads to (RFC 5974
-    /// §5.2.5.2, §5.2.5.3), best effort: a handle GIST no longer knows comes back as a
-    /// MessageStatus.
+    /// Send `msg` along `dir` to one peer, explicitly routed by its SII-Handle
+    /// ([`send_bytes`](Self::send_bytes)), best effort; never folded into a GIST Response.
     #[allow(clippy::too_many_arguments)]
     fn send_to_peer(
         &mut self,
@@ -696,11 +722,9 @@ impl<T: TrafficControl> QosNslp<T> {
         msg: &Message,
         peer: SiiHandle,
     ) {
-        let mut m = self.counted_send(sid, flow, dir, msg);
-        m.sii_handle = Some(peer);
-        if gist.send_message(now, m).is_err() {
-            self.counters.drop("gist_refused");
-        }
+        let bytes = msg.to_bytes();
+        self.counters.count_sent(msg.msg_type(), bytes.len());
+        let _ = self.send_bytes(gist, now, sid, flow, dir, bytes, Some(peer));
     }
 
     /// Set (or clear) one timer of a session.
@@ -897,15 +921,17 @@ impl<T: TrafficControl> QosNslp<T> {
         self.counters.count_received(msg.msg_type());
         let explicit_ok = match &msg.body {
             crate::wire::Body::Reserve(r) => r.tear,
-            crate::wire::Body::Notify(_) => true,
-            _ => false,
+            crate::wire::Body::Notify(_) | crate::wire::Body::Response(_) => true,
+            crate::wire::Body::Query(_) => false,
         };
         if m.explicitly_routed && !explicit_ok {
             // RFC 5971 §7.1.4: GIST did not check an explicitly routed message against its
             // routing state, so the NSLP validates it. The QoS NSLP routes explicitly only the
             // tear of an old branch (RFC 5974 §5.2.5.2; a tear is still checked against the
-            // current peer and RSN, `tear_allowed`) and the NOTIFY to an old upstream peer
-            // (§5.2.5.3; a NOTIFY installs no state, §5.4.4); anything else arriving that way
+            // current peer and RSN, `tear_allowed`), the NOTIFY to an old upstream peer
+            // (§5.2.5.3; a NOTIFY installs no state, §5.4.4) and an error RESPONSE on its way
+            // back along the reservation's path (§5.4.3; a RESPONSE installs no state and is
+            // matched against the RII or RSN and the peer); anything else arriving that way
             // could install or refresh state off the path.
             self.counters.drop("explicitly_routed_not_tear");
             return;

@@ -322,9 +322,16 @@ impl<T: TrafficControl> QosNslp<T> {
                     // goes, RFC 5971 §7.1.4 — which says nothing of the route.)
                     s.old_branch = None;
                 }
-                if s.abandoned_next == Some(peer) && s.next_peer.is_some() {
-                    // §5.2.5.4: GIST's latest peer may be the old one refreshing its state;
-                    // no falling back to it.
+                if direction == Direction::Upstream
+                    && s.abandoned_next == Some(peer)
+                    && s.next_peer.is_some()
+                {
+                    // §5.2.5.4: GIST's latest upstream peer may be the old one refreshing its
+                    // state; no falling back to it. Downstream, GIST names the peer that
+                    // answered this node's own Query along the route as it is: a route that
+                    // went back is followed back — QoS campaign seed 7993882420324183, where
+                    // the next peer stayed the abandoned branch's, which then stayed reserved,
+                    // refreshed by summaries grouped by that peer.
                     return;
                 }
                 let old = s.next_peer.replace(peer);

@@ -85,7 +85,7 @@ impl<T: TrafficControl> QosNslp<T> {
         self.counters.retransmissions += 1;
         self.counters
             .count_sent(crate::wire::MsgType::Reserve, bytes.len());
-        let _ = self.send_bytes(gist, now, sid, &flow, dir, bytes);
+        let _ = self.send_bytes(gist, now, sid, &flow, dir, bytes, None);
         self.set_timer(sid, TimerKind::Retry, Some(now + wait));
     }
 

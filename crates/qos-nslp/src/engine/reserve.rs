@@ -79,6 +79,7 @@ impl<T: TrafficControl> QosNslp<T> {
             dir,
             crate::wire::MsgType::Reserve,
             bytes,
+            None,
         );
         if sent == Err(ApiError::NoRoutingState) {
             self.no_reverse_path(sid);
@@ -161,18 +162,27 @@ impl<T: TrafficControl> QosNslp<T> {
         if !info.is_success() && info.source == crate::wire::ErrorSource::None {
             info.source = self.error_source(gist, flow);
         }
+        let error = !info.is_success();
         let mut resp = Response::new(info);
         resp.answers = answers;
         resp.qspec = qspec;
         let mut msg = Message::new(Body::Response(resp));
         msg.flags.break_ = break_flag;
-        let _ = self.send(
+        // An error goes to the peer that asked, explicitly routed, to end the state on the
+        // path the request came by (§5.4.3, `fail_upstream`). By routing state it would follow
+        // the route as it is now, which after a route change leads elsewhere — QoS campaign
+        // seed 8341147331591390: a QNR refusing a RESERVE that came up the old path sent its
+        // error down the new one, and the old path's reservations, never told, were kept by
+        // the QNI's refreshes. A success only informs: by routing state, as GIST would.
+        let peer = m.sii_handle.filter(|_| error);
+        let _ = self.send_via(
             gist,
             now,
             m.session_id,
             flow,
             Self::reply_direction(&m.mri),
             &msg,
+            peer,
         );
     }
 
@@ -878,7 +888,7 @@ impl<T: TrafficControl> QosNslp<T> {
         let Some(s) = self.sessions.get(&sid) else {
             return;
         };
-        let (role, rsn_in, dir) = (s.role, s.rsn_in, Self::travelled(&m.mri));
+        let (role, rsn_in, dir, prev) = (s.role, s.rsn_in, Self::travelled(&m.mri), s.prev_peer);
         self.remove_session(gist, now, sid);
         if role == Role::Qni {
             self.events.push_back(QosEvent::Failed {
@@ -891,8 +901,11 @@ impl<T: TrafficControl> QosNslp<T> {
         if matches!(r.answers, Some(Answers::Rsn(_))) {
             r.answers = rsn_in.map(Answers::Rsn);
         }
+        // §5.4.3: "forward the RESPONSE message further along the path towards the QNI" —
+        // the path the reservation came by, whose nodes hold the state the error ends: to the
+        // peer its RESERVEs came from.
         let msg = Message::new(Body::Response(r));
-        let _ = self.send(gist, now, sid, &flow, dir, &msg);
+        let _ = self.send_via(gist, now, sid, &flow, dir, &msg, prev);
     }
 
     fn on_rii_response(

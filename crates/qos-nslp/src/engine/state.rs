@@ -93,7 +93,7 @@ pub struct Reservation {
     /// The peer RESERVEs go to, as GIST last reported it.
     pub next_peer: Option<SiiHandle>,
     /// The peer towards the QNR this node moved away from after a route change: GIST
-    /// naming it again is not taken for another change (§5.2.5.4).
+    /// naming it again as its upstream peer is not taken for another change (§5.2.5.4).
     pub abandoned_next: Option<SiiHandle>,
     /// The peer towards the QNR of the branch left after a route change, until the RESPONSE to
     /// the RESERVE sent along the new path arrives: then a tearing RESERVE goes to it,

@@ -1472,3 +1472,175 @@ fn bound_session_ids_are_carried_hop_by_hop() {
         "the QNI's RESERVE up the path"
     );
 }
+
+/// QoS campaign seed 8341147331591390: an error RESPONSE goes back the way the refused
+/// RESERVE came, explicitly routed by the asking peer's SII-Handle (§5.4.3), not by routing
+/// state, which after a route change leads elsewhere; a node on that path ends its
+/// reservation and sends the error on to the peer its RESERVEs came from, so every node that
+/// holds the state hears it (the old path's reservations had been kept by the QNI's refreshes).
+#[test]
+fn qos_seed_8341147331591390_an_error_goes_back_the_way_the_reserve_came() {
+    // A node with no room refuses, and answers the peer that asked.
+    let mut tc = MemoryTrafficControl::new();
+    tc.add_interface(
+        IfIndex(2),
+        TcInterface {
+            reservable: 1.0,
+            bandwidth: 12_500_000.0,
+            latency_us: 100,
+            mtu: 1500,
+        },
+    );
+    let (mut e, mut g) = (QosNslp::new(QosConfig::default(), tc), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    assert!(e.is_empty(), "refused");
+    let [answer] = &g.sent[..] else {
+        panic!("{:?}", g.sent)
+    };
+    assert_eq!(answer.sii_handle, Some(SiiHandle(UP.parse().unwrap())));
+    assert_eq!(Direction::of(&answer.mri), Direction::Upstream);
+    let Body::Response(r) = Message::parse(&answer.nslp_data).unwrap().body else {
+        panic!("a RESPONSE")
+    };
+    assert_eq!(
+        (r.info_spec.class, r.info_spec.code),
+        (
+            ErrorClass::TransientFailure,
+            code::transient::RESERVATION_FAILURE
+        )
+    );
+    assert_eq!(r.answers, Some(Answers::Rii(Rii(42))));
+
+    // A node that holds the reservation gets that error, explicitly routed, from its next
+    // peer: the reservation ends and the error goes on to the peer the RESERVE came from.
+    let (mut e, mut g) = (engine(), Recorder::default());
+    e.recv_message(Instant::ZERO, &mut g, recv(initial(5), UP, 1));
+    assert_eq!(e.traffic_control().len(), 1);
+    g.sent.clear();
+    let mut err = recv_along(
+        answer.nslp_data.clone(),
+        DOWN_OLD,
+        1,
+        SRC,
+        DST,
+        Direction::Upstream,
+    );
+    err.explicitly_routed = true;
+    e.recv_message(Instant::ZERO, &mut g, err);
+    assert!(e.is_empty(), "the reservation ended");
+    assert!(e.traffic_control().is_empty());
+    let [on] = &g.sent[..] else {
+        panic!("{:?}", g.sent)
+    };
+    assert_eq!(on.sii_handle, Some(SiiHandle(UP.parse().unwrap())));
+    assert!(matches!(
+        Message::parse(&on.nslp_data).unwrap().body,
+        Body::Response(r) if r.info_spec.code == code::transient::RESERVATION_FAILURE
+    ));
+
+    // A success still goes by routing state.
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let mut m = vectors::reserve_initial();
+    if let Body::Reserve(r) = &mut m.body {
+        r.rsn.rsn = 5;
+    }
+    let mut at_qnr = recv(m.to_bytes(), UP, 1);
+    at_qnr.mri = Mri::PathCoupled(PathCoupledMri::flow(
+        SRC.parse().unwrap(),
+        ME.parse().unwrap(),
+    ));
+    e.recv_message(Instant::ZERO, &mut g, at_qnr);
+    let ok: Vec<_> = g
+        .sent
+        .iter()
+        .filter(|m| {
+            matches!(
+                Message::parse(&m.nslp_data).unwrap().body,
+                Body::Response(_)
+            )
+        })
+        .collect();
+    assert_eq!(ok.len(), 1, "{:?}", g.sent);
+    assert_eq!(ok[0].sii_handle, None);
+}
+
+/// QoS campaign seed 7993882420324183: downstream, GIST names the peer that answered this
+/// node's own Query along the route as it is, so a route that goes back to a peer left before
+/// is a route change like any other (§3.2.12): the next peer follows it, a RESERVE with an RII
+/// goes down the path, and summaries group the session with that peer's. (The "no falling back"
+/// of §5.2.5.4 is about upstream peers.) Before, the next peer stayed the abandoned branch's,
+/// and summaries to it kept that branch reserved.
+#[test]
+fn qos_seed_7993882420324183_a_route_back_to_an_earlier_downstream_peer_is_followed() {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let t = Instant::ZERO;
+    let sid = SessionId([1; 16]);
+    e.recv_message(t, &mut g, recv(initial(5), UP, 1));
+    let peer = |s: &str| SiiHandle(s.parse().unwrap());
+    e.network_notification(
+        t,
+        &mut g,
+        routing_change(1, SRC, DST, Direction::Downstream, DOWN_OLD, false),
+    );
+    e.network_notification(
+        t,
+        &mut g,
+        routing_change(1, SRC, DST, Direction::Downstream, DOWN_NEW, true),
+    );
+    let first = last_reserve(&g).0.rii.unwrap();
+    e.recv_message(
+        t,
+        &mut g,
+        recv_along(success(first), DOWN_NEW, 1, SRC, DST, Direction::Upstream),
+    );
+    assert_eq!(e.session(&sid).unwrap().next_peer, Some(peer(DOWN_NEW)));
+    g.sent.clear();
+
+    // Much later the route goes back to the first peer.
+    e.network_notification(
+        t,
+        &mut g,
+        routing_change(1, SRC, DST, Direction::Downstream, DOWN_OLD, true),
+    );
+    let s = e.session(&sid).unwrap();
+    assert_eq!(s.next_peer, Some(peer(DOWN_OLD)), "followed back");
+    assert_eq!(s.old_branch, Some(peer(DOWN_NEW)));
+    let (r, handle) = last_reserve(&g);
+    assert_eq!(
+        (handle, r.tear, r.rsn.rsn),
+        (None, false, 4),
+        "RSN + 2 again"
+    );
+    assert!(r.qspec.is_some() && r.rii.is_some());
+    assert_eq!(e.counters().route_changes, 2);
+
+    // Upstream the rule stands: GIST naming the abandoned upstream peer again (it refreshes
+    // its state until it goes) is no route change.
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let query = |from: &str| {
+        let Body::Reserve(r) = vectors::reserve_initial().body else {
+            unreachable!()
+        };
+        let mut q = crate::wire::Query::new(r.qspec.unwrap());
+        q.reserve_init = true;
+        recv_along(
+            Message::new(Body::Query(q)).to_bytes(),
+            from,
+            1,
+            SRC,
+            ME,
+            Direction::Downstream,
+        )
+    };
+    e.recv_message(t, &mut g, query(UP));
+    const UP_NEW: &str = "10.0.7.1";
+    for (p, changed) in [(UP, false), (UP_NEW, true), (UP, true)] {
+        e.network_notification(
+            t,
+            &mut g,
+            routing_change(1, SRC, ME, Direction::Upstream, p, changed),
+        );
+    }
+    assert_eq!(e.session(&sid).unwrap().next_peer, Some(peer(UP_NEW)));
+    assert_eq!(e.counters().route_changes, 1);
+}
