@@ -816,6 +816,24 @@ fn an_explicitly_routed_tear_is_honoured_and_nothing_else_explicit_is() {
     );
 }
 
+/// A QUERY with RESERVE-INIT (§4.3) from `from` for a flow that ends at this node, session 1:
+/// it makes this node the QNI of a receiver-initiated reservation.
+fn reserve_init_to_me(from: &str) -> RecvMessage {
+    let Body::Reserve(r) = vectors::reserve_initial().body else {
+        unreachable!()
+    };
+    let mut q = crate::wire::Query::new(r.qspec.unwrap());
+    q.reserve_init = true;
+    recv_along(
+        Message::new(Body::Query(q)).to_bytes(),
+        from,
+        1,
+        SRC,
+        ME,
+        Direction::Downstream,
+    )
+}
+
 /// Receiver-initiated (§3.2.12): the node that holds the reservation and gets a QUERY with
 /// RESERVE-INIT from another peer than the one its RESERVEs went to is where the branches
 /// meet; its full RESERVE up the new path carries an RII (§5.2.5.2), and the RESPONSE lets it
@@ -824,23 +842,8 @@ fn an_explicitly_routed_tear_is_honoured_and_nothing_else_explicit_is() {
 fn a_receiver_initiated_convergence_point_tears_the_old_branch_upstream() {
     let (mut e, mut g) = (engine(), Recorder::default());
     let t = Instant::ZERO;
-    let query = |from: &str| {
-        let Body::Reserve(r) = vectors::reserve_initial().body else {
-            unreachable!()
-        };
-        let mut q = crate::wire::Query::new(r.qspec.unwrap());
-        q.reserve_init = true;
-        recv_along(
-            Message::new(Body::Query(q)).to_bytes(),
-            from,
-            1,
-            SRC,
-            ME,
-            Direction::Downstream,
-        )
-    };
     // This node is the flow's destination: the QNI of a receiver-initiated reservation.
-    e.recv_message(t, &mut g, query(UP));
+    e.recv_message(t, &mut g, reserve_init_to_me(UP));
     let sid = SessionId([1; 16]);
     assert_eq!(
         e.session(&sid).map(|s| (s.role, s.initiation)),
@@ -854,7 +857,7 @@ fn a_receiver_initiated_convergence_point_tears_the_old_branch_upstream() {
     g.sent.clear();
     // The QUERY from the divergence point comes down the new path.
     const UP_NEW: &str = "10.0.7.1";
-    e.recv_message(t, &mut g, query(UP_NEW));
+    e.recv_message(t, &mut g, reserve_init_to_me(UP_NEW));
     let (r, handle) = last_reserve(&g);
     assert_eq!((handle, r.tear), (None, false));
     let rii = r.rii.expect("§5.2.5.2: an RII");
@@ -1617,22 +1620,7 @@ fn qos_seed_7993882420324183_a_route_back_to_an_earlier_downstream_peer_is_follo
     // Upstream the rule stands: GIST naming the abandoned upstream peer again (it refreshes
     // its state until it goes) is no route change.
     let (mut e, mut g) = (engine(), Recorder::default());
-    let query = |from: &str| {
-        let Body::Reserve(r) = vectors::reserve_initial().body else {
-            unreachable!()
-        };
-        let mut q = crate::wire::Query::new(r.qspec.unwrap());
-        q.reserve_init = true;
-        recv_along(
-            Message::new(Body::Query(q)).to_bytes(),
-            from,
-            1,
-            SRC,
-            ME,
-            Direction::Downstream,
-        )
-    };
-    e.recv_message(t, &mut g, query(UP));
+    e.recv_message(t, &mut g, reserve_init_to_me(UP));
     const UP_NEW: &str = "10.0.7.1";
     for (p, changed) in [(UP, false), (UP_NEW, true), (UP, true)] {
         e.network_notification(
