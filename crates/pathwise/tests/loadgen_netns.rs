@@ -261,8 +261,10 @@ fn churning_flows_match_router_state_and_leave_nothing() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `pathwise bench rsvp-scale` at a tiny N, one and two shards: the report has a row per run
-/// with sane fields (no figure is checked: the machine may be busy).
+/// `pathwise bench rsvp-scale` at a tiny N, one and two shards, without and with RFC 2747
+/// integrity between the routers: the report has a row per run with sane fields (no figure is
+/// checked: the machine may be busy). With integrity `require`d on R2's interfaces, R2 holding
+/// flows shows R1 signs what R2 accepts.
 #[test]
 fn bench_rsvp_scale_reports_sane_rows() -> anyhow::Result<()> {
     if skip("bench_rsvp_scale_reports_sane_rows", &[]) {
@@ -287,6 +289,8 @@ fn bench_rsvp_scale_reports_sane_rows() -> anyhow::Result<()> {
             "3s",
             "--limit",
             "60s",
+            "--integrity",
+            "off,hmac-sha256",
             "--json",
         ])
         .output()?;
@@ -295,10 +299,17 @@ fn bench_rsvp_scale_reports_sane_rows() -> anyhow::Result<()> {
     let v: Value = serde_json::from_slice(&out.stdout)?;
     assert_eq!(v["refresh_s"], 2.0, "{v:#}");
     let rows = v["rows"].as_array().cloned().unwrap_or_default();
-    assert_eq!(rows.len(), 2, "{v:#}\n{stderr}");
-    for (row, threads) in rows.iter().zip([1, 2]) {
+    assert_eq!(rows.len(), 4, "{v:#}\n{stderr}");
+    let runs = [
+        (1, "off"),
+        (2, "off"),
+        (1, "hmac-sha256"),
+        (2, "hmac-sha256"),
+    ];
+    for (row, (threads, integrity)) in rows.iter().zip(runs) {
         assert_eq!(row["flows"], 100, "{row:#}");
         assert_eq!(row["threads"], threads, "{row:#}");
+        assert_eq!(row["integrity"], integrity, "{row:#}");
         assert!(row["held"].is_boolean(), "{row:#}");
         let [lo, hi] = [0, 1].map(|i| row["r2_path_states"][i].as_u64().unwrap_or(u64::MAX));
         // R2 held flows of the generator's and never more than N.
@@ -326,6 +337,6 @@ fn bench_rsvp_scale_reports_sane_rows() -> anyhow::Result<()> {
         assert!(named >= threads, "{row:#}");
         assert!(row["setups_per_s"].as_f64().unwrap_or(0.0) > 0.0, "{row:#}");
     }
-    assert_eq!(v["most_held"].as_array().map(Vec::len), Some(2), "{v:#}");
+    assert_eq!(v["most_held"].as_array().map(Vec::len), Some(4), "{v:#}");
     Ok(())
 }

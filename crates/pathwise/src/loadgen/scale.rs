@@ -14,6 +14,9 @@
 //! path states stayed in [N − 10 − slack, N + slack] — a new flow's Path may pass an old one's
 //! PathTear, in another shard — and its reservations within the slack of them
 //! throughout); larger N for that shard count are not tried after one that was not held.
+//! With `--integrity`, the runs are repeated with RFC 2747 integrity required between the
+//! routers (R1 – R2 – R3, one key; the hosts' links stay plain, as the generator signs
+//! nothing), to show what integrity costs a sharded router.
 
 use crate::mgmt::Client;
 use crate::netns::Lab;
@@ -57,9 +60,39 @@ pub struct RsvpScaleArgs {
     /// The most one run may wait for R2 to hold N flows (ramp-up and settling).
     #[arg(long, default_value = "10min", value_parser = crate::gist::cli::duration)]
     limit: Duration,
+    /// RFC 2747 integrity between the routers, one run each per N and shard count: `off` or
+    /// an algorithm (hmac-md5, hmac-sha1, hmac-sha256).
+    #[arg(long, value_delimiter = ',', default_value = "off")]
+    integrity: Vec<IntegrityChoice>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+/// `--integrity`: off, or required with an algorithm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IntegrityChoice(Option<pathwise_auth::Algorithm>);
+
+impl std::str::FromStr for IntegrityChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "off" {
+            return Ok(IntegrityChoice(None));
+        }
+        s.parse()
+            .map(|a| IntegrityChoice(Some(a)))
+            .map_err(|_| format!("{s:?}: off, hmac-md5, hmac-sha1 or hmac-sha256"))
+    }
+}
+
+impl std::fmt::Display for IntegrityChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            None => f.write_str("off"),
+            Some(a) => f.write_str(a.name()),
+        }
+    }
 }
 
 /// One row: N flows with `threads` shards per router.
@@ -69,6 +102,8 @@ pub struct ScaleRow {
     pub flows: u64,
     /// Shards per router daemon.
     pub threads: usize,
+    /// RFC 2747 integrity between the routers: `off` or the algorithm.
+    pub integrity: String,
     /// Whether R2 held N flows (path states in [N − 10 − slack, N + slack], reservations
     /// within the slack of them) throughout the window.
     pub held: bool,
@@ -121,10 +156,22 @@ pub struct ScaleReport {
     pub lifetime_s: f64,
     /// One row per (N, shards) run.
     pub rows: Vec<ScaleRow>,
-    /// Per shard count, the most flows held reliably (seed 001 Table IV).
-    pub most_held: Vec<(usize, u64)>,
+    /// Per shard count (and integrity setting), the most flows held reliably (seed 001
+    /// Table IV).
+    pub most_held: Vec<MostHeld>,
     /// Load average when the benchmark ended (the machine may be shared).
     pub load_average: String,
+}
+
+/// The most flows held with one configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct MostHeld {
+    /// Shards per router daemon.
+    pub threads: usize,
+    /// Integrity between the routers.
+    pub integrity: String,
+    /// The largest N held (0: none).
+    pub flows: u64,
 }
 
 /// Run `pathwise bench rsvp-scale` and print its report.
@@ -151,19 +198,25 @@ pub fn run(a: RsvpScaleArgs) -> anyhow::Result<()> {
     flows.sort_unstable();
     let mut rows = Vec::new();
     let mut most_held = Vec::new();
-    for &threads in &a.threads {
-        let mut most = 0;
-        for &n in &flows {
-            let row = one(&bin, &a, n, threads)?;
-            eprintln!("{}", render_row(&row));
-            let held = row.held;
-            rows.push(row);
-            if !held {
-                break;
+    for &integrity in &a.integrity {
+        for &threads in &a.threads {
+            let mut most = 0;
+            for &n in &flows {
+                let row = one(&bin, &a, n, threads, integrity)?;
+                eprintln!("{}", render_row(&row));
+                let held = row.held;
+                rows.push(row);
+                if !held {
+                    break;
+                }
+                most = most.max(n);
             }
-            most = most.max(n);
+            most_held.push(MostHeld {
+                threads,
+                integrity: integrity.to_string(),
+                flows: most,
+            });
         }
-        most_held.push((threads, most));
     }
     let report = ScaleReport {
         refresh_s: a.refresh.as_secs_f64(),
@@ -179,8 +232,17 @@ pub fn run(a: RsvpScaleArgs) -> anyhow::Result<()> {
 }
 
 /// The chain with daemons on the routers only: the hosts are the generator's.
-fn chain(bin: &Path, refresh: Duration, threads: usize) -> anyhow::Result<Lab> {
+fn chain(
+    bin: &Path,
+    refresh: Duration,
+    threads: usize,
+    integrity: IntegrityChoice,
+) -> anyhow::Result<Lab> {
     let mut lab = crate::netns::chain::topology(false)?;
+    let secured = match integrity.0 {
+        Some(alg) => crate::rsvp::chain::integrity_section(&lab, alg)?,
+        None => String::new(),
+    };
     let mut configs: [Option<String>; 5] = Default::default();
     for i in [R1, R2, R3] {
         let mut cfg = format!("[daemon]\nsocket = {:?}\n", socket(&lab, i));
@@ -194,6 +256,11 @@ fn chain(bin: &Path, refresh: Duration, threads: usize) -> anyhow::Result<Lab> {
             cfg += &format!(
                 "\n[[rsvp.interface]]\nname = \"{ifname}\"\nbandwidth = \"10Gbit\"\nreservable = \"10Gbit\"\n"
             );
+            // Between routers only: R1's west and R3's east face the generator's hosts.
+            let to_host = (i == R1 && ifname == "w0") || (i == R3 && ifname == "e0");
+            if !to_host {
+                cfg += &secured;
+            }
         }
         configs[i] = Some(cfg);
     }
@@ -234,8 +301,14 @@ fn pid(lab: &Lab, i: usize) -> anyhow::Result<u32> {
         .ok_or_else(|| anyhow::anyhow!("no daemon at {}", NODES[i]))
 }
 
-fn one(bin: &Path, a: &RsvpScaleArgs, n: u64, threads: usize) -> anyhow::Result<ScaleRow> {
-    let mut lab = chain(bin, a.refresh, threads)?;
+fn one(
+    bin: &Path,
+    a: &RsvpScaleArgs,
+    n: u64,
+    threads: usize,
+    integrity: IntegrityChoice,
+) -> anyhow::Result<ScaleRow> {
+    let mut lab = chain(bin, a.refresh, threads, integrity)?;
     let bin_s = bin.to_string_lossy().into_owned();
     let refresh = format!("{}ms", a.refresh.as_millis());
     // Seed 001 §V.A: lifetime = n · max / 2.
@@ -361,6 +434,7 @@ fn one(bin: &Path, a: &RsvpScaleArgs, n: u64, threads: usize) -> anyhow::Result<
     Ok(ScaleRow {
         flows: n,
         threads,
+        integrity: integrity.to_string(),
         held,
         note,
         r2_path_states: [if lo[0] == u64::MAX { 0 } else { lo[0] }, hi[0]],
@@ -387,9 +461,10 @@ fn one(bin: &Path, a: &RsvpScaleArgs, n: u64, threads: usize) -> anyhow::Result<
 
 fn render_row(r: &ScaleRow) -> String {
     format!(
-        "{:>9} {:>6} {:>5} {:>17} {:>8.1} {:>8} {:>7.2} {:>7.2} {:>10} {:>8} {:>9.0} {:>7}  {}",
+        "{:>9} {:>6} {:>11} {:>5} {:>17} {:>8.1} {:>8} {:>7.2} {:>7.2} {:>10} {:>8} {:>9.0} {:>7}  {}",
         r.flows,
         r.threads,
+        r.integrity,
         if r.held { "yes" } else { "no" },
         format!("{}–{}", r.r2_path_states[0], r.r2_path_states[1]),
         r.implied_lifetime_s,
@@ -413,9 +488,10 @@ pub fn render(r: &ScaleReport) -> String {
         r.refresh_s, r.lifetime_s, r.load_average
     );
     s += &format!(
-        "{:>9} {:>6} {:>5} {:>17} {:>8} {:>8} {:>7} {:>7} {:>10} {:>8} {:>9} {:>7}\n",
+        "{:>9} {:>6} {:>11} {:>5} {:>17} {:>8} {:>8} {:>7} {:>7} {:>10} {:>8} {:>9} {:>7}\n",
         "flows",
         "shards",
+        "integrity",
         "held",
         "R2 path states",
         "life(n)",
@@ -440,8 +516,11 @@ pub fn render(r: &ScaleReport) -> String {
             s += &format!("{:>16} R2 threads: {}\n", "", per.join(", "));
         }
     }
-    for (threads, most) in &r.most_held {
-        s += &format!("most flows held with {threads} shard(s): {most}\n");
+    for m in &r.most_held {
+        s += &format!(
+            "most flows held with {} shard(s), integrity {}: {}\n",
+            m.threads, m.integrity, m.flows
+        );
     }
     s
 }

@@ -76,13 +76,7 @@ pub fn build_with(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
     let mut lab = crate::netns::chain::topology(false)?;
     let integrity_section = match o.integrity {
         None => String::new(),
-        Some(alg) => {
-            use std::os::unix::fs::PermissionsExt;
-            let keys = lab.path("chain.keys");
-            std::fs::write(&keys, format!("1 {} {CHAIN_SECRET}\n", alg.name()))?;
-            std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o600))?;
-            format!("\n[rsvp.interface.integrity]\nmode = \"require\"\nkey_file = {keys:?}\n")
-        }
+        Some(alg) => integrity_section(&lab, alg)?,
     };
     let mut configs: [Option<String>; 5] = Default::default();
     for (i, config) in configs.iter_mut().enumerate() {
@@ -95,6 +89,18 @@ pub fn build_with(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
     }
     crate::netns::chain::start_daemons(&mut lab, bin, &configs)?;
     Ok(lab)
+}
+
+/// A `[rsvp.interface.integrity]` table requiring RFC 2747 integrity with `alg`: one key (id
+/// 1) in a mode-600 key file in `lab`'s directory, the same for every node.
+pub fn integrity_section(lab: &Lab, alg: pathwise_auth::Algorithm) -> anyhow::Result<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let keys = lab.path("chain.keys");
+    std::fs::write(&keys, format!("1 {} {CHAIN_SECRET}\n", alg.name()))?;
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o600))?;
+    Ok(format!(
+        "\n[rsvp.interface.integrity]\nmode = \"require\"\nkey_file = {keys:?}\n"
+    ))
 }
 
 /// Node `i`'s `[rsvp]` section of the chain with options `o` (the interfaces and their
