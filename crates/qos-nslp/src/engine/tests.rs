@@ -686,25 +686,29 @@ fn last_reserve(g: &Recorder) -> (Reserve, Option<SiiHandle>) {
         .expect("a RESERVE")
 }
 
+/// A QNE holding session 1 (installed from UP) whose downstream peer GIST reported as
+/// DOWN_OLD and then, after a route change, DOWN_NEW: what it sent is still in the recorder.
+fn moved_downstream() -> (QosNslp, Recorder) {
+    let (mut e, mut g) = (engine(), Recorder::default());
+    let t = Instant::ZERO;
+    e.recv_message(t, &mut g, recv(initial(5), UP, 1));
+    for (peer, changed) in [(DOWN_OLD, false), (DOWN_NEW, true)] {
+        e.network_notification(
+            t,
+            &mut g,
+            routing_change(1, SRC, DST, Direction::Downstream, peer, changed),
+        );
+    }
+    (e, g)
+}
+
 /// A QNE of a sender-initiated reservation whose downstream peer changed: the RESERVE down the
 /// new path goes by routing state, and only its RESPONSE lets the tear go to the old peer, by
 /// that peer's SII-Handle, with RSN[current] − 1 (RFC 5974 §5.2.5.2, §3.2.12).
 #[test]
 fn a_route_change_tears_the_old_branch_by_its_sii_handle_once_the_new_path_answers() {
-    let (mut e, mut g) = (engine(), Recorder::default());
+    let (mut e, mut g) = moved_downstream();
     let t = Instant::ZERO;
-    e.recv_message(t, &mut g, recv(initial(5), UP, 1));
-    e.network_notification(
-        t,
-        &mut g,
-        routing_change(1, SRC, DST, Direction::Downstream, DOWN_OLD, false),
-    );
-    g.sent.clear();
-    e.network_notification(
-        t,
-        &mut g,
-        routing_change(1, SRC, DST, Direction::Downstream, DOWN_NEW, true),
-    );
     let (r, handle) = last_reserve(&g);
     assert_eq!(
         handle, None,
@@ -748,19 +752,8 @@ fn a_route_change_tears_the_old_branch_by_its_sii_handle_once_the_new_path_answe
 #[test]
 fn no_old_branch_tear_when_the_old_peer_is_still_the_path() {
     for case in ["route back", "answered by the old peer"] {
-        let (mut e, mut g) = (engine(), Recorder::default());
+        let (mut e, mut g) = moved_downstream();
         let t = Instant::ZERO;
-        e.recv_message(t, &mut g, recv(initial(5), UP, 1));
-        e.network_notification(
-            t,
-            &mut g,
-            routing_change(1, SRC, DST, Direction::Downstream, DOWN_OLD, false),
-        );
-        e.network_notification(
-            t,
-            &mut g,
-            routing_change(1, SRC, DST, Direction::Downstream, DOWN_NEW, true),
-        );
         let rii = last_reserve(&g).0.rii.unwrap();
         let from = match case {
             "route back" => {
@@ -1575,21 +1568,10 @@ fn qos_seed_8341147331591390_an_error_goes_back_the_way_the_reserve_came() {
 /// and summaries to it kept that branch reserved.
 #[test]
 fn qos_seed_7993882420324183_a_route_back_to_an_earlier_downstream_peer_is_followed() {
-    let (mut e, mut g) = (engine(), Recorder::default());
+    let (mut e, mut g) = moved_downstream();
     let t = Instant::ZERO;
     let sid = SessionId([1; 16]);
-    e.recv_message(t, &mut g, recv(initial(5), UP, 1));
     let peer = |s: &str| SiiHandle(s.parse().unwrap());
-    e.network_notification(
-        t,
-        &mut g,
-        routing_change(1, SRC, DST, Direction::Downstream, DOWN_OLD, false),
-    );
-    e.network_notification(
-        t,
-        &mut g,
-        routing_change(1, SRC, DST, Direction::Downstream, DOWN_NEW, true),
-    );
     let first = last_reserve(&g).0.rii.unwrap();
     e.recv_message(
         t,
