@@ -641,8 +641,8 @@ impl<T: TrafficControl> QosNslp<T> {
     /// over an association GIST still has to it, else D-mode; a handle GIST no longer knows
     /// comes back as a MessageStatus. Explicit routing is for what must reach one peer
     /// whatever the routes say now: a tear of a branch the path left (RFC 5974 §5.2.5.2), a
-    /// NOTIFY to an old peer (§5.2.5.3), an answer to the peer that asked, an error on its
-    /// way back along the reservation's path towards the QNI (§5.4.3).
+    /// NOTIFY to an old peer (§5.2.5.3), an error RESPONSE to the peer that asked and on
+    /// its way back along the reservation's path towards the QNI (§5.4.3).
     #[allow(clippy::too_many_arguments)]
     fn send_bytes(
         &mut self,
