@@ -99,9 +99,9 @@ fn bench_rsvp_plots_cost_and_state_against_sessions() {
             "tuned KOM rsvpd, (memory - idle) / flows, seed 001 Table II",
         ],
     );
-    // Two measured session counts: two markers per measured series (4 phases + 2 state
+    // Two measured session counts: two markers per measured series (5 phases + 2 state
     // series), one for the KOM row at 2,500 flows and its legend marker.
-    assert_eq!(text.matches("<circle").count(), 6 * 2 + 2);
+    assert_eq!(text.matches("<circle").count(), 7 * 2 + 2);
 }
 
 #[test]

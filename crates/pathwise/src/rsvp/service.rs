@@ -152,6 +152,9 @@ pub struct RsvpService {
     interfaces: Vec<(IfIndex, String)>,
     events: VecDeque<Value>,
     send_errors: u64,
+    /// What `flush` sends, by address family; kept between flushes so sending allocates
+    /// nothing in steady state (the payloads go back to the engine, `RsvpEngine::recycle`).
+    outgoing: [Vec<Transmit>; 2],
     /// The kernel's MPLS forwarding, with `mpls = "kernel"`.
     mpls: Option<LinuxMpls>,
     /// Label changes the kernel refused.
@@ -237,6 +240,7 @@ impl RsvpService {
             interfaces,
             events: VecDeque::new(),
             send_errors: 0,
+            outgoing: Default::default(),
             mpls,
             dataplane_errors: 0,
             requests: Vec::new(),
@@ -328,34 +332,43 @@ impl RsvpService {
     }
 
     pub(crate) fn flush(&mut self) {
-        let out: Vec<Transmit> = std::iter::from_fn(|| self.engine.poll_transmit()).collect();
-        if !out.is_empty() {
-            let (v4, v6): (Vec<Transmit>, Vec<Transmit>) =
-                out.into_iter().partition(|t| t.dst.is_ipv4());
-            for (batch, want_v4) in [(v4, true), (v6, false)] {
-                if batch.is_empty() {
-                    continue;
-                }
-                let Some(sock) = self.sockets.iter().find(|s| s.is_ipv4() == want_v4) else {
-                    self.send_errors += batch.len() as u64;
-                    continue;
-                };
-                // send_batch stops at the first datagram the kernel refuses: count it, skip it,
-                // and send the rest.
-                let mut from = 0;
-                while from < batch.len() {
-                    match sock.send_batch(&batch[from..]) {
-                        Ok(n) if n > 0 => from += n,
-                        Ok(_) => from = batch.len(),
-                        Err(e) => {
-                            self.send_errors += 1;
-                            tracing::warn!(error = %e, dst = %batch[from].dst, "raw socket send failed");
-                            from += 1;
+        let mut outgoing = std::mem::take(&mut self.outgoing);
+        let [v4, v6] = &mut outgoing;
+        while let Some(t) = self.engine.poll_transmit() {
+            if t.dst.is_ipv4() {
+                v4.push(t)
+            } else {
+                v6.push(t)
+            }
+        }
+        for (batch, want_v4) in [(v4, true), (v6, false)] {
+            if batch.is_empty() {
+                continue;
+            }
+            match self.sockets.iter().find(|s| s.is_ipv4() == want_v4) {
+                None => self.send_errors += batch.len() as u64,
+                Some(sock) => {
+                    // send_batch stops at the first datagram the kernel refuses: count it,
+                    // skip it, and send the rest.
+                    let mut from = 0;
+                    while from < batch.len() {
+                        match sock.send_batch(&batch[from..]) {
+                            Ok(n) if n > 0 => from += n,
+                            Ok(_) => from = batch.len(),
+                            Err(e) => {
+                                self.send_errors += 1;
+                                tracing::warn!(error = %e, dst = %batch[from].dst, "raw socket send failed");
+                                from += 1;
+                            }
                         }
                     }
                 }
             }
+            for t in batch.drain(..) {
+                self.engine.recycle(t.payload);
+            }
         }
+        self.outgoing = outgoing;
         let t = self.epoch.elapsed().as_secs_f64();
         while let Some(e) = self.engine.poll_event() {
             match &e {

@@ -263,6 +263,8 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     /// whether or not path state is there.
     receivers: KeyedMap<Session, api::ReceiverRequest>,
     transmits: VecDeque<Transmit>,
+    /// Payloads the driver handed back once sent ([`Self::recycle`]), written into again.
+    spare: Vec<Vec<u8>>,
     events: VecDeque<Event>,
     counters: Counters,
     /// Sessions to re-merge once the current input is processed.
@@ -378,6 +380,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             out_isbs: Arena::with_capacity(n),
             oiats: Arena::with_capacity(n),
             transmits: VecDeque::new(),
+            spare: Vec::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
             pending_updates: Vec::new(),

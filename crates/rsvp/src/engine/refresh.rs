@@ -513,7 +513,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     ) -> Option<Vec<u8>> {
         let flags = self.header_flags();
         let mut payload =
-            Vec::with_capacity(msg.buffer_len() + MESSAGE_ID_LEN + super::send::MAX_INTEGRITY_LEN);
+            self.payload_buffer(msg.buffer_len() + MESSAGE_ID_LEN + super::send::MAX_INTEGRITY_LEN);
         let Some(key) = key.filter(|k| self.rr_neighbor(k).is_some()) else {
             msg.emit_with(ttl, flags, &Refresh::default(), &mut payload);
             return Some(payload);
@@ -550,6 +550,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     // gathered for a while so one Srefresh carries many.
                     let delay = SUMMARY_DELAY.min(self.cfg.refresh / 4);
                     self.rr.summaries_due.get_or_insert(now + delay);
+                    self.recycle(payload);
                     return None;
                 }
                 o.id

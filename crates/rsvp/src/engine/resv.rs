@@ -12,8 +12,8 @@ use super::tc::{AdmissionError, TcRequest, admission_error_code, classifier, flo
 use super::{Event, RsvpEngine, TrafficControl};
 use crate::wire::error::error_code;
 use crate::wire::{
-    ErrorSpec, FilterSpec, FlowDescriptor, FlowSpec, Message, Opaque, Resv, ResvConf, ResvConfirm,
-    ResvErr, ResvTear, RsvpHop, Scope, Session, Style, StyleKind, TimeValues,
+    ErrorSpec, FilterSpec, FilterTe, FlowDescriptor, FlowSpec, Message, Opaque, Resv, ResvConf,
+    ResvConfirm, ResvErr, ResvTear, RsvpHop, Scope, Session, Style, StyleKind, TimeValues,
 };
 use pathwise_core::io::{IfIndex, Received};
 use pathwise_core::time::{Duration, Instant};
@@ -49,14 +49,48 @@ struct Refused {
     err: AdmissionError,
 }
 
-/// One RSB a request asks for: the FF sender (if FF), the flowspec, the filters, and the flow
-/// descriptor it came from (for error reports).
+/// One RSB a request asks for: the FF sender (if FF), the flowspec, the filters, and where in
+/// the request it came from (for error reports and undo).
 type WantedRsb = (
     Option<FilterSpec>,
     FlowSpec,
     SmallVec<[FilterSpec; 1]>,
-    FlowDescriptor,
+    FromRequest,
 );
+
+/// Where a wanted RSB came from in its request: flow descriptor `flow`, and for FF its filter
+/// `filter`. The descriptor itself is built only when it is reported or recorded for undo, so
+/// an unchanged refresh allocates none (issue #21's steady state).
+#[derive(Clone, Copy, Debug)]
+struct FromRequest {
+    flow: usize,
+    filter: Option<usize>,
+}
+
+impl FromRequest {
+    /// The flow descriptor this RSB stands for: FF, one per filter with its own LABEL and
+    /// RECORD_ROUTE (RFC 3209 §3.2.1); otherwise the request's descriptor.
+    fn descriptor(self, req: &ResvRequest) -> FlowDescriptor {
+        let f = &req.flows[self.flow];
+        match self.filter {
+            Some(i) => FlowDescriptor {
+                flowspec: f.flowspec,
+                filters: vec![f.filters[i]],
+                te: f.te.get(i).cloned().into_iter().collect(),
+            },
+            None => f.clone(),
+        }
+    }
+
+    /// The LABEL and RECORD_ROUTE per filter of that descriptor, without building it.
+    fn te(self, req: &ResvRequest) -> &[FilterTe] {
+        let f = &req.flows[self.flow];
+        match self.filter {
+            Some(i) => f.te.get(i).map_or(&[], std::slice::from_ref),
+            None => &f.te,
+        }
+    }
+}
 
 /// What this node asks of one previous hop: the style, the flowspec per sender, and the RSBs
 /// that contributed.
@@ -197,9 +231,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
         let mut errors = Vec::new();
         // (FF sender, flowspec, filters, the descriptor it came from) per RSB to install.
-        let mut wanted: Vec<WantedRsb> = Vec::new();
+        let mut wanted: SmallVec<[WantedRsb; 1]> = SmallVec::new();
         let lsp = self.sessions[sid].key.is_lsp_tunnel();
-        for f in &req.flows {
+        for (fi, f) in req.flows.iter().enumerate() {
             // RFC 3209 §4.1.2: a label this node cannot use is refused with "Unacceptable
             // label value"; a Generalized LABEL with "MPLS label allocation failure" (RFC 3473
             // §2.3.1). A local (egress) request carries none.
@@ -222,18 +256,24 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.psbs_of(sid)
                     .any(|p| filter_matches(s, &self.psbs[p].sender))
             };
+            let whole = FromRequest {
+                flow: fi,
+                filter: None,
+            };
             match style {
                 StyleKind::Ff => {
                     for (i, filt) in f.filters.iter().enumerate() {
-                        let d = FlowDescriptor {
-                            flowspec: Some(fs),
-                            filters: vec![*filt],
-                            te: f.te.get(i).cloned().into_iter().collect(),
+                        let from = FromRequest {
+                            flow: fi,
+                            filter: Some(i),
                         };
                         if known(filt) {
-                            wanted.push((Some(*filt), fs, SmallVec::from_elem(*filt, 1), d));
+                            wanted.push((Some(*filt), fs, SmallVec::from_elem(*filt, 1), from));
                         } else {
-                            errors.push(((error_code::NO_SENDER_INFORMATION, 0), d));
+                            errors.push((
+                                (error_code::NO_SENDER_INFORMATION, 0),
+                                from.descriptor(req),
+                            ));
                         }
                     }
                 }
@@ -241,23 +281,23 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     errors.push(((error_code::NO_SENDER_INFORMATION, 0), f.clone()))
                 }
                 StyleKind::Se => {
-                    wanted.push((None, fs, f.filters.iter().copied().collect(), f.clone()))
+                    wanted.push((None, fs, f.filters.iter().copied().collect(), whole))
                 }
-                _ => wanted.push((None, fs, SmallVec::new(), f.clone())),
+                _ => wanted.push((None, fs, SmallVec::new(), whole)),
             }
         }
         // Apply, remembering each RSB's previous state so a refused one can be undone.
         let mut touched: Vec<(RsbId, Undo, FlowDescriptor)> = Vec::new();
         let mut scope_changed = false;
         let expires = req.lifetime.map_or(Instant::MAX, |l| now + l);
-        for (ff, fs, filters, desc) in wanted {
-            let desc_te = desc.te.clone();
+        for (ff, fs, filters, from) in wanted {
+            let desc_te = from.te(req);
             let id = match self.find_rsb(sid, req.nhop.as_ref(), req.oi, ff.as_ref()) {
                 Some(id) => {
                     let r = &self.rsbs[id];
                     let old_fs = *self.flowspecs.get(r.flowspec);
                     if old_fs != fs || r.filters != filters {
-                        touched.push((id, Some((old_fs, r.filters.clone())), desc));
+                        touched.push((id, Some((old_fs, r.filters.clone())), from.descriptor(req)));
                         let mut slot = r.flowspec;
                         self.flowspecs.replace(&mut slot, fs);
                         let r = &mut self.rsbs[id];
@@ -286,21 +326,22 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     if let (Some(h), Some(oi)) = (&req.nhop, req.oi) {
                         self.hello_acquire(oi, h.addr);
                     }
-                    touched.push((id, None, desc));
+                    touched.push((id, None, from.descriptor(req)));
                     id
                 }
             };
             let r = &mut self.rsbs[id];
             if req.scope.as_ref() != r.scope()
                 || r.carried() != req.carried.as_slice()
-                || r.te() != desc_te.as_slice()
+                || r.te() != desc_te
                 || req.confirm.is_some()
             {
                 scope_changed |= req.scope.as_ref() != r.scope();
                 r.with_extra(|e| {
                     e.scope.clone_from(&req.scope);
                     e.carried.clone_from(&req.carried);
-                    e.te.clone_from(&desc_te);
+                    e.te.clear();
+                    e.te.extend_from_slice(desc_te);
                     if req.confirm.is_some() {
                         e.confirm = req.confirm;
                     }
@@ -772,10 +813,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
             per_sender.retain(|(p, _)| self.has_upstream_label(*p));
             let Some(ph) = ph else {
                 self.notify_local_senders(sid, &senders, &per_sender);
-                let flows = style
-                    .map(|s| descriptors(s, &self.request_flows(s, &per_sender)))
-                    .unwrap_or_default();
-                self.confirm_here(sid, &contributing, style, &flows);
+                if let Some(s) = style.filter(|_| self.confirm_pending(&contributing)) {
+                    let flows = descriptors(s, &self.request_flows(s, &per_sender));
+                    self.confirm_here(sid, &contributing, style, &flows);
+                }
                 continue;
             };
             let prev_style = self.sessions[sid].upstream_style;
@@ -792,15 +833,24 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let now_flows = self.request_flows(style, &per_sender);
             let same_style = prev_style == Some(style);
             let grew = !same_style || request_grew(&prev, &now_flows);
-            let mut flows = descriptors(style, &now_flows);
-            // Labels and recorded routes travel with their FILTER_SPECs; a new one is news.
-            let te_changed = lsp && self.attach_te(sid, &mut flows);
+            // The descriptors are built only for what uses them: an LSP's labels and recorded
+            // routes (which travel with their FILTER_SPECs; a new one is news), a message to
+            // send, a confirmation to answer. An unchanged refresh builds none.
+            let mut flows = lsp.then(|| descriptors(style, &now_flows));
+            let te_changed = match &mut flows {
+                Some(f) => self.attach_te(sid, f),
+                None => false,
+            };
             let changed = !same_style || prev != now_flows || te_changed;
             if !changed && !force {
                 // Nothing new travels upstream: confirmations are answered here.
-                self.confirm_here(sid, &contributing, Some(style), &flows);
+                if self.confirm_pending(&contributing) {
+                    let flows = flows.unwrap_or_else(|| descriptors(style, &now_flows));
+                    self.confirm_here(sid, &contributing, Some(style), &flows);
+                }
                 continue;
             }
+            let flows = flows.unwrap_or_else(|| descriptors(style, &now_flows));
             // A request that grows carries one confirmation upstream (the sender side answers
             // it); one that does not grow is confirmed here (RFC 2205 §3.1.4).
             let confirm = if grew {
@@ -840,6 +890,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
         self.flowspecs.release(sent);
         self.psbs[psb].sent = None;
+    }
+
+    /// Whether any of `contributing` waits for a confirmation.
+    fn confirm_pending(&self, contributing: &[RsbId]) -> bool {
+        contributing.iter().any(|&r| self.rsbs[r].confirm_pending())
     }
 
     fn take_confirm(&mut self, contributing: &[RsbId]) -> Option<ResvConfirm> {

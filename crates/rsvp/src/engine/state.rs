@@ -171,10 +171,37 @@ impl Psb {
     }
 
     fn update_extra(&mut self, f: impl FnOnce(&mut PsbExtra)) {
-        let mut e = self.extra.take().unwrap_or_default();
-        f(&mut e);
-        if e.blockade.is_some() || e.te.is_some() {
-            self.extra = Some(e);
+        change_boxed(
+            &mut self.extra,
+            |e| e.blockade.is_none() && e.te.is_none(),
+            f,
+        );
+    }
+}
+
+/// Change a rarely present part kept out of line. The box is made only when `f` leaves
+/// something in it and goes when `f` empties it, so a change that leaves nothing (a refresh
+/// setting "no TE state", taking a confirmation that is not there) costs no allocation.
+fn change_boxed<T: Default, R>(
+    slot: &mut Option<Box<T>>,
+    is_empty: impl Fn(&T) -> bool,
+    f: impl FnOnce(&mut T) -> R,
+) -> R {
+    match slot {
+        Some(b) => {
+            let r = f(b);
+            if is_empty(b) {
+                *slot = None;
+            }
+            r
+        }
+        None => {
+            let mut v = T::default();
+            let r = f(&mut v);
+            if !is_empty(&v) {
+                *slot = Some(Box::new(v));
+            }
+            r
         }
     }
 }
@@ -255,12 +282,12 @@ impl Rsb {
 
     /// Change the rare parts; the box goes when they are all empty again.
     pub fn with_extra<R>(&mut self, f: impl FnOnce(&mut RsbExtra) -> R) -> R {
-        let mut e = self.extra.take().unwrap_or_default();
-        let r = f(&mut e);
-        if *e != RsbExtra::default() {
-            self.extra = Some(e);
-        }
-        r
+        change_boxed(&mut self.extra, |e| *e == RsbExtra::default(), f)
+    }
+
+    /// Whether a confirmation is waiting to be answered (RFC 2205 §3.1.4).
+    pub fn confirm_pending(&self) -> bool {
+        self.extra.as_ref().is_some_and(|e| e.confirm.is_some())
     }
 
     /// Whether this request applies to `sender` (style semantics, RFC 2205 §1.3).

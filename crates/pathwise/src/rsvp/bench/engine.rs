@@ -28,6 +28,10 @@ pub struct Phase {
     pub median_ns: f64,
     /// All runs, nanoseconds per message.
     pub runs_ns: Vec<f64>,
+    /// Heap allocations per message (counting allocator; the median over runs, which agree
+    /// unless a table grew in one of them). In the refresh phases this is the steady state's
+    /// cost that issue #21 asks to bring to zero.
+    pub allocations_per_msg: f64,
 }
 
 /// Result of `pathwise bench rsvp`.
@@ -264,6 +268,8 @@ fn resv_bytes(i: usize, lsp: bool) -> Vec<u8> {
     )
 }
 
+/// Feed `msgs` as datagrams from `from` and drain what the engine sends: ns and heap
+/// allocations per message fed.
 fn feed(
     e: &mut RsvpEngine,
     msgs: &[Vec<u8>],
@@ -271,8 +277,8 @@ fn feed(
     ifindex: IfIndex,
     ttl: u8,
     now: Instant,
-) -> f64 {
-    let start = std::time::Instant::now();
+) -> Cost {
+    let (calls, start) = (alloc::allocations(), std::time::Instant::now());
     for m in msgs {
         e.handle_datagram(
             now,
@@ -286,9 +292,49 @@ fn feed(
                 payload: m,
             },
         );
-        while e.poll_transmit().is_some() {}
+        drain(e);
     }
-    start.elapsed().as_nanos() as f64 / msgs.len().max(1) as f64
+    Cost::since(calls, start, msgs.len())
+}
+
+/// The engine's own refreshes: timers run to `until`; ns and heap allocations per message
+/// sent, and how many were sent.
+fn refresh_timers(e: &mut RsvpEngine, until: Instant) -> (Cost, usize) {
+    let (calls, start) = (alloc::allocations(), std::time::Instant::now());
+    let mut sent = 0;
+    while let Some(due) = e.poll_timeout().filter(|&t| t <= until) {
+        e.handle_timeout(due);
+        sent += drain(e);
+    }
+    (Cost::since(calls, start, sent), sent)
+}
+
+/// Take what the engine sends and hand the payloads back, as the daemon does once they are
+/// sent (`RsvpService::flush`); how many.
+fn drain(e: &mut RsvpEngine) -> usize {
+    let mut sent = 0;
+    while let Some(t) = e.poll_transmit() {
+        e.recycle(t.payload);
+        sent += 1;
+    }
+    sent
+}
+
+/// What a phase cost per message.
+#[derive(Clone, Copy, Debug)]
+struct Cost {
+    ns: f64,
+    allocations: f64,
+}
+
+impl Cost {
+    fn since(calls: usize, start: std::time::Instant, msgs: usize) -> Cost {
+        let n = msgs.max(1) as f64;
+        Cost {
+            ns: start.elapsed().as_nanos() as f64 / n,
+            allocations: alloc::allocations().saturating_sub(calls) as f64 / n,
+        }
+    }
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -327,14 +373,14 @@ impl Inputs {
     }
 }
 
-/// One run: the four phases on a fresh engine. Per-phase ns/msg, heap bytes and the engine's
+/// One run: the phases on a fresh engine. Per-phase costs, heap bytes and the engine's
 /// estimate per session.
 fn one_run(
     inputs: &Inputs,
     fuzzy: bool,
     presize: bool,
     policy: Option<&pathwise_auth::Policy>,
-) -> ([f64; 4], f64, f64) {
+) -> ([Cost; PHASES.len()], f64, f64) {
     let sessions = inputs.0[0].len();
     // The baseline is taken before the engine exists, so tables sized up front count.
     let before = alloc::allocated();
@@ -347,6 +393,14 @@ fn one_run(
     let t = Instant::from_secs(20);
     let p2 = feed(&mut e, &inputs.0[2], PHOP, UPSTREAM, 63, t);
     let p3 = feed(&mut e, &inputs.0[3], NHOP, DOWNSTREAM, 64, t);
+    // Refreshes received at 20 s keep every state; by 47 s each session's own refresh, due
+    // within 1.5 R = 45 s of its last (RFC 2205 §3.7), has gone out at least once: Path
+    // downstream, Resv upstream.
+    let (p4, sent) = refresh_timers(&mut e, Instant::from_secs(47));
+    assert!(
+        sent >= 2 * sessions,
+        "{sent} refreshes sent for {sessions} sessions"
+    );
     assert_eq!(
         e.state_stats().out_isbs,
         sessions,
@@ -360,24 +414,30 @@ fn one_run(
         assert_eq!(c.total_drops(), 0, "{:?}", c.drops);
         assert_eq!(c.integrity.verified, 4 * sessions as u64);
     }
-    ([p0, p1, p2, p3], bytes, estimated)
+    ([p0, p1, p2, p3, p4], bytes, estimated)
 }
 
-const PHASES: [&str; 4] = [
+const PHASES: [&str; 5] = [
     "Path (new session)",
     "Resv (new reservation)",
     "Path (refresh)",
     "Resv (refresh)",
+    "refresh sent (timer)",
 ];
 
-fn phases(samples: Vec<Vec<f64>>) -> Vec<Phase> {
+fn phases(samples: Vec<Vec<Cost>>) -> Vec<Phase> {
     PHASES
         .iter()
         .zip(samples)
-        .map(|(n, s)| Phase {
-            name: n,
-            median_ns: median(&s),
-            runs_ns: s,
+        .map(|(n, s)| {
+            let ns: Vec<f64> = s.iter().map(|c| c.ns).collect();
+            let allocations: Vec<f64> = s.iter().map(|c| c.allocations).collect();
+            Phase {
+                name: n,
+                median_ns: median(&ns),
+                runs_ns: ns,
+                allocations_per_msg: median(&allocations),
+            }
         })
         .collect()
 }
@@ -428,8 +488,8 @@ pub fn rsvp(sessions: usize, o: RsvpBenchOptions) -> RsvpBenchReport {
         };
         (plain.signed(&key), policy, alg)
     });
-    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); PHASES.len()];
-    let mut signed_samples: Vec<Vec<f64>> = vec![Vec::new(); PHASES.len()];
+    let mut samples: Vec<Vec<Cost>> = vec![Vec::new(); PHASES.len()];
+    let mut signed_samples: Vec<Vec<Cost>> = vec![Vec::new(); PHASES.len()];
     let mut bytes = Vec::new();
     let mut estimated = Vec::new();
     for _ in 0..runs.max(1) {
@@ -488,16 +548,17 @@ pub fn render_rsvp(r: &RsvpBenchReport) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<24} {:>12}   runs (ns/msg)",
-        "input", "median ns/msg"
+        "{:<24} {:>12} {:>11}   runs (ns/msg)",
+        "input", "median ns/msg", "allocs/msg"
     );
     for p in &r.phases {
         let runs: Vec<String> = p.runs_ns.iter().map(|x| format!("{x:.0}")).collect();
         let _ = writeln!(
             out,
-            "{:<24} {:>12.0}   {}",
+            "{:<24} {:>12.0} {:>11.2}   {}",
             p.name,
             p.median_ns,
+            p.allocations_per_msg,
             runs.join(" ")
         );
     }

@@ -14,6 +14,10 @@ pub(super) enum FlowObject {
     Filter(FilterSpec, FilterTe),
 }
 
+/// A message's flow objects as collected: inline for the common one FLOWSPEC and one
+/// FILTER_SPEC, so parsing such a Resv does not allocate for them.
+pub(super) type FlowObjects = smallvec::SmallVec<[FlowObject; 2]>;
+
 /// How a message type treats the FLOWSPECs of its flow descriptor list.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum FlowRules {
@@ -88,7 +92,7 @@ fn canonical(te: Vec<FilterTe>) -> Vec<FilterTe> {
 /// following the style's grammar (§3.1.4).
 pub(super) fn flow_descriptors(
     style: Style,
-    objects: Vec<FlowObject>,
+    objects: FlowObjects,
     rules: FlowRules,
 ) -> Result<Vec<FlowDescriptor>, ParseErrorKind> {
     let bad = |class| ParseErrorKind::BadFlowDescriptor { class };
@@ -136,7 +140,8 @@ pub(super) fn flow_descriptors(
                         flows.push(FlowDescriptor {
                             flowspec,
                             filters: vec![filter],
-                            te: canonical(vec![te]),
+                            // `canonical` of the one filter's, without allocating for none.
+                            te: if te.is_empty() { Vec::new() } else { vec![te] },
                         });
                     }
                 }

@@ -4,7 +4,9 @@
 
 use std::net::IpAddr;
 
-use super::flows::{FlowObject, FlowRules, bind_label, bind_record_route, flow_descriptors};
+use super::flows::{
+    FlowObject, FlowObjects, FlowRules, bind_label, bind_record_route, flow_descriptors,
+};
 use super::grammar::{KNOWN, allowed, ignored, skipped};
 use super::refresh::{Ack, Refresh, Srefresh};
 use super::{
@@ -45,7 +47,7 @@ struct Collected {
     label_request: Option<LabelRequest>,
     session_attribute: Option<SessionAttribute>,
     policy: Vec<Opaque>,
-    flow_objects: Vec<FlowObject>,
+    flow_objects: FlowObjects,
     forward: Vec<Opaque>,
     /// MESSAGE_ID and MESSAGE_ID_ACK/NACK (RFC 2961 §4).
     refresh: Refresh,

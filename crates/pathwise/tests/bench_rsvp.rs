@@ -1,0 +1,55 @@
+//! `pathwise bench rsvp --json`, briefly: every phase reports its cost and its heap
+//! allocations per message from the binary's counting allocator (figures are for
+//! docs/BENCHMARKS.md, not checked here).
+
+use std::process::Command;
+
+#[test]
+fn bench_rsvp_reports_allocations_per_message_for_every_phase() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pathwise"))
+        .args([
+            "bench",
+            "rsvp",
+            "--sessions",
+            "300",
+            "--runs",
+            "1",
+            "--json",
+        ])
+        .output()
+        .expect("pathwise runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let r = reports.get(0).unwrap_or(&reports);
+    let phases = r["phases"].as_array().expect("phases");
+    let names: Vec<&str> = phases.iter().filter_map(|p| p["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "Path (new session)",
+            "Resv (new reservation)",
+            "Path (refresh)",
+            "Resv (refresh)",
+            "refresh sent (timer)"
+        ]
+    );
+    let allocs: Vec<f64> = phases
+        .iter()
+        .map(|p| {
+            p["allocations_per_msg"]
+                .as_f64()
+                .expect("allocations_per_msg")
+        })
+        .collect();
+    assert!(
+        allocs.iter().all(|a| a.is_finite() && *a >= 0.0),
+        "{allocs:?}"
+    );
+    // Tables grown from empty (not presized) and the first reservation's state: the counter
+    // is live in the binary, so new state is never free.
+    assert!(allocs[1] >= 1.0, "{allocs:?}");
+}
