@@ -269,7 +269,7 @@ impl ShardMap {
     ///   another shard than the message's go to it in an Ack message of their own (§4.4), from
     ///   the neighbour that sent them (§4.5: the RSVP_HOP's address, else the IP source).
     /// - An Srefresh's identifiers (§5.3) were chosen by the neighbour: each goes to the shard
-    ///   its identified Path or Resv went to, as learned here ([`listed`]), or to shard 0 when
+    ///   its identified Path or Resv went to, as learned here (`ListedIds`), or to shard 0 when
     ///   that is not known (which NACKs it, §5.4, unless it holds the state); an Srefresh whose
     ///   identifiers belong to several shards is cut into one per shard, each list keeping its
     ///   Epoch and form, the MESSAGE_ID (if any) on the first part.

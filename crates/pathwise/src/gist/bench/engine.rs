@@ -7,6 +7,12 @@
 //! Response, Confirm), every output drained. Then B is dropped and the live heap it gave back is
 //! the responder's state; A is dropped likewise for the querier's. The baseline is taken before
 //! the engines exist, so tables sized up front (`--presize`) count.
+//!
+//! Between the two, the steady state (issue #21 part 2): seven rounds 30 s apart, in each of
+//! which both engines' timers run (one routing-state refresh falls in them: Query, Response,
+//! at the default 180 s period) and the NSLP sends one 16-byte message per session, every
+//! output delivered to the other engine until both are quiet. The heap allocations made and
+//! the messages exchanged are counted over the rounds after the first (the first warms up).
 
 use crate::bench::alloc;
 use pathwise_core::engine::Engine;
@@ -42,6 +48,13 @@ pub struct Report {
     pub setup_ns: f64,
     /// Per run: (querier, responder) bytes per session.
     pub runs_bytes: Vec<(f64, f64)>,
+    /// Steady state, both engines: GIST messages exchanged per session per round (median).
+    pub steady_messages_per_session: f64,
+    /// Steady state, both engines: heap allocations per GIST message exchanged (median),
+    /// counting what the engines make, not the NSLP's own buffers handed in.
+    pub steady_allocations_per_message: f64,
+    /// Steady state: live heap change over the counted rounds, bytes per session (median).
+    pub steady_heap_growth: f64,
 }
 
 fn engine(addr: IpAddr, seed: u64, expected: usize) -> GistEngine {
@@ -80,6 +93,101 @@ struct Run {
     estimate: (f64, f64),
     /// ns per handshake.
     setup_ns: f64,
+    /// Steady state: (messages per session per round, allocations per message, heap growth
+    /// per session).
+    steady: (f64, f64, f64),
+}
+
+/// Deliver `first` (from A to B) and everything it leads to, back and forth, until both are
+/// quiet; events drained and dropped. How many datagrams went across.
+fn exchange(
+    a: &mut GistEngine,
+    b: &mut GistEngine,
+    now: Instant,
+    first: Vec<(bool, Transmit)>,
+) -> usize {
+    let mut queue: std::collections::VecDeque<(bool, Transmit)> = first.into();
+    let mut n = 0;
+    while let Some((to_b, t)) = queue.pop_front() {
+        n += 1;
+        let (to, from) = if to_b { (&mut *b, A) } else { (&mut *a, B) };
+        to.handle_datagram(now, t.received_on(IfIndex(1), from));
+        while to.poll_event().is_some() {}
+        while let Some(t) = to.poll_transmit() {
+            queue.push_back((!to_b, t));
+        }
+    }
+    n
+}
+
+/// Both engines' timers up to `until`, each output delivered (see [`exchange`]).
+fn run_timers(a: &mut GistEngine, b: &mut GistEngine, until: Instant) -> usize {
+    let mut n = 0;
+    loop {
+        let due = [a.poll_timeout(), b.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .filter(|&t| t <= until)
+            .min();
+        let Some(due) = due else { return n };
+        let mut out = Vec::new();
+        for (e, to_b) in [(&mut *a, true), (&mut *b, false)] {
+            e.handle_timeout(due);
+            while e.poll_event().is_some() {}
+            while let Some(t) = e.poll_transmit() {
+                out.push((to_b, t));
+            }
+        }
+        n += exchange(a, b, due, out);
+    }
+}
+
+/// The steady state after setup (see the module doc): per round, both engines' timers, then
+/// one NSLP message per session from A. (messages per session per round, allocations per
+/// message, heap growth per session) over rounds 2..=7.
+fn steady(
+    a: &mut GistEngine,
+    b: &mut GistEngine,
+    sids: &[pathwise_gist::wire::SessionId],
+) -> anyhow::Result<(f64, f64, f64)> {
+    const ROUNDS: u64 = 7;
+    let (mut messages, mut allocations) = (0usize, 0usize);
+    let mut heap_at_round_2 = 0;
+    for round in 1..=ROUNDS {
+        let now = Instant::from_secs(1 + 30 * round);
+        // The NSLP's own messages, made before counting: their buffers are the caller's.
+        let mut msgs: Vec<SendMessage> = sids
+            .iter()
+            .enumerate()
+            .map(|(i, sid)| SendMessage::new(42, *sid, mri(i), vec![round as u8; 16]))
+            .collect();
+        if round == 2 {
+            heap_at_round_2 = alloc::allocated();
+        }
+        let before = alloc::allocations();
+        let mut n = run_timers(a, b, now);
+        for m in msgs.drain(..) {
+            a.send_message(now, m)
+                .map_err(|e| anyhow::anyhow!("SendMessage in steady state: {e:?}"))?;
+            let mut out = Vec::new();
+            while a.poll_event().is_some() {}
+            while let Some(t) = a.poll_transmit() {
+                out.push((true, t));
+            }
+            n += exchange(a, b, now, out);
+        }
+        if round >= 2 {
+            allocations += alloc::allocations() - before;
+            messages += n;
+        }
+    }
+    let growth = alloc::allocated() as f64 - heap_at_round_2 as f64;
+    let (n, rounds) = (sids.len().max(1) as f64, (ROUNDS - 1) as f64);
+    Ok((
+        messages as f64 / n / rounds,
+        allocations as f64 / messages.max(1) as f64,
+        growth / n,
+    ))
 }
 
 fn one_run(sessions: usize, presize: bool) -> anyhow::Result<Run> {
@@ -91,9 +199,11 @@ fn one_run(sessions: usize, presize: bool) -> anyhow::Result<Run> {
     let deliver = |e: &mut GistEngine, t: &Transmit, from| {
         e.handle_datagram(now, t.received_on(IfIndex(1), from));
     };
+    let mut sids = Vec::with_capacity(sessions);
     let start = std::time::Instant::now();
     for i in 0..sessions {
         let sid = a.new_session_id();
+        sids.push(sid);
         a.send_message(now, SendMessage::new(42, sid, mri(i), vec![0; 16]))
             .map_err(|e| anyhow::anyhow!("SendMessage: {e:?}"))?;
         let q = drain(&mut a).ok_or_else(|| anyhow::anyhow!("no Query"))?;
@@ -112,6 +222,15 @@ fn one_run(sessions: usize, presize: bool) -> anyhow::Result<Run> {
         sa.downstream_established,
         sb.upstream_established
     );
+    let steady = steady(&mut a, &mut b, &sids)?;
+    drop(sids);
+    let (sa, sb) = (a.state_stats(), b.state_stats());
+    anyhow::ensure!(
+        sa.downstream_established == sessions && sb.upstream_established == sessions,
+        "not every session kept in steady state: querier {}, responder {} of {sessions}",
+        sa.downstream_established,
+        sb.upstream_established
+    );
     let n = sessions as f64;
     let live = alloc::allocated();
     drop(b);
@@ -123,6 +242,7 @@ fn one_run(sessions: usize, presize: bool) -> anyhow::Result<Run> {
         bytes: (querier, responder),
         estimate: (sa.bytes as f64 / n, sb.bytes as f64 / n),
         setup_ns,
+        steady,
     })
 }
 
@@ -141,13 +261,18 @@ pub fn run(sessions: usize, runs: usize, presize: bool) -> anyhow::Result<Report
     );
     let runs = runs.max(1);
     let (mut q, mut r, mut qe, mut re, mut t) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut sm, mut sa, mut sg) = (vec![], vec![], vec![]);
     let mut runs_bytes = Vec::new();
     for _ in 0..runs {
         let Run {
             bytes: (qb, rb),
             estimate: (qest, rest),
             setup_ns: ns,
+            steady: (msgs, allocs, growth),
         } = one_run(sessions, presize)?;
+        sm.push(msgs);
+        sa.push(allocs);
+        sg.push(growth);
         q.push(qb);
         r.push(rb);
         qe.push(qest);
@@ -165,6 +290,9 @@ pub fn run(sessions: usize, runs: usize, presize: bool) -> anyhow::Result<Report
         responder_estimate: median(&re),
         setup_ns: median(&t),
         runs_bytes,
+        steady_messages_per_session: median(&sm),
+        steady_allocations_per_message: median(&sa),
+        steady_heap_growth: median(&sg),
     })
 }
 
@@ -203,6 +331,11 @@ pub fn render(r: &Report) -> String {
         out,
         "handshake, both engines: {:.0} ns per session",
         r.setup_ns
+    );
+    let _ = writeln!(
+        out,
+        "steady state, both engines: {:.2} messages per session per 30 s, {:.2} allocations per message, heap {:+.1} bytes per session",
+        r.steady_messages_per_session, r.steady_allocations_per_message, r.steady_heap_growth
     );
     out
 }

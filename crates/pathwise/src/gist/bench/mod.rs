@@ -16,7 +16,8 @@ use std::path::PathBuf;
 #[derive(Debug, clap::Subcommand)]
 pub enum Bench {
     /// Bytes of routing state per session on the GIST engine alone (counting allocator):
-    /// a querying and a responding engine back to back, N sessions through the full handshake.
+    /// a querying and a responding engine back to back, N sessions through the full handshake;
+    /// and the steady state after it (refreshes and NSLP messages): allocations per message.
     GistEngine {
         /// Sessions; several (comma-separated) run one after another, a report each.
         #[arg(long, value_delimiter = ',', default_value = "100000")]

@@ -1,6 +1,6 @@
-//! `pathwise bench rsvp --json`, briefly: every phase reports its cost and its heap
-//! allocations per message from the binary's counting allocator (figures are for
-//! docs/BENCHMARKS.md, not checked here).
+//! The engine benchmarks (`pathwise bench rsvp`, `pathwise bench gist-engine`) with `--json`,
+//! briefly: they report heap allocations per message in steady state from the binary's
+//! counting allocator (figures are for docs/BENCHMARKS.md, not checked here).
 
 use std::process::Command;
 
@@ -52,4 +52,37 @@ fn bench_rsvp_reports_allocations_per_message_for_every_phase() {
     // Tables grown from empty (not presized) and the first reservation's state: the counter
     // is live in the binary, so new state is never free.
     assert!(allocs[1] >= 1.0, "{allocs:?}");
+}
+
+#[test]
+fn bench_gist_engine_reports_its_steady_state() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pathwise"))
+        .args([
+            "bench",
+            "gist-engine",
+            "--sessions",
+            "40",
+            "--runs",
+            "1",
+            "--json",
+        ])
+        .output()
+        .expect("pathwise runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let r = reports.get(0).unwrap_or(&reports);
+    let num = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"));
+    // Every session's NSLP message crosses each round: at least one datagram per session.
+    assert!(num("steady_messages_per_session") >= 1.0, "{r}");
+    let allocs = num("steady_allocations_per_message");
+    assert!(allocs.is_finite() && allocs >= 0.0, "{r}");
+    assert!(num("steady_heap_growth").is_finite(), "{r}");
+    assert!(
+        num("querier_bytes") > 0.0 && num("responder_bytes") > 0.0,
+        "{r}"
+    );
 }
