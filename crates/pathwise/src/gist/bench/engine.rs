@@ -155,15 +155,16 @@ fn steady(
     let mut heap_at_round_2 = 0;
     for round in 1..=ROUNDS {
         let now = Instant::from_secs(1 + 30 * round);
+        // Before this round's messages are made: they are freed by the end of the round.
+        if round == 2 {
+            heap_at_round_2 = alloc::allocated();
+        }
         // The NSLP's own messages, made before counting: their buffers are the caller's.
         let mut msgs: Vec<SendMessage> = sids
             .iter()
             .enumerate()
             .map(|(i, sid)| SendMessage::new(42, *sid, mri(i), vec![round as u8; 16]))
             .collect();
-        if round == 2 {
-            heap_at_round_2 = alloc::allocated();
-        }
         let before = alloc::allocations();
         let mut n = run_timers(a, b, now);
         for m in msgs.drain(..) {
