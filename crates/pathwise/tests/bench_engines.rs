@@ -2,20 +2,15 @@
 //! briefly: they report heap allocations per message in steady state from the binary's
 //! counting allocator (figures are for docs/BENCHMARKS.md, not checked here).
 
+use serde_json::Value;
 use std::process::Command;
 
-#[test]
-fn bench_rsvp_reports_allocations_per_message_for_every_phase() {
+/// `pathwise bench ARGS --json`, which must succeed: its first report.
+fn first_report(args: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_pathwise"))
-        .args([
-            "bench",
-            "rsvp",
-            "--sessions",
-            "300",
-            "--runs",
-            "1",
-            "--json",
-        ])
+        .arg("bench")
+        .args(args)
+        .arg("--json")
         .output()
         .expect("pathwise runs");
     assert!(
@@ -23,8 +18,13 @@ fn bench_rsvp_reports_allocations_per_message_for_every_phase() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let reports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let r = reports.get(0).unwrap_or(&reports);
+    let reports: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    reports.get(0).cloned().unwrap_or(reports)
+}
+
+#[test]
+fn bench_rsvp_reports_allocations_per_message_for_every_phase() {
+    let r = first_report(&["rsvp", "--sessions", "300", "--runs", "1"]);
     let phases = r["phases"].as_array().expect("phases");
     let names: Vec<&str> = phases.iter().filter_map(|p| p["name"].as_str()).collect();
     assert_eq!(
@@ -56,25 +56,7 @@ fn bench_rsvp_reports_allocations_per_message_for_every_phase() {
 
 #[test]
 fn bench_gist_engine_reports_its_steady_state() {
-    let out = Command::new(env!("CARGO_BIN_EXE_pathwise"))
-        .args([
-            "bench",
-            "gist-engine",
-            "--sessions",
-            "40",
-            "--runs",
-            "1",
-            "--json",
-        ])
-        .output()
-        .expect("pathwise runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let reports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let r = reports.get(0).unwrap_or(&reports);
+    let r = first_report(&["gist-engine", "--sessions", "40", "--runs", "1"]);
     let num = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"));
     // Every session's NSLP message crosses each round: at least one datagram per session.
     assert!(num("steady_messages_per_session") >= 1.0, "{r}");

@@ -5,17 +5,16 @@
 //! allocator, per thread, so the harness's other threads do not count.
 
 use pathwise_core::engine::Engine;
-use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transport};
-use pathwise_core::route::{Route, RouteChange};
-use pathwise_core::time::{Duration, Instant};
-use pathwise_rsvp::engine::{Config, InterfaceConfig, RsvpEngine};
-use pathwise_rsvp::wire::{
-    Adspec, FilterSpec, FlowDescriptor, FlowSpec, Message, Path, Resv, RsvpHop, SenderDescriptor,
-    SenderTspec, Session, Style, StyleKind, TimeValues, TokenBucket,
+use pathwise_core::io::IfIndex;
+use pathwise_core::time::Instant;
+use pathwise_rsvp::RsvpEngine;
+use pathwise_rsvp::testing::{
+    DOWN, NHOP, PHOP, UP, bytes, ff, path, received, resv, route, router_config, sender, session,
 };
+use pathwise_rsvp::wire::{Message, StyleKind};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::Ipv4Addr;
 
 struct PerThread;
 
@@ -58,106 +57,22 @@ fn allocations(f: impl FnOnce()) -> usize {
     CALLS.with(Cell::get) - before
 }
 
-const UP: IfIndex = IfIndex(1);
-const DOWN: IfIndex = IfIndex(2);
-const PHOP: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 1);
-const NHOP: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 const SESSIONS: u16 = 64;
 
+/// The crate's transit router (`testing`): PHOP upstream on UP, NHOP downstream on DOWN.
 fn transit() -> RsvpEngine {
-    let iface = |ifindex, a: [u8; 4]| InterfaceConfig {
-        ifindex,
-        addrs: vec![IpAddr::V4(a.into())],
-        bandwidth_bps: 1_000_000_000,
-        reservable_bps: 1_000_000_000,
-        mtu: 1500,
-        latency: Duration::from_micros(50),
-        integrity: Default::default(),
-        hello: None,
-    };
-    let cfg = Config {
-        interfaces: vec![iface(UP, [10, 0, 1, 2]), iface(DOWN, [10, 0, 2, 1])],
-        expected_sessions: usize::from(SESSIONS),
-        ..Config::default()
-    };
-    let mut e = RsvpEngine::with_memory_tc(cfg, Instant::ZERO);
-    e.handle_route_change(
-        Instant::ZERO,
-        RouteChange::Add(Route {
-            prefix: "20.0.0.0/8".parse().expect("prefix"),
-            next_hop: Some(NHOP.into()),
-            ifindex: DOWN,
-            metric: 1,
-        }),
-    );
+    let mut e = RsvpEngine::with_memory_tc(router_config(10_000_000), Instant::ZERO);
+    e.handle_route_change(Instant::ZERO, route());
     e
 }
 
-fn tb() -> TokenBucket {
-    TokenBucket {
-        rate: 1000.0,
-        bucket: 1000.0,
-        peak: f32::INFINITY,
-        min_policed: 64,
-        max_packet: 1500,
-    }
+fn path_bytes(i: u16) -> Vec<u8> {
+    bytes(&path(session(1000 + i), sender(2000 + i)), 64)
 }
 
-fn session(i: u16) -> (Session, FilterSpec) {
-    (
-        Session::ip(IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)), 17, 1000 + i),
-        FilterSpec::ip(IpAddr::V4(Ipv4Addr::new(30, 0, 0, 1)), 2000 + i),
-    )
-}
-
-fn path(i: u16) -> Vec<u8> {
-    let (s, f) = session(i);
-    bytes(&Message::Path(Path {
-        integrity: None,
-        session: s,
-        hop: RsvpHop::new(PHOP.into(), UP.0),
-        time_values: TimeValues { refresh_ms: 30_000 },
-        explicit_route: None,
-        label_request: None,
-        session_attribute: None,
-        policy: Vec::new(),
-        sender: SenderDescriptor {
-            template: f,
-            tspec: SenderTspec(tb()),
-            adspec: Some(Adspec::new_at_sender(true, true)),
-            record_route: None,
-        },
-        forward: Vec::new(),
-    }))
-}
-
-fn resv(i: u16) -> Vec<u8> {
-    let (s, f) = session(i);
-    bytes(&Message::Resv(Resv {
-        integrity: None,
-        session: s,
-        hop: RsvpHop::new(NHOP.into(), DOWN.0),
-        time_values: TimeValues { refresh_ms: 30_000 },
-        confirm: None,
-        scope: None,
-        policy: Vec::new(),
-        style: Style {
-            flags: 0,
-            kind: StyleKind::Ff,
-        },
-        flows: vec![FlowDescriptor {
-            flowspec: Some(FlowSpec::ControlledLoad(tb())),
-            filters: vec![f],
-            te: Vec::new(),
-        }],
-        forward: Vec::new(),
-    }))
-}
-
-fn bytes(m: &Message) -> Vec<u8> {
-    let mut v = Vec::new();
-    m.emit(64, &mut v);
-    v
+fn resv_bytes(i: u16) -> Vec<u8> {
+    let f = ff(1000.0, sender(2000 + i));
+    bytes(&resv(session(1000 + i), StyleKind::Ff, f), 64)
 }
 
 /// Hand `msgs` to the engine as from `from` on `ifindex`; every message it sends, counted.
@@ -170,18 +85,7 @@ fn feed(
 ) -> usize {
     let mut sent = 0;
     for m in msgs {
-        e.handle_datagram(
-            now,
-            Received {
-                src: from.into(),
-                dst: IpAddr::V4(Ipv4Addr::new(20, 0, 0, 1)),
-                ifindex,
-                transport: Transport::Raw(IPPROTO_RSVP),
-                router_alert: Some(0),
-                ttl: 63,
-                payload: m,
-            },
-        );
+        e.handle_datagram(now, received(from, ifindex, 63, m));
         while e.poll_transmit().is_some() {
             sent += 1;
         }
@@ -191,8 +95,8 @@ fn feed(
 
 #[test]
 fn unchanged_refreshes_at_a_transit_allocate_nothing_of_their_own() {
-    let paths: Vec<Vec<u8>> = (0..SESSIONS).map(path).collect();
-    let resvs: Vec<Vec<u8>> = (0..SESSIONS).map(resv).collect();
+    let paths: Vec<Vec<u8>> = (0..SESSIONS).map(path_bytes).collect();
+    let resvs: Vec<Vec<u8>> = (0..SESSIONS).map(resv_bytes).collect();
     let mut e = transit();
     let t1 = Instant::from_secs(1);
     assert_eq!(

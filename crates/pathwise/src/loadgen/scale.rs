@@ -61,7 +61,8 @@ pub struct RsvpScaleArgs {
     #[arg(long, default_value = "10min", value_parser = crate::gist::cli::duration)]
     limit: Duration,
     /// RFC 2747 integrity between the routers, one run each per N and shard count: `off` or
-    /// an algorithm (hmac-md5, hmac-sha1, hmac-sha256).
+    /// an algorithm (hmac-md5, hmac-sha1, hmac-ripemd160, hmac-sha256, hmac-sha384,
+    /// hmac-sha512).
     #[arg(long, value_delimiter = ',', default_value = "off")]
     integrity: Vec<IntegrityChoice>,
     /// Print JSON instead of a table.
@@ -82,7 +83,7 @@ impl std::str::FromStr for IntegrityChoice {
         }
         s.parse()
             .map(|a| IntegrityChoice(Some(a)))
-            .map_err(|_| format!("{s:?}: off, hmac-md5, hmac-sha1 or hmac-sha256"))
+            .map_err(|e: pathwise_auth::UnknownAlgorithm| format!("{e}, or off"))
     }
 }
 
