@@ -27,7 +27,7 @@ fn nli(last: u8) -> Nli {
     Nli {
         ip_ttl: 64,
         rs_validity_ms: 30_000,
-        peer_identity: vec![0x65; 16],
+        peer_identity: vec![0x65; 16].into(),
         interface_address: v4([10, 77, 0, last]),
     }
 }
@@ -56,7 +56,7 @@ fn messages() -> Vec<(&'static str, Message)> {
                     mri: mri(),
                     session_id: sid,
                     nli: nli(1),
-                    query_cookie: Cookie(vec![0x26; 4]),
+                    query_cookie: Cookie(vec![0x26; 4].into()),
                     ..Query::default()
                 }),
             ),
@@ -70,8 +70,8 @@ fn messages() -> Vec<(&'static str, Message)> {
                     mri: mri().with_direction(true),
                     session_id: sid,
                     nli: nli(2),
-                    query_cookie: Cookie(vec![0x26; 4]),
-                    responder_cookie: Some(Cookie(vec![0x75; 28])),
+                    query_cookie: Cookie(vec![0x26; 4].into()),
+                    responder_cookie: Some(Cookie(vec![0x75; 28].into())),
                     ..Response::default()
                 }),
             ),
@@ -85,7 +85,7 @@ fn messages() -> Vec<(&'static str, Message)> {
                     mri: mri(),
                     session_id: sid,
                     nli: nli(1),
-                    responder_cookie: Some(Cookie(vec![0x75; 28])),
+                    responder_cookie: Some(Cookie(vec![0x75; 28].into())),
                     ..Confirm::default()
                 }),
             ),

@@ -37,7 +37,7 @@ fn nli() -> Nli {
     Nli {
         ip_ttl: 64,
         rs_validity_ms: 30_000,
-        peer_identity: vec![1; 16],
+        peer_identity: vec![1; 16].into(),
         interface_address: PEER,
     }
 }
@@ -58,7 +58,7 @@ fn query(dst: IpAddr, nslpid: u16, hops: u8) -> Message {
             mri: mri(dst),
             session_id: SessionId([3; 16]),
             nli: nli(),
-            query_cookie: Cookie(vec![1, 2, 3, 4]),
+            query_cookie: Cookie(vec![1, 2, 3, 4].into()),
             ..Query::default()
         }),
     }
@@ -140,7 +140,7 @@ fn forged_confirm_is_refused_with_invalid_cookie() {
             mri: mri(FAR),
             session_id: SessionId([3; 16]),
             nli: nli(),
-            responder_cookie: Some(Cookie(vec![0; 28])),
+            responder_cookie: Some(Cookie(vec![0; 28].into())),
             ..Confirm::default()
         }),
         ..query(FAR, 42, 32)

@@ -46,7 +46,7 @@ fn nli(addr: IpAddr) -> Nli {
     Nli {
         ip_ttl: 64,
         rs_validity_ms: 30_000,
-        peer_identity: vec![1; 16],
+        peer_identity: vec![1; 16].into(),
         interface_address: addr,
     }
 }
@@ -73,7 +73,7 @@ fn query(src: IpAddr, dst: IpAddr, nslpid: u16, sid: u8) -> Message {
             mri: Mri::PathCoupled(PathCoupledMri::flow(src, dst)),
             session_id: SessionId([sid; 16]),
             nli: nli(src),
-            query_cookie: Cookie(vec![1, 2, 3, 4]),
+            query_cookie: Cookie(vec![1, 2, 3, 4].into()),
             nslp_data: Some(ping_request()),
             ..Query::default()
         }),
@@ -223,7 +223,7 @@ fn messages_from_this_node_or_with_its_nli_are_dropped() {
     // Our own NLI (the Peer Identity this node puts in its messages).
     let mut q = query(PEER, FAR, PING, 3);
     if let Body::Query(q) = &mut q.body {
-        q.nli.peer_identity = e.peer_identity().to_vec();
+        q.nli.peer_identity = e.peer_identity().into();
     }
     assert!(feed(&mut e, PEER, FAR, &q).is_empty());
     assert_eq!(e.counters().dropped("own_message"), 1);

@@ -672,7 +672,7 @@ fn nli(addr: &str, pi: &[u8]) -> Nli {
     Nli {
         ip_ttl: 63,
         rs_validity_ms: 45_000,
-        peer_identity: pi.to_vec(),
+        peer_identity: pi.into(),
         interface_address: ip(addr),
     }
 }
@@ -765,7 +765,7 @@ fn codec_messages() -> Vec<Message> {
         mri: Mri::PathCoupled(pc4),
         session_id: sid,
         nli: nli("10.0.0.1", b"peer1"),
-        query_cookie: Cookie(vec![9; 6]),
+        query_cookie: Cookie(vec![9; 6].into()),
         stack_proposal: Some(stack.clone()),
         stack_config: Some(scd.clone()),
         nslp_data: Some(ping_payload(PingKind::Request, 1, &[])),
@@ -779,8 +779,8 @@ fn codec_messages() -> Vec<Message> {
         mri: Mri::PathCoupled(pc6),
         session_id: sid,
         nli: nli("2001:db8:9::9", &[]),
-        query_cookie: Cookie(vec![9; 8]),
-        responder_cookie: Some(Cookie(vec![7; 20])),
+        query_cookie: Cookie(vec![9; 8].into()),
+        responder_cookie: Some(Cookie(vec![7; 20].into())),
         stack_proposal: Some(stack.clone()),
         stack_config: Some(scd),
         nslp_data: Some(ping_payload(
@@ -794,7 +794,7 @@ fn codec_messages() -> Vec<Message> {
         mri: Mri::LooseEnd(le4),
         session_id: sid,
         nli: nli("10.0.0.1", b"peer-identity-17"),
-        responder_cookie: Some(Cookie(vec![7; 20])),
+        responder_cookie: Some(Cookie(vec![7; 20].into())),
         stack_proposal: Some(stack),
         stack_config: Some(StackConfigData {
             ma_hold_time_ms: 30_000,
@@ -844,7 +844,7 @@ fn codec_messages() -> Vec<Message> {
         },
         session_id: sid,
         nli: nli("10.0.0.1", &[]),
-        query_cookie: Cookie(vec![1, 2, 3, 4]),
+        query_cookie: Cookie(vec![1, 2, 3, 4].into()),
         ..Query::default()
     };
     let mut data_e = message(

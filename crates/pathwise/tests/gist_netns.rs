@@ -843,7 +843,7 @@ fn ping_towards(src: &str, dst: &str, sid: u32, data: bool) -> Vec<u8> {
     let nli = Nli {
         ip_ttl: 64,
         rs_validity_ms: 30_000,
-        peer_identity: vec![0xa7; 16],
+        peer_identity: vec![0xa7; 16].into(),
         interface_address: src,
     };
     let payload = PingMessage {
@@ -866,7 +866,7 @@ fn ping_towards(src: &str, dst: &str, sid: u32, data: bool) -> Vec<u8> {
             mri,
             session_id: SessionId(session),
             nli,
-            query_cookie: Cookie(sid.to_be_bytes().to_vec()),
+            query_cookie: Cookie(sid.to_be_bytes()[..].into()),
             nslp_data: Some(payload),
             ..Query::default()
         })

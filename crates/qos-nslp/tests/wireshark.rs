@@ -435,7 +435,7 @@ fn gist_query(nslpid: u16, payload: Vec<u8>) -> GistMessage {
                 peer_identity: b"qni".to_vec(),
                 interface_address: ip("10.0.0.1"),
             },
-            query_cookie: Cookie(vec![0x5a; 8]),
+            query_cookie: Cookie(vec![0x5a; 8].into()),
             nslp_data: Some(payload),
             ..GistQuery::default()
         }),

@@ -27,6 +27,8 @@ use sha2::Sha256;
 
 /// Responder cookie length.
 pub const COOKIE_LEN: usize = 28;
+// Held inline in a `Cookie` (`ShortBytes`): minting and echoing one allocates nothing.
+const _: () = assert!(COOKIE_LEN <= 32);
 
 /// Why a cookie was refused (each counted under its own reason).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,7 +144,7 @@ impl CookieMint {
         self.rotate(rng, now);
         let g = self.generation;
         let mac = self.mac(g, ifindex, binding);
-        let mut v = Vec::with_capacity(COOKIE_LEN);
+        let mut v = crate::wire::ShortBytes::new();
         v.extend_from_slice(&g.to_be_bytes());
         v.extend_from_slice(&ifindex.0.to_be_bytes());
         v.extend_from_slice(&mac);
@@ -196,7 +198,7 @@ mod tests {
         Nli {
             ip_ttl: 64,
             rs_validity_ms: 30_000,
-            peer_identity: vec![last; 16],
+            peer_identity: vec![last; 16].into(),
             interface_address: IpAddr::V4(Ipv4Addr::new(10, 0, 0, last)),
         }
     }

@@ -331,7 +331,7 @@ impl GistEngine {
                 let mut c = [0u8; 16];
                 self.rng.fill(&mut c);
                 self.await_confirm(now, &q, msg.nslpid, c);
-                Cookie(c.to_vec())
+                Cookie(crate::wire::ShortBytes::from_slice(&c))
             }
         };
         self.counters.cookies_minted += 1;
@@ -912,7 +912,7 @@ impl GistEngine {
 
 /// The Query-Cookie of transmission `n` of a handshake: its random 64 bits, then `n`.
 pub(super) fn query_cookie(base: u64, n: u8) -> Cookie {
-    let mut c = Vec::with_capacity(12);
+    let mut c = crate::wire::ShortBytes::new();
     c.extend_from_slice(&base.to_be_bytes());
     c.extend_from_slice(&u32::from(n).to_be_bytes());
     Cookie(c)

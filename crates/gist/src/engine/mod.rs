@@ -292,7 +292,8 @@ pub(crate) enum TimerKey {
 pub struct GistEngine {
     cfg: Config,
     rng: SeededRng,
-    identity: Vec<u8>,
+    /// This node's Peer Identity, inline: every NLI it sends copies it.
+    identity: crate::wire::ShortBytes,
     /// The latest time an input brought.
     now: Instant,
     timers: TimerWheel<TimerKey>,
@@ -367,11 +368,14 @@ impl GistEngine {
     /// An engine whose time starts at `now`.
     pub fn new(cfg: Config, now: Instant) -> Self {
         let mut rng = pathwise_core::rng::seeded(cfg.seed);
-        let identity = cfg.peer_identity.clone().unwrap_or_else(|| {
-            let mut id = vec![0u8; 16];
-            rng.fill(&mut id[..]);
-            id
-        });
+        let identity = cfg.peer_identity.as_deref().map_or_else(
+            || {
+                let mut id = [0u8; 16];
+                rng.fill(&mut id[..]);
+                crate::wire::ShortBytes::from_slice(&id)
+            },
+            crate::wire::ShortBytes::from_slice,
+        );
         let mut local = keyed_set(&mut rng);
         for a in cfg
             .interfaces

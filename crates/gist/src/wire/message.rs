@@ -709,7 +709,7 @@ impl Default for Nli {
         Nli {
             ip_ttl: 0,
             rs_validity_ms: 0,
-            peer_identity: Vec::new(),
+            peer_identity: super::ShortBytes::new(),
             interface_address: std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
         }
     }

@@ -45,8 +45,8 @@ pub use header::{CommonHeader, Extensibility, MsgType, ObjectHeader, object_type
 pub use message::{Body, Confirm, Data, ErrorMsg, MaHello, Message, Query, Response, frame_len};
 pub use mri::{LooseEndMri, Mri, PathCoupledMri, mrm};
 pub use objects::{
-    Cookie, MaProtocolOptions, Nli, SessionId, StackConfigData, StackProposal, UnknownObject,
-    ma_protocol,
+    Cookie, MaProtocolOptions, Nli, SessionId, ShortBytes, StackConfigData, StackProposal,
+    UnknownObject, ma_protocol,
 };
 
 /// The magic number that begins every D-mode message (RFC 5971 §5.4.1).

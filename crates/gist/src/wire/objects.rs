@@ -7,7 +7,14 @@
 use super::error::{ObjectFault, ValueFault};
 use super::pad4;
 use pathwise_core::wire::{Reader, Writer};
+use smallvec::SmallVec;
 use std::net::IpAddr;
+
+/// The bytes of a short opaque field (a Peer Identity, a cookie), inline up to 32 bytes: this
+/// node's own (16-byte identity, 12-byte Query-Cookie, 28-byte Responder-Cookie) and the
+/// reference implementation's are parsed, copied and built without a heap allocation
+/// (issue #21). Longer values spill to the heap.
+pub type ShortBytes = SmallVec<[u8; 32]>;
 
 /// Session-Identification (A.3.2): 128 bits chosen at random by the signalling application.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -44,7 +51,7 @@ pub struct Nli {
     /// relied on without a refresh.
     pub rs_validity_ms: u32,
     /// Peer Identity: an opaque, stable identifier of the sending node (PI-Length bytes).
-    pub peer_identity: Vec<u8>,
+    pub peer_identity: ShortBytes,
     /// The sending node's interface address (the address to reply to); IP-Ver follows it.
     pub interface_address: IpAddr,
 }
@@ -70,7 +77,7 @@ impl Nli {
         Ok(Nli {
             ip_ttl,
             rs_validity_ms,
-            peer_identity: pi[..pi_len].to_vec(),
+            peer_identity: ShortBytes::from_slice(&pi[..pi_len]),
             interface_address,
         })
     }
@@ -110,12 +117,12 @@ impl Nli {
 /// A Query-Cookie (A.3.6) or Responder-Cookie (A.3.7): opaque bytes, a whole number of words on
 /// the wire (shorter values are padded with zeros).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Cookie(pub Vec<u8>);
+pub struct Cookie(pub ShortBytes);
 
 impl Cookie {
     /// Parse the body (any length, including empty).
     pub fn parse(body: &[u8]) -> Self {
-        Cookie(body.to_vec())
+        Cookie(ShortBytes::from_slice(body))
     }
 
     /// Body length (padding excluded).

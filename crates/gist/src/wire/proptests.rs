@@ -98,7 +98,7 @@ fn nli() -> BoxedStrategy<Nli> {
             addr(v6).prop_map(move |a| Nli {
                 ip_ttl: ttl,
                 rs_validity_ms: v,
-                peer_identity: pi.clone(),
+                peer_identity: pi.as_slice().into(),
                 interface_address: a,
             })
         })
@@ -106,7 +106,7 @@ fn nli() -> BoxedStrategy<Nli> {
 }
 
 fn cookie() -> BoxedStrategy<Cookie> {
-    words(8).prop_map(Cookie).boxed()
+    words(8).prop_map(|v| Cookie(v.into())).boxed()
 }
 
 fn sp() -> BoxedStrategy<StackProposal> {

@@ -456,7 +456,7 @@ fn confirm_with(rc: bool, sp: bool, scd: bool) -> Message {
             mri: path_coupled_mri(),
             session_id: SessionId([7; 16]),
             nli: nli(),
-            responder_cookie: rc.then(|| Cookie(vec![5; 16])),
+            responder_cookie: rc.then(|| Cookie(vec![5; 16].into())),
             stack_proposal: sp.then(|| StackProposal {
                 profiles: vec![vec![ma_protocol::TCP]],
             }),
@@ -527,7 +527,7 @@ fn response_grammar_and_r_flag() {
                 mri: path_coupled_mri(),
                 session_id: SessionId([7; 16]),
                 nli: nli(),
-                query_cookie: Cookie(vec![1; 12]),
+                query_cookie: Cookie(vec![1; 12].into()),
                 responder_cookie: c.responder_cookie,
                 stack_proposal: c.stack_proposal,
                 stack_config: c.stack_config,

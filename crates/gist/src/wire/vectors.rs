@@ -156,7 +156,7 @@ pub fn nli() -> Nli {
     Nli {
         ip_ttl: 64,
         rs_validity_ms: 30_000,
-        peer_identity: vec![1, 2, 3, 4, 5],
+        peer_identity: [1, 2, 3, 4, 5][..].into(),
         interface_address: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
     }
 }
@@ -183,7 +183,7 @@ pub fn query() -> Message {
             mri: path_coupled_mri(),
             session_id: SessionId([7; 16]),
             nli: nli(),
-            query_cookie: Cookie(vec![9; 8]),
+            query_cookie: Cookie([9; 8][..].into()),
             ..Query::default()
         }),
     }

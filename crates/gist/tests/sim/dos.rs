@@ -39,7 +39,7 @@ impl Attacker {
         Nli {
             ip_ttl: 64,
             rs_validity_ms: 30_000,
-            peer_identity: vec![0xee; 16],
+            peer_identity: vec![0xee; 16].into(),
             interface_address: self.src,
         }
     }
@@ -104,7 +104,7 @@ impl Engine for Attacker {
                     mri: Mri::PathCoupled(PathCoupledMri::flow(self.src, self.target)),
                     session_id: SessionId(sid),
                     nli: self.nli(),
-                    query_cookie: Cookie(self.rng.random::<u32>().to_be_bytes().to_vec()),
+                    query_cookie: Cookie(self.rng.random::<u32>().to_be_bytes()[..].into()),
                     ..Query::default()
                 }),
             };

@@ -161,7 +161,7 @@ pub fn run(a: &AttackArgs, json_out: bool) -> anyhow::Result<()> {
     let nli = |sid: &SessionId| Nli {
         ip_ttl: 64,
         rs_validity_ms: validity_ms,
-        peer_identity: sid.0.to_vec(),
+        peer_identity: sid.0[..].into(),
         interface_address: me,
     };
     let query_rate = match a.mode {
@@ -197,7 +197,7 @@ pub fn run(a: &AttackArgs, json_out: bool) -> anyhow::Result<()> {
                     )),
                     nli: nli(&sid),
                     session_id: sid,
-                    query_cookie: Cookie(rng.random::<u32>().to_be_bytes().to_vec()),
+                    query_cookie: Cookie(rng.random::<u32>().to_be_bytes()[..].into()),
                     ..Query::default()
                 }),
             };
