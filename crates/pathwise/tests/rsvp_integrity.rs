@@ -91,7 +91,7 @@ impl Net {
             .schedule_call(at, self.r2, move |e: &mut RsvpEngine, now| {
                 let flows = vec![FlowDescriptor {
                     flowspec: Some(cl(kbps)),
-                    filters: vec![sender],
+                    filters: vec![sender].into(),
                     te: Vec::new(),
                 }];
                 e.reserve(now, s, StyleKind::Ff, flows, true).unwrap();

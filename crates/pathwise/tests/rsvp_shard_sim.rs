@@ -90,7 +90,7 @@ fn workload_with<E: Engine + SessionEngine + 'static>(
                 };
                 let flows = vec![FlowDescriptor {
                     flowspec: Some(FlowSpec::ControlledLoad(tb(f.kbps))),
-                    filters,
+                    filters: filters.into(),
                     te: Vec::new(),
                 }];
                 e.engine_for(&f.session)

@@ -457,7 +457,7 @@ fn admission_failure_returns_resv_err_and_leaves_no_partial_reservation() {
     sc.sim.with_engine(n5, |e, now| {
         let flows = vec![pathwise_rsvp::wire::FlowDescriptor {
             flowspec: Some(cl(400.0)),
-            filters: vec![sender],
+            filters: vec![sender].into(),
             te: Vec::new(),
         }];
         e.reserve(now, s, StyleKind::Ff, flows, false).unwrap();

@@ -75,7 +75,7 @@ fn resv(style: Style, flows: Vec<FlowDescriptor>) -> Message {
         scope: None,
         policy: vec![],
         style,
-        flows,
+        flows: flows.into(),
         forward: vec![],
     })
 }
@@ -91,7 +91,7 @@ fn messages() -> Vec<(&'static str, Message)> {
     });
     let ff = |n| FlowDescriptor {
         flowspec: flowspec(),
-        filters: vec![sender(n)],
+        filters: vec![sender(n)].into(),
         te: Vec::new(),
     };
     vec![
@@ -122,7 +122,7 @@ fn messages() -> Vec<(&'static str, Message)> {
                 Style::SE,
                 vec![FlowDescriptor {
                     flowspec: flowspec(),
-                    filters: vec![sender(1), sender(2)],
+                    filters: vec![sender(1), sender(2)].into(),
                     te: Vec::new(),
                 }],
             ),
@@ -133,7 +133,7 @@ fn messages() -> Vec<(&'static str, Message)> {
                 Style::WF,
                 vec![FlowDescriptor {
                     flowspec: flowspec(),
-                    filters: vec![],
+                    filters: vec![].into(),
                     te: Vec::new(),
                 }],
             ),
@@ -164,7 +164,7 @@ fn messages() -> Vec<(&'static str, Message)> {
                 scope: None,
                 policy: vec![],
                 style: Style::FF,
-                flows: vec![ff(1)],
+                flows: vec![ff(1)].into(),
                 forward: vec![],
             }),
         ),
@@ -189,9 +189,10 @@ fn messages() -> Vec<(&'static str, Message)> {
                 style: Style::FF,
                 flows: vec![FlowDescriptor {
                     flowspec: None,
-                    filters: vec![sender(1)],
+                    filters: vec![sender(1)].into(),
                     te: Vec::new(),
-                }],
+                }]
+                .into(),
                 forward: vec![],
             }),
         ),
@@ -205,7 +206,7 @@ fn messages() -> Vec<(&'static str, Message)> {
                     receiver: v4([10, 0, 0, 9]),
                 },
                 style: Style::FF,
-                flows: vec![ff(1)],
+                flows: vec![ff(1)].into(),
                 forward: vec![],
             }),
         ),

@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod engine;
+pub mod few;
 pub mod shard;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -2,6 +2,7 @@
 //! transit router with an upstream and a downstream interface, a route through it, its
 //! sessions, senders, Path and Resv messages and their bytes.
 
+use crate::few::Few;
 use crate::wire::{
     Adspec, FilterSpec, FlowDescriptor, FlowSpec, Message, Path, Resv, RsvpHop, SenderDescriptor,
     SenderTspec, Session, Style, StyleKind, TimeValues, TokenBucket,
@@ -94,7 +95,7 @@ pub fn path(s: Session, f: FilterSpec) -> Message {
 }
 
 /// A Resv from [`NHOP`] for `s` in `style`.
-pub fn resv(s: Session, style: StyleKind, flows: Vec<FlowDescriptor>) -> Message {
+pub fn resv(s: Session, style: StyleKind, flows: impl Into<Few<FlowDescriptor>>) -> Message {
     Message::Resv(Resv {
         integrity: None,
         session: s,
@@ -107,18 +108,18 @@ pub fn resv(s: Session, style: StyleKind, flows: Vec<FlowDescriptor>) -> Message
             flags: 0,
             kind: style,
         },
-        flows,
+        flows: flows.into(),
         forward: Vec::new(),
     })
 }
 
 /// One FF flow descriptor: `rate` bytes/s controlled load for sender `f`.
-pub fn ff(rate: f32, f: FilterSpec) -> Vec<FlowDescriptor> {
-    vec![FlowDescriptor {
+pub fn ff(rate: f32, f: FilterSpec) -> Few<FlowDescriptor> {
+    Few::One(FlowDescriptor {
         flowspec: Some(FlowSpec::ControlledLoad(tb(rate))),
-        filters: vec![f],
+        filters: Few::One(f),
         te: Vec::new(),
-    }]
+    })
 }
 
 /// `m` on the wire, sent with TTL `send_ttl`.

@@ -275,7 +275,7 @@ fn an_unusable_generalized_label_is_refused_with_24_9() {
                 flags: 0,
                 kind: pathwise_rsvp::wire::StyleKind::Se,
             },
-            flows: vec![flow],
+            flows: vec![flow].into(),
             forward: Vec::new(),
         });
         let mut b = Vec::new();

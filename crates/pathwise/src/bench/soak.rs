@@ -223,7 +223,7 @@ impl RsvpChurn {
         });
         let flows = vec![FlowDescriptor {
             flowspec: Some(FlowSpec::ControlledLoad(bucket)),
-            filters: Vec::new(),
+            filters: Vec::new().into(),
             te: Vec::new(),
         }];
         self.sim.with_engine(tail, |e, now| {

@@ -533,7 +533,7 @@ impl RsvpLoad {
                 scope: None,
                 policy: Vec::new(),
                 style,
-                flows: vec![FlowDescriptor::new(flowspec, filters())],
+                flows: vec![FlowDescriptor::new(flowspec, filters())].into(),
                 forward: Vec::new(),
             }),
             // RFC 2205 §3.1.6: <ResvTear Message> ::= <Common Header> [<INTEGRITY>] <SESSION>
@@ -544,7 +544,7 @@ impl RsvpLoad {
                 hop,
                 scope: None,
                 style,
-                flows: vec![FlowDescriptor::new(None, filters())],
+                flows: vec![FlowDescriptor::new(None, filters())].into(),
                 forward: Vec::new(),
             }),
             scratch: Vec::new(),

@@ -60,9 +60,13 @@ impl Receiver {
             te: Vec::new(),
         };
         let flows = match self.style {
-            StyleKind::Ff => self.heard.iter().map(|s| descriptor(vec![*s])).collect(),
-            StyleKind::Se => vec![descriptor(self.heard.clone())],
-            _ => vec![descriptor(Vec::new())],
+            StyleKind::Ff => self
+                .heard
+                .iter()
+                .map(|s| descriptor(vec![*s].into()))
+                .collect(),
+            StyleKind::Se => vec![descriptor(self.heard.clone().into())],
+            _ => vec![descriptor(Vec::new().into())],
         };
         if self.style != StyleKind::Wf && self.heard.is_empty() {
             return;

@@ -95,9 +95,12 @@ impl Receiver {
             te: Vec::new(),
         };
         match self.style {
-            StyleKind::Ff => senders.iter().map(|s| descriptor(vec![*s])).collect(),
-            StyleKind::Se => vec![descriptor(senders.to_vec())],
-            _ => vec![descriptor(Vec::new())],
+            StyleKind::Ff => senders
+                .iter()
+                .map(|s| descriptor(vec![*s].into()))
+                .collect(),
+            StyleKind::Se => vec![descriptor(senders.to_vec().into())],
+            _ => vec![descriptor(Vec::new().into())],
         }
     }
 

@@ -129,7 +129,7 @@ impl ReserveReq {
                     .iter()
                     .map(|s| FlowDescriptor {
                         flowspec: fs,
-                        filters: vec![*s],
+                        filters: vec![*s].into(),
                         te: Vec::new(),
                     })
                     .collect(),
@@ -138,7 +138,7 @@ impl ReserveReq {
                 StyleKind::Se,
                 vec![FlowDescriptor {
                     flowspec: fs,
-                    filters: senders,
+                    filters: senders.into(),
                     te: Vec::new(),
                 }],
             )),
@@ -147,7 +147,7 @@ impl ReserveReq {
                 StyleKind::Wf,
                 vec![FlowDescriptor {
                     flowspec: fs,
-                    filters: Vec::new(),
+                    filters: Vec::new().into(),
                     te: Vec::new(),
                 }],
             )),

@@ -170,7 +170,7 @@ fn rsvp_reserve(sim: &mut Sim<Dual>, mbit: f32) {
     sim.with_engine(n6, |e, now| {
         let flows = vec![FlowDescriptor {
             flowspec: Some(FlowSpec::ControlledLoad(bucket(mbit))),
-            filters: vec![sender],
+            filters: vec![sender].into(),
             te: Vec::new(),
         }];
         e.rsvp

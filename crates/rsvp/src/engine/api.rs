@@ -2,6 +2,7 @@
 //! request reservations through methods on [`super::RsvpEngine`], and hear back through
 //! [`Event`]s drained with `poll_event`.
 
+use crate::few::Few;
 use crate::wire::{Adspec, ErrorSpec, FilterSpec, FlowDescriptor, FlowSpec, SenderTspec, Session};
 use std::net::IpAddr;
 
@@ -52,7 +53,7 @@ pub enum Event {
         /// What went wrong, and where.
         error: ErrorSpec,
         /// The flow descriptor in error.
-        flows: Vec<FlowDescriptor>,
+        flows: Few<FlowDescriptor>,
         /// The engine withdrew the receiver's request because it could not be admitted end to
         /// end (see [`super::Config::release_on_admission_failure`]).
         released: bool,
@@ -68,7 +69,7 @@ pub enum Event {
         /// The node that confirmed.
         from: IpAddr,
         /// The flow descriptors confirmed.
-        flows: Vec<FlowDescriptor>,
+        flows: Few<FlowDescriptor>,
     },
 }
 
@@ -76,7 +77,7 @@ pub enum Event {
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct ReceiverRequest {
     pub style: StyleKind,
-    pub flows: Vec<FlowDescriptor>,
+    pub flows: Few<FlowDescriptor>,
     pub confirm: bool,
 }
 
@@ -162,7 +163,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     adspec,
                     phop: None,
                     iif: None,
-                    oifs: SmallVec::new(),
+                    oifs: super::state::Oifs::default(),
                     carried: None,
                     ttl: self.cfg.ttl,
                     non_rsvp: false,
@@ -216,10 +217,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         now: Instant,
         session: Session,
         style: StyleKind,
-        flows: Vec<FlowDescriptor>,
+        flows: impl Into<Few<FlowDescriptor>>,
         confirm: bool,
     ) -> Result<(), ApiError> {
         self.now = now;
+        let flows = flows.into();
         let shape_ok = match style {
             StyleKind::Wf => flows.len() == 1 && flows[0].filters.is_empty(),
             StyleKind::Se => flows.len() == 1 && !flows[0].filters.is_empty(),
@@ -314,7 +316,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     code,
                     value,
                 },
-                flows: vec![flow],
+                flows: Few::One(flow),
                 released: false,
             });
         }

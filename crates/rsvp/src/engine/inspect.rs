@@ -151,13 +151,6 @@ impl<T: TrafficControl> RsvpEngine<T> {
             m.capacity() * (size_of::<(K, V)>() + 1)
         }
         /// Heap used by a SmallVec that outgrew its inline storage.
-        fn spill<A: smallvec::Array>(v: &smallvec::SmallVec<A>) -> usize {
-            if v.spilled() {
-                v.capacity() * size_of::<A::Item>()
-            } else {
-                0
-            }
-        }
         fn carried(c: &super::state::Carried) -> usize {
             c.as_ref().map_or(0, |v| {
                 size_of::<Vec<Opaque>>()
@@ -187,7 +180,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .iter()
             .map(|(_, p)| {
                 carried(&p.carried)
-                    + spill(&p.oifs)
+                    + p.oifs.heap_bytes()
                     + p.extra.as_ref().map_or(0, |e| {
                         size_of::<super::state::PsbExtra>()
                             + e.te.as_ref().map_or(0, super::te::PsbTe::heap_bytes)
@@ -198,7 +191,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .rsbs
             .iter()
             .map(|(_, r)| {
-                spill(&r.filters)
+                r.filters.heap_bytes()
                     + r.extra.as_ref().map_or(0, |e| {
                         size_of::<super::state::RsbExtra>()
                             + e.carried

@@ -37,6 +37,7 @@ pub use tc::{
     AdmissionError, MemoryTrafficControl, TcHandle, TcInterface, TcRequest, TrafficControl,
 };
 
+use crate::few::Few;
 use crate::wire::{FlowSpec, Message, MsgType, Packet, RsvpHop, Session};
 use hashbrown::HashTable;
 use intern::Interner;
@@ -692,7 +693,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 };
                 if let Some(style) = style {
                     let oi = self.resv_oi(&hop, rx);
-                    self.resv_err_to(session, hop, Some(oi), style, Vec::new(), (code, value));
+                    self.resv_err_to(session, hop, Some(oi), style, Few::default(), (code, value));
                 }
             }
             _ => {}

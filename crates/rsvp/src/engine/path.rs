@@ -2,7 +2,9 @@
 //! "PATHTEAR MESSAGE ARRIVES", "PATHERR MESSAGE ARRIVES") and path state removal.
 
 use super::list;
-use super::state::{Oi, PhopId, Psb, PsbId, SessionId, SessionState, carried, filter_matches};
+use super::state::{
+    Filters, Oi, Oifs, PhopId, Psb, PsbId, SessionId, SessionState, carried, filter_matches,
+};
 use super::te::PsbTe;
 use super::{Event, RsvpEngine, TrafficControl};
 use crate::wire::error::error_code;
@@ -76,7 +78,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         p: &Path,
         label_request: te::LabelRequest,
         iif: IfIndex,
-    ) -> Result<(PsbTe, SmallVec<[Oi; 1]>), u16> {
+    ) -> Result<(PsbTe, Oifs), u16> {
         let rro = p.sender.record_route.clone();
         if rro.iter().flat_map(|r| &r.subobjects).any(|s| match s {
             te::RroSubobject::Ipv4 { addr, .. } => self.is_local((*addr).into()),
@@ -348,7 +350,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     adspec,
                     phop: Some(phop),
                     iif: Some(rx.ifindex),
-                    oifs: SmallVec::new(),
+                    oifs: Oifs::default(),
                     carried: carried(objects),
                     ttl,
                     non_rsvp,
@@ -391,7 +393,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// Bring a PSB's outgoing interfaces up to date, and if anything changed, forward the Path
     /// at once (RFC 2209 "Path_Refresh_Needed"), tell local receivers, and update reservations.
-    pub(super) fn path_changed(&mut self, id: PsbId, oifs: SmallVec<[Oi; 1]>, changed: bool) {
+    pub(super) fn path_changed(&mut self, id: PsbId, oifs: Oifs, changed: bool) {
         let old = std::mem::replace(&mut self.psbs[id].oifs, oifs.clone());
         let removed: SmallVec<[Oi; 1]> =
             old.iter().copied().filter(|o| !oifs.contains(o)).collect();
@@ -517,7 +519,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             if self.rsbs[rid].style == StyleKind::Wf {
                 continue;
             }
-            let remaining: SmallVec<[FilterSpec; 1]> = self.rsbs[rid]
+            let remaining: Filters = self.rsbs[rid]
                 .filters
                 .iter()
                 .copied()

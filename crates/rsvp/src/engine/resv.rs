@@ -5,11 +5,12 @@
 use super::list;
 use super::merge::{exceeds, lub};
 use super::state::{
-    Blockade, Oi, OiatPsb, OutIsb, OutIsbId, PhopId, PsbId, RequestFlow, Rsb, RsbId, SessionId,
-    descriptors, filter_matches,
+    Blockade, Filters, Oi, OiatPsb, OutIsb, OutIsbId, PhopId, PsbId, RequestFlow, Rsb, RsbId,
+    SentStyle, SessionId, descriptors, filter_matches,
 };
 use super::tc::{AdmissionError, TcRequest, admission_error_code, classifier, flowspec_request};
 use super::{Event, RsvpEngine, TrafficControl};
+use crate::few::Few;
 use crate::wire::error::error_code;
 use crate::wire::{
     ErrorSpec, FilterSpec, FilterTe, FlowDescriptor, FlowSpec, Message, Opaque, Resv, ResvConf,
@@ -25,7 +26,7 @@ pub(super) struct ResvRequest {
     pub nhop: Option<RsvpHop>,
     pub oi: Oi,
     pub style: Style,
-    pub flows: Vec<FlowDescriptor>,
+    pub flows: Few<FlowDescriptor>,
     pub confirm: Option<ResvConfirm>,
     pub scope: Option<Scope>,
     pub carried: Vec<Opaque>,
@@ -51,12 +52,7 @@ struct Refused {
 
 /// One RSB a request asks for: the FF sender (if FF), the flowspec, the filters, and where in
 /// the request it came from (for error reports and undo).
-type WantedRsb = (
-    Option<FilterSpec>,
-    FlowSpec,
-    SmallVec<[FilterSpec; 1]>,
-    FromRequest,
-);
+type WantedRsb = (Option<FilterSpec>, FlowSpec, Filters, FromRequest);
 
 /// Where a wanted RSB came from in its request: flow descriptor `flow`, and for FF its filter
 /// `filter`. The descriptor itself is built only when it is reported or recorded for undo, so
@@ -75,7 +71,7 @@ impl FromRequest {
         match self.filter {
             Some(i) => FlowDescriptor {
                 flowspec: f.flowspec,
-                filters: vec![f.filters[i]],
+                filters: Few::One(f.filters[i]),
                 te: f.te.get(i).cloned().into_iter().collect(),
             },
             None => f.clone(),
@@ -107,7 +103,7 @@ type SendersByHop = SmallVec<[(Option<PhopId>, SmallVec<[PsbId; 2]>); 2]>;
 type DescriptorError = ((u8, u16), FlowDescriptor);
 
 /// The state of an RSB before a request changed it: `None` if the request created it.
-type Undo = Option<(FlowSpec, SmallVec<[FilterSpec; 1]>)>;
+type Undo = Option<(FlowSpec, Filters)>;
 
 impl<T: TrafficControl> RsvpEngine<T> {
     /// The outgoing interface a Resv (or ResvTear) from downstream is about: the LIH we put in
@@ -159,7 +155,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 r.hop.plain(),
                 Some(oi),
                 r.style,
-                vec![flow],
+                Few::One(flow),
                 (code, value),
             );
         }
@@ -172,7 +168,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         to: RsvpHop,
         oi: Oi,
         style: Style,
-        flows: Vec<FlowDescriptor>,
+        flows: Few<FlowDescriptor>,
         (code, value): (u8, u16),
     ) {
         let node = self.iface_addr(oi, session.dest);
@@ -268,7 +264,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                             filter: Some(i),
                         };
                         if known(filt) {
-                            wanted.push((Some(*filt), fs, SmallVec::from_elem(*filt, 1), from));
+                            wanted.push((Some(*filt), fs, Filters::One(*filt), from));
                         } else {
                             errors.push((
                                 (error_code::NO_SENDER_INFORMATION, 0),
@@ -283,7 +279,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 StyleKind::Se => {
                     wanted.push((None, fs, f.filters.iter().copied().collect(), whole))
                 }
-                _ => wanted.push((None, fs, SmallVec::new(), whole)),
+                _ => wanted.push((None, fs, Filters::default(), whole)),
             }
         }
         // Apply, remembering each RSB's previous state so a refused one can be undone.
@@ -395,7 +391,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     code,
                     value,
                 },
-                vec![desc],
+                Few::One(desc),
             );
             match old {
                 Some((fs, filters)) => {
@@ -641,7 +637,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 let node = self.iface_addr(r.oi, self.sessions[sid].key.dest);
                 let desc = FlowDescriptor {
                     flowspec: Some(*self.flowspecs.get(r.flowspec)),
-                    filters: r.filters.to_vec(),
+                    filters: r.filters.clone(),
                     te: Vec::new(),
                 };
                 self.send_resv_err(
@@ -652,7 +648,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                         code,
                         value,
                     },
-                    vec![desc],
+                    Few::One(desc),
                 );
             }
         }
@@ -819,7 +815,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 }
                 continue;
             };
-            let prev_style = self.sessions[sid].upstream_style;
+            let prev_style = self.sessions[sid].upstream_style.map(SentStyle::kind);
             let prev = prev_style
                 .map(|s| self.sent_flows(s, &senders))
                 .unwrap_or_default();
@@ -862,7 +858,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.confirm_here(sid, &contributing, Some(style), &flows);
             }
             self.set_sent(&senders, &per_sender);
-            self.sessions[sid].upstream_style = Some(style);
+            self.sessions[sid].upstream_style = SentStyle::of(style);
             self.send_resv(sid, ph, style, flows, confirm, &contributing);
         }
     }
@@ -874,7 +870,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             return;
         };
         let sid = self.psbs[psb].session;
-        let Some(style) = self.sessions[sid].upstream_style else {
+        let Some(style) = self.sessions[sid].upstream_style.map(SentStyle::kind) else {
             return;
         };
         let others_need_it = style == StyleKind::Wf
@@ -914,7 +910,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let Some(kind) = style else { return };
         for &r in contributing {
             if let Some(c) = self.rsbs[r].with_extra(|e| e.confirm.take()) {
-                self.send_resv_conf(sid, c, Style { flags: 0, kind }, flows.to_vec());
+                self.send_resv_conf(
+                    sid,
+                    c,
+                    Style { flags: 0, kind },
+                    flows.iter().cloned().collect(),
+                );
             }
         }
     }
@@ -924,7 +925,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         sid: SessionId,
         ph: PhopId,
         style: StyleKind,
-        flows: Vec<FlowDescriptor>,
+        flows: Few<FlowDescriptor>,
         confirm: Option<ResvConfirm>,
         contributing: &[RsbId],
     ) {
@@ -994,7 +995,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         sid: SessionId,
         ph: PhopId,
         style: StyleKind,
-        flows: Vec<FlowDescriptor>,
+        flows: Few<FlowDescriptor>,
     ) {
         let session = self.sessions[sid].key;
         let (hop, ifx) = (self.phops[ph].hop.clone(), self.phops[ph].ifindex);
@@ -1168,7 +1169,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         &mut self,
         sid: SessionId,
         error: ErrorSpec,
-        flows: Vec<FlowDescriptor>,
+        flows: Few<FlowDescriptor>,
     ) {
         let session = self.sessions[sid].key;
         let release = self.cfg.release_on_admission_failure

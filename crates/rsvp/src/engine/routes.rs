@@ -1,7 +1,7 @@
 //! The engine's view of routing: a FIB mirror and multicast trees kept current by the driver,
 //! and local repair when they change (RFC 2205 §3.6).
 
-use super::state::{Oi, SessionId};
+use super::state::{Oi, Oifs, SessionId};
 use super::{RsvpEngine, TrafficControl};
 use crate::wire::Session;
 use crate::wire::error::error_code;
@@ -20,8 +20,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
         session: &Session,
         sender: IpAddr,
         iif: Option<IfIndex>,
-    ) -> SmallVec<[Oi; 1]> {
-        let mut out = SmallVec::new();
+    ) -> Oifs {
+        let mut out: SmallVec<[Oi; 4]> = SmallVec::new();
         if session.dest.is_multicast() {
             if let Some(m) = self.mcast.get(&(sender, session.dest)) {
                 out.extend(m.oifs.iter().copied().filter(|o| Some(*o) != iif).map(Some));
@@ -36,7 +36,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         {
             out.push(Some(r.ifindex));
         }
-        out
+        out.into_iter().collect()
     }
 
     pub(super) fn on_route_change(&mut self, now: Instant, change: RouteChange) {

@@ -6,6 +6,7 @@
 
 use super::state::{Oi, PsbId, RsbId, SessionId};
 use super::{RsvpEngine, TrafficControl};
+use crate::few::Few;
 use crate::wire::error::error_code;
 use crate::wire::objects::class;
 use crate::wire::{
@@ -252,7 +253,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         &mut self,
         rsb: RsbId,
         error: ErrorSpec,
-        flows: Vec<FlowDescriptor>,
+        flows: Few<FlowDescriptor>,
     ) {
         let r = &self.rsbs[rsb];
         let sid = r.session;
@@ -290,7 +291,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         sid: SessionId,
         confirm: ResvConfirm,
         style: Style,
-        flows: Vec<FlowDescriptor>,
+        flows: Few<FlowDescriptor>,
     ) {
         let session = self.sessions[sid].key;
         let node = self.iface_addr(None, confirm.receiver);

@@ -14,6 +14,7 @@
 //! names it, and its shared values released, before it is freed.
 
 use super::intern::{Encode, Interned};
+use crate::few::Few;
 use crate::wire::{
     Adspec, FilterSpec, FilterTe, FlowDescriptor, FlowSpec, Opaque, ResvConfirm, RsvpHop, Scope,
     SenderTspec, Session, StyleKind,
@@ -23,7 +24,6 @@ use pathwise_core::io::IfIndex;
 use pathwise_core::time::Instant;
 use pathwise_core::timer::TimerHandle;
 use pathwise_core::wire::Writer;
-use smallvec::SmallVec;
 
 /// Id of a [`SessionState`].
 pub type SessionId = Id<SessionState>;
@@ -50,6 +50,12 @@ pub type TspecRef = Interned<SenderTspec>;
 /// local receiver application.
 pub type Oi = Option<IfIndex>;
 
+/// A PSB's outgoing interfaces: one but for multicast.
+pub type Oifs = crate::few::Few<Oi>;
+
+/// An RSB's filters: one for FF, one or more for SE, none for WF.
+pub type Filters = crate::few::Few<FilterSpec>;
+
 /// Objects carried without being interpreted (POLICY_DATA, unknown class 11bbbbbb); almost
 /// always none, so one pointer.
 pub type Carried = Option<Box<Vec<Opaque>>>;
@@ -70,7 +76,7 @@ pub struct SessionState {
     /// The SESSION object.
     pub key: Session,
     /// Style of the requests this node last sent upstream (for their teardown).
-    pub upstream_style: Option<StyleKind>,
+    pub upstream_style: Option<SentStyle>,
     /// Path state, one per sender.
     pub psbs: Option<PsbId>,
     /// Reservation requests from downstream.
@@ -84,6 +90,40 @@ pub struct SessionState {
     /// When Path and Resv state is next refreshed (RFC 2205 §3.7). When local repair is due
     /// after a route change is kept beside the sessions (`RsvpEngine::repairs`): it is rare.
     pub refresh_at: Instant,
+}
+
+/// The style of requests sent upstream: WF, FF or SE, the only styles that make state (any
+/// other is refused with "Unknown reservation style", RFC 2205 Appendix B error code 06). One byte
+/// where [`StyleKind`] takes eight, in every session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SentStyle {
+    /// Wildcard-Filter.
+    Wf,
+    /// Fixed-Filter.
+    Ff,
+    /// Shared-Explicit.
+    Se,
+}
+
+impl SentStyle {
+    /// The held form of a style; `None` for one that makes no state.
+    pub fn of(kind: StyleKind) -> Option<Self> {
+        match kind {
+            StyleKind::Wf => Some(SentStyle::Wf),
+            StyleKind::Ff => Some(SentStyle::Ff),
+            StyleKind::Se => Some(SentStyle::Se),
+            StyleKind::Other(_) => None,
+        }
+    }
+
+    /// The style.
+    pub fn kind(self) -> StyleKind {
+        match self {
+            SentStyle::Wf => StyleKind::Wf,
+            SentStyle::Ff => StyleKind::Ff,
+            SentStyle::Se => StyleKind::Se,
+        }
+    }
 }
 
 /// Path State Block: one sender of a session as announced by its previous hop.
@@ -104,7 +144,7 @@ pub struct Psb {
     /// Incoming interface; `None` for a local sender.
     pub iif: Option<IfIndex>,
     /// Where the sender's data goes from here (route lookup result).
-    pub oifs: SmallVec<[Oi; 1]>,
+    pub oifs: Oifs,
     /// POLICY_DATA and unknown-but-forwarded objects, passed on downstream.
     pub carried: Carried,
     /// IP TTL to forward Path with (received TTL − 1).
@@ -243,7 +283,7 @@ pub struct Rsb {
     /// Requested flowspec.
     pub flowspec: FlowSpecRef,
     /// Senders it applies to: one for FF, one or more for SE, none (all) for WF.
-    pub filters: SmallVec<[FilterSpec; 1]>,
+    pub filters: Filters,
     /// What few requests carry (SCOPE, a pending confirmation, forwarded objects), out of line.
     pub extra: Option<Box<RsbExtra>>,
     /// When the state times out unless refreshed ([`Instant::MAX`] for local receivers).
@@ -384,7 +424,7 @@ pub struct RequestFlow {
 }
 
 /// Back to flow descriptors of `style`: one per entry for FF, one shared otherwise.
-pub fn descriptors(style: StyleKind, flows: &[RequestFlow]) -> Vec<FlowDescriptor> {
+pub fn descriptors(style: StyleKind, flows: &[RequestFlow]) -> Few<FlowDescriptor> {
     match style {
         StyleKind::Ff => flows
             .iter()
@@ -443,6 +483,7 @@ impl Encode for RsvpHop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smallvec::SmallVec;
     use std::net::Ipv4Addr;
 
     #[test]
@@ -513,26 +554,26 @@ mod tests {
         };
         let se = vec![FlowDescriptor {
             flowspec: Some(fs),
-            filters: vec![a, b],
+            filters: vec![a, b].into(),
             te: Vec::new(),
         }];
         assert_eq!(descriptors(StyleKind::Se, &flatten(&se)), se);
         let ff = vec![
             FlowDescriptor {
                 flowspec: Some(fs),
-                filters: vec![a],
+                filters: vec![a].into(),
                 te: Vec::new(),
             },
             FlowDescriptor {
                 flowspec: Some(fs),
-                filters: vec![b],
+                filters: vec![b].into(),
                 te: Vec::new(),
             },
         ];
         assert_eq!(descriptors(StyleKind::Ff, &flatten(&ff)), ff);
         let wf = vec![FlowDescriptor {
             flowspec: Some(fs),
-            filters: vec![],
+            filters: vec![].into(),
             te: Vec::new(),
         }];
         assert_eq!(descriptors(StyleKind::Wf, &flatten(&wf)), wf);
@@ -543,15 +584,16 @@ mod tests {
         // Bytes per session is a published figure; these guard against accidental growth.
         use std::mem::size_of;
         // 88 since SESSION grew an RSVP-TE Extended Tunnel ID (RFC 3209 §4.6.1); 80 since the
-        // local-repair deadline moved out.
+        // local-repair deadline moved out; 72 since the upstream style is one byte.
         assert!(
-            size_of::<SessionState>() <= 80,
+            size_of::<SessionState>() <= 72,
             "SessionState is {}",
             size_of::<SessionState>()
         );
-        // 112 since the SENDER_TSPEC is interned.
-        assert!(size_of::<Psb>() <= 112, "Psb is {}", size_of::<Psb>());
-        assert!(size_of::<Rsb>() <= 80, "Rsb is {}", size_of::<Rsb>());
+        // 112 since the SENDER_TSPEC is interned; 104 since the outgoing interfaces are a
+        // `Few` (the Rsb's 72 since its filters are).
+        assert!(size_of::<Psb>() <= 104, "Psb is {}", size_of::<Psb>());
+        assert!(size_of::<Rsb>() <= 72, "Rsb is {}", size_of::<Rsb>());
         assert!(
             size_of::<OutIsb>() <= 40,
             "OutIsb is {}",

@@ -70,6 +70,7 @@ use super::te::{
 };
 #[allow(unused_imports)] // for rustdoc links
 use super::{ParseError, ParseErrorKind};
+use crate::few::Few;
 
 mod emit;
 mod flows;
@@ -213,8 +214,8 @@ pub struct SenderDescriptor {
 pub struct FlowDescriptor {
     /// The reservation.
     pub flowspec: Option<FlowSpec>,
-    /// The senders it applies to.
-    pub filters: Vec<FilterSpec>,
+    /// The senders it applies to (one inline: an FF descriptor allocates nothing).
+    pub filters: Few<FilterSpec>,
     /// The RSVP-TE objects bound to each of `filters`, by index; empty when there are none.
     pub te: Vec<FilterTe>,
 }
@@ -254,10 +255,10 @@ impl FilterTe {
 
 impl FlowDescriptor {
     /// A flow descriptor without RSVP-TE objects.
-    pub fn new(flowspec: Option<FlowSpec>, filters: Vec<FilterSpec>) -> Self {
+    pub fn new(flowspec: Option<FlowSpec>, filters: impl Into<Few<FilterSpec>>) -> Self {
         FlowDescriptor {
             flowspec,
-            filters,
+            filters: filters.into(),
             te: Vec::new(),
         }
     }
@@ -317,7 +318,7 @@ pub struct Resv {
     /// STYLE.
     pub style: Style,
     /// Flow descriptors.
-    pub flows: Vec<FlowDescriptor>,
+    pub flows: Few<FlowDescriptor>,
     /// Unknown objects of class 11bbbbbb.
     pub forward: Vec<Opaque>,
 }
@@ -354,7 +355,7 @@ pub struct ResvTear {
     /// STYLE.
     pub style: Style,
     /// Flow descriptors (flowspecs may be absent).
-    pub flows: Vec<FlowDescriptor>,
+    pub flows: Few<FlowDescriptor>,
     /// Unknown objects of class 11bbbbbb.
     pub forward: Vec<Opaque>,
 }
@@ -394,7 +395,7 @@ pub struct ResvErr {
     /// STYLE.
     pub style: Style,
     /// The error flow descriptor(s).
-    pub flows: Vec<FlowDescriptor>,
+    pub flows: Few<FlowDescriptor>,
     /// Unknown objects of class 11bbbbbb.
     pub forward: Vec<Opaque>,
 }
@@ -413,7 +414,7 @@ pub struct ResvConf {
     /// STYLE.
     pub style: Style,
     /// The flow descriptors that were confirmed.
-    pub flows: Vec<FlowDescriptor>,
+    pub flows: Few<FlowDescriptor>,
     /// Unknown objects of class 11bbbbbb.
     pub forward: Vec<Opaque>,
 }

@@ -279,7 +279,7 @@ fn run_rsvp(refresh_reduction: bool, mode: Mode, p: SimParams) -> ModeRun {
             for i in 0..sessions {
                 let flows = vec![FlowDescriptor {
                     flowspec: Some(FlowSpec::ControlledLoad(token_bucket())),
-                    filters: vec![filter],
+                    filters: vec![filter].into(),
                     te: Vec::new(),
                 }];
                 e.inner

@@ -248,7 +248,7 @@ fn resv_bytes(i: usize, lsp: bool) -> Vec<u8> {
             },
             flows: vec![FlowDescriptor {
                 flowspec: Some(FlowSpec::ControlledLoad(tspec())),
-                filters: vec![f],
+                filters: vec![f].into(),
                 // The next hop's label and the route it recorded.
                 te: if lsp {
                     vec![pathwise_rsvp::wire::FilterTe {
@@ -261,7 +261,8 @@ fn resv_bytes(i: usize, lsp: bool) -> Vec<u8> {
                 } else {
                     Vec::new()
                 },
-            }],
+            }]
+            .into(),
             forward: Vec::new(),
         }),
         64,

@@ -2,13 +2,12 @@
 //! EXPLICIT_ROUTE passed on.
 
 use super::PsbTe;
-use crate::engine::state::Oi;
+use crate::engine::state::Oifs;
 use crate::engine::{RsvpEngine, TrafficControl};
 use crate::wire::Session;
 use crate::wire::error::error_code::routing;
 use crate::wire::te::{AbstractNode, EroSubobject, ExplicitRoute};
 use pathwise_core::io::IfIndex;
-use smallvec::SmallVec;
 use std::net::IpAddr;
 
 /// Where an explicit route leads from this node.
@@ -144,11 +143,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         sender: IpAddr,
         te: &PsbTe,
         iif: Option<IfIndex>,
-    ) -> Result<(SmallVec<[Oi; 1]>, Option<ExplicitRoute>), u16> {
+    ) -> Result<(Oifs, Option<ExplicitRoute>), u16> {
         if let Some(ero) = &te.ero
             && let EroStep::Hop { ifindex, ero_out } = self.process_ero(ero, iif.is_none())?
         {
-            return Ok((SmallVec::from_elem(Some(ifindex), 1), Some(ero_out)));
+            return Ok((Oifs::One(Some(ifindex)), Some(ero_out)));
         }
         let oifs = self.route_oifs(session, sender, iif);
         if oifs.is_empty() {

@@ -7,6 +7,7 @@ use crate::engine::api::ApiError;
 use crate::engine::resv::ResvRequest;
 use crate::engine::state::{PsbId, RsbId, SessionId};
 use crate::engine::{Event, RsvpEngine, TrafficControl};
+use crate::few::Few;
 use crate::wire::te::{
     ExplicitRoute, GeneralizedLabelRequest, LabelRequest, RecordRoute, SessionAttribute,
     lsp_encoding, switching,
@@ -526,15 +527,15 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .iter()
                 .map(|&p| fs(p))
                 .fold(fs(first), |a, b| crate::engine::merge::lub(&a, &b));
-            let filters = ends.iter().map(|&p| self.psbs[p].sender).collect();
+            let filters: Few<_> = ends.iter().map(|&p| self.psbs[p].sender).collect();
             (
                 StyleKind::Se,
-                vec![FlowDescriptor::new(Some(merged), filters)],
+                Few::One(FlowDescriptor::new(Some(merged), filters)),
             )
         } else {
             let flows = ends
                 .iter()
-                .map(|&p| FlowDescriptor::new(Some(fs(p)), vec![self.psbs[p].sender]))
+                .map(|&p| FlowDescriptor::new(Some(fs(p)), Few::One(self.psbs[p].sender)))
                 .collect();
             (StyleKind::Ff, flows)
         };

@@ -4,6 +4,7 @@
 use crate::engine::state::{OutIsbId, PsbId, RsbId, SessionId};
 use crate::engine::tc::AdmissionError;
 use crate::engine::{RsvpEngine, TrafficControl};
+use crate::few::Few;
 use crate::wire::error::error_code;
 use crate::wire::{ErrorSpec, FlowDescriptor};
 use pathwise_core::io::IfIndex;
@@ -86,7 +87,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 code: error_code::SERVICE_PREEMPTED,
                 value: 0,
             };
-            self.send_resv_err(r, error, vec![desc]);
+            self.send_resv_err(r, error, Few::One(desc));
             self.remove_rsb(r);
         }
         for p in served {

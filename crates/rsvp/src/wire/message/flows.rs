@@ -3,10 +3,12 @@
 //! order.
 
 use super::{FilterTe, FlowDescriptor};
+use crate::few::Few;
 use crate::wire::ParseErrorKind;
 use crate::wire::intserv::FlowSpec;
 use crate::wire::objects::{FilterSpec, Style, StyleKind, class};
 use crate::wire::te::{self, GeneralizedLabel, Label, RecordRoute};
+use smallvec::SmallVec;
 
 /// A FLOWSPEC or a FILTER_SPEC with what is bound to it, in wire order.
 pub(super) enum FlowObject {
@@ -16,7 +18,7 @@ pub(super) enum FlowObject {
 
 /// A message's flow objects as collected: inline for the common one FLOWSPEC and one
 /// FILTER_SPEC, so parsing such a Resv does not allocate for them.
-pub(super) type FlowObjects = smallvec::SmallVec<[FlowObject; 2]>;
+pub(super) type FlowObjects = SmallVec<[FlowObject; 2]>;
 
 /// How a message type treats the FLOWSPECs of its flow descriptor list.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -94,7 +96,7 @@ pub(super) fn flow_descriptors(
     style: Style,
     objects: FlowObjects,
     rules: FlowRules,
-) -> Result<Vec<FlowDescriptor>, ParseErrorKind> {
+) -> Result<Few<FlowDescriptor>, ParseErrorKind> {
     let bad = |class| ParseErrorKind::BadFlowDescriptor { class };
     let missing = |class| ParseErrorKind::MissingObject { class };
     match style.kind {
@@ -112,8 +114,8 @@ pub(super) fn flow_descriptors(
             }
             match (flowspec, rules) {
                 (None, FlowRules::Required) => Err(missing(class::FLOWSPEC)),
-                (None, FlowRules::Optional) => Ok(Vec::new()),
-                (flowspec, _) => Ok(vec![FlowDescriptor::new(flowspec, Vec::new())]),
+                (None, FlowRules::Optional) => Ok(Few::default()),
+                (flowspec, _) => Ok(Few::One(FlowDescriptor::new(flowspec, Few::default()))),
             }
         }
         // <FF flow descriptor list> ::= <FLOWSPEC> <FILTER_SPEC>
@@ -121,7 +123,8 @@ pub(super) fn flow_descriptors(
         // <FF flow descriptor> ::= [ <FLOWSPEC> ] <FILTER_SPEC>
         // RFC 3209 §3.2.1 adds <LABEL> [ <RECORD_ROUTE> ] after each <FILTER_SPEC>.
         StyleKind::Ff => {
-            let mut flows = Vec::with_capacity(objects.len());
+            // Inline while there is one descriptor, as `Few` keeps it.
+            let mut flows: SmallVec<[FlowDescriptor; 1]> = SmallVec::new();
             let mut pending: Option<FlowSpec> = None;
             let mut previous: Option<FlowSpec> = None;
             for o in objects {
@@ -139,7 +142,7 @@ pub(super) fn flow_descriptors(
                         previous = flowspec.or(previous);
                         flows.push(FlowDescriptor {
                             flowspec,
-                            filters: vec![filter],
+                            filters: Few::One(filter),
                             // `canonical` of the one filter's, without allocating for none.
                             te: if te.is_empty() { Vec::new() } else { vec![te] },
                         });
@@ -152,16 +155,16 @@ pub(super) fn flow_descriptors(
             if flows.is_empty() && rules != FlowRules::Optional {
                 return Err(missing(class::FILTER_SPEC));
             }
-            Ok(flows)
+            Ok(flows.into_iter().collect())
         }
         // <SE flow descriptor> ::= <FLOWSPEC> <filter spec list>
         // RFC 3209 §3.2.1: <SE filter spec> ::= <FILTER_SPEC> <LABEL> [ <RECORD_ROUTE> ]
         StyleKind::Se => {
             if objects.is_empty() && rules == FlowRules::Optional {
-                return Ok(Vec::new());
+                return Ok(Few::default());
             }
             let mut flowspec = None;
-            let mut filters = Vec::with_capacity(objects.len());
+            let mut filters: SmallVec<[FilterSpec; 1]> = SmallVec::new();
             let mut te = Vec::with_capacity(objects.len());
             for o in objects {
                 match o {
@@ -181,15 +184,17 @@ pub(super) fn flow_descriptors(
             if filters.is_empty() {
                 return Err(missing(class::FILTER_SPEC));
             }
-            Ok(vec![FlowDescriptor {
+            Ok(Few::One(FlowDescriptor {
                 flowspec,
-                filters,
+                filters: filters.into_iter().collect(),
                 te: canonical(te),
-            }])
+            }))
         }
         // A ResvErr reporting "Unknown reservation style" names the style it could not
         // understand, with no flow descriptor (RFC 2205 §3.1.8: the descriptor is optional).
-        StyleKind::Other(_) if objects.is_empty() && rules == FlowRules::Optional => Ok(Vec::new()),
+        StyleKind::Other(_) if objects.is_empty() && rules == FlowRules::Optional => {
+            Ok(Few::default())
+        }
         StyleKind::Other(_) => Err(ParseErrorKind::UnknownStyle { style }),
     }
 }

@@ -2,6 +2,7 @@
 //! are listed in the parent module's documentation; the flow descriptor list is built in
 //! [`flows`](super::flows).
 
+use crate::few::Few;
 use std::net::IpAddr;
 
 use super::flows::{
@@ -279,7 +280,7 @@ impl Collected {
         }
     }
 
-    fn flows(&mut self, rules: FlowRules) -> Result<(Style, Vec<FlowDescriptor>), ParseErrorKind> {
+    fn flows(&mut self, rules: FlowRules) -> Result<(Style, Few<FlowDescriptor>), ParseErrorKind> {
         let style = required(self.style, class::STYLE)?;
         let objects = std::mem::take(&mut self.flow_objects);
         Ok((style, flow_descriptors(style, objects, rules)?))

@@ -1,6 +1,7 @@
 //! Message-level tests: every vector of `vectors.rs` parses to the expected value and that value
 //! emits the same bytes; the error cases are in `tests/errors.rs`.
 
+use crate::few::Few;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use pathwise_core::wire::internet_checksum;
@@ -209,7 +210,7 @@ fn path_v6() {
     );
 }
 
-fn resv4(style: Style, flows: Vec<FlowDescriptor>) -> Resv {
+fn resv4(style: Style, flows: Few<FlowDescriptor>) -> Resv {
     Resv {
         integrity: None,
         session: session4(),
@@ -224,7 +225,7 @@ fn resv4(style: Style, flows: Vec<FlowDescriptor>) -> Resv {
     }
 }
 
-fn resv6(style: Style, flows: Vec<FlowDescriptor>) -> Resv {
+fn resv6(style: Style, flows: Few<FlowDescriptor>) -> Resv {
     Resv {
         session: session6(),
         hop: hop(v6("fe80::2"), 1),
@@ -239,7 +240,8 @@ fn resv_ff() {
         vec![
             cl(bucket1(), vec![f4("10.0.0.1", 4000)]),
             cl(bucket2(), vec![f4("10.0.0.2", 4001)]),
-        ],
+        ]
+        .into(),
     );
     r.confirm = Some(ResvConfirm {
         receiver: v4("10.0.0.9"),
@@ -256,7 +258,8 @@ fn resv_ff() {
                 }],
             ),
             cl(bucket2(), vec![f6("2001:db8::2", 4001)]),
-        ],
+        ]
+        .into(),
     );
     check(RESV_FF_V6, Message::Resv(r));
 }
@@ -269,7 +272,8 @@ fn resv_ff_omitted_flowspec_takes_the_previous_one() {
         vec![
             cl(bucket1(), vec![f4("10.0.0.1", 4000)]),
             cl(bucket1(), vec![f4("10.0.0.2", 4001)]),
-        ],
+        ]
+        .into(),
     );
     assert_eq!(m, Message::Resv(expected));
     // Re-emitted, every FLOWSPEC is written, and the result parses to the same value.
@@ -289,9 +293,10 @@ fn resv_se() {
                 rate: 250_000.0,
                 slack: 100,
             }),
-            filters: vec![f4("10.0.0.1", 4000), f4("10.0.0.2", 4001)],
+            filters: vec![f4("10.0.0.1", 4000), f4("10.0.0.2", 4001)].into(),
             te: Vec::new(),
-        }],
+        }]
+        .into(),
     );
     r.policy = vec![opaque(14, &[1, 2, 3, 4])];
     check(RESV_SE_V4, Message::Resv(r));
@@ -300,19 +305,20 @@ fn resv_se() {
         vec![cl(
             bucket1(),
             vec![f6("2001:db8::1", 4000), f6("2001:db8::2", 4001)],
-        )],
+        )]
+        .into(),
     );
     check(RESV_SE_V6, Message::Resv(r));
 }
 
 #[test]
 fn resv_wf() {
-    let mut r = resv4(Style::WF, vec![cl(bucket1(), vec![])]);
+    let mut r = resv4(Style::WF, vec![cl(bucket1(), vec![])].into());
     r.scope = Some(Scope {
         addrs: vec![v4("10.0.0.1"), v4("10.0.0.2")],
     });
     check(RESV_WF_V4, Message::Resv(r));
-    let mut r = resv6(Style::WF, vec![cl(bucket1(), vec![])]);
+    let mut r = resv6(Style::WF, vec![cl(bucket1(), vec![])].into());
     r.scope = Some(Scope {
         addrs: vec![v6("2001:db8::1")],
     });
@@ -362,7 +368,7 @@ fn resv_err() {
             scope: None,
             policy: vec![],
             style: Style::FF,
-            flows: vec![cl(bucket1(), vec![f4("10.0.0.1", 4000)])],
+            flows: vec![cl(bucket1(), vec![f4("10.0.0.1", 4000)])].into(),
             forward: vec![],
         }),
     );
@@ -378,7 +384,7 @@ fn resv_err() {
             }),
             policy: vec![],
             style: Style::WF,
-            flows: vec![cl(bucket1(), vec![])],
+            flows: vec![cl(bucket1(), vec![])].into(),
             forward: vec![],
         }),
     );
@@ -423,15 +429,16 @@ fn resv_tear() {
             flows: vec![
                 FlowDescriptor {
                     flowspec: None,
-                    filters: vec![f4("10.0.0.1", 4000)],
+                    filters: vec![f4("10.0.0.1", 4000)].into(),
                     te: Vec::new(),
                 },
                 FlowDescriptor {
                     flowspec: None,
-                    filters: vec![f4("10.0.0.2", 4001)],
+                    filters: vec![f4("10.0.0.2", 4001)].into(),
                     te: Vec::new(),
                 },
-            ],
+            ]
+            .into(),
             forward: vec![],
         }),
     );
@@ -446,7 +453,7 @@ fn resv_tear() {
                 flags: 0,
                 kind: StyleKind::Se,
             },
-            flows: vec![cl(bucket1(), vec![f6("2001:db8::1", 4000)])],
+            flows: vec![cl(bucket1(), vec![f6("2001:db8::1", 4000)])].into(),
             forward: vec![],
         }),
     );
@@ -464,7 +471,7 @@ fn resv_conf() {
                 receiver: v4("10.0.0.9"),
             },
             style: Style::WF,
-            flows: vec![cl(bucket1(), vec![])],
+            flows: vec![cl(bucket1(), vec![])].into(),
             forward: vec![],
         }),
     );
@@ -478,7 +485,7 @@ fn resv_conf() {
                 receiver: v6("2001:db8::9"),
             },
             style: Style::FF,
-            flows: vec![cl(bucket1(), vec![f6("2001:db8::1", 4000)])],
+            flows: vec![cl(bucket1(), vec![f6("2001:db8::1", 4000)])].into(),
             forward: vec![],
         }),
     );

@@ -1,6 +1,7 @@
 //! Strategies for whole messages: every message type, for IP and LSP_TUNNEL sessions, with the
 //! RSVP-TE objects each may carry present or not, in the canonical forms parsing gives.
 
+use crate::few::Few;
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
@@ -52,7 +53,7 @@ fn descriptor(flowspec: Option<FlowSpec>, filters: Vec<(FilterSpec, FilterTe)>) 
     let (filters, te): (Vec<_>, Vec<_>) = filters.into_iter().unzip();
     FlowDescriptor {
         flowspec,
-        filters,
+        filters: filters.into(),
         te: if te.iter().all(FilterTe::is_empty) {
             Vec::new()
         } else {
@@ -74,7 +75,7 @@ fn style_and_flows(
     v6: bool,
     lsp: bool,
     rules: Flows,
-) -> BoxedStrategy<(Style, Vec<FlowDescriptor>)> {
+) -> BoxedStrategy<(Style, Few<FlowDescriptor>)> {
     let fs = move || match rules {
         Flows::Required => flowspec().prop_map(Some).boxed(),
         Flows::Tear => option::of(flowspec()).boxed(),
@@ -83,16 +84,16 @@ fn style_and_flows(
     let style = |kind| any::<u8>().prop_map(move |flags| Style { flags, kind });
     prop_oneof![
         (style(StyleKind::Wf), fs())
-            .prop_map(|(s, flowspec)| (s, vec![FlowDescriptor::new(flowspec, vec![])])),
+            .prop_map(|(s, flowspec)| (s, Few::One(FlowDescriptor::new(flowspec, vec![])))),
         (
             style(StyleKind::Ff),
             vec((fs(), filter()), 1..4).prop_map(|d| d
                 .into_iter()
                 .map(|(flowspec, f)| descriptor(flowspec, vec![f]))
-                .collect::<Vec<_>>())
+                .collect::<Few<_>>())
         ),
         (style(StyleKind::Se), fs(), vec(filter(), 1..4))
-            .prop_map(|(s, flowspec, filters)| (s, vec![descriptor(flowspec, filters)])),
+            .prop_map(|(s, flowspec, filters)| (s, Few::One(descriptor(flowspec, filters)))),
     ]
     .boxed()
 }
@@ -213,7 +214,7 @@ fn message_of(v6: bool, lsp: bool) -> BoxedStrategy<Message> {
                     scope,
                     policy,
                     style: sf.0,
-                    flows: if empty { vec![] } else { sf.1 },
+                    flows: if empty { vec![].into() } else { sf.1 },
                     forward,
                 })
             },

@@ -387,7 +387,7 @@ fn tear_and_err_flow_lists() {
         t.flows,
         vec![FlowDescriptor {
             flowspec: None,
-            filters: vec![],
+            filters: vec![].into(),
             te: Vec::new(),
         }]
     );

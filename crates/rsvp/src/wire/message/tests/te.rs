@@ -2,6 +2,7 @@
 //! same bytes. Where the TE objects may go, and the errors, are in `te_rules.rs`.
 
 use super::*;
+use crate::few::Few;
 use crate::wire::te::{
     AbstractNode, EroSubobject, ExplicitRoute, Label, LabelRequest, RecordRoute,
     ResourceAffinities, RroSubobject, SessionAttribute,
@@ -162,7 +163,7 @@ fn path_te() {
     );
 }
 
-pub(super) fn resv_te4(style: Style, flows: Vec<FlowDescriptor>) -> Resv {
+pub(super) fn resv_te4(style: Style, flows: Few<FlowDescriptor>) -> Resv {
     Resv {
         integrity: None,
         session: lsp_session4(),
@@ -188,15 +189,16 @@ fn resv_te() {
             vec![
                 FlowDescriptor {
                     flowspec: cl,
-                    filters: vec![lsp4(1)],
+                    filters: vec![lsp4(1)].into(),
                     te: vec![te(1000, recorded(1000))],
                 },
                 FlowDescriptor {
                     flowspec: cl,
-                    filters: vec![lsp4(2)],
+                    filters: vec![lsp4(2)].into(),
                     te: vec![te(1001, None)],
                 },
-            ],
+            ]
+            .into(),
         )),
     );
     check(
@@ -205,9 +207,10 @@ fn resv_te() {
             Style::SE,
             vec![FlowDescriptor {
                 flowspec: cl,
-                filters: vec![lsp4(1), lsp4(2)],
+                filters: vec![lsp4(1), lsp4(2)].into(),
                 te: vec![te(1000, recorded(1000)), te(1001, recorded(1001))],
-            }],
+            }]
+            .into(),
         )),
     );
     check(
@@ -217,7 +220,7 @@ fn resv_te() {
             hop: hop(v6("fe80::2"), 1),
             flows: vec![FlowDescriptor {
                 flowspec: cl,
-                filters: vec![lsp6(2)],
+                filters: vec![lsp6(2)].into(),
                 te: vec![te(
                     3,
                     rro(vec![
@@ -229,8 +232,9 @@ fn resv_te() {
                         rro_label(0, 3),
                     ]),
                 )],
-            }],
-            ..resv_te4(Style::SE, vec![])
+            }]
+            .into(),
+            ..resv_te4(Style::SE, vec![].into())
         }),
     );
 }

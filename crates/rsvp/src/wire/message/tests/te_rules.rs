@@ -143,7 +143,8 @@ fn senders_must_be_of_the_sessions_kind() {
         vec![FlowDescriptor::new(
             Some(FlowSpec::ControlledLoad(bucket1())),
             vec![lsp4(1)],
-        )],
+        )]
+        .into(),
     );
     let mut b = Vec::new();
     Message::Resv(resv.clone()).emit(64, &mut b);
