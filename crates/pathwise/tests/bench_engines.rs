@@ -62,6 +62,7 @@ fn bench_gist_engine_reports_its_steady_state() {
     assert!(num("steady_messages_per_session") >= 1.0, "{r}");
     let allocs = num("steady_allocations_per_message");
     assert!(allocs.is_finite() && allocs >= 0.0, "{r}");
+    assert!(num("steady_allocations") >= 0.0, "{r}");
     assert!(num("steady_heap_growth").is_finite(), "{r}");
     assert!(
         num("querier_bytes") > 0.0 && num("responder_bytes") > 0.0,

@@ -46,7 +46,7 @@ impl GistEngine {
             router_alert: rx.router_alert,
             ma: None,
         };
-        match Message::parse_datagram(rx.payload) {
+        match Message::parse_datagram_reusing(rx.payload, &mut self.nslp_spare) {
             Ok(msg) => self.on_message(now, ctx, msg, rx.payload.get(4..).unwrap_or(&[])),
             Err(e) => self.on_parse_error(now, ctx, &e, rx.payload.get(4..).unwrap_or(&[])),
         }
@@ -435,7 +435,7 @@ impl GistEngine {
         if !self.may_send_to(ctx.dst) {
             return;
         }
-        let mut payload = Vec::with_capacity(raw.len() + 4);
+        let mut payload = self.spare.take(raw.len() + 4);
         payload.extend_from_slice(&crate::wire::MAGIC.to_be_bytes());
         payload.extend_from_slice(raw);
         payload[5] = msg.gist_hops - 1;

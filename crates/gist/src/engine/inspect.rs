@@ -53,7 +53,9 @@ impl GistEngine {
             + heap
             + peers
             + mas
-            + self.timers.heap_bytes();
+            + self.timers.heap_bytes()
+            + self.spare.heap_bytes()
+            + self.nslp_spare.heap_bytes();
         s
     }
 

@@ -230,29 +230,36 @@ impl GistEngine {
             if n > m.rx_buf.len() {
                 break;
             }
-            let frame: Vec<u8> = m.rx_buf.drain(..n).collect();
-            match Message::parse(&frame) {
-                Ok(msg) => self.on_message(now, ctx, msg, &frame),
-                Err(e) => {
-                    let framing = e.kind.error_code().is_some_and(|(_, code, _)| {
-                        code == crate::wire::error_code::COMMON_HEADER_PARSE_ERROR
-                    });
-                    self.on_parse_error(now, ctx, &e, &frame);
-                    if framing {
-                        // A Common Header Parse Error (A.4.4.1: "not process the message
-                        // further") on a byte stream loses the message boundaries: C-mode has
-                        // no magic number to find the next one by (§5.4.1). One Error has
-                        // gone back; the rest of the stream is not parsed (answering each 8
-                        // bytes of garbage would send 7.5 times what came in) and the MA is
-                        // torn down, as a failed first message tears it down (§5.7.1).
-                        self.counters.streams_refused += 1;
-                        if let Some(m) = self.mas.get_mut(ma as usize) {
-                            m.rx_buf.clear();
-                        }
-                        self.close_ma(ma, true);
-                        return;
-                    }
+            // The frame is copied into a spare buffer, given back once handled.
+            let mut frame = self.spare.take(n);
+            frame.extend(m.rx_buf.drain(..n));
+            let parsed = Message::parse_reusing(&frame, &mut self.nslp_spare);
+            let framing = match parsed {
+                Ok(msg) => {
+                    self.on_message(now, ctx, msg, &frame);
+                    false
                 }
+                Err(e) => {
+                    self.on_parse_error(now, ctx, &e, &frame);
+                    e.kind.error_code().is_some_and(|(_, code, _)| {
+                        code == crate::wire::error_code::COMMON_HEADER_PARSE_ERROR
+                    })
+                }
+            };
+            self.spare.put(frame);
+            if framing {
+                // A Common Header Parse Error (A.4.4.1: "not process the message
+                // further") on a byte stream loses the message boundaries: C-mode has
+                // no magic number to find the next one by (§5.4.1). One Error has
+                // gone back; the rest of the stream is not parsed (answering each 8
+                // bytes of garbage would send 7.5 times what came in) and the MA is
+                // torn down, as a failed first message tears it down (§5.7.1).
+                self.counters.streams_refused += 1;
+                if let Some(m) = self.mas.get_mut(ma as usize) {
+                    m.rx_buf.clear();
+                }
+                self.close_ma(ma, true);
+                return;
             }
         }
         self.schedule_ma(ma);
@@ -297,7 +304,7 @@ impl GistEngine {
         let Some(m) = self.mas.get(ma as usize) else {
             return;
         };
-        let mut bytes = Vec::with_capacity(msg.buffer_len());
+        let mut bytes = self.spare.take(msg.buffer_len());
         msg.emit(&mut bytes);
         self.counters.count_out(msg.msg_type());
         self.streams.push_back(StreamTransmit {

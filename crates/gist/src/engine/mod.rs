@@ -36,7 +36,7 @@ use crate::nslp::{
     GistApi, MessageHandle, MessageStatus, NetworkNotification, Nslp, NslpEvent, RecvMessage,
     RoutingDecision,
 };
-use crate::wire::{GIST_PORT, Message, MsgType, Nli};
+use crate::wire::{GIST_PORT, Message, MsgType, Nli, SpareBuffers};
 use cookie::CookieMint;
 use hashbrown::HashTable;
 use pathwise_core::engine::Engine;
@@ -316,6 +316,11 @@ pub struct GistEngine {
     served: KeyedSet<u16>,
     cookies: CookieMint,
     transmits: VecDeque<Transmit>,
+    /// Sent payloads handed back ([`GistEngine::recycle`]): messages are written into them.
+    spare: SpareBuffers,
+    /// NSLP data handed back ([`GistEngine::recycle_nslp_data`]): received NSLP data is
+    /// copied into them.
+    nslp_spare: SpareBuffers,
     streams: VecDeque<StreamTransmit>,
     events: VecDeque<GistEvent>,
     upcalls: VecDeque<Upcall>,
@@ -409,6 +414,8 @@ impl GistEngine {
             served,
             cookies: CookieMint::new(&mut rng, cfg.secret_rotation, now),
             transmits: VecDeque::new(),
+            spare: SpareBuffers::new(),
+            nslp_spare: SpareBuffers::new(),
             streams: VecDeque::new(),
             events: VecDeque::new(),
             upcalls: VecDeque::new(),
@@ -502,6 +509,23 @@ impl GistEngine {
         self.streams.pop_front()
     }
 
+    /// Hand back a sent [`Transmit`]'s payload (or the bytes of a sent [`StreamOp::Send`]):
+    /// the next message is written into it instead of a fresh allocation, so a driver that
+    /// recycles what it sent sends without allocating in steady state (issue #21). Optional;
+    /// a driver that keeps its payloads costs one allocation per message sent. A few dozen
+    /// buffers are kept ([`SpareBuffers`]).
+    pub fn recycle(&mut self, payload: Vec<u8>) {
+        self.spare.put(payload);
+    }
+
+    /// Hand back the NSLP data of a [`RecvMessage`] the application is done with: the NSLP
+    /// data of a message received later is copied into it. The data delivered is the
+    /// application's own (B.2 RecvMessage hands it over), so without this each NSLP message
+    /// received costs that one allocation; with it, none in steady state.
+    pub fn recycle_nslp_data(&mut self, data: Vec<u8>) {
+        self.nslp_spare.put(data);
+    }
+
     fn alloc_handle(&mut self) -> MessageHandle {
         let h = MessageHandle(self.next_handle);
         self.next_handle += 1;
@@ -580,7 +604,7 @@ impl GistEngine {
             router_alert: router_alert
                 .then(|| self.cfg.router_alert.value(msg.nslpid, dst.is_ipv6())),
             ttl,
-            payload: msg.to_datagram(),
+            payload: msg.to_datagram_reusing(&mut self.spare),
         });
     }
 

@@ -12,6 +12,7 @@ use super::header::{
 };
 use super::mri::Mri;
 use super::objects::{Cookie, Nli, SessionId, StackConfigData, StackProposal, UnknownObject};
+use super::spare::SpareBuffers;
 use super::{HEADER_LEN, MAGIC, VERSION};
 use pathwise_core::wire::{Reader, TlvIter, Writer};
 
@@ -254,7 +255,12 @@ struct Found {
 }
 
 impl Found {
-    fn take_object(&mut self, t: u16, body: &[u8]) -> Result<(), ObjectFault> {
+    fn take_object(
+        &mut self,
+        t: u16,
+        body: &[u8],
+        spare: &mut SpareBuffers,
+    ) -> Result<(), ObjectFault> {
         match t {
             ot::MRI => self.mri = Some(Mri::parse(body)?),
             ot::SESSION_ID => self.sid = Some(SessionId::parse(body)?),
@@ -264,7 +270,7 @@ impl Found {
             ot::QUERY_COOKIE => self.qc = Some(Cookie::parse(body)),
             ot::RESPONDER_COOKIE => self.rc = Some(Cookie::parse(body)),
             ot::NAT_TRAVERSAL => self.nat = Some(body.to_vec()),
-            ot::NSLP_DATA => self.nslp = Some(body.to_vec()),
+            ot::NSLP_DATA => self.nslp = Some(spare.copy_of(body)),
             ot::ERROR => self.error = Some(ErrorObject::parse(body)?),
             ot::HELLO_ID => {
                 let mut r = Reader::new(body);
@@ -332,17 +338,32 @@ impl Message {
     /// Parse a D-mode message: the magic number, then the message (§5.4.1). Offsets in a
     /// [`ParseError`] count from after the magic number.
     pub fn parse_datagram(buf: &[u8]) -> Result<Message, ParseError> {
+        Self::parse_datagram_reusing(buf, &mut SpareBuffers::new())
+    }
+
+    /// [`Message::parse_datagram`], copying the NSLP data into a buffer from `spare` when it
+    /// holds one.
+    pub fn parse_datagram_reusing(
+        buf: &[u8],
+        spare: &mut SpareBuffers,
+    ) -> Result<Message, ParseError> {
         let magic = Reader::new(buf)
             .u32()
             .map_err(|_| ParseError::new(ParseErrorKind::Truncated))?;
         if magic != MAGIC {
             return Err(ParseError::new(ParseErrorKind::BadMagic(magic)));
         }
-        Self::parse(&buf[4..])
+        Self::parse_reusing(&buf[4..], spare)
     }
 
     /// Parse one whole message starting at its common header (C-mode, or after the magic).
     pub fn parse(buf: &[u8]) -> Result<Message, ParseError> {
+        Self::parse_reusing(buf, &mut SpareBuffers::new())
+    }
+
+    /// [`Message::parse`], copying the NSLP data into a buffer from `spare` when it holds one
+    /// (the other objects of the messages GIST exchanges in steady state are held inline).
+    pub fn parse_reusing(buf: &[u8], spare: &mut SpareBuffers) -> Result<Message, ParseError> {
         let hdr =
             CommonHeader::parse(buf).map_err(|_| ParseError::new(ParseErrorKind::Truncated))?;
         let fail = |kind| {
@@ -433,7 +454,7 @@ impl Message {
             if ty == ot::HELLO_ID {
                 hello_at = Some(range.start);
             }
-            if let Err(f) = found.take_object(ty, body) {
+            if let Err(f) = found.take_object(ty, body, spare) {
                 let kind = ParseErrorKind::ObjectValue {
                     object_type: ty,
                     fault: f.fault,
@@ -498,6 +519,14 @@ impl Message {
     /// The message as a fresh D-mode datagram payload.
     pub fn to_datagram(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(4 + self.buffer_len());
+        self.emit_datagram(&mut v);
+        v
+    }
+
+    /// The message as a D-mode datagram payload written into a buffer from `spare` when it
+    /// holds one.
+    pub fn to_datagram_reusing(&self, spare: &mut SpareBuffers) -> Vec<u8> {
+        let mut v = spare.take(4 + self.buffer_len());
         self.emit_datagram(&mut v);
         v
     }

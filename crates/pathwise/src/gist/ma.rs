@@ -231,18 +231,22 @@ impl MaStreams {
                     }
                 }
             }
-            StreamOp::Send(bytes) => match self.conns.get_mut(&t.peer) {
-                Some(c) => {
-                    c.out.extend_from_slice(&bytes);
-                    if c.out.len() > MAX_QUEUED {
-                        self.stats.send_overflows += 1;
-                        self.fail(engine, now, t.peer);
-                    } else if c.ready {
-                        self.write(engine, now, t.peer);
+            StreamOp::Send(bytes) => {
+                match self.conns.get_mut(&t.peer) {
+                    Some(c) => {
+                        c.out.extend_from_slice(&bytes);
+                        if c.out.len() > MAX_QUEUED {
+                            self.stats.send_overflows += 1;
+                            self.fail(engine, now, t.peer);
+                        } else if c.ready {
+                            self.write(engine, now, t.peer);
+                        }
                     }
+                    None => self.tell(engine, now, StreamInput::Closed { peer: t.peer }),
                 }
-                None => self.tell(engine, now, StreamInput::Closed { peer: t.peer }),
-            },
+                // Copied into the connection's queue: the engine's next message goes into it.
+                engine.recycle(bytes);
+            }
             StreamOp::Close => {
                 if self.conns.contains_key(&t.peer) {
                     // What the engine sent last (an Error before a framing-error close) goes

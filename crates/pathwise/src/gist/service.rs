@@ -467,6 +467,8 @@ impl GistService {
             while let Some(t) = self.engine.poll_transmit() {
                 any = true;
                 self.send(&t);
+                // The next message is written into it (issue #21).
+                self.engine.recycle(t.payload);
             }
             // Stream events can make the engine send more (a Confirm once connected).
             while let Some(st) = self.engine.poll_stream() {
@@ -534,6 +536,11 @@ impl GistService {
                     } else if let Some(l) = &mut self.load {
                         l.failure(session_id, seq);
                     }
+                }
+                GistEvent::Recv(r) => {
+                    tracing::debug!(event = ?r, "gist upcall");
+                    // Read: its buffer takes the next NSLP data received (issue #21).
+                    self.engine.recycle_nslp_data(r.nslp_data);
                 }
                 other => tracing::debug!(event = ?other, "gist upcall"),
             }

@@ -13,6 +13,9 @@
 //! at the default 180 s period) and the NSLP sends one 16-byte message per session, every
 //! output delivered to the other engine until both are quiet. The heap allocations made and
 //! the messages exchanged are counted over the rounds after the first (the first warms up).
+//! The driver hands each payload back to its sender once delivered (`GistEngine::recycle`),
+//! and the NSLP hands the data of each message delivered back to its engine
+//! (`GistEngine::recycle_nslp_data`), as the daemon does.
 
 use crate::bench::alloc;
 use pathwise_core::engine::Engine;
@@ -20,7 +23,7 @@ use pathwise_core::io::{IfIndex, Transmit};
 use pathwise_core::time::Instant;
 use pathwise_gist::nslp::{GistApi, SendMessage};
 use pathwise_gist::wire::{Mri, PathCoupledMri};
-use pathwise_gist::{Config, GistEngine};
+use pathwise_gist::{Config, GistEngine, GistEvent};
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -53,6 +56,10 @@ pub struct Report {
     /// Steady state, both engines: heap allocations per GIST message exchanged (median),
     /// counting what the engines make, not the NSLP's own buffers handed in.
     pub steady_allocations_per_message: f64,
+    /// Steady state, both engines: heap allocations over the counted rounds (median): what is
+    /// left is the high-water marks (the timer wheel's scratch space, the spare buffers of the
+    /// largest burst in flight), each reached once.
+    pub steady_allocations: f64,
     /// Steady state: live heap change over the counted rounds, bytes per session (median).
     pub steady_heap_growth: f64,
 }
@@ -94,17 +101,22 @@ struct Run {
     /// ns per handshake.
     setup_ns: f64,
     /// Steady state: (messages per session per round, allocations per message, heap growth
-    /// per session).
-    steady: (f64, f64, f64),
+    /// per session, allocations).
+    steady: (f64, f64, f64, f64),
 }
 
 /// Datagrams on their way: `true` for A to B. One queue serves the whole steady state, so
 /// that what the benchmark itself allocates is not counted as the engines'.
 type Wire = std::collections::VecDeque<(bool, Transmit)>;
 
-/// Drop `e`'s events and put what it sends on `wire`, towards B when `to_b`.
+/// Take `e`'s events (handing NSLP data back) and put what it sends on `wire`, towards B when
+/// `to_b`.
 fn outputs(e: &mut GistEngine, to_b: bool, wire: &mut Wire) {
-    while e.poll_event().is_some() {}
+    while let Some(ev) = e.poll_event() {
+        if let GistEvent::Recv(r) = ev {
+            e.recycle_nslp_data(r.nslp_data);
+        }
+    }
     while let Some(t) = e.poll_transmit() {
         wire.push_back((to_b, t));
     }
@@ -116,8 +128,13 @@ fn exchange(a: &mut GistEngine, b: &mut GistEngine, now: Instant, wire: &mut Wir
     let mut n = 0;
     while let Some((to_b, t)) = wire.pop_front() {
         n += 1;
-        let (to, from) = if to_b { (&mut *b, A) } else { (&mut *a, B) };
+        let (to, sender, from) = if to_b {
+            (&mut *b, &mut *a, A)
+        } else {
+            (&mut *a, &mut *b, B)
+        };
         to.handle_datagram(now, t.received_on(IfIndex(1), from));
+        sender.recycle(t.payload);
         outputs(to, !to_b, wire);
     }
     n
@@ -143,12 +160,12 @@ fn run_timers(a: &mut GistEngine, b: &mut GistEngine, until: Instant, wire: &mut
 
 /// The steady state after setup (see the module doc): per round, both engines' timers, then
 /// one NSLP message per session from A. (messages per session per round, allocations per
-/// message, heap growth per session) over rounds 2..=7.
+/// message, heap growth per session, allocations) over rounds 2..=7.
 fn steady(
     a: &mut GistEngine,
     b: &mut GistEngine,
     sids: &[pathwise_gist::wire::SessionId],
-) -> anyhow::Result<(f64, f64, f64)> {
+) -> anyhow::Result<(f64, f64, f64, f64)> {
     const ROUNDS: u64 = 7;
     let (mut messages, mut allocations) = (0usize, 0usize);
     let mut heap_at_round_2 = 0;
@@ -184,6 +201,7 @@ fn steady(
         messages as f64 / n / rounds,
         allocations as f64 / messages.max(1) as f64,
         growth / n,
+        allocations as f64,
     ))
 }
 
@@ -258,15 +276,16 @@ pub fn run(sessions: usize, runs: usize, presize: bool) -> anyhow::Result<Report
     );
     let runs = runs.max(1);
     let (mut q, mut r, mut qe, mut re, mut t) = (vec![], vec![], vec![], vec![], vec![]);
-    let (mut sm, mut sa, mut sg) = (vec![], vec![], vec![]);
+    let (mut sm, mut sa, mut sg, mut st) = (vec![], vec![], vec![], vec![]);
     let mut runs_bytes = Vec::new();
     for _ in 0..runs {
         let Run {
             bytes: (qb, rb),
             estimate: (qest, rest),
             setup_ns: ns,
-            steady: (msgs, allocs, growth),
+            steady: (msgs, allocs, growth, total),
         } = one_run(sessions, presize)?;
+        st.push(total);
         sm.push(msgs);
         sa.push(allocs);
         sg.push(growth);
@@ -289,6 +308,7 @@ pub fn run(sessions: usize, runs: usize, presize: bool) -> anyhow::Result<Report
         runs_bytes,
         steady_messages_per_session: median(&sm),
         steady_allocations_per_message: median(&sa),
+        steady_allocations: median(&st),
         steady_heap_growth: median(&sg),
     })
 }
@@ -331,8 +351,11 @@ pub fn render(r: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "steady state, both engines: {:.2} messages per session per 30 s, {:.2} allocations per message, heap {:+.1} bytes per session",
-        r.steady_messages_per_session, r.steady_allocations_per_message, r.steady_heap_growth
+        "steady state, both engines: {:.2} messages per session per 30 s, {:.2} allocations per message ({:.0} in all), heap {:+.1} bytes per session",
+        r.steady_messages_per_session,
+        r.steady_allocations_per_message,
+        r.steady_allocations,
+        r.steady_heap_growth
     );
     out
 }
