@@ -432,7 +432,7 @@ fn gist_query(nslpid: u16, payload: Vec<u8>) -> GistMessage {
             nli: Nli {
                 ip_ttl: 64,
                 rs_validity_ms: 30_000,
-                peer_identity: b"qni".to_vec(),
+                peer_identity: b"qni"[..].into(),
                 interface_address: ip("10.0.0.1"),
             },
             query_cookie: Cookie(vec![0x5a; 8].into()),
