@@ -312,6 +312,12 @@ fn make_before_break_moves_an_lsp_without_a_gap() {
         both_at_b |= engine(&sc, b).lfib().len() == 2;
         // SE: the shared link A–B carries one reservation, never two.
         assert!(installed_kbps(&sc, a, &session) <= 4_000.0);
+        // The LSP count kept as path state changes (counters) agrees with the views at every
+        // node while LSPs come and go.
+        for n in [a, b, c, d, e, f] {
+            let en = engine(&sc, n);
+            assert_eq!(en.lsp_count(), en.lsps().len(), "at {t:?}");
+        }
     }
     assert!(both_at_b, "the old LSP went before the new one was up");
     let v = head(&sc, a, "mbb");
@@ -320,7 +326,9 @@ fn make_before_break_moves_an_lsp_without_a_gap() {
     sc.run_until(Instant::from_secs(2));
     assert!(engine(&sc, c).sessions().is_empty());
     assert!(engine(&sc, c).lfib().is_empty());
+    assert_eq!(engine(&sc, c).lsp_count(), 0);
     assert_eq!(engine(&sc, b).lfib().len(), 1);
+    assert_eq!(engine(&sc, b).lsp_count(), 1);
     assert_eq!(engine(&sc, a).lsps().len(), 1);
     assert_eq!(installed_kbps(&sc, b, &session), 4_000.0);
 }

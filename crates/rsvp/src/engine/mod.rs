@@ -292,6 +292,9 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     lfib: pathwise_core::mpls::MemoryLfib,
     /// LSPs this node heads, by name.
     lsps: Vec<te::lsp::HeadEnd>,
+    /// PSBs holding RSVP-TE state, counted as they come, change and go: the LSPs a counters
+    /// request reports without a walk over every PSB.
+    te_psbs: usize,
     /// The last tunnel id given to a new LSP.
     next_tunnel_id: u16,
     /// Creation counter of head-end LSPs.
@@ -362,6 +365,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             labels: te::LabelSpace::new(cfg.label_range.0, cfg.label_range.1),
             lfib: pathwise_core::mpls::MemoryLfib::new(),
             lsps: Vec::new(),
+            te_psbs: 0,
             next_tunnel_id: 0,
             te_seq: 0,
             superseded: Vec::new(),

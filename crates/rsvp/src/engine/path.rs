@@ -157,6 +157,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// Add a PSB to its session.
     pub(super) fn insert_psb(&mut self, psb: Psb) -> PsbId {
         let sid = psb.session;
+        self.te_psbs += usize::from(psb.te().is_some());
         let id = self.psbs.insert(psb);
         list::push(&mut self.psbs, &mut self.sessions[sid].psbs, id, |p| {
             &mut p.next
@@ -337,6 +338,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 if changed {
                     psb.carried = carried(objects);
                 }
+                self.te_psbs -= usize::from(psb.te().is_some());
+                self.te_psbs += usize::from(te.is_some());
                 psb.set_te(te);
                 (id, changed)
             }
@@ -541,6 +544,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.drop_in_label(id);
         self.forget_path(id);
         let p = self.psbs.remove(id);
+        self.te_psbs -= usize::from(p.te().is_some());
         self.tspecs.release(p.tspec);
         if let Some(r) = p.sent {
             self.flowspecs.release(r);

@@ -687,7 +687,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     .any(|p| self.psbs[p].phop.is_none() && self.psbs[p].te().is_some())
             })
         };
-        let live = self.psbs.iter().filter(|(_, p)| p.te().is_some()).count();
+        let live = self.te_psbs;
+        // Every test and simulation campaign asks for the count; there the walk checks it.
+        debug_assert_eq!(
+            live,
+            self.psbs.iter().filter(|(_, p)| p.te().is_some()).count(),
+            "PSBs with RSVP-TE state, as counted"
+        );
         let failed = self
             .lsps
             .iter()
