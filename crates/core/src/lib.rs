@@ -14,6 +14,8 @@
 //! - [`tc`]: the admission and traffic-control interface RSVP and the QoS NSLP share.
 //! - [`mpls`]: labels, the label-forwarding table and the dataplane trait label-switching engines use.
 //! - [`replay`]: anti-replay windows over sequence numbers (RSVP integrity, booster encryption).
+//! - [`spare`]: sent payloads kept for the next message (no allocation per message in steady
+//!   state; the RSVP and GIST engines).
 //! - [`io`], [`engine`]: the datagram vocabulary and the sans-IO engine contract drivers rely on.
 #![warn(missing_docs)]
 
@@ -26,6 +28,7 @@ pub mod mpls;
 pub mod replay;
 pub mod rng;
 pub mod route;
+pub mod spare;
 pub mod table;
 pub mod tc;
 pub mod time;

@@ -12,8 +12,8 @@ use super::header::{
 };
 use super::mri::Mri;
 use super::objects::{Cookie, Nli, SessionId, StackConfigData, StackProposal, UnknownObject};
-use super::spare::SpareBuffers;
 use super::{HEADER_LEN, MAGIC, VERSION};
+use pathwise_core::spare::SpareBuffers;
 use pathwise_core::wire::{Reader, TlvIter, Writer};
 
 /// Query (§5.1): `[NAT] MRI SID NLI Query-Cookie [Stack-Proposal SCD] [NSLP-Data]`.

@@ -35,7 +35,6 @@ mod mri;
 mod objects;
 #[cfg(test)]
 pub(crate) mod proptests;
-mod spare;
 #[cfg(test)]
 mod tests;
 pub mod vectors;
@@ -49,7 +48,7 @@ pub use objects::{
     Cookie, MaProtocolOptions, Nli, SessionId, ShortBytes, StackConfigData, StackProposal,
     UnknownObject, ma_protocol,
 };
-pub use spare::SpareBuffers;
+pub use pathwise_core::spare::SpareBuffers;
 
 /// The magic number that begins every D-mode message (RFC 5971 §5.4.1).
 pub const MAGIC: u32 = 0x4e04_bda5;

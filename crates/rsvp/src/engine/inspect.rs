@@ -216,6 +216,6 @@ impl<T: TrafficControl> RsvpEngine<T> {
         // The LFIB (a B-tree: entries plus roughly a pointer each of node overhead) and what
         // refresh reduction remembers per identified message.
         let lfib = self.lfib.len() * (size_of::<pathwise_core::mpls::LfibEntry>() + 16);
-        tables + psbs + rsbs + lfib + self.rr.heap_bytes()
+        tables + psbs + rsbs + lfib + self.rr.heap_bytes() + self.spare.heap_bytes()
     }
 }

@@ -265,7 +265,7 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     receivers: KeyedMap<Session, api::ReceiverRequest>,
     transmits: VecDeque<Transmit>,
     /// Payloads the driver handed back once sent ([`Self::recycle`]), written into again.
-    spare: Vec<Vec<u8>>,
+    spare: pathwise_core::spare::SpareBuffers,
     events: VecDeque<Event>,
     counters: Counters,
     /// Sessions to re-merge once the current input is processed.
@@ -385,7 +385,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             out_isbs: Arena::with_capacity(n),
             oiats: Arena::with_capacity(n),
             transmits: VecDeque::new(),
-            spare: Vec::new(),
+            spare: pathwise_core::spare::SpareBuffers::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
             pending_updates: Vec::new(),

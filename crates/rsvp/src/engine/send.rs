@@ -65,20 +65,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// Hand back a sent [`Transmit`]'s payload: the next message is written into it instead of
     /// a fresh allocation, so a driver that recycles what it sent sends without allocating in
     /// steady state (issue #21). Optional; a driver that keeps its payloads costs one allocation
-    /// per message. A few dozen buffers are kept, none over 64 KiB.
-    pub fn recycle(&mut self, mut payload: Vec<u8>) {
-        const KEEP: usize = 64;
-        if self.spare.len() < KEEP && payload.capacity() <= 64 * 1024 {
-            payload.clear();
-            self.spare.push(payload);
-        }
+    /// per message. A few dozen buffers are kept ([`pathwise_core::spare::SpareBuffers`]).
+    pub fn recycle(&mut self, payload: Vec<u8>) {
+        self.spare.put(payload);
     }
 
     /// An empty buffer for a message of about `len` bytes: a recycled one when there is one.
     pub(super) fn payload_buffer(&mut self, len: usize) -> Vec<u8> {
-        let mut b = self.spare.pop().unwrap_or_default();
-        b.reserve(len);
-        b
+        self.spare.take(len)
     }
 
     /// Emit `msg`, sign it under the outgoing interface's integrity policy, and queue it.

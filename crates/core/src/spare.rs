@@ -1,8 +1,8 @@
 //! Byte buffers kept for reuse (issue #21: no allocation per message in steady state).
 //!
-//! A driver hands back the payloads it has sent, an application the NSLP data it has read;
-//! the next message is written, or the next NSLP data copied, into one of them instead of a
-//! fresh allocation.
+//! A driver hands back the payloads it has sent (RSVP and GIST), an application the NSLP data
+//! it has read (GIST); the next message is written, or the next NSLP data copied, into one of
+//! them instead of a fresh allocation.
 
 /// Spare byte buffers: at most [`SpareBuffers::KEEP`], none over [`SpareBuffers::MAX_CAPACITY`].
 #[derive(Debug, Default)]
@@ -12,12 +12,14 @@ pub struct SpareBuffers {
 
 impl SpareBuffers {
     /// Most buffers kept: more than a burst of messages in flight at once in steady state
-    /// (a refresh timer slot's Queries), few enough to cost little when idle.
+    /// (a refresh timer slot's GIST Queries, a flush of RSVP refreshes), few enough to cost
+    /// little when idle.
     pub const KEEP: usize = 64;
     /// Largest buffer kept: a D-mode message fits in far less.
     pub const MAX_CAPACITY: usize = 64 * 1024;
-    /// Least capacity a buffer is grown to: every message of a D-mode handshake of this
-    /// implementation fits, so a buffer grown once serves any of them after.
+    /// Least capacity a buffer is grown to: every message of a GIST D-mode handshake of this
+    /// implementation fits, and a plain RSVP Path or Resv, so a buffer grown once serves any
+    /// of them after.
     pub const MIN_CAPACITY: usize = 256;
 
     /// An empty pool (allocates nothing).
