@@ -328,3 +328,88 @@ fn churn_on_two_shards(
     }
     Ok(())
 }
+
+/// `[[rsvp.lsp]]` on a head end with two shards follows a SIGHUP reload: an LSP added to the
+/// file comes up end to end (headed by the shard its name hashes to), one removed from it is
+/// torn down at every node, and one left as it was is left alone (same LSP ID, still up).
+#[test]
+fn a_reload_adds_and_removes_the_configured_lsps_of_a_sharded_head_end() -> anyhow::Result<()> {
+    let test = "a_reload_adds_and_removes_the_configured_lsps_of_a_sharded_head_end";
+    if skip(test, &[]) {
+        return Ok(());
+    }
+    let _serial = serial();
+    let lsp_table = |name: &str| {
+        format!("[[rsvp.lsp]]\nname = {name:?}\nto = {RECEIVER:?}\nbandwidth = \"100kbit\"\n")
+    };
+    let before = lsp_table("keep") + &lsp_table("gone");
+    let extra = [(H1, before.as_str())];
+    let options = pathwise::rsvp::chain::Options {
+        refresh: "1s",
+        extra: &extra,
+        threads: 2,
+        ..Default::default()
+    };
+    let lab = pathwise::rsvp::chain::build_with(Path::new(bin()), &options)?;
+    let named = |lab: &Lab, i: usize, name: &str| -> Option<Value> {
+        cli(lab, i, &["show", "lsp"])
+            .ok()?
+            .as_array()?
+            .iter()
+            .find(|l| l["name"] == name)
+            .cloned()
+    };
+    let up_everywhere = |lab: &Lab, name: &str| {
+        wait_for(
+            Duration::from_secs(10),
+            &format!("{name} up end to end"),
+            || {
+                (named(lab, H1, name)?["status"] == "up" && named(lab, H2, name)?["status"] == "up")
+                    .then_some(())
+            },
+        )
+    };
+    up_everywhere(&lab, "keep")?;
+    up_everywhere(&lab, "gone")?;
+    let kept = named(&lab, H1, "keep").unwrap_or_default();
+    assert!(kept["lsp_id"].is_u64(), "{kept}");
+
+    // The file now names "keep" and "new": reload.
+    let config = lab.path(&format!("{}.toml", NODES[H1]));
+    let text = std::fs::read_to_string(&config)?;
+    assert!(
+        text.contains(&before),
+        "the LSPs are in {}",
+        config.display()
+    );
+    std::fs::write(
+        &config,
+        text.replace(&before, &(lsp_table("keep") + &lsp_table("new"))),
+    )?;
+    let pid = lab
+        .pid(NODES[H1])
+        .ok_or_else(|| anyhow::anyhow!("no pid for H1"))?;
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()?;
+    assert!(hup.success());
+
+    up_everywhere(&lab, "new").map_err(|e| anyhow::anyhow!("{e}; log: {}", lab.log(NODES[H1])))?;
+    wait_for(
+        Duration::from_secs(10),
+        "gone torn down at every node",
+        || {
+            [H1, R1, R2, R3, H2]
+                .iter()
+                .all(|&n| named(&lab, n, "gone").is_none())
+                .then_some(())
+        },
+    )?;
+    let still = named(&lab, H1, "keep").unwrap_or_default();
+    assert_eq!(still["status"], "up", "{still}");
+    assert_eq!(
+        still["lsp_id"], kept["lsp_id"],
+        "keep left alone: {kept} then {still}"
+    );
+    Ok(())
+}
