@@ -14,48 +14,11 @@ use pathwise_core::time::Instant;
 use pathwise_gist::nslp::{GistApi, SendMessage};
 use pathwise_gist::wire::{Mri, PathCoupledMri, SessionId};
 use pathwise_gist::{Config, GistEngine, GistEvent};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
-struct PerThread;
-
-thread_local! {
-    static CALLS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count() {
-    let _ = CALLS.try_with(|c| c.set(c.get() + 1));
-}
-
-// SAFETY: every call is forwarded unchanged to `System`; only a thread-local count is kept.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for PerThread {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOC: PerThread = PerThread;
-
-fn allocations() -> usize {
-    CALLS.with(Cell::get)
-}
+#[path = "../../core/tests/support/per_thread_alloc.rs"]
+mod per_thread_alloc;
 
 const A: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 const B: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
@@ -171,14 +134,14 @@ impl Net {
             .enumerate()
             .map(|(i, sid)| SendMessage::new(NSLPID, *sid, mri(i), vec![k as u8; 16]))
             .collect();
-        let before = allocations();
+        let before = per_thread_alloc::calls();
         self.run_timers(now);
         for m in msgs.drain(..) {
             self.a.send_message(now, m).expect("SendMessage");
             self.outputs(true);
             self.exchange(now);
         }
-        allocations() - before
+        per_thread_alloc::calls() - before
     }
 
     fn established(&self) -> (usize, usize) {

@@ -13,49 +13,16 @@ use pathwise_rsvp::testing::{
     DOWN, NHOP, PHOP, UP, bytes, ff, path, received, resv, route, router_config, sender, session,
 };
 use pathwise_rsvp::wire::{Message, StyleKind};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::net::Ipv4Addr;
 
-struct PerThread;
-
-thread_local! {
-    static CALLS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count() {
-    let _ = CALLS.try_with(|c| c.set(c.get() + 1));
-}
-
-// SAFETY: every call is forwarded unchanged to `System`; only a thread-local count is kept.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for PerThread {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOC: PerThread = PerThread;
+#[path = "../../core/tests/support/per_thread_alloc.rs"]
+mod per_thread_alloc;
 
 /// Allocations `f` makes on this thread.
 fn allocations(f: impl FnOnce()) -> usize {
-    let before = CALLS.with(Cell::get);
+    let before = per_thread_alloc::calls();
     f();
-    CALLS.with(Cell::get) - before
+    per_thread_alloc::calls() - before
 }
 
 const SESSIONS: u16 = 64;
