@@ -63,6 +63,12 @@ fn feed(
 
 #[test]
 fn unchanged_refreshes_at_a_transit_allocate_nothing_of_their_own() {
+    // Every figure below is a zero: first, the counter counts.
+    assert_eq!(
+        allocations(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(8)))),
+        1,
+        "the counting allocator counts this thread's allocations"
+    );
     let paths: Vec<Vec<u8>> = (0..SESSIONS).map(path_bytes).collect();
     let resvs: Vec<Vec<u8>> = (0..SESSIONS).map(resv_bytes).collect();
     let mut e = transit();
