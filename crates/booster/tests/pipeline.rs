@@ -415,3 +415,30 @@ fn an_encrypted_datagram_is_checked_again_after_decryption() {
     let d = link.boost(&wide, &ok).remove(0);
     assert_eq!(link.deliver(&d), vec![ok]);
 }
+
+/// The encryption booster's bytes against an independent implementation: the sender id ‖
+/// counter nonce, ciphertext and Poly1305 tag of one packet as OpenSSL's ChaCha20-Poly1305
+/// computes them (Python `cryptography` 48.0.0, 2026-12-07: key [`vectors::KEY`], nonce
+/// `00000001 ‖ 1,000,000`, associated data `01 05 00…00` — a one-stage chain of booster 5, no
+/// marks; docs/booster-wire.md "Encryption booster"), then decrypted back. Fails if the cipher
+/// (or the nonce or associated data layout) changes on the wire.
+#[test]
+fn encryption_matches_an_independent_chacha20_poly1305() {
+    const EXPECTED: &str = concat!(
+        "0000000100000000000f4240a545279d2469646cb356b8ad21c2e40ed8605650",
+        "dc24f9f3868e822292eccdc353ef1c594b16791ea0d8651b9ef538d520ba0c76",
+        "f3e354fc59888e00c39a44ccb5228299393422084c219ccdcefce3ef",
+    );
+    let snap = snapshot(1, &["encrypt"]);
+    let mut link = Link::new(&["encrypt"]);
+    let pkt = ipv4(64, 1, true);
+    let datagrams = link.boost(&snap, &pkt);
+    assert_eq!(datagrams.len(), 1);
+    let d = &datagrams[0];
+    let tail: String = d[d.len() - EXPECTED.len() / 2..]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(tail, EXPECTED);
+    assert_eq!(link.deliver(d), vec![pkt]);
+}
