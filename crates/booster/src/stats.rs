@@ -41,6 +41,9 @@ drop_reasons! {
     TooManyChains => "too_many_chains",
     /// Compressed data that does not decompress.
     Decompress => "decompress",
+    /// A `zstd-stream` packet whose predecessor in its run is missing (lost or dropped): its
+    /// history is gone (docs/booster-wire.md).
+    HistoryGap => "history_gap",
     /// Compression or decompression output would not fit a packet buffer.
     TooLarge => "too_large",
     /// Encrypted payload shorter than nonce and tag.

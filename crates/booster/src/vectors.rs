@@ -36,6 +36,7 @@ pub const CHAINS: &[&[&str]] = &[
     &["lz4"],
     &["zstd"],
     &["zstd:9"],
+    &["zstd-stream"],
     &["dumb"],
     &["encrypt"],
     &["fec:4:1"],
@@ -43,6 +44,7 @@ pub const CHAINS: &[&[&str]] = &[
     &["zstd", "encrypt", "fec:3:2"],
     &["fec:4:1", "encrypt"],
     &["null", "lz4", "encrypt", "fec"],
+    &["zstd-stream:1:4", "encrypt"],
 ];
 
 /// Why [`snapshot`] could not build a snapshot.

@@ -61,6 +61,9 @@ pub enum BoosterId {
     ChaCha20Poly1305,
     /// Forward error correction: Reed-Solomon parity over groups of packets (seed §1.1–1.2).
     Fec,
+    /// Zstandard with a history across the packets of a run
+    /// ([`crate::boosters::ZstdStream`]).
+    ZstdStream,
     /// An identifier this implementation does not know.
     Unknown(u8),
 }
@@ -75,6 +78,7 @@ impl BoosterId {
             BoosterId::DumbLz4 => 4,
             BoosterId::ChaCha20Poly1305 => 5,
             BoosterId::Fec => 6,
+            BoosterId::ZstdStream => 7,
             BoosterId::Unknown(n) => n & !field::PASSED,
         }
     }
@@ -88,6 +92,7 @@ impl BoosterId {
             4 => BoosterId::DumbLz4,
             5 => BoosterId::ChaCha20Poly1305,
             6 => BoosterId::Fec,
+            7 => BoosterId::ZstdStream,
             n => BoosterId::Unknown(n),
         }
     }

@@ -442,3 +442,97 @@ fn encryption_matches_an_independent_chacha20_poly1305() {
     assert_eq!(tail, EXPECTED);
     assert_eq!(link.deliver(d), vec![pkt]);
 }
+
+/// `zstd-stream` (docs/booster-wire.md): text shrinks well beyond per-packet zstd, a lost
+/// packet costs exactly the rest of its run (counted as `history_gap`), the next run decodes
+/// again, and packets it cannot shrink pass as they are.
+#[test]
+fn zstd_stream_uses_its_history_and_a_loss_costs_the_rest_of_its_run() {
+    let text: Vec<Vec<u8>> = (0..64u32).map(|n| ipv4(1400, n, true)).collect();
+    let bytes = |chain: &[&str]| -> usize {
+        let snap = snapshot(1, chain);
+        let mut link = Link::new(chain);
+        let mut n = 0;
+        for p in &text {
+            for d in link.boost(&snap, p) {
+                n += d.len();
+                assert_eq!(link.deliver(&d), vec![p.clone()]);
+            }
+        }
+        n
+    };
+    let (per_packet, with_history) = (bytes(&["zstd:3"]), bytes(&["zstd-stream:3:16"]));
+    assert!(
+        with_history * 2 < per_packet,
+        "zstd-stream {with_history} B against zstd {per_packet} B"
+    );
+
+    // Runs of 8: packet 11 (index 3 of the second run) is lost; 12–15 cannot be decoded.
+    let snap = snapshot(1, &["zstd-stream:3:8"]);
+    let mut link = Link::new(&["zstd-stream:3:8"]);
+    let mut delivered = Vec::new();
+    for (n, p) in text.iter().enumerate().take(32) {
+        for d in link.boost(&snap, p) {
+            if n != 11 {
+                delivered.extend(link.deliver(&d));
+            }
+        }
+    }
+    let expect: Vec<Vec<u8>> = (0..32)
+        .filter(|n| !(11..16).contains(n))
+        .map(|n| text[n].clone())
+        .collect();
+    assert_eq!(delivered, expect);
+    assert_eq!(link.rx_counters.drops(DropReason::HistoryGap), 4);
+
+    // Incompressible packets are sent as they are and end the run; all arrive.
+    let mut link = Link::new(&["zstd-stream"]);
+    let snap = snapshot(1, &["zstd-stream"]);
+    for n in 0..40u32 {
+        let p = ipv4(1400, n, n % 3 != 0);
+        for d in link.boost(&snap, &p) {
+            assert_eq!(link.deliver(&d), vec![p.clone()], "packet {n}");
+        }
+    }
+    assert_eq!(link.rx_counters.drops(DropReason::HistoryGap), 0);
+}
+
+/// Whatever follows a `zstd-stream` header, the receiver drops or delivers; it never panics,
+/// and a valid run decodes again afterwards.
+#[test]
+fn zstd_stream_survives_garbage_between_valid_runs() {
+    let chain = &["zstd-stream:3:4"];
+    let snap = snapshot(1, chain);
+    let mut link = Link::new(chain);
+    let mut x: u32 = 0x1234_5678;
+    for n in 0..200u32 {
+        let p = ipv4(600, n, true);
+        let datagrams = link.boost(&snap, &p);
+        for d in &datagrams {
+            // Every 5th datagram is corrupted after the encapsulation and run headers.
+            let mut d = d.clone();
+            if n % 5 == 2 {
+                let from = d.len().min(16);
+                for b in d.iter_mut().skip(from) {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    *b = x as u8;
+                }
+            }
+            let _ = link.deliver(&d);
+        }
+    }
+    // A whole run after the garbage decodes, each packet through the history of the last.
+    for n in 200..204u32 {
+        let p = ipv4(600, n, true);
+        for d in link.boost(&snap, &p) {
+            assert_eq!(link.deliver(&d), vec![p.clone()], "packet {n}");
+        }
+    }
+    assert!(
+        link.rx_counters.drops(DropReason::Decompress)
+            + link.rx_counters.drops(DropReason::HistoryGap)
+            > 0
+    );
+}

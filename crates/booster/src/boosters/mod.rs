@@ -7,6 +7,7 @@ mod compress;
 mod crypto;
 mod fec;
 mod null;
+mod stream;
 
 pub use compress::{DumbLz4, Lz4, Zstd};
 pub use crypto::{
@@ -14,6 +15,7 @@ pub use crypto::{
 };
 pub use fec::{FLUSH_AFTER, Fec, GROUP_SLOTS, HEADER_LEN as FEC_HEADER_LEN};
 pub use null::Null;
+pub use stream::{MAX_RUN, STREAM_HEADER, ZstdStream};
 
 use crate::booster::{Booster, BoosterSpec};
 use std::sync::Arc;
@@ -39,6 +41,7 @@ pub fn instantiate(spec: BoosterSpec, env: &BoosterEnv) -> Result<Box<dyn Booste
         BoosterSpec::Null => Box::new(Null),
         BoosterSpec::Lz4 => Box::new(Lz4),
         BoosterSpec::Zstd { level } => Box::new(Zstd::new(level)),
+        BoosterSpec::ZstdStream { level, run } => Box::new(ZstdStream::new(level, run)),
         BoosterSpec::DumbLz4 => Box::new(DumbLz4::default()),
         BoosterSpec::Encrypt => {
             Box::new(Encrypt::new(env.crypto.clone().ok_or(BuildError::NoKey)?))

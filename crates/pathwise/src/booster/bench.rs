@@ -323,9 +323,11 @@ pub fn throughput(opt: &Options) -> anyhow::Result<Experiment> {
         "zstd",
         "zstd:9",
         "zstd:19",
+        "zstd-stream",
         "dumb",
         "encrypt",
         "lz4,encrypt",
+        "zstd-stream,encrypt",
     ]);
     let points = throughput_table(&mut tb, opt, &list, &[Payload::Text, Payload::Random])?;
     Ok(Experiment {

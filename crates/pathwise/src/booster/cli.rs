@@ -36,7 +36,7 @@ pub enum Booster {
     /// Make the same change on the peer gateway within its `chain_grace_ms`: the new chain is
     /// sent that long after the change, and the peer accepts only chains its policy allows.
     Insert {
-        /// Booster: null, lz4, zstd[:LEVEL], dumb, encrypt, fec[:K:M].
+        /// Booster: null, lz4, zstd[:LEVEL], zstd-stream[:LEVEL[:RUN]], dumb, encrypt, fec[:K:M].
         booster: String,
         /// Policy name.
         #[arg(long, default_value = "default")]
