@@ -1044,7 +1044,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
     pub(super) fn on_resv_tear(&mut self, rx: &Received<'_>, t: ResvTear) {
         let oi = self.resv_oi(&t.hop, rx);
         let Some(sid) = self.find_session(&t.session) else {
-            self.drop_msg("unknown_session");
+            // Nothing left to tear (RFC 2209 §3, RTEAR processing finds no state): most often
+            // a receiver's ResvTear crossing its sender's PathTear, which removed the session
+            // here first. Counted apart from the other unknown-session drops, which would
+            // point at lost state rather than at a race of two tears.
+            self.drop_msg("resv_tear_unknown_session");
             return;
         };
         if self.tear_requests(sid, Some(t.hop.addr), Some(oi), t.style.kind, &t.flows) == 0 {
