@@ -65,6 +65,8 @@ pub struct Testbed {
     lab: Lab,
     /// Notes about shaping that could not be applied.
     pub notes: Vec<String>,
+    /// Whether the gateways' TUN devices are made with `multi_queue` ([`Testbed::tun_multi_queue`]).
+    multi_queue: bool,
 }
 
 impl Deref for Testbed {
@@ -86,6 +88,7 @@ impl Testbed {
         let mut tb = Testbed {
             lab: Lab::new(&["ha", "ga", "gb", "hb"])?,
             notes: Vec::new(),
+            multi_queue: false,
         };
         tb.link((HA, "ha0", "10.77.1.2/24"), (GA, "ga0", "10.77.1.1/24"))?;
         tb.link(
@@ -97,17 +100,44 @@ impl Testbed {
         tb.exec_ok(HB, &["ip", "route", "add", "default", "via", "10.77.2.1"])?;
         for g in [GA, GB] {
             tb.forward(g)?;
-            tb.exec_ok(g, &["ip", "tuntap", "add", "dev", TUN, "mode", "tun"])?;
-            // The lab tunnels IPv4 only. Without this the kernel sends IPv6 router and
-            // multicast listener solicitations into the TUN device; no policy covers them, so
-            // the peer refuses them (counted) and the tests could not expect zero drops.
-            let disable_ipv6 = format!("net.ipv6.conf.{TUN}.disable_ipv6=1");
-            let _ = tb.exec(g, &["sysctl", "-q", "-w", &disable_ipv6]);
-            tb.exec_ok(g, &["ip", "link", "set", TUN, "up", "mtu", "1400"])?;
+            tb.add_tun(g)?;
         }
         tb.route_tun(TUN)?;
         tb.shape(shape)?;
         Ok(tb)
+    }
+
+    /// Make the persistent TUN device of gateway namespace `g`.
+    fn add_tun(&self, g: usize) -> anyhow::Result<()> {
+        let mut argv = vec!["ip", "tuntap", "add", "dev", TUN, "mode", "tun"];
+        if self.multi_queue {
+            argv.push("multi_queue");
+        }
+        self.exec_ok(g, &argv)?;
+        // The lab tunnels IPv4 only. Without this the kernel sends IPv6 router and
+        // multicast listener solicitations into the TUN device; no policy covers them, so
+        // the peer refuses them (counted) and the tests could not expect zero drops.
+        let disable_ipv6 = format!("net.ipv6.conf.{TUN}.disable_ipv6=1");
+        let _ = self.exec(g, &["sysctl", "-q", "-w", &disable_ipv6]);
+        self.exec_ok(g, &["ip", "link", "set", TUN, "up", "mtu", "1400"])?;
+        Ok(())
+    }
+
+    /// Make both gateways' TUN devices again with `multi_queue` if `on` (what a gateway with
+    /// `queues` above 1 needs; the kernel refuses to attach more than one queue to a device
+    /// made without it, and a single-queue gateway to one made with it), and route through
+    /// them. Stops the gateways; nothing happens if the devices are already so.
+    pub fn tun_multi_queue(&mut self, on: bool) -> anyhow::Result<()> {
+        if self.multi_queue == on {
+            return Ok(());
+        }
+        self.stop_gateways();
+        self.multi_queue = on;
+        for g in [GA, GB] {
+            self.exec_ok(g, &["ip", "tuntap", "del", "dev", TUN, "mode", "tun"])?;
+            self.add_tun(g)?;
+        }
+        self.route_tun(TUN)
     }
 
     /// Route between the host networks through device `dev` in both gateways.
