@@ -288,4 +288,26 @@ fn two_lanes_deliver_a_file_intact_keep_each_flow_in_order_and_both_carry_traffi
         sb["boosters"]["encrypt"]["deboosted"].as_u64().unwrap() > u64::from(total),
         "{sb}"
     );
+
+    // The plain forwarder (no framework) runs lanes the same way.
+    tb.start_gateways(bin(), &[], true, "queues = 2").unwrap();
+    assert_eq!(netns::ping(&tb, 200, 2, "0.2").unwrap().len(), 2);
+    let a = udp_flows(&tb);
+    println!(
+        "plain: per flow {:?}; out of order per flow {:?}; lanes of B {:?}",
+        a.received,
+        a.backwards,
+        lanes(&tb, GB)
+    );
+    assert!(a.backwards.iter().all(|&b| b == 0), "{:?}", a.backwards);
+    assert!(
+        a.received.iter().all(|&r| r > PER_FLOW / 10),
+        "{:?}",
+        a.received
+    );
+    assert!(
+        lanes(&tb, GB).iter().all(|l| l[2] > 1000),
+        "{:?}",
+        lanes(&tb, GB)
+    );
 }
