@@ -48,13 +48,19 @@
 //! to the number of queues. Lane `i` writes what the peer's lane `i` sent, so the answers of a
 //! flow leave on the lane its packets came in on, and the peer's device, which recorded that
 //! lane for the flow when its lane wrote them, sends on it too. A flow seen first in one
-//! direction starts on the queue its hash picks and stays there; the kernel moves a flow only
-//! when a packet of it is written on another queue, which here happens only if both gateways
-//! start the same flow at once in opposite directions and their hashes (seeded per boot) pick
-//! different lanes, and then once: the kernel's comment on it is "we may get a very small
-//! possibility of OOO during switching, not worth to optimize". Within a lane the order is the
-//! one of a queue, a thread and a socket. The namespace test `booster_queues_netns.rs` checks
-//! per-flow order with several UDP flows at full speed.
+//! direction starts on the queue its hash picks and stays there. The kernel moves a flow only
+//! where the two gateways' hashes (seeded per boot: equal when both run on one machine) pick
+//! different lanes for it and a gateway sends on the flow with no entry for it (none written
+//! in the last 3 s): both ends starting the flow at once, or one direction silent for 3 s
+//! while the other goes on. It then moves once, and packets in flight on the old lane may
+//! arrive after the first ones on the new lane (the kernel's comment on it: "we may get a very
+//! small possibility of OOO during switching, not worth to optimize"). A steering program
+//! (`TUNSETSTEERINGEBPF`) hashing the same way on both gateways would close that case; it is
+//! not used, since it needs CAP_BPF besides CAP_NET_ADMIN and the case is one reordering per
+//! flow at most. Within a lane the order is the one of a queue, a thread and a socket. The
+//! namespace test `booster_queues_netns.rs` checks per-flow order with 16 UDP flows at full
+//! speed (and fails when flows switch lanes: checked by writing every other batch on the
+//! other lane's queue).
 //!
 //! `plain` mode bypasses the booster framework altogether (no header, no pipeline): the
 //! baseline "plain TUN forwarder" the null booster is measured against.
