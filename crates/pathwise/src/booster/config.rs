@@ -383,10 +383,15 @@ pub fn check(path: &Path) -> crate::config::check::CheckReport {
     match GatewayConfig::load_all(path) {
         Ok(cfg) => {
             report.summary = format!(
-                "tun {}, {} <-> {}, {} policies{}",
+                "tun {}, {} <-> {}{}, {} policies{}",
                 cfg.tun,
                 cfg.listen,
                 cfg.peer,
+                if cfg.queues > 1 {
+                    format!(" ({} lanes on consecutive ports)", cfg.queues)
+                } else {
+                    String::new()
+                },
                 cfg.policy.len(),
                 if cfg.adaptive.enabled {
                     ", adaptive"

@@ -236,8 +236,10 @@ impl Shared {
     }
 }
 
-/// What one lane moved, added once per batch (the totals are in [`Counters`]).
+/// What one lane moved, added once per batch (the totals are in [`Counters`]). Aligned to a
+/// cache line so that lanes on different cores do not write the same line.
 #[derive(Debug, Default)]
+#[repr(align(64))]
 pub struct LaneCounters {
     /// Packets read from the lane's TUN queue (after splitting super-segments).
     pub tun_in: AtomicU64,
