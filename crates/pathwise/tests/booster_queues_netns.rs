@@ -310,4 +310,11 @@ fn two_lanes_deliver_a_file_intact_keep_each_flow_in_order_and_both_carry_traffi
         "{:?}",
         lanes(&tb, GB)
     );
+
+    // Back to single-queue devices: a gateway without lanes runs as before.
+    tb.tun_multi_queue(false).unwrap();
+    tb.start_gateways(bin(), &["encrypt"], false, "").unwrap();
+    assert_eq!(netns::ping(&tb, 200, 2, "0.2").unwrap().len(), 2);
+    let show = tb.manage(GA, "show", Value::Null).unwrap();
+    assert_eq!(show["queues"], 1, "{show}");
 }

@@ -132,9 +132,17 @@ impl Testbed {
             return Ok(());
         }
         self.stop_gateways();
+        for g in [GA, GB] {
+            // `ip tuntap del` attaches to the device to delete it, so it must name the
+            // multi-queue flag the device has.
+            let mut del = vec!["ip", "tuntap", "del", "dev", TUN, "mode", "tun"];
+            if self.multi_queue {
+                del.push("multi_queue");
+            }
+            self.exec_ok(g, &del)?;
+        }
         self.multi_queue = on;
         for g in [GA, GB] {
-            self.exec_ok(g, &["ip", "tuntap", "del", "dev", TUN, "mode", "tun"])?;
             self.add_tun(g)?;
         }
         self.route_tun(TUN)
