@@ -12,8 +12,9 @@
 //! - `compare` — on the unshaped link, in one run with the setups interleaved: direct veth,
 //!   the plain TUN forwarder, the null booster and the encryption booster each with the
 //!   offloads on and off and with two lanes (`queues = 2`), and wireguard-go (left out, with a
-//!   note, when it is not installed), as ratios of median throughputs (and of median RTTs);
-//!   the load average and the CPUs are noted.
+//!   note, when it is not installed): throughput of one TCP flow and of four in parallel (one
+//!   flow stays on one lane), as ratios of median throughputs (and of median RTTs); the load
+//!   average and the CPUs are noted.
 //!
 //! - `adaptive` — congestion-aware compression (seed §7, after Feldmeier) against never and
 //!   always compressing, on the 10 Mbit/s link, in phases: light traffic (pings only), a
@@ -419,6 +420,11 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// Parallel TCP flows of the second throughput column of `compare`.
+const COMPARE_FLOWS: u32 = 4;
+/// Its column name.
+const FLOWS_COLUMN: &str = "random, 4 flows";
+
 /// Direct veth, plain TUN forwarder, null and encryption with offloads on and off, and
 /// wireguard-go, interleaved in one run on the unshaped link.
 pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
@@ -444,12 +450,28 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
     }
     let list = setups(&names);
     let mut points = throughput_table(&mut tb, opt, &list, &[Payload::Random])?;
+    // One TCP flow stays on one lane; four spread over the lanes (by the kernel's flow hash).
     let mut rtt = vec![Vec::new(); list.len()];
+    let mut flows = vec![Vec::new(); list.len()];
     for _ in 0..opt.runs {
         for (i, s) in list.iter().enumerate() {
             apply(&mut tb, &opt.binary, s)?;
             rtt[i].extend(netns::ping(&tb, 1000, opt.pings, "0.05")?);
+            flows[i].push(netns::iperf3_flows(
+                &mut tb,
+                opt.seconds,
+                Payload::Random,
+                COMPARE_FLOWS,
+            )?);
         }
+    }
+    for (i, s) in list.iter().enumerate() {
+        points.push(Point {
+            setup: s.name(),
+            x: FLOWS_COLUMN.into(),
+            median: median(&flows[i]),
+            samples: flows[i].clone(),
+        });
     }
     for (i, s) in list.iter().enumerate() {
         points.push(Point {
@@ -484,6 +506,19 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
             ));
         }
     }
+    for (a, b) in [
+        ("plain/2q", "plain"),
+        ("null/2q", "null"),
+        ("encrypt/2q", "encrypt"),
+        ("encrypt/2q", "wireguard-go"),
+    ] {
+        if names.contains(&b) {
+            notes.push(format!(
+                "throughput ratio with {COMPARE_FLOWS} flows {a} / {b} = {:.3}",
+                get(a, FLOWS_COLUMN) / get(b, FLOWS_COLUMN)
+            ));
+        }
+    }
     for (a, b) in [("null", "plain"), ("encrypt", "wireguard-go")] {
         if names.contains(&b) {
             notes.push(format!(
@@ -502,7 +537,7 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
     Ok(Experiment {
         name: "unshaped link, interleaved: direct veth, plain TUN forwarder, null and encrypt \
                with offloads on and off (/nooffload) and with two lanes (/2q), wireguard-go \
-               (throughput Mbit/s, random data)"
+               (throughput Mbit/s of one TCP flow and of 4, random data)"
             .into(),
         unit: "Mbit/s or ms".into(),
         notes,

@@ -428,6 +428,18 @@ pub enum Payload {
 
 /// Throughput of a `secs`-second TCP transfer from host A to host B, in Mbit/s (receiver side).
 pub fn iperf3(tb: &mut Testbed, secs: u32, payload: Payload) -> anyhow::Result<f64> {
+    iperf3_flows(tb, secs, payload, 1)
+}
+
+/// Throughput of `flows` parallel TCP connections (`iperf3 -P`) from host A to host B for
+/// `secs` seconds, in Mbit/s summed (receiver side). Several flows are what spreads over the
+/// lanes of a multi-queue gateway: one flow stays on one lane.
+pub fn iperf3_flows(
+    tb: &mut Testbed,
+    secs: u32,
+    payload: Payload,
+    flows: u32,
+) -> anyhow::Result<f64> {
     if tb.pid("iperf3-server").is_none() {
         tb.spawn("iperf3-server", HB, &["iperf3", "-s", "-B", HOST_B])?;
         std::thread::sleep(Duration::from_millis(300));
@@ -439,9 +451,13 @@ pub fn iperf3(tb: &mut Testbed, secs: u32, payload: Payload) -> anyhow::Result<f
         write_text(&text_file, secs.max(1) as usize * (8 << 20))?;
     }
     let f = text_file.to_string_lossy().into_owned();
+    let parallel = flows.max(1).to_string();
     let mut argv = vec!["iperf3", "-c", HOST_B, "-t", &t, "-J"];
     if payload == Payload::Text {
         argv.extend(["-F", &f]);
+    }
+    if flows > 1 {
+        argv.extend(["-P", &parallel]);
     }
     let mut tries = 0;
     let v: serde_json::Value = loop {
