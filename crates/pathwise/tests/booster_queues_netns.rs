@@ -2,11 +2,16 @@
 //! threads per queue; docs/booster-wire.md, "Lanes") on real networks: a file crosses the
 //! encrypted tunnel byte-identical, many UDP flows sent at full speed each arrive in order
 //! (the kernel keeps a flow on one queue, and a lane on the peer's same lane), both lanes carry
-//! traffic, and a device made without multi-queue support is refused with a clear error.
+//! traffic, a datagram of one lane replayed into another lane's port is dropped as a replay,
+//! and a device made without multi-queue support is refused with a clear error.
 //! Needs root, `ip`, `tc`, `ping`, `iperf3` and /dev/net/tun; each test prints why and passes
 //! when something is missing. Namespaces are deleted at the end.
 
 use pathwise::booster::netns::{self, GA, GB, HA, HB, LinkShape, Testbed};
+use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
+use pathwise_booster::pipeline::Sender;
+use pathwise_booster::policy::{MetaPolicy, Policy, PolicySnapshot};
+use pathwise_booster::stats::Counters;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -82,6 +87,39 @@ fn send_file(tb: &Testbed, data: Arc<Vec<u8>>) -> Vec<u8> {
     .join()
     .unwrap();
     server.join().unwrap()
+}
+
+/// An ICMP echo request host B → host A encrypted as lane `lane` of a gateway with sender id
+/// 3 holding the test bed's key: a datagram gateway A's lane `lane` accepts.
+fn lane_datagram(lane: u8) -> Vec<u8> {
+    let key = pathwise::booster::config::parse_key(netns::PSK).unwrap();
+    let ctx = CryptoContext::new(&key, 3, 1).with_lanes(2).unwrap();
+    let env = BoosterEnv {
+        crypto: Some(Arc::new(ctx)),
+    };
+    let mut sender = Sender::new(env, 1400, Arc::new(Counters::default())).on_lane(lane);
+    let snap = PolicySnapshot::build(
+        1,
+        vec![Policy {
+            name: "p".into(),
+            dst: "10.77.1.0/24".parse().unwrap(),
+            src: None,
+            chain: vec!["encrypt".parse().unwrap()],
+        }],
+        MetaPolicy::default(),
+        true,
+    )
+    .unwrap();
+    let mut ip = vec![
+        0x45, 0, 0, 84, 0, 0, 0x40, 0, 64, 1, 0, 0, 10, 77, 2, 2, 10, 77, 1, 2,
+    ];
+    ip.extend_from_slice(&[8, 0, 0, 0, 0, 1, 0, 1]);
+    ip.resize(84, b'x');
+    let mut p = sender.pool().get();
+    p.set_payload(&ip).unwrap();
+    let mut out = Vec::new();
+    sender.boost(pathwise_core::time::Instant::ZERO, &snap, p, &mut out);
+    out[0].payload().to_vec()
 }
 
 /// FNV-1a, 64 bits: the file's checksum.
@@ -288,6 +326,26 @@ fn two_lanes_deliver_a_file_intact_keep_each_flow_in_order_and_both_carry_traffi
         sb["boosters"]["encrypt"]["deboosted"].as_u64().unwrap() > u64::from(total),
         "{sb}"
     );
+
+    // A datagram of one lane replayed into the other lane's port is a replay: the replay
+    // windows are per sender id, shared by the receiving lanes. The datagram is genuine, of
+    // lane 1 of a third key holder (sender id 3, so 3 | 1 << 24 on lane 1).
+    let replay_before = sa["drops"]["replay"].as_u64().unwrap();
+    let tun_before = sa["tun_out"].as_u64().unwrap();
+    let d = lane_datagram(1);
+    tb.inject_on(7001, vec![d.clone()], Duration::ZERO).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    tb.inject_on(7000, vec![d.clone()], Duration::ZERO).unwrap();
+    tb.inject_on(7001, vec![d], Duration::ZERO).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let sa = tb.manage(GA, "stats", Value::Null).unwrap();
+    assert_eq!(
+        sa["drops"]["replay"].as_u64().unwrap() - replay_before,
+        2,
+        "{}",
+        sa["drops"]
+    );
+    assert!(sa["tun_out"].as_u64().unwrap() > tun_before, "{sa}");
 
     // The plain forwarder (no framework) runs lanes the same way.
     tb.start_gateways(bin(), &[], true, "queues = 2").unwrap();

@@ -275,6 +275,18 @@ impl Testbed {
     /// apart: a raw socket writes the UDP header itself. This is what an attacker on the link
     /// can do.
     pub fn inject(&self, datagrams: Vec<Vec<u8>>, gap: std::time::Duration) -> anyhow::Result<()> {
+        self.inject_on(7000, datagrams, gap)
+    }
+
+    /// [`Testbed::inject`] to gateway A's UDP port `port` from gateway B's address and the same
+    /// port: what gateway B's lane `port - 7000` sends to gateway A's (docs/booster-wire.md,
+    /// "Lanes").
+    pub fn inject_on(
+        &self,
+        port: u16,
+        datagrams: Vec<Vec<u8>>,
+        gap: std::time::Duration,
+    ) -> anyhow::Result<()> {
         use nix::sys::socket::{
             AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn, sendto, socket,
         };
@@ -286,11 +298,11 @@ impl Testbed {
                 SockFlag::empty(),
                 SockProtocol::Udp,
             )?;
-            let to = SockaddrIn::new(192, 168, 77, 1, 7000);
+            let to = SockaddrIn::new(192, 168, 77, 1, port);
             for d in datagrams {
-                // Source port 7000, destination 7000, length, checksum 0 (none, allowed over
+                // Source port and destination `port`, length, checksum 0 (none, allowed over
                 // IPv4).
-                let mut udp = vec![0x1b, 0x58, 0x1b, 0x58];
+                let mut udp = [port.to_be_bytes(), port.to_be_bytes()].concat();
                 udp.extend_from_slice(&((8 + d.len()) as u16).to_be_bytes());
                 udp.extend_from_slice(&[0, 0]);
                 udp.extend_from_slice(&d);
