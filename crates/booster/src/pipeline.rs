@@ -20,7 +20,7 @@
 
 use crate::admission::PolicyEpochs;
 use crate::booster::{Booster, BoosterSpec, StageCtx, StageIo, Verdict};
-use crate::boosters::{BoosterEnv, BuildError, instantiate};
+use crate::boosters::{BoosterEnv, BuildError, instantiate_on_lane};
 use crate::control::Control;
 use crate::packet::{Packet, PacketPool};
 use crate::policy::PolicySnapshot;
@@ -71,10 +71,10 @@ impl ChainInstance {
         }
     }
 
-    fn build(specs: Vec<BoosterSpec>, env: &BoosterEnv) -> Result<Self, BuildError> {
+    fn build(specs: Vec<BoosterSpec>, env: &BoosterEnv, lane: u8) -> Result<Self, BuildError> {
         let stages = specs
             .iter()
-            .map(|&s| instantiate(s, env))
+            .map(|&s| instantiate_on_lane(s, env, lane))
             .collect::<Result<Vec<_>, _>>()?;
         let ids: Vec<_> = specs.iter().map(|s| s.id()).collect();
         Ok(ChainInstance {
@@ -93,6 +93,7 @@ fn take_chain(
     old: &mut Vec<ChainInstance>,
     new: &mut Vec<ChainInstance>,
     env: &BoosterEnv,
+    lane: u8,
 ) -> usize {
     if let Some(i) = new.iter().position(|c| c.specs == specs) {
         return i;
@@ -101,9 +102,8 @@ fn take_chain(
         Some(i) => old.swap_remove(i),
         // Policies were validated against the same key, so this does not fail; an empty chain
         // (tunnel unboosted) is the fallback if it ever did.
-        None => {
-            ChainInstance::build(specs.to_vec(), env).unwrap_or_else(|_| ChainInstance::empty())
-        }
+        None => ChainInstance::build(specs.to_vec(), env, lane)
+            .unwrap_or_else(|_| ChainInstance::empty()),
     };
     new.push(inst);
     new.len() - 1
@@ -194,6 +194,8 @@ fn run_stages(
 #[derive(Debug)]
 pub struct Sender {
     env: BoosterEnv,
+    /// The lane (multi-queue) this sender feeds: its encryption sends under the lane's id.
+    lane: u8,
     mtu: usize,
     sequence: u32,
     pool: PacketPool,
@@ -214,6 +216,7 @@ impl Sender {
     pub fn new(env: BoosterEnv, mtu: usize, counters: Arc<Counters>) -> Self {
         Sender {
             env,
+            lane: 0,
             mtu,
             sequence: 0,
             pool: PacketPool::with_capacity(256),
@@ -231,6 +234,14 @@ impl Sender {
             sample_countdown: 0,
             sampled: (0, 0),
         }
+    }
+
+    /// The same sender feeding lane `lane` of a gateway with several (docs/booster-wire.md,
+    /// "Lanes"): its encryption stages send under that lane's sender id. Call before the first
+    /// packet; chains already built keep the lane they were built for.
+    pub fn on_lane(mut self, lane: u8) -> Self {
+        self.lane = lane;
+        self
     }
 
     /// Compress every `n`-th packet with LZ4 to estimate compressibility for the adaptive
@@ -261,11 +272,11 @@ impl Sender {
         self.generation = Some(snap.generation());
         let mut old = std::mem::take(&mut self.chains);
         let mut chains = Vec::new();
-        take_chain(&[], &mut old, &mut chains, &self.env);
+        take_chain(&[], &mut old, &mut chains, &self.env, self.lane);
         self.slots = snap
             .policies()
             .iter()
-            .map(|p| take_chain(&p.chain, &mut old, &mut chains, &self.env))
+            .map(|p| take_chain(&p.chain, &mut old, &mut chains, &self.env, self.lane))
             .collect();
         // Retired chains with pending work (an FEC group to close) stay until it is done.
         chains.extend(
@@ -518,7 +529,8 @@ impl Receiver {
             .iter()
             .map(|&id| BoosterSpec::for_id(id).ok_or(DropReason::UnknownBooster))
             .collect::<Result<Vec<_>, _>>()?;
-        let inst = ChainInstance::build(specs, &self.env).map_err(|_| DropReason::NoKey)?;
+        // Lane 0: a receiver seals nothing, so its lane does not matter.
+        let inst = ChainInstance::build(specs, &self.env, 0).map_err(|_| DropReason::NoKey)?;
         if self.chains.len() >= MAX_RECEIVE_CHAINS {
             let lru = (0..self.chains.len())
                 .min_by_key(|&i| self.chains[i].last_used)

@@ -11,7 +11,10 @@
 //!
 //! The 12 bytes are the AEAD nonce itself. Nonces never repeat under one key:
 //! - each gateway has its own sender id (two gateways sharing a pre-shared key use different
-//!   ids; a packet carrying the receiver's own id is a reflection and is dropped);
+//!   ids; a packet carrying one of the receiver's own ids is a reflection and is dropped);
+//! - a gateway running several lanes (multi-queue, docs/booster-wire.md "Lanes") sends on
+//!   lane `l` as [`lane_sender_id`]`(id, l)`: the lane in the top byte of the configured id,
+//!   lane 0 being the id itself (so one lane is the wire of a gateway without lanes);
 //! - the counter is shared by every encryption instance of a sender ([`CryptoContext`]) and
 //!   starts at the wall-clock time in nanoseconds when the context is made. A sender cannot
 //!   send more than one packet per nanosecond, so after a restart the counter starts beyond
@@ -19,7 +22,12 @@
 //!
 //! The receiver keeps a sliding window of [`REPLAY_WINDOW`] counters per sender id (RFC 6479's
 //! bitmap scheme, [`MAX_SENDERS`] senders at most): a counter left of the window, or seen
-//! before, is a replay and is dropped before any decryption work. The associated data binds the packet to its chain and to the "passed"
+//! before, is a replay and is dropped before any decryption work. The windows live in the
+//! shared context, so a datagram of one lane replayed into another lane's socket meets the
+//! window of the lane that sent it. Each lane's window sees only that lane's counters: the
+//! lanes draw from one counter, so one lane's counters jump by whatever the others took in
+//! between, and a window shared by the lanes would drop a quiet lane's packets as too old
+//! once a busy lane had drawn more than [`REPLAY_WINDOW`] counters past them. The associated data binds the packet to its chain and to the "passed"
 //! marks of the earlier stages ([`StageCtx::binding`]), so flipping a mark in the
 //! encapsulation header fails authentication. Driven by the pipeline; `now` is not needed.
 
@@ -49,12 +57,43 @@ pub struct CryptoContext {
     /// the key is `LessSafeKey`: ring's nonce-sequence wrapper has nothing to add.
     cipher: LessSafeKey,
     sender_id: u32,
+    /// Lanes this gateway sends on (1: no lanes), each with its own sender id.
+    lanes: u8,
     next_counter: AtomicU64,
     replay: Mutex<ReplayWindows>,
 }
 
-/// Most peers (sender ids) whose replay windows are kept.
-pub const MAX_SENDERS: usize = 8;
+/// Most peers (sender ids) whose replay windows are kept: room for a peer with every lane
+/// ([`MAX_LANES`]) and as many other senders. A window dropped here and made again later would
+/// accept its sender's old counters, so the bound must stay above what one peer uses.
+pub const MAX_SENDERS: usize = 2 * MAX_LANES as usize;
+
+/// Most lanes (TUN queues with a socket each) a gateway runs.
+pub const MAX_LANES: u8 = 16;
+/// Where the lane goes in a sender id: the top byte, so configured ids of gateways with lanes
+/// must fit in the low 24 bits ([`MAX_LANE_BASE_ID`]).
+const LANE_SHIFT: u32 = 24;
+/// Largest configured sender id of a gateway with more than one lane.
+pub const MAX_LANE_BASE_ID: u32 = (1 << LANE_SHIFT) - 1;
+
+/// The sender id of `lane` of a gateway configured with sender id `base`: the lane in the top
+/// byte (lane 0: `base` itself). `base` must fit in 24 bits when there is more than one lane.
+pub fn lane_sender_id(base: u32, lane: u8) -> u32 {
+    base | (u32::from(lane) << LANE_SHIFT)
+}
+
+/// Why a context cannot run the lanes asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaneError {
+    /// Not 1..=[`MAX_LANES`].
+    #[error("lanes must be 1..={MAX_LANES}, got {0}")]
+    Count(u8),
+    /// The configured sender id leaves no room for the lane in the top byte.
+    #[error(
+        "sender id {0} does not fit in 24 bits: with more than one lane the lane is the top byte of the sender id"
+    )]
+    SenderId(u32),
+}
 
 /// Replay windows by sender id, least recently used dropped beyond [`MAX_SENDERS`].
 #[derive(Debug, Default)]
@@ -109,14 +148,47 @@ impl CryptoContext {
                     .expect("ChaCha20-Poly1305 takes 32-byte keys"),
             ),
             sender_id,
+            lanes: 1,
             next_counter: AtomicU64::new(counter_start),
             replay: Mutex::new(ReplayWindows::default()),
         }
     }
 
-    /// This gateway's sender id.
+    /// The same context sending on `lanes` lanes, each under its own sender id
+    /// ([`lane_sender_id`]); every one of them counts as a reflection on receipt.
+    pub fn with_lanes(mut self, lanes: u8) -> Result<Self, LaneError> {
+        if !(1..=MAX_LANES).contains(&lanes) {
+            return Err(LaneError::Count(lanes));
+        }
+        if lanes > 1 && self.sender_id > MAX_LANE_BASE_ID {
+            return Err(LaneError::SenderId(self.sender_id));
+        }
+        self.lanes = lanes;
+        Ok(self)
+    }
+
+    /// This gateway's sender id (lane 0's).
     pub fn sender_id(&self) -> u32 {
         self.sender_id
+    }
+
+    /// The sender id `lane` sends under (lanes beyond the context's count send as lane 0).
+    pub fn lane_sender_id(&self, lane: u8) -> u32 {
+        if lane < self.lanes {
+            lane_sender_id(self.sender_id, lane)
+        } else {
+            self.sender_id
+        }
+    }
+
+    /// Whether `sender` is one of this gateway's own ids: a datagram carrying it was sent by
+    /// us and reflected back.
+    fn is_own(&self, sender: u32) -> bool {
+        if self.lanes <= 1 {
+            return sender == self.sender_id;
+        }
+        sender & MAX_LANE_BASE_ID == self.sender_id
+            && (sender >> LANE_SHIFT) < u32::from(self.lanes)
     }
 }
 
@@ -143,12 +215,20 @@ impl ReplayWindow {
 #[derive(Debug)]
 pub struct Encrypt {
     ctx: std::sync::Arc<CryptoContext>,
+    /// The sender id of the lane this instance sends on.
+    sender_id: u32,
 }
 
 impl Encrypt {
-    /// An instance using the gateway's shared context.
+    /// An instance using the gateway's shared context, sending on lane 0.
     pub fn new(ctx: std::sync::Arc<CryptoContext>) -> Self {
-        Encrypt { ctx }
+        Self::on_lane(ctx, 0)
+    }
+
+    /// An instance using the gateway's shared context, sending on `lane`.
+    pub fn on_lane(ctx: std::sync::Arc<CryptoContext>, lane: u8) -> Self {
+        let sender_id = ctx.lane_sender_id(lane);
+        Encrypt { ctx, sender_id }
     }
 }
 
@@ -172,7 +252,7 @@ impl Booster for Encrypt {
         }
         let counter = self.ctx.next_counter.fetch_add(1, Ordering::Relaxed);
         let mut nonce = [0u8; NONCE_LEN];
-        nonce[..4].copy_from_slice(&self.ctx.sender_id.to_be_bytes());
+        nonce[..4].copy_from_slice(&self.sender_id.to_be_bytes());
         nonce[4..].copy_from_slice(&counter.to_be_bytes());
         let aad = cx.binding(pkt.marks);
         let tag = self
@@ -206,7 +286,7 @@ impl Booster for Encrypt {
         let mut nonce = [0u8; NONCE_LEN];
         nonce.copy_from_slice(&pkt.payload()[..NONCE_LEN]);
         let sender = u32::from_be_bytes([nonce[0], nonce[1], nonce[2], nonce[3]]);
-        if sender == self.ctx.sender_id {
+        if self.ctx.is_own(sender) {
             return Err(DropReason::Reflected);
         }
         let mut c = [0u8; 8];

@@ -11,7 +11,8 @@ mod stream;
 
 pub use compress::{DumbLz4, Lz4, Zstd};
 pub use crypto::{
-    CryptoContext, Encrypt, MAX_SENDERS, NONCE_LEN, REPLAY_WINDOW, ReplayWindow, TAG_LEN,
+    CryptoContext, Encrypt, LaneError, MAX_LANE_BASE_ID, MAX_LANES, MAX_SENDERS, NONCE_LEN,
+    REPLAY_WINDOW, ReplayWindow, TAG_LEN, lane_sender_id,
 };
 pub use fec::{FLUSH_AFTER, Fec, GROUP_SLOTS, HEADER_LEN as FEC_HEADER_LEN};
 pub use null::Null;
@@ -35,17 +36,28 @@ pub enum BuildError {
     NoKey,
 }
 
-/// Make a booster instance.
+/// Make a booster instance (sending on lane 0).
 pub fn instantiate(spec: BoosterSpec, env: &BoosterEnv) -> Result<Box<dyn Booster>, BuildError> {
+    instantiate_on_lane(spec, env, 0)
+}
+
+/// Make a booster instance for the sender of `lane` (only encryption differs per lane: its
+/// nonces carry the lane's sender id).
+pub fn instantiate_on_lane(
+    spec: BoosterSpec,
+    env: &BoosterEnv,
+    lane: u8,
+) -> Result<Box<dyn Booster>, BuildError> {
     Ok(match spec {
         BoosterSpec::Null => Box::new(Null),
         BoosterSpec::Lz4 => Box::new(Lz4),
         BoosterSpec::Zstd { level } => Box::new(Zstd::new(level)),
         BoosterSpec::ZstdStream { level, run } => Box::new(ZstdStream::new(level, run)),
         BoosterSpec::DumbLz4 => Box::new(DumbLz4::default()),
-        BoosterSpec::Encrypt => {
-            Box::new(Encrypt::new(env.crypto.clone().ok_or(BuildError::NoKey)?))
-        }
+        BoosterSpec::Encrypt => Box::new(Encrypt::on_lane(
+            env.crypto.clone().ok_or(BuildError::NoKey)?,
+            lane,
+        )),
         BoosterSpec::Fec { k, m } => Box::new(Fec::new(k, m)),
     })
 }

@@ -11,8 +11,10 @@
 //!   and the share of 200 pings answered (loss as an application without retransmission sees it);
 //! - `compare` — on the unshaped link, in one run with the setups interleaved: direct veth,
 //!   the plain TUN forwarder, the null booster and the encryption booster each with the
-//!   offloads on and off, and wireguard-go (left out, with a note, when it is not installed),
-//!   as ratios of median throughputs (and of median RTTs); the load average is noted.
+//!   offloads on and off and with two lanes (`queues = 2`), and wireguard-go (left out, with a
+//!   note, when it is not installed): throughput of one TCP flow and of four in parallel (one
+//!   flow stays on one lane), as ratios of median throughputs (and of median RTTs); the load
+//!   average and the CPUs are noted.
 //!
 //! - `adaptive` — congestion-aware compression (seed §7, after Feldmeier) against never and
 //!   always compressing, on the 10 Mbit/s link, in phases: light traffic (pings only), a
@@ -22,7 +24,8 @@
 //! Setups: `direct` (routed over the link, no gateway: the seed's "no support installed"),
 //! `plain` (TUN forwarder without the framework), `none` (gateway, empty chain: "support
 //! installed, no booster"), then one booster each; a `/nooffload` suffix runs the gateways
-//! with every offload off (`tun_offload`, `udp_gso`, `udp_gro` = false).
+//! with every offload off (`tun_offload`, `udp_gso`, `udp_gro` = false), a `/Nq` suffix
+//! (`/2q`) with `queues = N` lanes on a multi-queue TUN device.
 
 use super::netns::{self, GA, GB, LinkShape, Payload, Testbed};
 use crate::bench::plot::{Axis, Figure, Legend, Series};
@@ -37,39 +40,54 @@ use std::time::Duration;
 pub enum Setup {
     /// Kernel routing over the link.
     Direct,
-    /// `pathwise booster gateway --plain` (offloads on when true).
-    Plain(bool),
-    /// The gateway with this chain (empty: no booster), offloads on when true.
-    Chain(Vec<String>, bool),
+    /// `pathwise booster gateway --plain` (offloads on when true, with this many lanes).
+    Plain(bool, usize),
+    /// The gateway with this chain (empty: no booster), offloads on when true, with this
+    /// many lanes.
+    Chain(Vec<String>, bool, usize),
     /// wireguard-go on both gateways.
     WireGuard,
 }
 
 impl Setup {
     /// Parse `direct`, `plain`, `none`, `wireguard-go`, or a comma-separated chain; `plain`,
-    /// `none` and chains take a `/nooffload` suffix.
+    /// `none` and chains take a `/Nq` suffix (lanes) and then a `/nooffload` one.
     pub fn parse(s: &str) -> Setup {
         let (s, offloads) = match s.strip_suffix(NO_OFFLOAD) {
             Some(s) => (s, false),
             None => (s, true),
         };
+        let (s, queues) = match s.rsplit_once('/').and_then(|(head, q)| {
+            let n = q.strip_suffix('q')?.parse::<usize>().ok()?;
+            Some((head, n))
+        }) {
+            Some((head, n)) => (head, n.max(1)),
+            None => (s, 1),
+        };
         match s {
             "direct" => Setup::Direct,
-            "plain" => Setup::Plain(offloads),
-            "none" => Setup::Chain(Vec::new(), offloads),
+            "plain" => Setup::Plain(offloads, queues),
+            "none" => Setup::Chain(Vec::new(), offloads, queues),
             "wireguard-go" => Setup::WireGuard,
-            c => Setup::Chain(c.split(',').map(str::to_string).collect(), offloads),
+            c => Setup::Chain(c.split(',').map(str::to_string).collect(), offloads, queues),
         }
     }
 
     /// Its name in tables.
     pub fn name(&self) -> String {
-        let suffix = |on: bool| if on { "" } else { NO_OFFLOAD };
+        let suffix = |on: bool, q: usize| {
+            let lanes = if q > 1 {
+                format!("/{q}q")
+            } else {
+                String::new()
+            };
+            format!("{lanes}{}", if on { "" } else { NO_OFFLOAD })
+        };
         match self {
             Setup::Direct => "direct".into(),
-            Setup::Plain(o) => format!("plain{}", suffix(*o)),
-            Setup::Chain(c, o) if c.is_empty() => format!("none{}", suffix(*o)),
-            Setup::Chain(c, o) => format!("{}{}", c.join(","), suffix(*o)),
+            Setup::Plain(o, q) => format!("plain{}", suffix(*o, *q)),
+            Setup::Chain(c, o, q) if c.is_empty() => format!("none{}", suffix(*o, *q)),
+            Setup::Chain(c, o, q) => format!("{}{}", c.join(","), suffix(*o, *q)),
             Setup::WireGuard => "wireguard-go".into(),
         }
     }
@@ -133,20 +151,37 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// The gateway configuration lines of a setup: offloads off unless `offloads`, and the lanes.
+fn gateway_lines(offloads: bool, queues: usize) -> String {
+    let mut lines = if offloads {
+        String::new()
+    } else {
+        format!("{OFFLOADS_OFF}\n")
+    };
+    if queues > 1 {
+        let _ = writeln!(lines, "queues = {queues}");
+    }
+    lines
+}
+
 /// Bring `setup` up in `tb` (tearing down the previous one).
 pub fn apply(tb: &mut Testbed, bin: &Path, setup: &Setup) -> anyhow::Result<()> {
     tb.stop_gateways();
     tb.kill("wg");
     match setup {
         Setup::Direct => tb.route_direct()?,
-        Setup::Plain(o) => {
+        Setup::Plain(o, q) => {
+            // A gateway with lanes needs a device made for several queues, one without a
+            // device made for one.
+            tb.tun_multi_queue(*q > 1)?;
             tb.route_tun(netns::TUN)?;
-            tb.start_gateways(bin, &[], true, if *o { "" } else { OFFLOADS_OFF })?;
+            tb.start_gateways(bin, &[], true, &gateway_lines(*o, *q))?;
         }
-        Setup::Chain(c, o) => {
+        Setup::Chain(c, o, q) => {
+            tb.tun_multi_queue(*q > 1)?;
             tb.route_tun(netns::TUN)?;
             let c: Vec<&str> = c.iter().map(String::as_str).collect();
-            tb.start_gateways(bin, &c, false, if *o { "" } else { OFFLOADS_OFF })?;
+            tb.start_gateways(bin, &c, false, &gateway_lines(*o, *q))?;
         }
         Setup::WireGuard => wireguard(tb)?,
     }
@@ -387,6 +422,11 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// Parallel TCP flows of the second throughput column of `compare`.
+const COMPARE_FLOWS: u32 = 4;
+/// Its column name.
+const FLOWS_COLUMN: &str = "random, 4 flows";
+
 /// Direct veth, plain TUN forwarder, null and encryption with offloads on and off, and
 /// wireguard-go, interleaved in one run on the unshaped link.
 pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
@@ -395,10 +435,13 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
     let mut names = vec![
         "direct",
         "plain",
+        "plain/2q",
         "null",
         "null/nooffload",
+        "null/2q",
         "encrypt",
         "encrypt/nooffload",
+        "encrypt/2q",
     ];
     let mut notes = Vec::new();
     match netns::unavailable(&["wireguard-go", "wg"]) {
@@ -409,12 +452,28 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
     }
     let list = setups(&names);
     let mut points = throughput_table(&mut tb, opt, &list, &[Payload::Random])?;
+    // One TCP flow stays on one lane; four spread over the lanes (by the kernel's flow hash).
     let mut rtt = vec![Vec::new(); list.len()];
+    let mut flows = vec![Vec::new(); list.len()];
     for _ in 0..opt.runs {
         for (i, s) in list.iter().enumerate() {
             apply(&mut tb, &opt.binary, s)?;
             rtt[i].extend(netns::ping(&tb, 1000, opt.pings, "0.05")?);
+            flows[i].push(netns::iperf3_flows(
+                &mut tb,
+                opt.seconds,
+                Payload::Random,
+                COMPARE_FLOWS,
+            )?);
         }
+    }
+    for (i, s) in list.iter().enumerate() {
+        points.push(Point {
+            setup: s.name(),
+            x: FLOWS_COLUMN.into(),
+            median: median(&flows[i]),
+            samples: flows[i].clone(),
+        });
     }
     for (i, s) in list.iter().enumerate() {
         points.push(Point {
@@ -436,12 +495,29 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
         ("null", "plain"),
         ("null", "null/nooffload"),
         ("encrypt", "encrypt/nooffload"),
+        ("plain/2q", "plain"),
+        ("null/2q", "null"),
+        ("encrypt/2q", "encrypt"),
         ("encrypt", "wireguard-go"),
+        ("encrypt/2q", "wireguard-go"),
     ] {
         if names.contains(&b) {
             notes.push(format!(
                 "throughput ratio {a} / {b} = {:.3}",
                 get(a, "random") / get(b, "random")
+            ));
+        }
+    }
+    for (a, b) in [
+        ("plain/2q", "plain"),
+        ("null/2q", "null"),
+        ("encrypt/2q", "encrypt"),
+        ("encrypt/2q", "wireguard-go"),
+    ] {
+        if names.contains(&b) {
+            notes.push(format!(
+                "throughput ratio with {COMPARE_FLOWS} flows {a} / {b} = {:.3}",
+                get(a, FLOWS_COLUMN) / get(b, FLOWS_COLUMN)
             ));
         }
     }
@@ -454,13 +530,16 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
         }
     }
     notes.push(format!(
-        "load average (1, 5, 15 min): {load_before} at the start, {} at the end",
-        load_average()
+        "load average (1, 5, 15 min): {load_before} at the start, {} at the end; {} CPUs \
+         (a lane is two threads per gateway: with 2 CPUs shared by both gateways, iperf3 and \
+         the kernel, more lanes have no idle core to use)",
+        load_average(),
+        std::thread::available_parallelism().map_or(0, usize::from)
     ));
     Ok(Experiment {
         name: "unshaped link, interleaved: direct veth, plain TUN forwarder, null and encrypt \
-               with offloads on and off (/nooffload), wireguard-go (throughput Mbit/s, random \
-               data)"
+               with offloads on and off (/nooffload) and with two lanes (/2q), wireguard-go \
+               (throughput Mbit/s of one TCP flow and of 4, random data)"
             .into(),
         unit: "Mbit/s or ms".into(),
         notes,
@@ -786,6 +865,32 @@ mod tests {
             median,
             samples: vec![median],
         }
+    }
+
+    #[test]
+    fn setup_names_parse_and_print_with_lanes_and_offloads() {
+        for name in [
+            "direct",
+            "plain",
+            "plain/2q",
+            "none/nooffload",
+            "null/2q",
+            "encrypt/4q/nooffload",
+            "lz4,encrypt",
+            "wireguard-go",
+        ] {
+            assert_eq!(Setup::parse(name).name(), name);
+        }
+        assert_eq!(
+            Setup::parse("encrypt/2q"),
+            Setup::Chain(vec!["encrypt".into()], true, 2)
+        );
+        assert_eq!(Setup::parse("plain/nooffload"), Setup::Plain(false, 1));
+        assert_eq!(
+            gateway_lines(false, 2),
+            format!("{OFFLOADS_OFF}\nqueues = 2\n")
+        );
+        assert_eq!(gateway_lines(true, 1), "");
     }
 
     #[test]

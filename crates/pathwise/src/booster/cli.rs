@@ -155,10 +155,15 @@ pub fn run(b: Booster) -> anyhow::Result<()> {
             let started = std::fs::read_to_string(&config).unwrap_or_default();
             let cfg = GatewayConfig::load(&config)?;
             eprintln!(
-                "pathwise booster gateway: {} <-> {} via {}, management on {}{}",
+                "pathwise booster gateway: {} <-> {} via {}{}, management on {}{}",
                 cfg.listen,
                 cfg.peer,
                 cfg.tun,
+                if cfg.queues > 1 {
+                    format!(" ({} queues: ports + 0..{})", cfg.queues, cfg.queues)
+                } else {
+                    String::new()
+                },
                 cfg.socket.display(),
                 if plain { " (plain forwarding)" } else { "" }
             );
@@ -241,6 +246,23 @@ fn render_show(v: &Value) -> String {
         v["mtu"],
         v["batch"]
     );
+    let lanes = v["lanes"].as_array().map_or(&[][..], Vec::as_slice);
+    if lanes.len() > 1 {
+        let _ = writeln!(s, "queues {} (lanes):", lanes.len());
+        for (i, l) in lanes.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "  lane {i}: {} <-> {} sender id {}; tun in {} udp out {} udp in {} tun out {}",
+                l["listen"].as_str().unwrap_or("?"),
+                l["peer"].as_str().unwrap_or("?"),
+                l["sender_id"],
+                l["tun_in"],
+                l["udp_out"],
+                l["udp_in"],
+                l["tun_out"]
+            );
+        }
+    }
     let _ = writeln!(s, "policy generation {}", v["generation"]);
     let _ = writeln!(
         s,
@@ -328,8 +350,8 @@ fn render_stats(v: &Value) -> String {
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
     /// Experiments, comma-separated: rtt (seed Fig. 6), throughput (seed Table 1), fec,
-    /// compare (direct veth, plain TUN forwarder, null and encrypt with offloads on and off,
-    /// wireguard-go when installed), adaptive (congestion-aware compression against never and
+    /// compare (direct veth, plain TUN forwarder, null and encrypt with offloads on and off
+    /// and with two lanes, wireguard-go when installed), adaptive (congestion-aware compression against never and
     /// always, seed §7), or all.
     #[arg(default_value = "all")]
     experiment: String,

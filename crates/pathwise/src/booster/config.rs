@@ -18,6 +18,10 @@
 //! # tun_coalesce = true               # write in-order TCP segments back coalesced (GRO)
 //! # udp_gso = true                    # send runs of datagrams with UDP_SEGMENT
 //! # udp_gro = true                    # receive coalesced datagrams with UDP_GRO
+//! # queues = 1                        # lanes: TUN queues (IFF_MULTI_QUEUE), each with its own
+//! #                                   # threads and socket on listen port + lane, sending to
+//! #                                   # peer port + lane; both gateways need the same number
+//! #                                   # (docs/booster-wire.md, "Lanes"); 1..=16
 //! # chain_grace_ms = 2000             # a chain change is sent this long after it is made, and
 //! #                                   # the previous chain still accepted for twice as long:
 //! #                                   # apply each change to both gateways within it
@@ -69,6 +73,9 @@ fn default_batch() -> usize {
 fn default_true() -> bool {
     true
 }
+fn default_queues() -> usize {
+    1
+}
 fn default_chain_grace_ms() -> u64 {
     pathwise_booster::admission::DEFAULT_GRACE.as_millis() as u64
 }
@@ -119,6 +126,10 @@ pub struct GatewayConfig {
     /// Receive coalesced datagrams with UDP GRO (`UDP_GRO`).
     #[serde(default = "default_true")]
     pub udp_gro: bool,
+    /// Lanes: TUN queues, each with its own threads and UDP socket (1: one queue, no
+    /// `IFF_MULTI_QUEUE`, the gateway as it was before lanes).
+    #[serde(default = "default_queues")]
+    pub queues: usize,
     /// Grace period of a chain change, in milliseconds
     /// ([`pathwise_booster::admission`]).
     #[serde(default = "default_chain_grace_ms")]
@@ -220,6 +231,33 @@ impl GatewayConfig {
                 ),
             );
         }
+        let max = usize::from(pathwise_booster::boosters::MAX_LANES);
+        if !(1..=max).contains(&self.queues) {
+            problem("queues", format!("must be 1..={max}, got {}", self.queues));
+        } else if self.queues > 1 {
+            for (field, addr) in [("listen", self.listen), ("peer", self.peer)] {
+                if addr.port() == 0 {
+                    problem(
+                        field,
+                        format!(
+                            "with queues = {} the port must be set (lane i uses port + i)",
+                            self.queues
+                        ),
+                    );
+                } else if usize::from(addr.port()) + self.queues - 1 > usize::from(u16::MAX) {
+                    problem(
+                        field,
+                        format!(
+                            "lane {} would use port {}: with queues = {} the port must be at most {}",
+                            self.queues - 1,
+                            usize::from(addr.port()) + self.queues - 1,
+                            self.queues,
+                            usize::from(u16::MAX) + 1 - self.queues
+                        ),
+                    );
+                }
+            }
+        }
         if let Err(e) = self.sender_id() {
             problem("sender_id", e.to_string());
         }
@@ -280,9 +318,18 @@ impl GatewayConfig {
         parse_key(text.trim()).map(Some)
     }
 
-    /// The nonce sender id.
+    /// The nonce sender id (lane 0's; lane `l` sends as this id with `l` in the top byte, so
+    /// with more than one queue a configured id must fit in 24 bits).
     pub fn sender_id(&self) -> anyhow::Result<u32> {
         if let Some(id) = self.sender_id {
+            let max = pathwise_booster::boosters::MAX_LANE_BASE_ID;
+            if self.queues > 1 && id > max {
+                bail!(
+                    "must be at most {max} with queues = {}: lane l sends as the id with l in its \
+                     top byte (docs/booster-wire.md, \"Lanes\")",
+                    self.queues
+                );
+            }
             return Ok(id);
         }
         if self.listen.ip().is_unspecified() {
@@ -291,6 +338,16 @@ impl GatewayConfig {
             );
         }
         Ok(if self.listen < self.peer { 1 } else { 2 })
+    }
+
+    /// Lane `lane`'s UDP address: the listen port plus the lane (validated to fit).
+    pub fn lane_listen(&self, lane: usize) -> SocketAddr {
+        lane_addr(self.listen, lane)
+    }
+
+    /// The peer's UDP address on lane `lane`: its port plus the lane.
+    pub fn lane_peer(&self, lane: usize) -> SocketAddr {
+        lane_addr(self.peer, lane)
     }
 
     /// The initial policy snapshot.
@@ -326,10 +383,15 @@ pub fn check(path: &Path) -> crate::config::check::CheckReport {
     match GatewayConfig::load_all(path) {
         Ok(cfg) => {
             report.summary = format!(
-                "tun {}, {} <-> {}, {} policies{}",
+                "tun {}, {} <-> {}{}, {} policies{}",
                 cfg.tun,
                 cfg.listen,
                 cfg.peer,
+                if cfg.queues > 1 {
+                    format!(" ({} lanes on consecutive ports)", cfg.queues)
+                } else {
+                    String::new()
+                },
                 cfg.policy.len(),
                 if cfg.adaptive.enabled {
                     ", adaptive"
@@ -346,6 +408,16 @@ pub fn check(path: &Path) -> crate::config::check::CheckReport {
         Err(errors) => report.errors = errors,
     }
     report
+}
+
+/// `addr` with its port moved up by `lane` (saturating: configurations whose ports do not fit
+/// are refused before a gateway starts).
+fn lane_addr(addr: SocketAddr, lane: usize) -> SocketAddr {
+    let port = u16::try_from(lane)
+        .ok()
+        .and_then(|l| addr.port().checked_add(l))
+        .unwrap_or(u16::MAX);
+    SocketAddr::new(addr.ip(), port)
 }
 
 /// Parse 64 hex digits.
@@ -389,5 +461,54 @@ mod tests {
                 .unwrap();
         let e = bad.check().unwrap_err().to_string();
         assert!(e.contains("compression before encryption"), "{e}");
+    }
+
+    #[test]
+    fn queues_are_checked_with_the_ports_and_sender_id_they_need() {
+        let base = "tun = \"pwb0\"\nlisten = \"192.168.77.1:7000\"\npeer = \"192.168.77.2:7100\"\n";
+        let cfg =
+            |extra: &str| -> GatewayConfig { toml::from_str(&format!("{base}{extra}")).unwrap() };
+        let one = cfg("");
+        assert_eq!(one.queues, 1);
+        one.check().unwrap();
+        let two = cfg("queues = 2");
+        two.check().unwrap();
+        assert_eq!(two.lane_listen(1), "192.168.77.1:7001".parse().unwrap());
+        assert_eq!(two.lane_peer(1), "192.168.77.2:7101".parse().unwrap());
+        assert_eq!(two.lane_peer(0), two.peer);
+        for (extra, field, says) in [
+            ("queues = 0", "queues", "1..=16"),
+            ("queues = 17", "queues", "1..=16"),
+            (
+                "queues = 16\nsender_id = 16777216",
+                "sender_id",
+                "at most 16777215",
+            ),
+        ] {
+            let e = cfg(extra).check().unwrap_err().to_string();
+            assert!(e.starts_with(field) && e.contains(says), "{extra}: {e}");
+        }
+        // Any id without lanes, as before; the largest that leaves room for the lane with.
+        cfg("sender_id = 4294967295").check().unwrap();
+        cfg("queues = 16\nsender_id = 16777215").check().unwrap();
+        let high: GatewayConfig = toml::from_str(
+            "tun = \"pwb0\"\nlisten = \"192.168.77.1:65535\"\npeer = \"192.168.77.2:0\"\nqueues = 2\n",
+        )
+        .unwrap();
+        let all: Vec<String> = high
+            .problems()
+            .into_iter()
+            .map(|(f, m)| format!("{f}: {m}"))
+            .collect();
+        assert!(
+            all.iter()
+                .any(|e| e.starts_with("listen") && e.contains("port 65536")),
+            "{all:?}"
+        );
+        assert!(
+            all.iter()
+                .any(|e| e.starts_with("peer") && e.contains("port must be set")),
+            "{all:?}"
+        );
     }
 }

@@ -28,6 +28,40 @@
 //! made, so a peer changed within that time already accepts it (seed §5.3 measured 20–30 ms per insertion through
 //! an ioctl; here it is a snapshot build and a pointer swap, timed and reported as `swap_ns`).
 //!
+//! **Lanes** (`queues = N > 1`; docs/booster-wire.md, "Lanes"). The TUN device is opened with
+//! `IFF_MULTI_QUEUE`, one descriptor per queue ([`Tun::open_queues`]), and lane `i` is queue
+//! `i`, a UDP socket bound to the listen port + `i` sending to the peer port + `i`, and its own
+//! egress and ingress threads with their own [`Sender`] and [`Receiver`] (link sequence
+//! numbers, loss meter, FEC groups, coalescer, GSO/GRO state): nothing on the packet path is
+//! shared between lanes but the policy store, the counters and the encryption context, whose
+//! counter is one atomic and whose replay windows are kept per sender id, each lane sending
+//! under its own ([`pathwise_booster::boosters::lane_sender_id`]). Admission on lane `i` takes
+//! datagrams only from the peer's port + `i`. The adaptive policy and the delay probes run on
+//! lane 0; every lane samples compressibility for it and reports its own loss, which the peer
+//! adds up (`peer_loss`).
+//!
+//! *Per-flow order.* A flow keeps its order as long as it stays on one lane end to end, and
+//! the kernel keeps it there: a multi-queue TUN device without a steering program picks the
+//! transmit queue of a packet by its *symmetric* flow hash (`tun_automq_select_queue` in
+//! `drivers/net/tun.c`): the queue a packet of the same flow, in either direction, was last
+//! *written* on if one was written within the last 3 s (its flow table), else the hash scaled
+//! to the number of queues. Lane `i` writes what the peer's lane `i` sent, so the answers of a
+//! flow leave on the lane its packets came in on, and the peer's device, which recorded that
+//! lane for the flow when its lane wrote them, sends on it too. A flow seen first in one
+//! direction starts on the queue its hash picks and stays there. The kernel moves a flow only
+//! where the two gateways' hashes (seeded per boot: equal when both run on one machine) pick
+//! different lanes for it and a gateway sends on the flow with no entry for it (none written
+//! in the last 3 s): both ends starting the flow at once, or one direction silent for 3 s
+//! while the other goes on. It then moves once, and packets in flight on the old lane may
+//! arrive after the first ones on the new lane (the kernel's comment on it: "we may get a very
+//! small possibility of OOO during switching, not worth to optimize"). A steering program
+//! (`TUNSETSTEERINGEBPF`) hashing the same way on both gateways would close that case; it is
+//! not used, since it needs CAP_BPF besides CAP_NET_ADMIN and the case is one reordering per
+//! flow at most. Within a lane the order is the one of a queue, a thread and a socket. The
+//! namespace test `booster_queues_netns.rs` checks per-flow order with 16 UDP flows at full
+//! speed (and fails when flows switch lanes: checked by writing every other batch on the
+//! other lane's queue).
+//!
 //! `plain` mode bypasses the booster framework altogether (no header, no pipeline): the
 //! baseline "plain TUN forwarder" the null booster is measured against.
 
@@ -182,8 +216,13 @@ pub struct Shared {
     pub config: GatewayConfig,
     /// Plain forwarding (no boosters).
     pub plain: bool,
-    /// Nonce sender id.
+    /// Nonce sender id (lane 0's; lane `l` sends with `l` in the top byte).
     pub sender_id: u32,
+    /// Per-lane packet counts, one entry per queue.
+    pub lanes: Vec<LaneCounters>,
+    /// Compressibility sampled by the lanes other than lane 0 (bytes sampled, their LZ4 size)
+    /// since the adaptive policy on lane 0 last took it.
+    pub sampled: (AtomicU64, AtomicU64),
     /// Start time.
     pub started: std::time::Instant,
     /// Set to stop the datapath threads.
@@ -195,6 +234,53 @@ impl Shared {
     pub fn now(&self) -> Instant {
         Instant::from_nanos(self.started.elapsed().as_nanos() as u64)
     }
+}
+
+/// What one lane moved, added once per batch (the totals are in [`Counters`]). Aligned to a
+/// cache line so that lanes on different cores do not write the same line.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct LaneCounters {
+    /// Packets read from the lane's TUN queue (after splitting super-segments).
+    pub tun_in: AtomicU64,
+    /// Datagrams sent on the lane's socket.
+    pub udp_out: AtomicU64,
+    /// Datagrams received on the lane's socket.
+    pub udp_in: AtomicU64,
+    /// Packets written to the lane's TUN queue.
+    pub tun_out: AtomicU64,
+}
+
+impl LaneCounters {
+    /// The four counts, for `booster show` and the metrics.
+    pub fn report(&self) -> [(&'static str, u64); 4] {
+        [
+            ("tun_in", self.tun_in.load(Relaxed)),
+            ("udp_out", self.udp_out.load(Relaxed)),
+            ("udp_in", self.udp_in.load(Relaxed)),
+            ("tun_out", self.tun_out.load(Relaxed)),
+        ]
+    }
+}
+
+/// Bind lane `lane`'s socket at `addr`, saying which capability a low port needs.
+fn bind_lane(addr: SocketAddr, lane: usize) -> anyhow::Result<UdpSocket> {
+    let socket = UdpSocket::bind(addr).map_err(|e| {
+        let why = match crate::caps::port_need(addr.port(), "listen") {
+            Some(n) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                format!(": {} needs {}", n.why, n.cap.name())
+            }
+            _ => String::new(),
+        };
+        let which = if lane > 0 {
+            format!(" (lane {lane}: the listen port + {lane})")
+        } else {
+            String::new()
+        };
+        anyhow::anyhow!("binding {addr}{which}: {e}{why}")
+    })?;
+    socket.set_read_timeout(Some(Duration::from_millis(100)))?;
+    Ok(socket)
 }
 
 /// A running gateway: its shared state and threads.
@@ -213,26 +299,36 @@ impl Gateway {
         let key = config.key()?;
         let sender_id = config.sender_id()?;
         let snap = config.snapshot(key.is_some())?;
-        let tun = Tun::open(&config.tun, config.tun_offload)
+        let queues = config.queues;
+        let lanes = u8::try_from(queues)
+            .ok()
+            .filter(|q| (1..=pathwise_booster::boosters::MAX_LANES).contains(q))
+            .ok_or_else(|| anyhow::anyhow!("queues must be 1..=16, got {queues}"))?;
+        let tuns = Tun::open_queues(&config.tun, config.tun_offload, queues)
             .map_err(|e| anyhow::anyhow!("opening TUN device {}: {e}", config.tun))?;
-        let socket = UdpSocket::bind(config.listen).map_err(|e| {
-            let why = match crate::caps::port_need(config.listen.port(), "listen") {
-                Some(n) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                    format!(": {} needs {}", n.why, n.cap.name())
-                }
-                _ => String::new(),
-            };
-            anyhow::anyhow!("binding {}: {e}{why}", config.listen)
-        })?;
-        socket.set_read_timeout(Some(Duration::from_millis(100)))?;
-        let offloads = probe_offloads(&config, &tun, &socket);
-        tracing::info!(?offloads, "offloads");
+        let sockets = (0..queues)
+            .map(|i| bind_lane(config.lane_listen(i), i))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let offloads = probe_offloads(&config, &tuns[0], &sockets[0]);
+        // The other lanes' sockets get what lane 0's took (GRO and the buffers are per socket;
+        // GSO is per message and needs nothing set).
+        for s in &sockets[1..] {
+            super::udp::enable_gro(s, offloads.udp_gro.on);
+            size_socket_buffers(s);
+        }
+        tracing::info!(?offloads, queues, "offloads");
         let wall_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        let env = BoosterEnv {
-            crypto: key.map(|k| Arc::new(CryptoContext::new(&k, sender_id, wall_ns))),
+        let crypto = match key {
+            Some(k) => Some(Arc::new(
+                CryptoContext::new(&k, sender_id, wall_ns)
+                    .with_lanes(lanes)
+                    .map_err(|e| anyhow::anyhow!("sender_id: {e}"))?,
+            )),
+            None => None,
         };
+        let env = BoosterEnv { crypto };
         let shared = Arc::new(Shared {
             offloads: Mutex::new(offloads),
             store: PolicyStore::new(PolicyEpochs::new(
@@ -248,6 +344,8 @@ impl Gateway {
             peer_delay: Mutex::default(),
             plain,
             sender_id,
+            lanes: (0..queues).map(|_| LaneCounters::default()).collect(),
+            sampled: (AtomicU64::new(0), AtomicU64::new(0)),
             started: std::time::Instant::now(),
             stop: AtomicBool::new(false),
             config,
@@ -272,18 +370,33 @@ impl Gateway {
             }
             None => None,
         };
-        let (s1, s2) = (shared.clone(), shared.clone());
-        let (tun2, sock2) = (tun.try_clone()?, socket.try_clone()?);
-        let env2 = env.clone();
-        let egress = std::thread::Builder::new()
-            .name("egress".into())
-            .spawn(move || egress(&s1, &tun, &socket, env))?;
-        let ingress = std::thread::Builder::new()
-            .name("ingress".into())
-            .spawn(move || ingress(&s2, &tun2, &sock2, env2))?;
+        let mut threads = Vec::with_capacity(2 * queues);
+        for (lane, (tun, socket)) in tuns.into_iter().zip(sockets).enumerate() {
+            let (s1, s2) = (shared.clone(), shared.clone());
+            let (tun2, sock2) = (tun.try_clone()?, socket.try_clone()?);
+            let (env1, env2) = (env.clone(), env.clone());
+            // One lane keeps the thread names of the gateway before lanes.
+            let name = |dir: &str| {
+                if queues == 1 {
+                    dir.to_string()
+                } else {
+                    format!("{dir}{lane}")
+                }
+            };
+            threads.push(
+                std::thread::Builder::new()
+                    .name(name("egress"))
+                    .spawn(move || egress(&s1, lane, &tun, &socket, env1))?,
+            );
+            threads.push(
+                std::thread::Builder::new()
+                    .name(name("ingress"))
+                    .spawn(move || ingress(&s2, lane, &tun2, &sock2, env2))?,
+            );
+        }
         Ok(Gateway {
             shared,
-            threads: vec![egress, ingress],
+            threads,
             _mgmt: mgmt,
             _metrics: metrics,
         })
@@ -342,6 +455,7 @@ fn probe_offloads(cfg: &GatewayConfig, tun: &Tun, socket: &UdpSocket) -> Offload
 /// Send every packet in `out` to the peer (GSO where on), count, give the buffers back.
 fn send_all(
     shared: &Shared,
+    lane: usize,
     socket: &UdpSocket,
     tx: &mut GsoSender,
     out: &mut Vec<Packet>,
@@ -352,6 +466,11 @@ fn send_all(
     let sent = tx.send(socket, out);
     counters.udp_out.fetch_add(sent.datagrams, Relaxed);
     counters.udp_out_bytes.fetch_add(sent.bytes, Relaxed);
+    if sent.datagrams > 0 {
+        shared.lanes[lane]
+            .udp_out
+            .fetch_add(sent.datagrams, Relaxed);
+    }
     for _ in 0..sent.failed {
         counters.count_drop(DropReason::Io);
     }
@@ -366,14 +485,23 @@ fn send_all(
     out.drain(..).for_each(&mut recycle);
 }
 
-fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> anyhow::Result<()> {
+/// Lane `lane`'s egress: its TUN queue → boost → its socket, to the peer's port of the lane.
+fn egress(
+    shared: &Shared,
+    lane: usize,
+    tun: &Tun,
+    socket: &UdpSocket,
+    env: BoosterEnv,
+) -> anyhow::Result<()> {
     let cfg = &shared.config;
     let batch = cfg.batch.min(MAX_BATCH);
     let counters = &shared.counters;
-    let mut sender = Sender::new(env, cfg.mtu, counters.clone());
-    let mut adaptive = Adaptive::new(shared.adaptive_config.clone());
-    if adaptive.config().enabled {
-        sender.sample_compressibility(adaptive.config().sample_every.max(1));
+    let lane_counters = &shared.lanes[lane];
+    let mut sender = Sender::new(env, cfg.mtu, counters.clone()).on_lane(lane as u8);
+    // The adaptive policy (and its probes) runs on lane 0; every lane samples for it.
+    let mut adaptive = (lane == 0).then(|| Adaptive::new(shared.adaptive_config.clone()));
+    if shared.adaptive_config.enabled {
+        sender.sample_compressibility(shared.adaptive_config.sample_every.max(1));
     }
     let gso = shared
         .offloads
@@ -381,7 +509,7 @@ fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> an
         .unwrap_or_else(|e| e.into_inner())
         .udp_gso
         .on;
-    let mut tx = GsoSender::new(cfg.peer, gso);
+    let mut tx = GsoSender::new(cfg.lane_peer(lane), gso);
     let vnet = tun.offloads.vnet_hdr;
     // With offloads a read is one virtio header and up to 64 KiB of super-segment.
     let mut frame = vec![0u8; if vnet { VNET_HDR_LEN + MAX_SUPER } else { 0 }];
@@ -389,10 +517,13 @@ fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> an
     let mut out: Vec<Packet> = Vec::with_capacity(4 * MAX_BATCH);
     while !shared.stop.load(Relaxed) {
         let now = shared.now();
-        let wake = [sender.poll_timeout(), adaptive.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min();
+        let wake = [
+            sender.poll_timeout(),
+            adaptive.as_ref().and_then(Adaptive::poll_timeout),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let wait_ms = wake.map_or(100, |t| {
             t.saturating_duration_since(now).as_millis().clamp(0, 100) as u16
         });
@@ -403,6 +534,7 @@ fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> an
         let epochs = shared.store.epochs();
         // A change is sent one grace period after it is made, when the peer accepts it.
         let snap = epochs.sending(now);
+        let mut read_here = 0u64;
         for _ in 0..batch {
             let read = if vnet {
                 tun.read(&mut frame).map(|n| {
@@ -432,6 +564,7 @@ fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> an
             };
             match read {
                 Ok(()) => {
+                    read_here += segments.len() as u64;
                     for p in segments.drain(..) {
                         if shared.plain {
                             counters.tun_in.fetch_add(1, Relaxed);
@@ -458,10 +591,26 @@ fn egress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> an
             sender.handle_timeout(now, &mut out);
         }
         drop(epochs);
-        if adaptive.poll_timeout().is_some_and(|t| t <= now) {
-            run_adaptive(shared, socket, &mut sender, &mut adaptive, now);
+        match adaptive.as_mut() {
+            Some(a) if a.poll_timeout().is_some_and(|t| t <= now) => {
+                run_adaptive(shared, socket, &mut sender, a, now);
+            }
+            Some(_) => {}
+            None if shared.adaptive_config.enabled => {
+                let (orig, comp) = sender.take_compressibility();
+                if orig > 0 {
+                    shared.sampled.0.fetch_add(orig, Relaxed);
+                    shared.sampled.1.fetch_add(comp, Relaxed);
+                }
+            }
+            None => {}
         }
-        send_all(shared, socket, &mut tx, &mut out, |p| sender.recycle(p));
+        if read_here > 0 {
+            lane_counters.tun_in.fetch_add(read_here, Relaxed);
+        }
+        send_all(shared, lane, socket, &mut tx, &mut out, |p| {
+            sender.recycle(p)
+        });
     }
     Ok(())
 }
@@ -485,7 +634,12 @@ fn run_adaptive(
         adaptive.observe_delay(now, sent, received);
     }
     let (orig, comp) = sender.take_compressibility();
-    adaptive.observe_compressibility(orig, comp);
+    // What the other lanes sampled since (lane 0 may carry little of the traffic).
+    let others = (
+        shared.sampled.0.swap(0, Relaxed),
+        shared.sampled.1.swap(0, Relaxed),
+    );
+    adaptive.observe_compressibility(orig + others.0, comp + others.1);
     let (recv, exp) =
         std::mem::take(&mut *shared.peer_loss.lock().unwrap_or_else(|e| e.into_inner()));
     adaptive.observe_loss(
@@ -512,11 +666,21 @@ fn run_adaptive(
     *shared.adaptive.lock().unwrap_or_else(|e| e.into_inner()) = adaptive.state().clone();
 }
 
-fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> anyhow::Result<()> {
+/// Lane `lane`'s ingress: its socket (datagrams from the peer's port of the lane only) →
+/// deboost → its TUN queue.
+fn ingress(
+    shared: &Shared,
+    lane: usize,
+    tun: &Tun,
+    socket: &UdpSocket,
+    env: BoosterEnv,
+) -> anyhow::Result<()> {
     let cfg = &shared.config;
     let batch = cfg.batch.min(MAX_BATCH);
     let counters = &shared.counters;
-    let mut receiver = Receiver::new(env, &[cfg.peer], counters.clone());
+    let lane_counters = &shared.lanes[lane];
+    let peer = cfg.lane_peer(lane);
+    let mut receiver = Receiver::new(env, &[peer], counters.clone());
     let (gro, coalesce) = {
         let o = shared.offloads.lock().unwrap_or_else(|e| e.into_inner());
         (o.udp_gro.on, o.tun_coalesce.on)
@@ -546,10 +710,12 @@ fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> a
         };
         let now = shared.now();
         let epochs = shared.store.epochs();
+        let mut datagrams_here = 0u64;
         for i in 0..received {
             // No source (not an IP socket address) is nobody's: the receiver refuses it.
             let from = rx.got[i].1.unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
             for datagram in rx.datagrams(i) {
+                datagrams_here += 1;
                 let mut p = receiver.pool().get();
                 if p.set_payload(datagram).is_none() {
                     counters.udp_in.fetch_add(1, Relaxed);
@@ -559,8 +725,8 @@ fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> a
                 }
                 if shared.plain {
                     counters.udp_in.fetch_add(1, Relaxed);
-                    if from.ip().to_canonical() == cfg.peer.ip().to_canonical()
-                        && from.port() == cfg.peer.port()
+                    if from.ip().to_canonical() == peer.ip().to_canonical()
+                        && from.port() == peer.port()
                     {
                         out.push(p);
                     } else {
@@ -591,9 +757,13 @@ fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> a
             }
         }
         drop(epochs);
+        if datagrams_here > 0 {
+            lane_counters.udp_in.fetch_add(datagrams_here, Relaxed);
+        }
         let mut write = |frame: &[u8], packets: usize| match tun.write(frame) {
             Ok(_) => {
                 counters.tun_out.fetch_add(packets as u64, Relaxed);
+                lane_counters.tun_out.fetch_add(packets as u64, Relaxed);
                 if packets > 1 {
                     counters.tun_out_super.fetch_add(1, Relaxed);
                 }
@@ -615,13 +785,14 @@ fn ingress(shared: &Shared, tun: &Tun, socket: &UdpSocket, env: BoosterEnv) -> a
         coalescer.flush(&mut write);
         for echo in echoes.drain(..) {
             encode_control(&[echo], &mut control);
-            let _ = socket.send_to(&control, shared.config.peer);
+            let _ = socket.send_to(&control, peer);
         }
         if !shared.plain && now >= next_report {
             next_report = now.checked_add(LOSS_REPORT_EVERY).unwrap_or(Instant::MAX);
             if let Some(report) = receiver.take_loss_report() {
+                // Each lane reports its own link's loss; the peer adds the lanes up.
                 encode_control(&[report], &mut control);
-                let _ = socket.send_to(&control, shared.config.peer);
+                let _ = socket.send_to(&control, peer);
             }
         }
     }

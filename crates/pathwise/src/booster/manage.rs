@@ -105,6 +105,18 @@ fn show(shared: &Shared) -> Value {
         "encryption_key": c.psk.is_some() || c.psk_file.is_some(),
         "mtu": c.mtu,
         "batch": c.batch,
+        "queues": shared.lanes.len(),
+        "lanes": shared.lanes.iter().enumerate().map(|(i, l)| {
+            let mut v = json!({
+                "listen": c.lane_listen(i).to_string(),
+                "peer": c.lane_peer(i).to_string(),
+                "sender_id": pathwise_booster::boosters::lane_sender_id(shared.sender_id, i as u8),
+            });
+            for (k, n) in l.report() {
+                v[k] = json!(n);
+            }
+            v
+        }).collect::<Vec<_>>(),
         "offloads": *shared.offloads.lock().unwrap_or_else(|e| e.into_inner()),
         "generation": snap.generation(),
         "last_swap_ns": shared.store.last_swap_ns.load(std::sync::atomic::Ordering::Relaxed),
@@ -169,6 +181,26 @@ pub fn metrics(shared: &Shared) -> Snapshot {
             (["received".to_string()], r.tun_in_super),
             (["sent".to_string()], r.tun_out_super),
         ],
+    )
+    .gauge(
+        "queues",
+        "Lanes the gateway runs: TUN queues, each with its own threads and UDP socket.",
+        shared.lanes.len() as u64,
+    )
+    .counters(
+        "lane_packets",
+        "Packets per lane: read from and written to its TUN queue, datagrams received and sent on its socket.",
+        ["lane", "link", "direction"],
+        shared.lanes.iter().enumerate().flat_map(|(i, l)| {
+            let [tun_in, udp_out, udp_in, tun_out] = l.report().map(|(_, n)| n);
+            [
+                ("tun", "received", tun_in),
+                ("tun", "sent", tun_out),
+                ("peer", "received", udp_in),
+                ("peer", "sent", udp_out),
+            ]
+            .map(|(link, dir, n)| ([i.to_string(), link.to_string(), dir.to_string()], n))
+        }),
     )
     .counter(
         "policy_switches",
@@ -292,6 +324,10 @@ mod tests {
             peer_loss: Mutex::new((0, 0)),
             plain: false,
             sender_id: 1,
+            lanes: (0..2)
+                .map(|_| super::super::gateway::LaneCounters::default())
+                .collect(),
+            sampled: Default::default(),
             started: std::time::Instant::now(),
             stop: std::sync::atomic::AtomicBool::new(false),
             config,
@@ -314,6 +350,7 @@ mod tests {
             .boosted
             .store(3, Relaxed);
         s.store.last_swap_ns.store(1_500_000, Relaxed);
+        s.lanes[1].udp_out.store(4, Relaxed);
         let snap = metrics(&s);
         crate::metrics::tests::assert_well_formed(&snap);
         let text = snap.openmetrics();
@@ -327,6 +364,8 @@ mod tests {
             "pathwise_booster_drops_total{reason=\"replay\"} 2\n",
             "pathwise_booster_drops_total{reason=\"auth_failed\"} 0\n",
             "pathwise_booster_policy_generation 1\n",
+            "pathwise_booster_queues 2\n",
+            "pathwise_booster_lane_packets_total{lane=\"1\",link=\"peer\",direction=\"sent\"} 4\n",
             "pathwise_booster_last_policy_swap_seconds 0.0015\n",
             "# UNIT pathwise_booster_last_policy_swap_seconds seconds\n",
         ] {

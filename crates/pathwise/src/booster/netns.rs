@@ -65,6 +65,8 @@ pub struct Testbed {
     lab: Lab,
     /// Notes about shaping that could not be applied.
     pub notes: Vec<String>,
+    /// Whether the gateways' TUN devices are made with `multi_queue` ([`Testbed::tun_multi_queue`]).
+    multi_queue: bool,
 }
 
 impl Deref for Testbed {
@@ -86,6 +88,7 @@ impl Testbed {
         let mut tb = Testbed {
             lab: Lab::new(&["ha", "ga", "gb", "hb"])?,
             notes: Vec::new(),
+            multi_queue: false,
         };
         tb.link((HA, "ha0", "10.77.1.2/24"), (GA, "ga0", "10.77.1.1/24"))?;
         tb.link(
@@ -97,17 +100,52 @@ impl Testbed {
         tb.exec_ok(HB, &["ip", "route", "add", "default", "via", "10.77.2.1"])?;
         for g in [GA, GB] {
             tb.forward(g)?;
-            tb.exec_ok(g, &["ip", "tuntap", "add", "dev", TUN, "mode", "tun"])?;
-            // The lab tunnels IPv4 only. Without this the kernel sends IPv6 router and
-            // multicast listener solicitations into the TUN device; no policy covers them, so
-            // the peer refuses them (counted) and the tests could not expect zero drops.
-            let disable_ipv6 = format!("net.ipv6.conf.{TUN}.disable_ipv6=1");
-            let _ = tb.exec(g, &["sysctl", "-q", "-w", &disable_ipv6]);
-            tb.exec_ok(g, &["ip", "link", "set", TUN, "up", "mtu", "1400"])?;
+            tb.add_tun(g)?;
         }
         tb.route_tun(TUN)?;
         tb.shape(shape)?;
         Ok(tb)
+    }
+
+    /// Make the persistent TUN device of gateway namespace `g`.
+    fn add_tun(&self, g: usize) -> anyhow::Result<()> {
+        let mut argv = vec!["ip", "tuntap", "add", "dev", TUN, "mode", "tun"];
+        if self.multi_queue {
+            argv.push("multi_queue");
+        }
+        self.exec_ok(g, &argv)?;
+        // The lab tunnels IPv4 only. Without this the kernel sends IPv6 router and
+        // multicast listener solicitations into the TUN device; no policy covers them, so
+        // the peer refuses them (counted) and the tests could not expect zero drops.
+        let disable_ipv6 = format!("net.ipv6.conf.{TUN}.disable_ipv6=1");
+        let _ = self.exec(g, &["sysctl", "-q", "-w", &disable_ipv6]);
+        self.exec_ok(g, &["ip", "link", "set", TUN, "up", "mtu", "1400"])?;
+        Ok(())
+    }
+
+    /// Make both gateways' TUN devices again with `multi_queue` if `on` (what a gateway with
+    /// `queues` above 1 needs; the kernel refuses to attach more than one queue to a device
+    /// made without it, and a single-queue gateway to one made with it), and route through
+    /// them. Stops the gateways; nothing happens if the devices are already so.
+    pub fn tun_multi_queue(&mut self, on: bool) -> anyhow::Result<()> {
+        if self.multi_queue == on {
+            return Ok(());
+        }
+        self.stop_gateways();
+        for g in [GA, GB] {
+            // `ip tuntap del` attaches to the device to delete it, so it must name the
+            // multi-queue flag the device has.
+            let mut del = vec!["ip", "tuntap", "del", "dev", TUN, "mode", "tun"];
+            if self.multi_queue {
+                del.push("multi_queue");
+            }
+            self.exec_ok(g, &del)?;
+        }
+        self.multi_queue = on;
+        for g in [GA, GB] {
+            self.add_tun(g)?;
+        }
+        self.route_tun(TUN)
     }
 
     /// Route between the host networks through device `dev` in both gateways.
@@ -237,6 +275,18 @@ impl Testbed {
     /// apart: a raw socket writes the UDP header itself. This is what an attacker on the link
     /// can do.
     pub fn inject(&self, datagrams: Vec<Vec<u8>>, gap: std::time::Duration) -> anyhow::Result<()> {
+        self.inject_on(7000, datagrams, gap)
+    }
+
+    /// [`Testbed::inject`] to gateway A's UDP port `port` from gateway B's address and the same
+    /// port: what gateway B's lane `port - 7000` sends to gateway A's (docs/booster-wire.md,
+    /// "Lanes").
+    pub fn inject_on(
+        &self,
+        port: u16,
+        datagrams: Vec<Vec<u8>>,
+        gap: std::time::Duration,
+    ) -> anyhow::Result<()> {
         use nix::sys::socket::{
             AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn, sendto, socket,
         };
@@ -248,11 +298,11 @@ impl Testbed {
                 SockFlag::empty(),
                 SockProtocol::Udp,
             )?;
-            let to = SockaddrIn::new(192, 168, 77, 1, 7000);
+            let to = SockaddrIn::new(192, 168, 77, 1, port);
             for d in datagrams {
-                // Source port 7000, destination 7000, length, checksum 0 (none, allowed over
+                // Source port and destination `port`, length, checksum 0 (none, allowed over
                 // IPv4).
-                let mut udp = vec![0x1b, 0x58, 0x1b, 0x58];
+                let mut udp = [port.to_be_bytes(), port.to_be_bytes()].concat();
                 udp.extend_from_slice(&((8 + d.len()) as u16).to_be_bytes());
                 udp.extend_from_slice(&[0, 0]);
                 udp.extend_from_slice(&d);
@@ -390,6 +440,18 @@ pub enum Payload {
 
 /// Throughput of a `secs`-second TCP transfer from host A to host B, in Mbit/s (receiver side).
 pub fn iperf3(tb: &mut Testbed, secs: u32, payload: Payload) -> anyhow::Result<f64> {
+    iperf3_flows(tb, secs, payload, 1)
+}
+
+/// Throughput of `flows` parallel TCP connections (`iperf3 -P`) from host A to host B for
+/// `secs` seconds, in Mbit/s summed (receiver side). Several flows are what spreads over the
+/// lanes of a multi-queue gateway: one flow stays on one lane.
+pub fn iperf3_flows(
+    tb: &mut Testbed,
+    secs: u32,
+    payload: Payload,
+    flows: u32,
+) -> anyhow::Result<f64> {
     if tb.pid("iperf3-server").is_none() {
         tb.spawn("iperf3-server", HB, &["iperf3", "-s", "-B", HOST_B])?;
         std::thread::sleep(Duration::from_millis(300));
@@ -401,9 +463,13 @@ pub fn iperf3(tb: &mut Testbed, secs: u32, payload: Payload) -> anyhow::Result<f
         write_text(&text_file, secs.max(1) as usize * (8 << 20))?;
     }
     let f = text_file.to_string_lossy().into_owned();
+    let parallel = flows.max(1).to_string();
     let mut argv = vec!["iperf3", "-c", HOST_B, "-t", &t, "-J"];
     if payload == Payload::Text {
         argv.extend(["-F", &f]);
+    }
+    if flows > 1 {
+        argv.extend(["-P", &parallel]);
     }
     let mut tries = 0;
     let v: serde_json::Value = loop {

@@ -15,6 +15,13 @@
 //! up to 64 KiB, each read and write preceded by a `virtio_net_hdr`
 //! ([`pathwise_booster::offload`]). A kernel that refuses the offloads gets the device without
 //! the header, as before.
+//!
+//! With `queues = N > 1` the device is opened `N` times with `IFF_MULTI_QUEUE`
+//! ([`Tun::open_queues`]): each `TUNSETIFF` on a new descriptor attaches one more queue of the
+//! same device (kernel Documentation/networking/tuntap.rst, "Multiqueue tuntap interface"),
+//! with the same flags and offloads. The kernel refuses (`EINVAL`) to attach a multi-queue
+//! descriptor to a device made without `multi_queue`, and a single-queue one to a device made
+//! with it; the error then says which and how to remake the device.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -28,6 +35,8 @@ const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
 /// `IFF_VNET_HDR` from `<linux/if_tun.h>`.
 const IFF_VNET_HDR: libc::c_int = 0x4000;
+/// `IFF_MULTI_QUEUE` from `<linux/if_tun.h>`.
+const IFF_MULTI_QUEUE: libc::c_int = 0x0100;
 const TUN_F_CSUM: libc::c_uint = 0x01;
 const TUN_F_TSO4: libc::c_uint = 0x02;
 const TUN_F_TSO6: libc::c_uint = 0x04;
@@ -48,6 +57,8 @@ pub struct TunOffloads {
 pub struct Tun {
     file: File,
     name: String,
+    /// Attached with `IFF_MULTI_QUEUE` (one of several queues).
+    multi_queue: bool,
     /// Offloads in use.
     pub offloads: TunOffloads,
     /// Why offloads are off, when they were asked for.
@@ -58,14 +69,50 @@ impl Tun {
     /// Attach to (or create) TUN device `name`, with offloads if `offload` and the kernel
     /// takes them (else without, the reason in [`Tun::offload_error`]).
     pub fn open(name: &str, offload: bool) -> io::Result<Tun> {
+        Self::open_queue(name, offload, false)
+    }
+
+    /// Attach `queues` queues of TUN device `name` (created if it does not exist), with
+    /// `IFF_MULTI_QUEUE` when more than one; every queue has the offloads the first one got
+    /// ([`Tun::open`]). One queue is exactly [`Tun::open`].
+    pub fn open_queues(name: &str, offload: bool, queues: usize) -> io::Result<Vec<Tun>> {
+        if queues <= 1 {
+            return Ok(vec![Self::open(name, offload)?]);
+        }
+        let first = Self::open_queue(name, offload, true)?;
+        let flags = first.offload_flags();
+        let mut all = Vec::with_capacity(queues);
+        for _ in 1..queues {
+            let mut q = Self::open_with(name, first.offloads.vnet_hdr, true)?;
+            // The offloads are the device's; set them on every queue all the same, so no
+            // queue depends on the order the kernel applied them in.
+            q.set_offload(flags)?;
+            q.offloads = first.offloads;
+            q.offload_error = first.offload_error.clone();
+            all.push(q);
+        }
+        all.insert(0, first);
+        Ok(all)
+    }
+
+    /// The `TUNSETOFFLOAD` flags this queue runs with.
+    fn offload_flags(&self) -> libc::c_uint {
+        match (self.offloads.vnet_hdr, self.offloads.uso) {
+            (false, _) => 0,
+            (true, false) => TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6,
+            (true, true) => TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_USO4 | TUN_F_USO6,
+        }
+    }
+
+    fn open_queue(name: &str, offload: bool, multi: bool) -> io::Result<Tun> {
         if !offload {
-            let tun = Self::open_with(name, false)?;
+            let tun = Self::open_with(name, false, multi)?;
             // A persistent device keeps the offloads an earlier gateway turned on; without
             // the header the kernel must not hand over super-segments.
             let _ = tun.set_offload(0);
             return Ok(tun);
         }
-        let mut tun = Self::open_with(name, true)?;
+        let mut tun = Self::open_with(name, true, multi)?;
         let tso = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6;
         match tun.set_offload(tso | TUN_F_USO4 | TUN_F_USO6) {
             Ok(()) => tun.offloads.uso = true,
@@ -74,7 +121,7 @@ impl Tun {
                 if let Err(e) = tun.set_offload(tso) {
                     // Reopen without the header rather than run with a half-set device.
                     drop(tun);
-                    let mut plain = Self::open_with(name, false)?;
+                    let mut plain = Self::open_with(name, false, multi)?;
                     let _ = plain.set_offload(0);
                     plain.offload_error = Some(format!("TUNSETOFFLOAD: {e}"));
                     return Ok(plain);
@@ -101,7 +148,7 @@ impl Tun {
         Ok(())
     }
 
-    fn open_with(name: &str, vnet_hdr: bool) -> io::Result<Tun> {
+    fn open_with(name: &str, vnet_hdr: bool, multi: bool) -> io::Result<Tun> {
         if name.is_empty() || name.len() >= libc::IFNAMSIZ {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -129,7 +176,8 @@ impl Tun {
             *dst = src as libc::c_char;
         }
         let vnet = if vnet_hdr { IFF_VNET_HDR } else { 0 };
-        req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI | vnet) as libc::c_short;
+        let mq = if multi { IFF_MULTI_QUEUE } else { 0 };
+        req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI | vnet | mq) as libc::c_short;
         // SAFETY: TUNSETIFF reads and writes one `struct ifreq`, which `req` is, on an open
         // /dev/net/tun descriptor that outlives the call. There is no safe wrapper for it.
         #[allow(unsafe_code)]
@@ -142,6 +190,8 @@ impl Tun {
                      for the gateway's user beforehand (ip tuntap add dev {name} mode tun user \
                      USER)"
                 )
+            } else if e.raw_os_error() == Some(libc::EINVAL) {
+                multi_queue_hint(name, multi)
             } else {
                 String::new()
             };
@@ -150,6 +200,7 @@ impl Tun {
         Ok(Tun {
             file,
             name: name.to_string(),
+            multi_queue: multi,
             offloads: TunOffloads {
                 vnet_hdr,
                 uso: false,
@@ -163,11 +214,17 @@ impl Tun {
         &self.name
     }
 
+    /// Whether this is one queue of a multi-queue device.
+    pub fn multi_queue(&self) -> bool {
+        self.multi_queue
+    }
+
     /// A second handle on the same queue (one thread reads, another writes).
     pub fn try_clone(&self) -> io::Result<Tun> {
         Ok(Tun {
             file: self.file.try_clone()?,
             name: self.name.clone(),
+            multi_queue: self.multi_queue,
             offloads: self.offloads,
             offload_error: self.offload_error.clone(),
         })
@@ -194,5 +251,26 @@ impl Tun {
             Err(nix::errno::Errno::EINTR) => Ok(false),
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+/// Why `TUNSETIFF` said `EINVAL` for an existing device: its multi-queue flag differs from the
+/// one asked for (`/sys/class/net/NAME/tun_flags`, the device's `IFF_*` flags in hex).
+fn multi_queue_hint(name: &str, multi: bool) -> String {
+    let Ok(text) = std::fs::read_to_string(format!("/sys/class/net/{name}/tun_flags")) else {
+        return String::new();
+    };
+    let flags = libc::c_int::from_str_radix(text.trim().trim_start_matches("0x"), 16).unwrap_or(0);
+    match (multi, flags & IFF_MULTI_QUEUE != 0) {
+        (true, false) => format!(
+            ": device {name} exists without multi-queue support, so it cannot take more than \
+             one queue; remake it with `ip tuntap del dev {name} mode tun && ip tuntap add dev \
+             {name} mode tun multi_queue` (or set queues = 1)"
+        ),
+        (false, true) => format!(
+            ": device {name} was made with multi_queue, so it takes only multi-queue \
+             descriptors; set queues to 2 or more, or remake it without multi_queue"
+        ),
+        _ => String::new(),
     }
 }
