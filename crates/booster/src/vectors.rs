@@ -43,6 +43,7 @@ pub const CHAINS: &[&[&str]] = &[
     &["zstd", "encrypt", "fec:3:2"],
     &["fec:4:1", "encrypt"],
     &["null", "lz4", "encrypt", "fec"],
+    &["lz4", "fec:2:1:2"],
 ];
 
 /// Why [`snapshot`] could not build a snapshot.

@@ -43,6 +43,6 @@ pub fn instantiate(spec: BoosterSpec, env: &BoosterEnv) -> Result<Box<dyn Booste
         BoosterSpec::Encrypt => {
             Box::new(Encrypt::new(env.crypto.clone().ok_or(BuildError::NoKey)?))
         }
-        BoosterSpec::Fec { k, m } => Box::new(Fec::new(k, m)),
+        BoosterSpec::Fec { k, m, depth } => Box::new(Fec::new(k, m, depth)),
     })
 }
