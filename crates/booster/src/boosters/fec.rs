@@ -22,11 +22,12 @@
 //! closes every group at once and sends the parity round-robin as well (the first parity packet
 //! of each group, then the second…). Packets of the stream then cycle through the D groups
 //! without a break, data and parity alike, so any D·m consecutive losses cost each group at
-//! most `m` packets and are repaired; without interleaving a burst of `m + 1` is not (the burst
-//! erasure argument of block interleaving, as in RFC 6015's 1-D interleaved parity FEC, §1,
-//! generalised from XOR to Reed-Solomon). The wire does not change: the group id says which group
-//! a packet belongs to, so the receiver, which keeps [`GROUP_SLOTS`] recent groups by id,
-//! handles several open groups whatever the sender's depth.
+//! most `m` packets and are repaired; without interleaving a burst of `m + 1` is not. This is
+//! the block interleaving of RFC 6015's 1-D interleaved parity code ("good protection against
+//! bursty packet losses", its abstract), with Reed-Solomon groups in place of XOR columns. The
+//! wire does not change: the group id says which group a packet belongs to, so the receiver,
+//! which keeps [`GROUP_SLOTS`] recent groups by id, handles several open groups whatever the
+//! sender's depth.
 //!
 //! Driven by the pipeline: `boost` per packet; `poll_timeout`/`handle_timeout` flush a partial
 //! block [`FLUSH_AFTER`] after its first packet so a pause in traffic does not leave its tail

@@ -481,6 +481,22 @@ const FEC_RATE_OFFERED_MBIT: [u32; 2] = [1000, 250];
 const FEC_RATE_UDP_LEN: u32 = 1300;
 /// Random loss on the link in `fec-rate`, percent, in each direction (issue #19).
 const FEC_RATE_LOSS_PCT: f64 = 5.0;
+/// iperf3's UDP socket buffers in `fec-rate` (`-w`; the server takes it too): with the
+/// default 208 KiB, about 4 ms of a gigabit, an iperf3 server descheduled on a busy machine
+/// drops what the tunnel delivered. What it still drops is counted apart
+/// ([`udp_receive_buffer_errors`]).
+const FEC_RATE_SOCKET_BUFFER: &str = "4M";
+
+/// Datagrams the UDP sockets of namespace `i` dropped for a full receive buffer so far
+/// (Linux's `RcvbufErrors` in `/proc/net/snmp`).
+fn udp_receive_buffer_errors(tb: &Testbed, i: usize) -> Option<f64> {
+    let out = tb.exec(i, &["cat", "/proc/net/snmp"]).ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (udp.next()?, udp.next()?);
+    let at = names.split_whitespace().position(|n| n == "RcvbufErrors")?;
+    values.split_whitespace().nth(at)?.parse().ok()
+}
 
 /// What one iperf3 UDP test saw.
 #[derive(Debug, Clone, Copy)]
@@ -542,7 +558,11 @@ fn report_number(v: &serde_json::Value, path: &[&str]) -> anyhow::Result<f64> {
 /// of `len` bytes.
 fn iperf3_udp(tb: &mut Testbed, secs: u32, mbit: u32, len: u32) -> anyhow::Result<UdpResult> {
     let (b, l) = (format!("{mbit}M"), len.to_string());
-    let v = iperf3_json(tb, secs, &["-u", "-b", &b, "-l", &l])?;
+    let v = iperf3_json(
+        tb,
+        secs,
+        &["-u", "-b", &b, "-l", &l, "-w", FEC_RATE_SOCKET_BUFFER],
+    )?;
     let n = |path: &[&str]| report_number(&v["end"], path);
     let packets = n(&["sum_received", "packets"])?;
     let lost = n(&["sum_received", "lost_packets"])?;
@@ -587,7 +607,7 @@ pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
         ..LinkShape::default()
     })?;
     let list = setups(&["direct", "none", "fec:10:3", "fec:10:3:4"]);
-    const PER_RATE: [&str; 8] = [
+    const PER_RATE: [&str; 9] = [
         "sent Mbit/s",
         "received Mbit/s",
         "residual loss %",
@@ -595,6 +615,7 @@ pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
         "link loss A→B %",
         "FEC rebuilt %",
         "lost after gateway B %",
+        "host B socket drops %",
         "gateway CPU µs/pkt",
     ];
     let mut columns: Vec<String> = Vec::new();
@@ -623,8 +644,10 @@ pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
             for (r, mbit) in FEC_RATE_OFFERED_MBIT.into_iter().enumerate() {
                 let col = &mut samples[i][r * PER_RATE.len()..];
                 let before = counters(&tb);
+                let socket_before = udp_receive_buffer_errors(&tb, netns::HB);
                 let u = iperf3_udp(&mut tb, opt.seconds, mbit, FEC_RATE_UDP_LEN)?;
                 let after = counters(&tb);
+                let socket_after = udp_receive_buffer_errors(&tb, netns::HB);
                 col[0].push(u.sent);
                 col[1].push(u.received);
                 col[2].push(u.lost_pct);
@@ -636,7 +659,10 @@ pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
                     col[4].push(100.0 * (udp_out - udp_in) / udp_out);
                     col[5].push(100.0 * rebuilt / udp_in);
                     col[6].push(100.0 * (tun_out - u.received_packets) / tun_out);
-                    col[7].push(cpu * 1e6 / tun_in);
+                    if let (Some(b), Some(a)) = (socket_before, socket_after) {
+                        col[7].push(100.0 * (a - b) / tun_out);
+                    }
+                    col[8].push(cpu * 1e6 / tun_in);
                 }
             }
             let (mbit, retransmits) = iperf3_tcp(&mut tb, opt.seconds)?;
@@ -661,12 +687,14 @@ pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
     notes.push(format!(
         "{FEC_RATE_LOSS_PCT} % random loss on arrival at each end of the link (nftables netdev \
          ingress, GSO runs cut to single datagrams), offloads on; UDP: iperf3 -u -b RATE -l \
-         {FEC_RATE_UDP_LEN} -t {} (received Mbit/s and residual loss % from the server's side); \
+         {FEC_RATE_UDP_LEN} -w {FEC_RATE_SOCKET_BUFFER} -t {} (received Mbit/s and residual loss % from the server's side); \
          lost before gateway A: datagrams iperf3 sent that gateway A did not read from its \
          tunnel device (the device's queue overflowed); link loss: datagrams gateway A sent \
          that gateway B did not receive (the nftables drop, and B's socket buffer); FEC \
          rebuilt: packets gateway B rebuilt per 100 datagrams it received; lost after gateway \
-         B: packets B wrote to its tunnel device that iperf3 did not receive; CPU: both \
+         B: packets B wrote to its tunnel device that iperf3 did not receive (with the \
+         datagrams in flight when the test ended); host B socket drops: RcvbufErrors in host \
+         B's namespace over the packets B wrote to its tunnel device; CPU: both \
          gateways' user + system time over the packets gateway A read from its tunnel device; \
          TCP retransmits: segments the sender retransmitted per 100 sent (bytes / 1348)",
         opt.seconds
