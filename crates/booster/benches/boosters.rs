@@ -84,6 +84,10 @@ const CHAINS: &[&str] = &[
     "dumb",
     "encrypt",
     "fec:4:1",
+    // Issue #19's FEC figure: 10 data and 3 parity per group, alone and interleaved 4 deep
+    // (the parity of a group, once per 10 packets, is part of each iteration's average).
+    "fec:10:3",
+    "fec:10:3:4",
     "lz4,encrypt",
 ];
 

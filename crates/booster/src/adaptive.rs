@@ -100,7 +100,11 @@ impl Default for AdaptiveConfig {
             compress: Some(BoosterSpec::Lz4),
             compress_on: 0.80,
             compress_off: 0.95,
-            fec: Some(BoosterSpec::Fec { k: 4, m: 1 }),
+            fec: Some(BoosterSpec::Fec {
+                k: 4,
+                m: 1,
+                depth: 1,
+            }),
             fec_on: 0.01,
             fec_off: 0.002,
             interval_ms: 1000,
@@ -429,7 +433,11 @@ mod tests {
             compress: None,
             ..AdaptiveConfig::default()
         });
-        let fec = BoosterSpec::Fec { k: 4, m: 1 };
+        let fec = BoosterSpec::Fec {
+            k: 4,
+            m: 1,
+            depth: 1,
+        };
         a.observe_loss(95, 100);
         assert_eq!(
             a.poll(Instant::from_secs(1), &snap(&[])),
@@ -449,7 +457,11 @@ mod tests {
     fn too_little_evidence_carries_over_instead_of_undoing_a_decision() {
         let mut a = Adaptive::new(AdaptiveConfig {
             enabled: true,
-            fec: Some(BoosterSpec::Fec { k: 4, m: 2 }),
+            fec: Some(BoosterSpec::Fec {
+                k: 4,
+                m: 2,
+                depth: 1,
+            }),
             ..AdaptiveConfig::default()
         });
         let t = |s| Instant::from_secs(s);
@@ -461,7 +473,11 @@ mod tests {
         );
         assert_eq!(
             a.poll(t(2), &snap(&["lz4", "encrypt"])),
-            Some(Action::Insert(BoosterSpec::Fec { k: 4, m: 2 }))
+            Some(Action::Insert(BoosterSpec::Fec {
+                k: 4,
+                m: 2,
+                depth: 1
+            }))
         );
         // The end of the transfer: a few incompressible acknowledgements, none lost.
         a.observe_compressibility(600, 600);

@@ -151,10 +151,13 @@ pub const FEC_DEFAULT_M: u8 = 1;
 pub const FEC_MAX_K: u8 = 32;
 /// Most parity packets per group.
 pub const FEC_MAX_M: u8 = 8;
+/// Deepest FEC interleaving: groups filled round-robin at once, so a burst of up to
+/// `depth × M` consecutive losses costs each group at most `M` packets. The receiver keeps
+/// [`crate::boosters::GROUP_SLOTS`] groups, room for two blocks of this many.
+pub const FEC_MAX_DEPTH: u8 = 8;
 
 /// A booster with its parameters, as policies name it: `null`, `lz4`, `zstd[:LEVEL]`,
-/// `zstd-stream[:LEVEL[:RUN]]`, `dumb`,
-/// `encrypt`, `fec[:K:M]`.
+/// `zstd-stream[:LEVEL[:RUN]]`, `dumb`, `encrypt`, `fec[:K:M[:D]]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BoosterSpec {
     /// [`crate::boosters::Null`].
@@ -177,12 +180,15 @@ pub enum BoosterSpec {
     DumbLz4,
     /// [`crate::boosters::Encrypt`].
     Encrypt,
-    /// [`crate::boosters::Fec`] with `k` data and `m` parity packets per group.
+    /// [`crate::boosters::Fec`] with `k` data and `m` parity packets per group, `depth`
+    /// groups interleaved (1: none).
     Fec {
         /// Data packets per group.
         k: u8,
         /// Parity packets per group.
         m: u8,
+        /// Groups open at once, packets dealt to them round-robin.
+        depth: u8,
     },
 }
 
@@ -218,6 +224,7 @@ impl BoosterSpec {
             BoosterId::Fec => BoosterSpec::Fec {
                 k: FEC_DEFAULT_K,
                 m: FEC_DEFAULT_M,
+                depth: 1,
             },
             BoosterId::Unknown(_) => return None,
         })
@@ -261,7 +268,8 @@ impl fmt::Display for BoosterSpec {
             BoosterSpec::ZstdStream { level, run } => write!(f, "zstd-stream:{level}:{run}"),
             BoosterSpec::DumbLz4 => f.write_str("dumb"),
             BoosterSpec::Encrypt => f.write_str("encrypt"),
-            BoosterSpec::Fec { k, m } => write!(f, "fec:{k}:{m}"),
+            BoosterSpec::Fec { k, m, depth: 1 } => write!(f, "fec:{k}:{m}"),
+            BoosterSpec::Fec { k, m, depth } => write!(f, "fec:{k}:{m}:{depth}"),
         }
     }
 }
@@ -284,7 +292,7 @@ impl<'de> serde::Deserialize<'de> for BoosterSpec {
 pub enum SpecError {
     /// Not a booster this gateway has.
     #[error(
-        "unknown booster {0:?} (known: null, lz4, zstd[:LEVEL], zstd-stream[:LEVEL[:RUN]], dumb, encrypt, fec[:K:M])"
+        "unknown booster {0:?} (known: null, lz4, zstd[:LEVEL], zstd-stream[:LEVEL[:RUN]], dumb, encrypt, fec[:K:M[:D]])"
     )]
     UnknownBooster(String),
     /// Parameter missing, extra or out of range.
@@ -371,26 +379,31 @@ impl FromStr for BoosterSpec {
                 }
                 Ok(BoosterSpec::ZstdStream { level, run })
             }
-            "fec" => match params.as_slice() {
-                [] => Ok(BoosterSpec::Fec {
-                    k: FEC_DEFAULT_K,
-                    m: FEC_DEFAULT_M,
-                }),
-                [k, m] => match (k.parse::<u8>(), m.parse::<u8>()) {
-                    (Ok(k), Ok(m))
-                        if (1..=FEC_MAX_K).contains(&k) && (1..=FEC_MAX_M).contains(&m) =>
-                    {
-                        Ok(BoosterSpec::Fec { k, m })
-                    }
+            "fec" => {
+                let range = |what: &str, v: &str, max: u8| match v.parse::<u8>() {
+                    Ok(n) if (1..=max).contains(&n) => Ok(n),
                     _ => Err(bad(
                         "fec",
-                        format!(
-                            "need 1 <= K <= {FEC_MAX_K} and 1 <= M <= {FEC_MAX_M}, got {k}:{m}"
-                        ),
+                        format!("{what} must be in 1..={max}, got {v:?}"),
                     )),
-                },
-                _ => Err(bad("fec", "expected fec or fec:K:M".into())),
-            },
+                };
+                match params.as_slice() {
+                    [] => Ok(BoosterSpec::Fec {
+                        k: FEC_DEFAULT_K,
+                        m: FEC_DEFAULT_M,
+                        depth: 1,
+                    }),
+                    [k, m] | [k, m, _] => Ok(BoosterSpec::Fec {
+                        k: range("K", k, FEC_MAX_K)?,
+                        m: range("M", m, FEC_MAX_M)?,
+                        depth: match params.get(2) {
+                            Some(d) => range("D (interleaving depth)", d, FEC_MAX_DEPTH)?,
+                            None => 1,
+                        },
+                    }),
+                    _ => Err(bad("fec", "expected fec, fec:K:M or fec:K:M:D".into())),
+                }
+            }
             _ => Err(SpecError::UnknownBooster(s.to_string())),
         }
     }
@@ -403,7 +416,16 @@ mod tests {
     #[test]
     fn specs_round_trip_through_text() {
         for s in [
-            "null", "lz4", "zstd", "zstd:5", "dumb", "encrypt", "fec:4:1", "fec:8:2",
+            "null",
+            "lz4",
+            "zstd",
+            "zstd:5",
+            "dumb",
+            "encrypt",
+            "fec:4:1",
+            "fec:8:2",
+            "fec:10:3:4",
+            "fec:32:8:8",
         ] {
             let spec: BoosterSpec = s.parse().unwrap();
             assert_eq!(spec.to_string(), s);
@@ -413,8 +435,24 @@ mod tests {
             );
         }
         assert_eq!("fec".parse::<BoosterSpec>().unwrap().to_string(), "fec:4:1");
+        // Depth 1 is no interleaving, written the short way.
+        assert_eq!(
+            "fec:10:3:1".parse::<BoosterSpec>().unwrap().to_string(),
+            "fec:10:3"
+        );
         for bad in [
-            "", "gzip", "fec:0:1", "fec:4", "zstd:99", "lz4:1", "fec:4:9",
+            "",
+            "gzip",
+            "fec:0:1",
+            "fec:4",
+            "zstd:99",
+            "lz4:1",
+            "fec:4:9",
+            "fec:10:3:0",
+            "fec:10:3:9",
+            "fec:10:3:x",
+            "fec:10:3:4:1",
+            "fec:33:1",
         ] {
             assert!(bad.parse::<BoosterSpec>().is_err(), "{bad}");
         }

@@ -45,6 +45,7 @@ pub const CHAINS: &[&[&str]] = &[
     &["fec:4:1", "encrypt"],
     &["null", "lz4", "encrypt", "fec"],
     &["zstd-stream:1:4", "encrypt"],
+    &["lz4", "fec:2:1:2"],
 ];
 
 /// Why [`snapshot`] could not build a snapshot.

@@ -170,6 +170,81 @@ fn fec_flush_timer_protects_a_partial_group() {
     assert_eq!(link.deliver(&parity[0]), vec![ipv4(300, 1, true)]);
 }
 
+/// Send 400 packets through `chain`, losing 12 consecutive datagrams in every other block of
+/// 10:3 groups interleaved 4 deep (52 datagrams); return what was sent and what arrived.
+fn burst_loss(chain: &[&str]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let snap = snapshot(1, chain);
+    let mut link = Link::new(chain);
+    let (mut sent, mut got) = (Vec::new(), Vec::new());
+    let mut i = 0usize;
+    for n in 0..400u32 {
+        let pkt = ipv4(100 + (n as usize * 13) % 1200, n, n % 3 == 0);
+        sent.push(pkt.clone());
+        for d in link.boost(&snap, &pkt) {
+            // The burst starts somewhere else in each block it hits.
+            let start = (i / 104) * 7 % 40;
+            if !(start..start + 12).contains(&(i % 104)) {
+                got.extend(link.deliver(&d));
+            }
+            i += 1;
+        }
+    }
+    let mut out = Vec::new();
+    link.tx.handle_timeout(Instant::from_secs(2), &mut out);
+    for d in link.collect_tx(out) {
+        got.extend(link.deliver(&d));
+    }
+    assert_eq!(link.rx_counters.report().total_drops(), 0);
+    sent.sort();
+    got.sort();
+    (sent, got)
+}
+
+#[test]
+fn interleaved_fec_repairs_bursts_that_plain_fec_cannot() {
+    let (sent, got) = burst_loss(&["fec:10:3:4"]);
+    assert_eq!(got, sent);
+    let (sent, got) = burst_loss(&["encrypt", "fec:10:3:4"]);
+    assert_eq!(got, sent);
+    let (sent, got) = burst_loss(&["fec:10:3"]);
+    assert!(
+        got.len() < sent.len() - 20,
+        "{} of {}",
+        got.len(),
+        sent.len()
+    );
+}
+
+#[test]
+fn malformed_fec_headers_are_dropped_and_counted_with_interleaving() {
+    let snap = snapshot(1, &["fec:10:3:4"]);
+    let mut link = Link::new(&["fec:10:3:4"]);
+    let pkt = ipv4(600, 1, true);
+    let d = link.boost(&snap, &pkt).remove(0);
+    assert_eq!(link.deliver(&d), vec![pkt.clone()]);
+    // Behind the 9-byte encapsulation header: group (4), index, K, M, count.
+    let mut bad = Vec::new();
+    // K = 0, K = 33, M = 9, index past K + M, a parity index with a count of 0.
+    for (at, v) in [(14, 0u8), (14, 33), (15, 9), (13, 13), (13, 11)] {
+        let mut f = d.clone();
+        f[at] = v;
+        bad.push(f);
+    }
+    bad.push(d[..12].to_vec());
+    bad.push(forged(&[6], &[0, 0, 0, 9, 12, 10, 3, 0]));
+    for b in &bad {
+        assert!(link.deliver(b).is_empty(), "{b:?}");
+    }
+    assert_eq!(
+        link.rx_counters.drops(DropReason::FecMalformed),
+        bad.len() as u64
+    );
+    // The stream goes on.
+    let pkt2 = ipv4(700, 2, false);
+    let d2 = link.boost(&snap, &pkt2).remove(0);
+    assert_eq!(link.deliver(&d2), vec![pkt2]);
+}
+
 #[test]
 fn swapping_chains_mid_stream_drops_and_reorders_nothing() {
     let snaps: Vec<_> = CHAINS

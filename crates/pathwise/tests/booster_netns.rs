@@ -380,6 +380,50 @@ fn fec_recovers_packets_lost_on_the_link() {
     assert!(rtts.len() >= 185, "only {} of 200 answered", rtts.len());
 }
 
+#[test]
+fn interleaved_fec_rebuilds_what_the_link_loses_during_a_transfer() {
+    if !available(
+        "interleaved_fec_rebuilds_what_the_link_loses_during_a_transfer",
+        &["ping", "iperf3", "nft"],
+    ) {
+        return;
+    }
+    let mut tb = Testbed::new(LinkShape {
+        loss_pct: Some(5.0),
+        ..LinkShape::default()
+    })
+    .unwrap();
+    // Four groups of 10 + 3 open at once: the receiving gateway learns that only from the
+    // group ids, and must keep them all.
+    tb.start_gateways(bin(), &["fec:10:3:4"], false, "")
+        .unwrap();
+    let show = tb.manage(GA, "show", Value::Null).unwrap();
+    assert_eq!(show["policies"][0]["chain"], json!(["fec:10:3:4"]));
+    let _ = netns::ping(&tb, 100, 1, "0.2");
+    let mbit = netns::iperf3(&mut tb, 2, Payload::Random).unwrap();
+    let stats = tb.manage(GB, "stats", Value::Null).unwrap();
+    let count = |path: &[&str]| {
+        path.iter()
+            .fold(&stats, |v, k| &v[k])
+            .as_u64()
+            .unwrap_or_else(|| panic!("no {path:?} in {stats}"))
+    };
+    let (deboosted, rebuilt) = (
+        count(&["boosters", "fec", "deboosted"]),
+        count(&["boosters", "fec", "recovered"]),
+    );
+    println!(
+        "5% loss each way, fec:10:3:4: {mbit:.0} Mbit/s, {rebuilt} of {deboosted} packets rebuilt at B"
+    );
+    assert!(mbit > 1.0, "{mbit} Mbit/s");
+    // About 5 % of the data is lost on the link and nearly all of it rebuilt.
+    assert!(
+        rebuilt * 100 > deboosted * 2,
+        "{rebuilt} rebuilt of {deboosted}"
+    );
+    assert_eq!(count(&["drops", "fec_malformed"]), 0);
+}
+
 /// The test bed's lossy link loses datagrams one by one on arrival, as a wire does, and the
 /// sender never learns of it: runs of datagrams sent as UDP GSO messages arrive with single
 /// datagrams missing, and no send fails. (Issue #19: the loss was applied in the sender's

@@ -58,6 +58,6 @@ pub fn instantiate_on_lane(
             env.crypto.clone().ok_or(BuildError::NoKey)?,
             lane,
         )),
-        BoosterSpec::Fec { k, m } => Box::new(Fec::new(k, m)),
+        BoosterSpec::Fec { k, m, depth } => Box::new(Fec::new(k, m, depth)),
     })
 }

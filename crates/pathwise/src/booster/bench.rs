@@ -20,6 +20,12 @@
 //!   always compressing, on the 10 Mbit/s link, in phases: light traffic (pings only), a
 //!   saturating text transfer, a saturating random-data transfer; per phase the throughput,
 //!   the ping RTT under that load, and the gateways' CPU time per packet.
+//! - `fec-rate` — issue #19's FEC figure: the unshaped link with 5 % random loss each way
+//!   (dropped on arrival, datagram by datagram), gateways with offloads on, `direct`, no FEC
+//!   (`none`), `fec:10:3` and `fec:10:3:4` (interleaved 4 deep): iperf3 UDP offered at 1 Gbit/s
+//!   and at 250 Mbit/s in 1300-byte datagrams (sent and received Mbit/s, residual loss at the
+//!   receiver, the link's loss and the packets FEC rebuilt from the gateways' counters, the
+//!   gateways' CPU per packet) and iperf3 TCP goodput.
 //!
 //! Setups: `direct` (routed over the link, no gateway: the seed's "no support installed"),
 //! `plain` (TUN forwarder without the framework), `none` (gateway, empty chain: "support
@@ -547,6 +553,248 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
     })
 }
 
+/// Offered UDP rates of `fec-rate`, Mbit/s: issue #19's gigabit, and a rate the gateways are
+/// expected to carry on a small machine, so residual loss after FEC can be told apart from
+/// loss to overload.
+const FEC_RATE_OFFERED_MBIT: [u32; 2] = [1000, 250];
+/// UDP payload per datagram in `fec-rate`: IP packets of 1328 bytes, under the tunnel MTU
+/// (1400) with room for the encapsulation and FEC headers.
+const FEC_RATE_UDP_LEN: u32 = 1300;
+/// Random loss on the link in `fec-rate`, percent, in each direction (issue #19).
+const FEC_RATE_LOSS_PCT: f64 = 5.0;
+/// iperf3's UDP socket buffers in `fec-rate` (`-w`; the server takes it too): with the
+/// default 208 KiB, about 4 ms of a gigabit, an iperf3 server descheduled on a busy machine
+/// drops what the tunnel delivered. What it still drops is counted apart
+/// ([`udp_receive_buffer_errors`]).
+const FEC_RATE_SOCKET_BUFFER: &str = "4M";
+
+/// Datagrams the UDP sockets of namespace `i` dropped for a full receive buffer so far
+/// (Linux's `RcvbufErrors` in `/proc/net/snmp`).
+fn udp_receive_buffer_errors(tb: &Testbed, i: usize) -> Option<f64> {
+    let out = tb.exec(i, &["cat", "/proc/net/snmp"]).ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (udp.next()?, udp.next()?);
+    let at = names.split_whitespace().position(|n| n == "RcvbufErrors")?;
+    values.split_whitespace().nth(at)?.parse().ok()
+}
+
+/// What one iperf3 UDP test saw.
+#[derive(Debug, Clone, Copy)]
+struct UdpResult {
+    /// Mbit/s the client sent.
+    sent: f64,
+    /// Datagrams the client sent.
+    sent_packets: f64,
+    /// Mbit/s the server received.
+    received: f64,
+    /// Datagrams the server received.
+    received_packets: f64,
+    /// Datagrams lost end to end, percent (the server's count of sequence gaps).
+    lost_pct: f64,
+}
+
+/// iperf3's JSON report of a `secs`-second test from host A to host B, with `args` added to
+/// the client's command line.
+fn iperf3_json(tb: &mut Testbed, secs: u32, args: &[&str]) -> anyhow::Result<serde_json::Value> {
+    if tb.pid("iperf3-server").is_none() {
+        tb.spawn(
+            "iperf3-server",
+            netns::HB,
+            &["iperf3", "-s", "-B", netns::HOST_B],
+        )?;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let t = secs.to_string();
+    let mut argv = vec!["iperf3", "-c", netns::HOST_B, "-t", &t, "-J"];
+    argv.extend_from_slice(args);
+    let mut tries = 0;
+    loop {
+        let out = tb.exec_for(netns::HA, &argv, Duration::from_secs(u64::from(secs) + 30))?;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .with_context(|| format!("iperf3 output: {}", String::from_utf8_lossy(&out.stderr)))?;
+        match v.get("error").and_then(|e| e.as_str()) {
+            // The server can still be closing the previous test; and a UDP test starts with
+            // one datagram each way on the lossy link (iperf3 3.12 does not resend it), which
+            // fails the test when either is lost.
+            Some(e) if (e.contains("busy") || e.contains("stream socket")) && tries < 10 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            Some(e) => bail!("iperf3: {e}"),
+            None => return Ok(v),
+        }
+    }
+}
+
+/// A number in an iperf3 report.
+fn report_number(v: &serde_json::Value, path: &[&str]) -> anyhow::Result<f64> {
+    path.iter()
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(serde_json::Value::as_f64)
+        .with_context(|| format!("iperf3 reported no {}", path.join(".")))
+}
+
+/// A `secs`-second iperf3 UDP test from host A to host B at `mbit` Mbit/s offered, datagrams
+/// of `len` bytes.
+fn iperf3_udp(tb: &mut Testbed, secs: u32, mbit: u32, len: u32) -> anyhow::Result<UdpResult> {
+    let (b, l) = (format!("{mbit}M"), len.to_string());
+    let v = iperf3_json(
+        tb,
+        secs,
+        &["-u", "-b", &b, "-l", &l, "-w", FEC_RATE_SOCKET_BUFFER],
+    )?;
+    let n = |path: &[&str]| report_number(&v["end"], path);
+    let packets = n(&["sum_received", "packets"])?;
+    let lost = n(&["sum_received", "lost_packets"])?;
+    Ok(UdpResult {
+        sent: n(&["sum_sent", "bits_per_second"])? / 1e6,
+        sent_packets: n(&["sum_sent", "packets"])?,
+        received: n(&["sum_received", "bits_per_second"])? / 1e6,
+        received_packets: packets - lost,
+        lost_pct: n(&["sum_received", "lost_percent"])?,
+    })
+}
+
+/// TCP segment payload over the test bed's tunnel: MTU 1400 less IPv4, TCP and the timestamp
+/// option.
+const TUNNEL_MSS: f64 = 1348.0;
+
+/// A `secs`-second iperf3 TCP transfer of random data from host A to host B: receiver-side
+/// Mbit/s, and the sender's retransmitted segments per 100 sent (bytes over [`TUNNEL_MSS`]).
+fn iperf3_tcp(tb: &mut Testbed, secs: u32) -> anyhow::Result<(f64, f64)> {
+    let v = iperf3_json(tb, secs, &[])?;
+    let n = |path: &[&str]| report_number(&v["end"], path);
+    let segments = n(&["sum_sent", "bytes"])? / TUNNEL_MSS;
+    Ok((
+        n(&["sum_received", "bits_per_second"])? / 1e6,
+        100.0 * n(&["sum_sent", "retransmits"])? / segments,
+    ))
+}
+
+/// A gateway counter from `stats` (`path`: keys into its JSON), if the gateway answers.
+fn gateway_counter(tb: &Testbed, g: usize, path: &[&str]) -> Option<f64> {
+    let v = tb.manage(g, "stats", serde_json::Value::Null).ok()?;
+    path.iter().try_fold(&v, |v, k| v.get(k))?.as_f64()
+}
+
+/// Issue #19's FEC figure: on the unshaped link with 5 % random loss each way, FEC 10:3
+/// (with and without interleaving) against no FEC, offloads on: iperf3 UDP at an offered
+/// gigabit (and a lower rate), received Mbit/s and residual loss, and TCP goodput.
+pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
+    let load_before = load_average();
+    let mut tb = Testbed::new(LinkShape {
+        loss_pct: Some(FEC_RATE_LOSS_PCT),
+        ..LinkShape::default()
+    })?;
+    let list = setups(&["direct", "none", "fec:10:3", "fec:10:3:4"]);
+    const PER_RATE: [&str; 9] = [
+        "sent Mbit/s",
+        "received Mbit/s",
+        "residual loss %",
+        "lost before gateway A %",
+        "link loss A→B %",
+        "FEC rebuilt %",
+        "lost after gateway B %",
+        "host B socket drops %",
+        "gateway CPU µs/pkt",
+    ];
+    let mut columns: Vec<String> = Vec::new();
+    for mbit in FEC_RATE_OFFERED_MBIT {
+        columns.extend(PER_RATE.iter().map(|c| format!("UDP {mbit}M: {c}")));
+    }
+    columns.push("TCP Mbit/s".into());
+    columns.push("TCP retransmits %".into());
+    let mut samples = vec![vec![Vec::new(); columns.len()]; list.len()];
+    // Gateway counters around a test: A's datagrams out and packets in from its tunnel
+    // device, B's datagrams in, FEC rebuilds and packets out to its tunnel device, and both
+    // gateways' CPU seconds.
+    let counters = |tb: &Testbed| -> Option<[f64; 6]> {
+        Some([
+            gateway_counter(tb, GA, &["udp_out"])?,
+            gateway_counter(tb, GA, &["tun_in"])?,
+            gateway_counter(tb, GB, &["udp_in"])?,
+            gateway_counter(tb, GB, &["boosters", "fec", "recovered"])?,
+            gateway_counter(tb, GB, &["tun_out"])?,
+            gateways_cpu(tb),
+        ])
+    };
+    for _ in 0..opt.runs {
+        for (i, s) in list.iter().enumerate() {
+            apply(&mut tb, &opt.binary, s)?;
+            for (r, mbit) in FEC_RATE_OFFERED_MBIT.into_iter().enumerate() {
+                let col = &mut samples[i][r * PER_RATE.len()..];
+                let before = counters(&tb);
+                let socket_before = udp_receive_buffer_errors(&tb, netns::HB);
+                let u = iperf3_udp(&mut tb, opt.seconds, mbit, FEC_RATE_UDP_LEN)?;
+                let after = counters(&tb);
+                let socket_after = udp_receive_buffer_errors(&tb, netns::HB);
+                col[0].push(u.sent);
+                col[1].push(u.received);
+                col[2].push(u.lost_pct);
+                // Only with gateways: where the datagrams were lost, and what FEC did.
+                if let (Some(b), Some(a)) = (before, after) {
+                    let [udp_out, tun_in, udp_in, rebuilt, tun_out, cpu] =
+                        std::array::from_fn(|k| a[k] - b[k]);
+                    col[3].push(100.0 * (u.sent_packets - tun_in) / u.sent_packets);
+                    col[4].push(100.0 * (udp_out - udp_in) / udp_out);
+                    col[5].push(100.0 * rebuilt / udp_in);
+                    col[6].push(100.0 * (tun_out - u.received_packets) / tun_out);
+                    if let (Some(b), Some(a)) = (socket_before, socket_after) {
+                        col[7].push(100.0 * (a - b) / tun_out);
+                    }
+                    col[8].push(cpu * 1e6 / tun_in);
+                }
+            }
+            let (mbit, retransmits) = iperf3_tcp(&mut tb, opt.seconds)?;
+            let tcp = columns.len() - 2;
+            samples[i][tcp].push(mbit);
+            samples[i][tcp + 1].push(retransmits);
+        }
+    }
+    tb.stop_gateways();
+    let mut points = Vec::new();
+    for (i, s) in list.iter().enumerate() {
+        for (j, c) in columns.iter().enumerate() {
+            points.push(Point {
+                setup: s.name(),
+                x: c.clone(),
+                median: median(&samples[i][j]),
+                samples: samples[i][j].clone(),
+            });
+        }
+    }
+    let mut notes = tb.notes.clone();
+    notes.push(format!(
+        "{FEC_RATE_LOSS_PCT} % random loss on arrival at each end of the link (nftables netdev \
+         ingress, GSO runs cut to single datagrams), offloads on; UDP: iperf3 -u -b RATE -l \
+         {FEC_RATE_UDP_LEN} -w {FEC_RATE_SOCKET_BUFFER} -t {} (received Mbit/s and residual loss % from the server's side); \
+         lost before gateway A: datagrams iperf3 sent that gateway A did not read from its \
+         tunnel device (the device's queue overflowed); link loss: datagrams gateway A sent \
+         that gateway B did not receive (the nftables drop, and B's socket buffer); FEC \
+         rebuilt: packets gateway B rebuilt per 100 datagrams it received; lost after gateway \
+         B: packets B wrote to its tunnel device that iperf3 did not receive (with the \
+         datagrams in flight when the test ended); host B socket drops: RcvbufErrors in host \
+         B's namespace over the packets B wrote to its tunnel device; CPU: both \
+         gateways' user + system time over the packets gateway A read from its tunnel device; \
+         TCP retransmits: segments the sender retransmitted per 100 sent (bytes / 1348)",
+        opt.seconds
+    ));
+    notes.push(format!(
+        "load average (1, 5, 15 min): {load_before} at the start, {} at the end",
+        load_average()
+    ));
+    Ok(Experiment {
+        name: format!(
+            "FEC at rate: unshaped link, {FEC_RATE_LOSS_PCT} % random loss each way, FEC 10:3 \
+             with and without interleaving (issue #19)"
+        ),
+        unit: "as named".into(),
+        notes,
+        points,
+    })
+}
+
 /// CPU seconds (user + system) a process has used so far, from /proc.
 fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -694,10 +942,19 @@ pub fn adaptive(opt: &Options) -> anyhow::Result<Experiment> {
 
 /// Run the named experiments (comma-separated; `all` for every one).
 pub fn run(which: &str, opt: &Options) -> anyhow::Result<Vec<Experiment>> {
-    const NAMES: [&str; 5] = ["rtt", "throughput", "fec", "compare", "adaptive"];
+    const NAMES: [&str; 6] = [
+        "rtt",
+        "throughput",
+        "fec",
+        "compare",
+        "adaptive",
+        "fec-rate",
+    ];
     let wanted: Vec<&str> = which.split(',').map(str::trim).collect();
     if let Some(bad) = wanted.iter().find(|w| **w != "all" && !NAMES.contains(w)) {
-        bail!("unknown experiment {bad:?} (rtt, throughput, fec, compare, adaptive, all)");
+        bail!(
+            "unknown experiment {bad:?} (rtt, throughput, fec, compare, adaptive, fec-rate, all)"
+        );
     }
     let all = wanted.contains(&"all");
     // wireguard-go is optional: `compare` leaves it out with a note when it is missing.
@@ -713,6 +970,7 @@ pub fn run(which: &str, opt: &Options) -> anyhow::Result<Vec<Experiment>> {
                 "throughput" => throughput(opt)?,
                 "fec" => fec(opt)?,
                 "adaptive" => adaptive(opt)?,
+                "fec-rate" => fec_rate(opt)?,
                 _ => compare(opt)?,
             });
         }
