@@ -5,6 +5,9 @@
 //! `ping` and /dev/net/tun; the test prints why and passes when something is missing.
 //! Namespaces are deleted at the end.
 
+mod common;
+
+use common::booster::in_netns;
 use pathwise::booster::netns::{self, GA, GB, HA, HB, LinkShape, Testbed};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -13,18 +16,6 @@ use std::time::{Duration, Instant};
 
 fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_pathwise"))
-}
-
-/// Run `f` on a thread inside namespace `ns`.
-fn in_netns<T: Send + 'static>(
-    ns: String,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::JoinHandle<T> {
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(format!("/var/run/netns/{ns}")).unwrap();
-        nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        f()
-    })
 }
 
 /// The transfer's bytes: an xorshift stream, so no compression shortens it by luck and any

@@ -5,11 +5,10 @@
 //! still dropped and counted. Needs root, `ip`, `tc`, `ping`, `iperf3` and /dev/net/tun; each
 //! test prints why and passes when something is missing. Namespaces are deleted at the end.
 
+mod common;
+
+use common::booster::{echo_b_to_a, in_netns, keyed_sender, total_drops};
 use pathwise::booster::netns::{self, GA, GB, HA, HB, LinkShape, Payload, Testbed};
-use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
-use pathwise_booster::pipeline::Sender;
-use pathwise_booster::policy::{MetaPolicy, Policy, PolicySnapshot};
-use pathwise_booster::stats::Counters;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::path::Path;
@@ -32,18 +31,6 @@ fn available(test: &str, tools: &[&str]) -> bool {
 
 /// Every offload turned off in the configuration.
 const OFF: &str = "tun_offload = false\nudp_gso = false\nudp_gro = false";
-
-/// Run `f` on a thread inside namespace `ns`.
-fn in_netns<T: Send + 'static>(
-    ns: String,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::JoinHandle<T> {
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(format!("/var/run/netns/{ns}")).unwrap();
-        nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        f()
-    })
-}
 
 /// Send `data` from host A to an echo server on host B over TCP through the tunnel and read
 /// the echo back: (what host B received, what came back to host A).
@@ -77,15 +64,6 @@ fn echo_through(tb: &Testbed, data: Arc<Vec<u8>>) -> (Vec<u8>, Vec<u8>) {
     .join()
     .unwrap();
     (server.join().unwrap(), back)
-}
-
-fn total_drops(stats: &Value) -> u64 {
-    stats["drops"]
-        .as_object()
-        .unwrap()
-        .values()
-        .filter_map(Value::as_u64)
-        .sum()
 }
 
 #[test]
@@ -168,28 +146,8 @@ fn hostile_datagrams_in_full_batches_are_dropped_and_counted() {
     assert_eq!(netns::ping(&tb, 200, 2, "0.2").unwrap().len(), 2);
     // Genuine datagrams from a third sender (id 3) holding the key (the hostile-input test's
     // packets, booster_netns.rs).
-    let key = pathwise::booster::config::parse_key(netns::PSK).unwrap();
-    let env = BoosterEnv {
-        crypto: Some(Arc::new(CryptoContext::new(&key, 3, 1))),
-    };
-    let mut sender = Sender::new(env, 1400, Arc::new(Counters::default()));
-    let snap = PolicySnapshot::build(
-        1,
-        vec![Policy {
-            name: "p".into(),
-            dst: "10.77.1.0/24".parse().unwrap(),
-            src: None,
-            chain: vec!["encrypt".parse().unwrap()],
-        }],
-        MetaPolicy::default(),
-        true,
-    )
-    .unwrap();
-    let mut ip = vec![
-        0x45, 0, 0, 84, 0, 0, 0x40, 0, 64, 1, 0, 0, 10, 77, 2, 2, 10, 77, 1, 2,
-    ];
-    ip.extend_from_slice(&[8, 0, 0, 0, 0, 1, 0, 1]);
-    ip.resize(84, b'x');
+    let (mut sender, snap) = keyed_sender(1, 0);
+    let ip = echo_b_to_a();
     const ROUNDS: u64 = 5;
     let mut out = Vec::new();
     for _ in 0..2 * ROUNDS {

@@ -7,11 +7,10 @@
 //! Needs root, `ip`, `tc`, `ping`, `iperf3` and /dev/net/tun; each test prints why and passes
 //! when something is missing. Namespaces are deleted at the end.
 
+mod common;
+
+use common::booster::{echo_b_to_a, in_netns, keyed_sender, total_drops};
 use pathwise::booster::netns::{self, GA, GB, HA, HB, LinkShape, Testbed};
-use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
-use pathwise_booster::pipeline::Sender;
-use pathwise_booster::policy::{MetaPolicy, Policy, PolicySnapshot};
-use pathwise_booster::stats::Counters;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -30,27 +29,6 @@ fn available(test: &str, tools: &[&str]) -> bool {
         }
         None => true,
     }
-}
-
-/// Run `f` on a thread inside namespace `ns`.
-fn in_netns<T: Send + 'static>(
-    ns: String,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::JoinHandle<T> {
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(format!("/var/run/netns/{ns}")).unwrap();
-        nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        f()
-    })
-}
-
-fn total_drops(stats: &Value) -> u64 {
-    stats["drops"]
-        .as_object()
-        .unwrap()
-        .values()
-        .filter_map(Value::as_u64)
-        .sum()
 }
 
 /// Per-lane counts of gateway `g` (`booster show`): (tun_in, udp_out, udp_in, tun_out) per lane.
@@ -92,31 +70,9 @@ fn send_file(tb: &Testbed, data: Arc<Vec<u8>>) -> Vec<u8> {
 /// An ICMP echo request host B → host A encrypted as lane `lane` of a gateway with sender id
 /// 3 holding the test bed's key: a datagram gateway A's lane `lane` accepts.
 fn lane_datagram(lane: u8) -> Vec<u8> {
-    let key = pathwise::booster::config::parse_key(netns::PSK).unwrap();
-    let ctx = CryptoContext::new(&key, 3, 1).with_lanes(2).unwrap();
-    let env = BoosterEnv {
-        crypto: Some(Arc::new(ctx)),
-    };
-    let mut sender = Sender::new(env, 1400, Arc::new(Counters::default())).on_lane(lane);
-    let snap = PolicySnapshot::build(
-        1,
-        vec![Policy {
-            name: "p".into(),
-            dst: "10.77.1.0/24".parse().unwrap(),
-            src: None,
-            chain: vec!["encrypt".parse().unwrap()],
-        }],
-        MetaPolicy::default(),
-        true,
-    )
-    .unwrap();
-    let mut ip = vec![
-        0x45, 0, 0, 84, 0, 0, 0x40, 0, 64, 1, 0, 0, 10, 77, 2, 2, 10, 77, 1, 2,
-    ];
-    ip.extend_from_slice(&[8, 0, 0, 0, 0, 1, 0, 1]);
-    ip.resize(84, b'x');
+    let (mut sender, snap) = keyed_sender(2, lane);
     let mut p = sender.pool().get();
-    p.set_payload(&ip).unwrap();
+    p.set_payload(&echo_b_to_a()).unwrap();
     let mut out = Vec::new();
     sender.boost(pathwise_core::time::Instant::ZERO, &snap, p, &mut out);
     out[0].payload().to_vec()

@@ -4,8 +4,8 @@
 
 use crate::few::Few;
 use crate::wire::{
-    Adspec, FilterSpec, FlowDescriptor, FlowSpec, Message, Path, Resv, RsvpHop, SenderDescriptor,
-    SenderTspec, Session, Style, StyleKind, TimeValues, TokenBucket,
+    Adspec, FilterSpec, FlowDescriptor, FlowSpec, Message, Path, PathTear, Resv, ResvTear, RsvpHop,
+    SenderDescriptor, SenderTspec, Session, Style, StyleKind, TimeValues, TokenBucket,
 };
 use crate::{Config, InterfaceConfig};
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transport};
@@ -119,6 +119,34 @@ pub fn ff(rate: f32, f: FilterSpec) -> Few<FlowDescriptor> {
         flowspec: Some(FlowSpec::ControlledLoad(tb(rate))),
         filters: Few::One(f),
         te: Vec::new(),
+    })
+}
+
+/// The previous hop's PathTear of [`sender`]`(1)` in `s`.
+pub fn path_tear(s: Session) -> Message {
+    Message::PathTear(PathTear {
+        integrity: None,
+        session: s,
+        hop: RsvpHop::new(PHOP.into(), 7),
+        sender_template: Some(sender(1)),
+        sender_tspec: None,
+        forward: Vec::new(),
+    })
+}
+
+/// The next hop's FF ResvTear of [`sender`]`(1)`'s reservation in `s`.
+pub fn resv_tear(s: Session) -> Message {
+    Message::ResvTear(ResvTear {
+        integrity: None,
+        session: s,
+        hop: RsvpHop::new(NHOP.into(), DOWN.0),
+        scope: None,
+        style: Style {
+            flags: 0,
+            kind: StyleKind::Ff,
+        },
+        flows: ff(10.0, sender(1)),
+        forward: Vec::new(),
     })
 }
 

@@ -130,6 +130,18 @@ pub struct Point {
     pub samples: Vec<f64>,
 }
 
+impl Point {
+    /// The point of `setup` at `x` from its `samples`, with their median.
+    fn of(setup: impl Into<String>, x: impl Into<String>, samples: &[f64]) -> Point {
+        Point {
+            setup: setup.into(),
+            x: x.into(),
+            median: median(samples),
+            samples: samples.to_vec(),
+        }
+    }
+}
+
 /// A table of points.
 #[derive(Debug, Clone, Serialize)]
 pub struct Experiment {
@@ -298,12 +310,7 @@ pub fn rtt(opt: &Options) -> anyhow::Result<Experiment> {
     let mut points = Vec::new();
     for (i, s) in list.iter().enumerate() {
         for (j, size) in sizes.iter().enumerate() {
-            points.push(Point {
-                setup: s.name(),
-                x: size.to_string(),
-                median: median(&samples[i][j]),
-                samples: samples[i][j].clone(),
-            });
+            points.push(Point::of(s.name(), size.to_string(), &samples[i][j]));
         }
     }
     let mut notes = tb.notes.clone();
@@ -338,12 +345,7 @@ fn throughput_table(
                 Payload::Text => "text",
                 Payload::Random => "random",
             };
-            points.push(Point {
-                setup: s.name(),
-                x: x.into(),
-                median: median(&samples[i][j]),
-                samples: samples[i][j].clone(),
-            });
+            points.push(Point::of(s.name(), x, &samples[i][j]));
         }
     }
     Ok(points)
@@ -405,12 +407,11 @@ pub fn fec(opt: &Options) -> anyhow::Result<Experiment> {
             }
         }
         for (i, s) in list.iter().enumerate() {
-            points.push(Point {
-                setup: s.name(),
-                x: format!("{loss}% loss, pings answered %"),
-                median: median(&answered[i]),
-                samples: answered[i].clone(),
-            });
+            points.push(Point::of(
+                s.name(),
+                format!("{loss}% loss, pings answered %"),
+                &answered[i],
+            ));
         }
         notes.extend(tb.notes.clone());
     }
@@ -474,20 +475,10 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
         }
     }
     for (i, s) in list.iter().enumerate() {
-        points.push(Point {
-            setup: s.name(),
-            x: FLOWS_COLUMN.into(),
-            median: median(&flows[i]),
-            samples: flows[i].clone(),
-        });
+        points.push(Point::of(s.name(), FLOWS_COLUMN, &flows[i]));
     }
     for (i, s) in list.iter().enumerate() {
-        points.push(Point {
-            setup: s.name(),
-            x: "rtt 1000 B (ms)".into(),
-            median: median(&rtt[i]),
-            samples: rtt[i].clone(),
-        });
+        points.push(Point::of(s.name(), "rtt 1000 B (ms)", &rtt[i]));
     }
     let get = |setup: &str, x: &str| {
         points
@@ -756,12 +747,7 @@ pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
     let mut points = Vec::new();
     for (i, s) in list.iter().enumerate() {
         for (j, c) in columns.iter().enumerate() {
-            points.push(Point {
-                setup: s.name(),
-                x: c.clone(),
-                median: median(&samples[i][j]),
-                samples: samples[i][j].clone(),
-            });
+            points.push(Point::of(s.name(), c.as_str(), &samples[i][j]));
         }
     }
     let mut notes = tb.notes.clone();
@@ -915,12 +901,7 @@ pub fn adaptive(opt: &Options) -> anyhow::Result<Experiment> {
     let mut points = Vec::new();
     for (i, (name, _, _)) in modes.iter().enumerate() {
         for (j, c) in columns.iter().enumerate() {
-            points.push(Point {
-                setup: (*name).into(),
-                x: (*c).into(),
-                median: median(&samples[i][j]),
-                samples: samples[i][j].clone(),
-            });
+            points.push(Point::of(*name, *c, &samples[i][j]));
         }
     }
     let mut notes = tb.notes.clone();

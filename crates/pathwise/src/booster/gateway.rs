@@ -300,10 +300,11 @@ impl Gateway {
         let sender_id = config.sender_id()?;
         let snap = config.snapshot(key.is_some())?;
         let queues = config.queues;
+        let max = pathwise_booster::boosters::MAX_LANES;
         let lanes = u8::try_from(queues)
             .ok()
-            .filter(|q| (1..=pathwise_booster::boosters::MAX_LANES).contains(q))
-            .ok_or_else(|| anyhow::anyhow!("queues must be 1..=16, got {queues}"))?;
+            .filter(|q| (1..=max).contains(q))
+            .ok_or_else(|| anyhow::anyhow!("queues must be 1..={max}, got {queues}"))?;
         let tuns = Tun::open_queues(&config.tun, config.tun_offload, queues)
             .map_err(|e| anyhow::anyhow!("opening TUN device {}: {e}", config.tun))?;
         let sockets = (0..queues)

@@ -42,6 +42,10 @@ const TUN_F_TSO4: libc::c_uint = 0x02;
 const TUN_F_TSO6: libc::c_uint = 0x04;
 const TUN_F_USO4: libc::c_uint = 0x20;
 const TUN_F_USO6: libc::c_uint = 0x40;
+/// Checksum offload and TCP segmentation, IPv4 and IPv6.
+const TSO: libc::c_uint = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6;
+/// UDP segmentation, IPv4 and IPv6 (kernels from 6.2).
+const USO: libc::c_uint = TUN_F_USO4 | TUN_F_USO6;
 
 /// The offloads a device was opened with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -57,8 +61,6 @@ pub struct TunOffloads {
 pub struct Tun {
     file: File,
     name: String,
-    /// Attached with `IFF_MULTI_QUEUE` (one of several queues).
-    multi_queue: bool,
     /// Offloads in use.
     pub offloads: TunOffloads,
     /// Why offloads are off, when they were asked for.
@@ -99,8 +101,8 @@ impl Tun {
     fn offload_flags(&self) -> libc::c_uint {
         match (self.offloads.vnet_hdr, self.offloads.uso) {
             (false, _) => 0,
-            (true, false) => TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6,
-            (true, true) => TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_USO4 | TUN_F_USO6,
+            (true, false) => TSO,
+            (true, true) => TSO | USO,
         }
     }
 
@@ -113,12 +115,11 @@ impl Tun {
             return Ok(tun);
         }
         let mut tun = Self::open_with(name, true, multi)?;
-        let tso = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6;
-        match tun.set_offload(tso | TUN_F_USO4 | TUN_F_USO6) {
+        match tun.set_offload(TSO | USO) {
             Ok(()) => tun.offloads.uso = true,
             // Kernels before 6.2 refuse the USO flags: TCP only.
             Err(_) => {
-                if let Err(e) = tun.set_offload(tso) {
+                if let Err(e) = tun.set_offload(TSO) {
                     // Reopen without the header rather than run with a half-set device.
                     drop(tun);
                     let mut plain = Self::open_with(name, false, multi)?;
@@ -200,7 +201,6 @@ impl Tun {
         Ok(Tun {
             file,
             name: name.to_string(),
-            multi_queue: multi,
             offloads: TunOffloads {
                 vnet_hdr,
                 uso: false,
@@ -214,17 +214,11 @@ impl Tun {
         &self.name
     }
 
-    /// Whether this is one queue of a multi-queue device.
-    pub fn multi_queue(&self) -> bool {
-        self.multi_queue
-    }
-
     /// A second handle on the same queue (one thread reads, another writes).
     pub fn try_clone(&self) -> io::Result<Tun> {
         Ok(Tun {
             file: self.file.try_clone()?,
             name: self.name.clone(),
-            multi_queue: self.multi_queue,
             offloads: self.offloads,
             offload_error: self.offload_error.clone(),
         })

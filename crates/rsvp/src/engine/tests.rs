@@ -5,8 +5,8 @@ use super::{Config, RsvpEngine};
 use crate::testing::*;
 use crate::wire::error::error_code;
 use crate::wire::{
-    FilterSpec, FilterTe, Label, LabelRequest, Message, MsgType, PathErr, PathTear, Resv, ResvTear,
-    RsvpHop, SenderTspec, Session, SessionAttribute, Style, StyleKind,
+    FilterSpec, FilterTe, Label, LabelRequest, Message, MsgType, PathErr, PathTear, Resv, RsvpHop,
+    SenderTspec, Session, SessionAttribute, Style, StyleKind,
 };
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Received, Transmit, Transport};
@@ -484,39 +484,11 @@ fn a_resv_tear_after_the_path_tear_is_counted_as_a_crossing() {
         UP,
         63,
     );
-    let path_tear = Message::PathTear(PathTear {
-        integrity: None,
-        session: session(1),
-        hop: RsvpHop::new(PHOP.into(), UP.0),
-        sender_template: Some(sender(1)),
-        sender_tspec: None,
-        forward: Vec::new(),
-    });
-    feed(&mut e, Instant::ZERO, &bytes(&path_tear, 63), PHOP, UP, 63);
+    let tear = bytes(&path_tear(session(1)), 63);
+    feed(&mut e, Instant::ZERO, &tear, PHOP, UP, 63);
     assert_eq!(e.state_stats().sessions, 0);
-    let resv_tear = Message::ResvTear(ResvTear {
-        integrity: None,
-        session: session(1),
-        hop: RsvpHop::new(NHOP.into(), DOWN.0),
-        scope: None,
-        style: Style {
-            flags: 0,
-            kind: StyleKind::Ff,
-        },
-        flows: ff(10.0, sender(1)),
-        forward: Vec::new(),
-    });
-    assert!(
-        feed(
-            &mut e,
-            Instant::ZERO,
-            &bytes(&resv_tear, 63),
-            NHOP,
-            DOWN,
-            63
-        )
-        .is_empty()
-    );
+    let tear = bytes(&resv_tear(session(1)), 63);
+    assert!(feed(&mut e, Instant::ZERO, &tear, NHOP, DOWN, 63).is_empty());
     assert_eq!(
         e.counters().drops.get("resv_tear_unknown_session"),
         Some(&1)

@@ -69,17 +69,6 @@ fn path_from_upstream(
     feed(e, now, &identified(&path_rate(s, rate), &id), PHOP, UP, 63)
 }
 
-fn path_tear(s: Session) -> Message {
-    Message::PathTear(PathTear {
-        integrity: None,
-        session: s,
-        hop: RsvpHop::new(PHOP.into(), 7),
-        sender_template: Some(sender(1)),
-        sender_tspec: None,
-        forward: Vec::new(),
-    })
-}
-
 /// Every message sent, Bundles opened.
 fn messages(ts: &[Transmit]) -> Vec<(IpAddr, Message, Refresh)> {
     let mut out = Vec::new();
@@ -650,21 +639,6 @@ fn op() -> impl proptest::strategy::Strategy<Value = Op> {
         1 => Just(Op::Restart),
         3 => (any::<bool>(), any::<[u16; 3]>()).prop_map(|(up, ids)| Op::Srefresh(up, ids)),
     ]
-}
-
-fn resv_tear(s: Session) -> Message {
-    Message::ResvTear(ResvTear {
-        integrity: None,
-        session: s,
-        hop: RsvpHop::new(NHOP.into(), DOWN.0),
-        scope: None,
-        style: Style {
-            flags: 0,
-            kind: StyleKind::Ff,
-        },
-        flows: ff(10.0, sender(1)),
-        forward: Vec::new(),
-    })
 }
 
 proptest::proptest! {
