@@ -23,8 +23,9 @@
 //! of each group, then the second…). Packets of the stream then cycle through the D groups
 //! without a break, data and parity alike, so any D·m consecutive losses cost each group at
 //! most `m` packets and are repaired; without interleaving a burst of `m + 1` is not. This is
-//! the block interleaving of RFC 6015's 1-D interleaved parity code ("good protection against
-//! bursty packet losses", its abstract), with Reed-Solomon groups in place of XOR columns. The
+//! block interleaving, as 1-D interleaved parity codes do with XOR columns (RFC 6015 describes
+//! one; its text is not in ../shared/rfcs and was not checked here), with Reed-Solomon groups in
+//! place of the columns. The
 //! wire does not change: the group id says which group a packet belongs to, so the receiver,
 //! which keeps [`GROUP_SLOTS`] recent groups by id, handles several open groups whatever the
 //! sender's depth.
