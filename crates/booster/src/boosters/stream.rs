@@ -248,7 +248,9 @@ mod tests {
     /// Text of `len` bytes that says which packet it is.
     fn packet(n: u32, len: usize) -> Vec<u8> {
         let words = b"the booster keeps a history across the packets of a run ";
-        let mut p: Vec<u8> = (0..len).map(|i| words[(i + n as usize) % words.len()]).collect();
+        let mut p: Vec<u8> = (0..len)
+            .map(|i| words[(i + n as usize) % words.len()])
+            .collect();
         p[..4].copy_from_slice(&n.to_be_bytes());
         p
     }
@@ -267,7 +269,10 @@ mod tests {
                     pool: &mut pool,
                     extra: &mut extra,
                 };
-                assert_eq!(z.boost(&cx(&chain), &mut pkt, &mut io), Ok(Verdict::Forward));
+                assert_eq!(
+                    z.boost(&cx(&chain), &mut pkt, &mut io),
+                    Ok(Verdict::Forward)
+                );
                 (pkt.payload().to_vec(), pkt.marks & 1 != 0)
             })
             .collect()
