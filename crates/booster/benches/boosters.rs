@@ -1,79 +1,23 @@
 //! Per-packet cost of each booster (boost on the sending side, deboost on the receiving side,
-//! encapsulation included), and the cost of building and swapping a policy snapshot.
+//! encapsulation included, through [`Loopback`]), FEC's Galois-field kernels side by side, and
+//! the cost of building and swapping a policy snapshot.
 //!
 //! `cargo bench -p pathwise-booster --bench boosters`
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use pathwise_booster::adaptive::AdaptiveConfig;
-use pathwise_booster::admission::{DEFAULT_GRACE, PolicyEpochs};
-use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
-use pathwise_booster::pipeline::{Receiver, Sender};
-use pathwise_booster::policy::{MetaPolicy, Policy, PolicySnapshot};
+use pathwise_booster::boosters::Gf256;
+use pathwise_booster::loopback::{self, Loopback};
+use pathwise_booster::pipeline::Sender;
+use pathwise_booster::policy::PolicySnapshot;
 use pathwise_booster::stats::Counters;
-use pathwise_booster::vectors::PEER;
-use pathwise_booster::{BoosterSpec, Packet};
+use pathwise_booster::{BoosterSpec, Packet, vectors};
 use pathwise_core::time::Instant;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
 fn snapshot(chain: &[&str]) -> PolicySnapshot {
-    snapshot_to("10.2.0.0/16", chain)
-}
-
-/// What the receiving gateway is configured with: the same chain towards the sender's network
-/// (admission matches it mirrored).
-fn receiver_policies(chain: &[&str]) -> PolicyEpochs {
-    PolicyEpochs::new(
-        Arc::new(snapshot_to("10.1.0.0/16", chain)),
-        DEFAULT_GRACE,
-        &AdaptiveConfig::default(),
-    )
-}
-
-fn snapshot_to(dst: &str, chain: &[&str]) -> PolicySnapshot {
-    PolicySnapshot::build(
-        1,
-        vec![Policy {
-            name: "default".into(),
-            dst: dst.parse().unwrap(),
-            src: None,
-            chain: chain
-                .iter()
-                .map(|s| s.parse::<BoosterSpec>().unwrap())
-                .collect(),
-        }],
-        MetaPolicy::default(),
-        true,
-    )
-    .unwrap()
-}
-
-fn env(id: u32) -> BoosterEnv {
-    BoosterEnv {
-        crypto: Some(Arc::new(CryptoContext::new(&[9; 32], id, 1))),
-    }
-}
-
-/// A 1400-byte IPv4 packet: text (compressible) or pseudo-random.
-fn packet(text: bool) -> Vec<u8> {
-    let mut p = vec![0u8; 1400];
-    p[0] = 0x45;
-    p[12..16].copy_from_slice(&[10, 1, 0, 1]);
-    p[16..20].copy_from_slice(&[10, 2, 0, 1]);
-    let mut x: u32 = 0x1234_5678;
-    let words = b"the protocol booster compresses packets on a slow link between two gateways ";
-    for (i, b) in p[20..].iter_mut().enumerate() {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        *b = if text {
-            words[(i + (x as usize % 3)) % words.len()]
-        } else {
-            x as u8
-        };
-    }
-    p
+    vectors::snapshot(1, chain).unwrap()
 }
 
 const CHAINS: &[&str] = &[
@@ -91,6 +35,14 @@ const CHAINS: &[&str] = &[
     "lz4,encrypt",
 ];
 
+fn chain(name: &str) -> Vec<&str> {
+    if name == "none" {
+        vec![]
+    } else {
+        name.split(',').collect()
+    }
+}
+
 fn per_packet(c: &mut Criterion) {
     for text in [true, false] {
         let mut g = c.benchmark_group(if text {
@@ -99,36 +51,11 @@ fn per_packet(c: &mut Criterion) {
             "boost+deboost/random"
         });
         g.throughput(Throughput::Elements(1));
-        let data = packet(text);
+        let data = loopback::sample(loopback::MTU, 0, text);
         for &name in CHAINS {
-            let chain: Vec<&str> = if name == "none" {
-                vec![]
-            } else {
-                name.split(',').collect()
-            };
-            let snap = snapshot(&chain);
-            let mut tx = Sender::new(env(1), 1400, Arc::new(Counters::default()));
-            let mut rx = Receiver::new(env(2), &[PEER], Arc::new(Counters::default()));
-            let policies = receiver_policies(&chain);
-            let mut out: Vec<Packet> = Vec::with_capacity(8);
-            let mut delivered: Vec<Packet> = Vec::with_capacity(8);
+            let mut l = Loopback::new(&chain(name)).unwrap();
             g.bench_function(BenchmarkId::from_parameter(name), |b| {
-                b.iter(|| {
-                    let mut p = tx.pool().get();
-                    p.set_payload(&data);
-                    tx.boost(Instant::ZERO, &snap, p, &mut out);
-                    for d in out.drain(..) {
-                        // The datagram crosses to the receiver's pool, as a socket would copy it.
-                        let mut r = rx.pool().get();
-                        r.set_payload(d.payload());
-                        tx.recycle(d);
-                        rx.deboost(Instant::ZERO, PEER, &policies, r, &mut delivered, |_| {});
-                    }
-                    for p in delivered.drain(..) {
-                        black_box(p.len());
-                        rx.recycle(p);
-                    }
-                })
+                b.iter(|| black_box(l.round_trip(&data)))
             });
         }
         g.finish();
@@ -136,43 +63,15 @@ fn per_packet(c: &mut Criterion) {
     // Receive side alone: each iteration deboosts a fresh datagram (boosted, untimed, in the
     // setup) so replay windows and FEC groups see a live stream, as a gateway's ingress does.
     let mut g = c.benchmark_group("deboost/text");
-    let data = packet(true);
+    let data = loopback::sample(loopback::MTU, 0, true);
     for &name in CHAINS {
-        let chain: Vec<&str> = if name == "none" {
-            vec![]
-        } else {
-            name.split(',').collect()
-        };
-        let snap = snapshot(&chain);
-        let mut tx = Sender::new(env(1), 1400, Arc::new(Counters::default()));
-        let mut rx = Receiver::new(env(2), &[PEER], Arc::new(Counters::default()));
-        let policies = receiver_policies(&chain);
-        let mut out: Vec<Packet> = Vec::with_capacity(8);
-        let mut delivered: Vec<Packet> = Vec::with_capacity(8);
+        let mut l = Loopback::new(&chain(name)).unwrap();
+        // Two handles on one pair: the setup boosts, the routine deboosts.
+        let l = std::cell::RefCell::new(&mut l);
         g.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter_batched(
-                || {
-                    let mut p = tx.pool().get();
-                    p.set_payload(&data);
-                    tx.boost(Instant::ZERO, &snap, p, &mut out);
-                    let d: Vec<Vec<u8>> = out.iter().map(|d| d.payload().to_vec()).collect();
-                    for d in out.drain(..) {
-                        tx.recycle(d);
-                    }
-                    d
-                },
-                |datagrams| {
-                    for d in &datagrams {
-                        let mut r = rx.pool().get();
-                        r.set_payload(d);
-                        rx.deboost(Instant::ZERO, PEER, &policies, r, &mut delivered, |_| {});
-                    }
-                    for p in delivered.drain(..) {
-                        black_box(p.len());
-                        rx.recycle(p);
-                    }
-                    datagrams
-                },
+                || l.borrow_mut().boosted(&data),
+                |datagrams| black_box(l.borrow_mut().deboost(&datagrams)),
                 BatchSize::SmallInput,
             )
         });
@@ -180,28 +79,33 @@ fn per_packet(c: &mut Criterion) {
     g.finish();
     // Boost side alone, so the two halves can be told apart.
     let mut g = c.benchmark_group("boost/text");
-    let data = packet(true);
     for &name in CHAINS {
-        let chain: Vec<&str> = if name == "none" {
-            vec![]
-        } else {
-            name.split(',').collect()
-        };
-        let snap = snapshot(&chain);
-        let mut tx = Sender::new(env(1), 1400, Arc::new(Counters::default()));
-        let mut out: Vec<Packet> = Vec::with_capacity(8);
+        let mut l = Loopback::new(&chain(name)).unwrap();
         g.bench_function(BenchmarkId::from_parameter(name), |b| {
-            b.iter(|| {
-                let mut p = tx.pool().get();
-                p.set_payload(&data);
-                tx.boost(Instant::ZERO, &snap, p, &mut out);
-                for d in out.drain(..) {
-                    black_box(d.len());
-                    tx.recycle(d);
-                }
-            })
+            b.iter(|| black_box(l.boost(&data)))
         });
     }
+    g.finish();
+}
+
+/// FEC's Galois-field kernels side by side: encoding one 10:3 group of 1350-byte shards with
+/// reed-solomon-erasure's portable arithmetic (`galois_8`, what FEC used before) and with
+/// pathwise's run-time-dispatched one (`Gf256`, AVX2 where the CPU has it); the same code, the
+/// same parity bytes.
+fn galois(c: &mut Criterion) {
+    let mut g = c.benchmark_group("fec 10:3 encode one group");
+    g.throughput(Throughput::Bytes(10 * 1350));
+    let mut shards: Vec<Vec<u8>> = (0..13)
+        .map(|i| loopback::sample(1350, i, i % 2 == 0))
+        .collect();
+    let portable = reed_solomon_erasure::galois_8::ReedSolomon::new(10, 3).unwrap();
+    g.bench_function("galois_8 (portable)", |b| {
+        b.iter(|| portable.encode(black_box(&mut shards)).unwrap())
+    });
+    let dispatched = reed_solomon_erasure::ReedSolomon::<Gf256>::new(10, 3).unwrap();
+    g.bench_function("Gf256 (run-time dispatch)", |b| {
+        b.iter(|| dispatched.encode(black_box(&mut shards)).unwrap())
+    });
     g.finish();
 }
 
@@ -230,10 +134,14 @@ fn insertion(c: &mut Criterion) {
         b.iter(|| black_box(swap.load().generation()))
     });
     // A sender switching chains: the first packet after a swap builds the new instances.
-    let data = packet(true);
+    let data = loopback::sample(loopback::MTU, 0, true);
     let a = snapshot(&["encrypt"]);
     let bsnap = a.with_inserted("default", BoosterSpec::Lz4, None).unwrap();
-    let mut tx = Sender::new(env(1), 1400, Arc::new(Counters::default()));
+    let mut tx = Sender::new(
+        vectors::env(1),
+        loopback::MTU,
+        Arc::new(Counters::default()),
+    );
     let mut out: Vec<Packet> = Vec::with_capacity(8);
     let mut flip = false;
     g.bench_function("first packet after a swap (alternating chains)", |b| {
@@ -256,6 +164,6 @@ criterion_group! {
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(1));
-    targets = per_packet, insertion
+    targets = per_packet, galois, insertion
 }
 criterion_main!(benches);

@@ -20,7 +20,8 @@
 //! - [`offload`]: the TUN `virtio_net_hdr`, splitting super-segments, coalescing (GRO);
 //! - [`gro`]: the socket's `UDP_GRO` control message, and cutting a coalesced message into datagrams;
 //! - [`packet`]: buffers with headroom and the pool that makes the datapath allocation-free;
-//! - [`vectors`]: sample chains, packets and keys for tests and fuzz seeds.
+//! - [`vectors`]: sample chains, packets and keys for tests and fuzz seeds;
+//! - [`loopback`]: a sender and a receiver back to back in memory, for CPU benchmarks.
 //!
 //! How it is driven: the gateway owns a `Sender` on its tunnel-reading thread and a `Receiver`
 //! on its socket-reading thread, passes `now` and the policies in force in (the sender the
@@ -38,6 +39,7 @@ pub mod boosters;
 pub mod congestion;
 pub mod control;
 pub mod gro;
+pub mod loopback;
 pub mod offload;
 pub mod packet;
 pub mod pipeline;

@@ -37,13 +37,13 @@
 //! keeps; the receiver allocates only when it first fills a slot and when it rebuilds a lost
 //! packet.
 
+use super::galois::ReedSolomon;
 use crate::booster::{Booster, FEC_MAX_DEPTH, StageCtx, StageIo, Verdict};
 use crate::packet::{MAX_PAYLOAD, Packet};
 use crate::stats::DropReason;
 use crate::wire::BoosterId;
 use pathwise_core::time::{Duration, Instant};
 use pathwise_core::wire::Reader;
-use reed_solomon_erasure::galois_8::ReedSolomon;
 
 /// Booster header length.
 pub const HEADER_LEN: usize = 8;

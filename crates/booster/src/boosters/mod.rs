@@ -6,6 +6,7 @@
 mod compress;
 mod crypto;
 mod fec;
+mod galois;
 mod null;
 mod stream;
 
@@ -15,6 +16,7 @@ pub use crypto::{
     REPLAY_WINDOW, ReplayWindow, TAG_LEN, lane_sender_id,
 };
 pub use fec::{FLUSH_AFTER, Fec, GROUP_SLOTS, HEADER_LEN as FEC_HEADER_LEN};
+pub use galois::Gf256;
 pub use null::Null;
 pub use stream::{MAX_RUN, STREAM_HEADER, ZstdStream};
 

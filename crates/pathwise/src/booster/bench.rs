@@ -27,6 +27,9 @@
 //!   receiver, the link's loss and the packets FEC rebuilt from the gateways' counters, the
 //!   gateways' CPU per packet) and iperf3 TCP goodput.
 //!
+//! - `cpu` — per-packet and per-byte CPU of each booster, in memory (no namespace, no root):
+//!   [`super::cpu`].
+//!
 //! Setups: `direct` (routed over the link, no gateway: the seed's "no support installed"),
 //! `plain` (TUN forwarder without the framework), `none` (gateway, empty chain: "support
 //! installed, no booster"), then one booster each; a `/nooffload` suffix runs the gateways
@@ -132,7 +135,7 @@ pub struct Point {
 
 impl Point {
     /// The point of `setup` at `x` from its `samples`, with their median.
-    fn of(setup: impl Into<String>, x: impl Into<String>, samples: &[f64]) -> Point {
+    pub(crate) fn of(setup: impl Into<String>, x: impl Into<String>, samples: &[f64]) -> Point {
         Point {
             setup: setup.into(),
             x: x.into(),
@@ -923,23 +926,28 @@ pub fn adaptive(opt: &Options) -> anyhow::Result<Experiment> {
 
 /// Run the named experiments (comma-separated; `all` for every one).
 pub fn run(which: &str, opt: &Options) -> anyhow::Result<Vec<Experiment>> {
-    const NAMES: [&str; 6] = [
+    const NAMES: [&str; 7] = [
         "rtt",
         "throughput",
         "fec",
         "compare",
         "adaptive",
         "fec-rate",
+        "cpu",
     ];
     let wanted: Vec<&str> = which.split(',').map(str::trim).collect();
     if let Some(bad) = wanted.iter().find(|w| **w != "all" && !NAMES.contains(w)) {
         bail!(
-            "unknown experiment {bad:?} (rtt, throughput, fec, compare, adaptive, fec-rate, all)"
+            "unknown experiment {bad:?} (rtt, throughput, fec, compare, adaptive, fec-rate, cpu, \
+             all)"
         );
     }
     let all = wanted.contains(&"all");
-    // wireguard-go is optional: `compare` leaves it out with a note when it is missing.
-    if let Some(why) = netns::unavailable(&["ping", "iperf3"]) {
+    // Every experiment but `cpu` (in memory) runs in namespaces. wireguard-go is optional:
+    // `compare` leaves it out with a note when it is missing.
+    if (all || wanted.iter().any(|w| *w != "cpu"))
+        && let Some(why) = netns::unavailable(&["ping", "iperf3"])
+    {
         bail!("cannot run the booster benchmarks here: {why}");
     }
     let mut out = Vec::new();
@@ -952,6 +960,7 @@ pub fn run(which: &str, opt: &Options) -> anyhow::Result<Vec<Experiment>> {
                 "fec" => fec(opt)?,
                 "adaptive" => adaptive(opt)?,
                 "fec-rate" => fec_rate(opt)?,
+                "cpu" => super::cpu::cpu(opt)?,
                 _ => compare(opt)?,
             });
         }

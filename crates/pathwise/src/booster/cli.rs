@@ -355,7 +355,8 @@ pub struct BenchArgs {
     /// against never and always, seed §7), fec-rate (unshaped link with 5 % random loss each
     /// way: no FEC, fec:10:3 and fec:10:3:4 with offloads on; iperf3 UDP offered at 1 Gbit/s
     /// and 250 Mbit/s in 1300-byte datagrams, received rate and residual loss, and TCP
-    /// goodput), or all.
+    /// goodput), cpu (each booster's CPU per packet and per byte, in memory: needs no root),
+    /// or all.
     #[arg(default_value = "all")]
     experiment: String,
     /// Repetitions; medians are reported.

@@ -6,11 +6,13 @@
 //!   swaps; [`manage`]: the management verbs; [`reload`]: SIGHUP (policies read again);
 //! - [`netns`]: the two-gateway test bed in network namespaces (tests and benchmarks);
 //! - [`cli`]: `pathwise booster …` and the arguments of `pathwise bench booster`;
-//! - [`bench`]: `pathwise bench booster`, the seed's experiments (Fig. 6, Table 1) and more.
+//! - [`bench`]: `pathwise bench booster`, the seed's experiments (Fig. 6, Table 1) and more;
+//!   [`cpu`]: its in-memory per-packet and per-byte CPU figures.
 
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod cpu;
 pub mod gateway;
 pub mod manage;
 pub mod netns;
