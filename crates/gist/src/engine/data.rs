@@ -155,7 +155,7 @@ impl GistEngine {
                     // handshake asking for C-mode (TLS).
                     d.cmode = true;
                     d.secure |= secure;
-                    d.queue.push(p);
+                    d.waiting().queue.push(p);
                     if d.state == QueryingState::Established {
                         self.start_refresh(now, idx);
                     }
@@ -168,14 +168,14 @@ impl GistEngine {
                 let full = self.mrs[idx as usize]
                     .down
                     .as_ref()
-                    .is_some_and(|d| d.queue.len() >= self.cfg.queue_limit);
+                    .is_some_and(|d| d.queue().len() >= self.cfg.queue_limit);
                 if full {
                     self.fail(&key, p.handle, DeliveryError::QueueFull);
                 } else if let Some(d) = self.mrs[idx as usize].down.as_mut() {
                     d.cmode |= p.transfer.reliable || p.transfer.secure;
                     d.secure |= p.transfer.secure;
                     d.expires = d.expires.max(lifetime);
-                    d.queue.push(p);
+                    d.waiting().queue.push(p);
                 }
             }
             _ if !p.transfer.setup_state => {
@@ -192,7 +192,7 @@ impl GistEngine {
                 } else {
                     self.start_query(now, idx, reliable, secure, None, hops, ttl);
                     if let Some(d) = self.mrs[idx as usize].down.as_mut() {
-                        d.queue.push(p);
+                        d.waiting().queue.push(p);
                     }
                 }
             }
@@ -364,7 +364,7 @@ impl GistEngine {
             None if p.transfer.reliable || p.transfer.secure => {
                 // The MA is still connecting: wait for it.
                 if let Some(d) = self.mrs[idx as usize].down.as_mut() {
-                    d.queue.push(p);
+                    d.waiting().queue.push(p);
                 }
             }
             None => {
@@ -425,7 +425,7 @@ impl GistEngine {
         let Some(d) = self.mrs[idx as usize].down.as_mut() else {
             return;
         };
-        let queue = std::mem::take(&mut d.queue);
+        let queue = d.take_queue();
         for p in queue {
             self.send_data_down(now, idx, p);
         }
@@ -447,10 +447,11 @@ impl GistEngine {
             return;
         };
         d.secure = false;
-        let (secure, rest): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut d.queue)
-            .into_iter()
-            .partition(|p| p.transfer.secure);
-        d.queue = rest;
+        let (secure, rest): (Vec<Pending>, Vec<Pending>) =
+            d.take_queue().into_iter().partition(|p| p.transfer.secure);
+        if !rest.is_empty() {
+            d.waiting().queue = rest;
+        }
         for p in secure {
             self.fail(&key, p.handle, DeliveryError::Unsupported);
         }
@@ -723,7 +724,7 @@ impl GistEngine {
                 // reported as such (Routing Status Change); the MA stays in use.
                 if let Some(d) = self.mrs[idx as usize].down.as_mut() {
                     d.restarts += 1;
-                    d.confirm = None;
+                    d.take_confirm();
                     if let Some(p) = d.peer.take() {
                         self.peer_unref(p);
                     }

@@ -155,25 +155,9 @@ impl GistEngine {
         let rto_ms = self.initial_rto_ms();
         let cookie = self.rng.random();
         let lifetime = self.cfg.state_lifetime;
-        self.mrs[idx as usize].down = Some(Box::new(QuerySide {
-            state: QueryingState::AwaitingResponse,
-            peer: None,
-            cookie,
-            attempts: 0,
-            restarts: 0,
-            rto_ms,
-            deadline: now,
-            expires: now + lifetime,
-            peer_validity_ms: 0,
-            cmode: cmode || secure,
-            secure,
-            ma: None,
-            piggyback: piggyback.map(Box::new),
-            queue: Vec::new(),
-            confirm: None,
-            gist_hops: hops,
-            ip_ttl: ttl,
-        }));
+        self.mrs[idx as usize].down = Some(Box::new(QuerySide::new(
+            now, cookie, rto_ms, lifetime, cmode, secure, piggyback, hops, ttl,
+        )));
         self.send_query(now, idx);
     }
 
@@ -256,7 +240,7 @@ impl GistEngine {
                 query_cookie: query_cookie(d.cookie, d.attempts),
                 stack_proposal,
                 stack_config,
-                nslp_data: d.piggyback.as_ref().map(|p| p.data.clone()),
+                nslp_data: d.piggyback().map(|p| p.data.clone()),
                 unknown: Vec::new(),
             }),
         };
@@ -516,8 +500,8 @@ impl GistEngine {
         d.rto_ms = initial_rto;
         d.peer_validity_ms = r.nli.rs_validity_ms;
         d.deadline = now + interval;
-        let delivered = d.piggyback.take();
-        if !repeat && (delivered.is_some() || !d.queue.is_empty()) {
+        let delivered = d.take_piggyback();
+        if !repeat && (delivered.is_some() || !d.queue().is_empty()) {
             // §6.2 Rule 4: the NSLP's messages waiting for this handshake are handled now
             // (the one the Query carried is delivered, the stored ones go), so the
             // Inactive_QNode timer runs from here, not from when the NSLP handed them over.
@@ -623,12 +607,15 @@ impl GistEngine {
                 _ => {
                     // D-mode: piggyback the first waiting unreliable message (thesis §2.4).
                     let take = self.cfg.piggyback
-                        && self.mrs[idx as usize]
+                        && self.mrs[idx as usize].down.as_ref().is_some_and(|d| {
+                            d.queue().first().is_some_and(|p| !p.transfer.reliable)
+                        });
+                    if take
+                        && let Some(p) = self.mrs[idx as usize]
                             .down
-                            .as_ref()
-                            .is_some_and(|d| d.queue.first().is_some_and(|p| !p.transfer.reliable));
-                    if take && let Some(d) = self.mrs[idx as usize].down.as_mut() {
-                        let p = d.queue.remove(0);
+                            .as_mut()
+                            .and_then(|d| d.take_first())
+                    {
                         self.dispatched(&key, p.handle, p.report, TransferAttributes::default());
                         confirm.nslp_data = Some(p.data);
                     }
@@ -856,7 +843,7 @@ impl GistEngine {
         if let Some(ma) = d.ma {
             self.ma_unuse_later(ma);
         }
-        for p in d.piggyback.map(|b| *b).into_iter().chain(d.queue) {
+        for p in d.into_waiting() {
             self.fail(key, p.handle, error);
         }
     }

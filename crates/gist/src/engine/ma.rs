@@ -179,10 +179,10 @@ impl GistEngine {
                 .mrs
                 .get_mut(idx as usize)
                 .and_then(|s| s.down.as_mut())
-                .and_then(|d| d.confirm.take());
+                .and_then(|d| d.take_confirm());
             if let Some(c) = confirm {
                 let nslpid = self.mrs[idx as usize].key.nslpid;
-                self.ma_send(now, ma, &confirm_msg(self.cfg.gist_hops, nslpid, *c));
+                self.ma_send(now, ma, &confirm_msg(self.cfg.gist_hops, nslpid, c));
                 self.flush_down_queue(now, idx);
             }
         }
@@ -379,7 +379,7 @@ impl GistEngine {
             self.flush_down_queue(now, idx);
         } else {
             if let Some(d) = self.mrs[idx as usize].down.as_mut() {
-                d.confirm = Some(Box::new(confirm));
+                d.waiting().confirm = Some(confirm);
             }
             self.mas[ma as usize].waiting.push(idx);
         }
@@ -510,7 +510,7 @@ impl GistEngine {
                     && d.ma == Some(ma)
                 {
                     d.ma = None;
-                    d.confirm = None;
+                    d.take_confirm();
                     if d.state != super::QueryingState::AwaitingResponse {
                         failed.push(idx as u32);
                     }

@@ -936,6 +936,6 @@ mod size_tests {
         assert!(size_of::<super::state::StoredKey>() <= 56);
         assert!(size_of::<super::state::RoutingState>() <= 128);
         assert!(size_of::<super::state::RespondSide>() <= 32);
-        assert!(size_of::<super::state::QuerySide>() <= 96);
+        assert!(size_of::<super::state::QuerySide>() <= 64);
     }
 }

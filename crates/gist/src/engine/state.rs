@@ -10,7 +10,7 @@
 
 use crate::nslp::{MessageHandle, TransferAttributes};
 use crate::wire::{Confirm, Mri, PathCoupledMri, SessionId};
-use pathwise_core::time::Instant;
+use pathwise_core::time::{Duration, Instant};
 use pathwise_core::timer::TimerHandle;
 use std::hash::BuildHasher;
 use std::net::{IpAddr, Ipv4Addr};
@@ -286,16 +286,137 @@ pub(crate) struct QuerySide {
     pub secure: bool,
     /// The MA in use towards the peer.
     pub ma: Option<MaId>,
-    /// NSLP data carried in the Query (re-sent with every retransmission).
-    pub piggyback: Option<Box<Pending>>,
-    /// Messages waiting for the handshake.
-    pub queue: Vec<Pending>,
-    /// A Confirm waiting for its MA to connect.
-    pub confirm: Option<Box<Confirm>>,
+    /// What waits for the handshake or the MA; `None` when nothing does (established state
+    /// in steady use), so state at rest does not carry three empty containers.
+    waiting: Option<Box<Waiting>>,
     /// GIST hop count and IP TTL for Queries.
     pub gist_hops: u8,
     /// IP TTL for Queries.
     pub ip_ttl: u8,
+}
+
+/// What a [`QuerySide`] holds only while a handshake or an MA connection is under way.
+#[derive(Debug, Default)]
+pub(crate) struct Waiting {
+    /// NSLP data carried in the Query (re-sent with every retransmission).
+    pub piggyback: Option<Pending>,
+    /// Messages waiting for the handshake.
+    pub queue: Vec<Pending>,
+    /// A Confirm waiting for its MA to connect.
+    pub confirm: Option<Confirm>,
+}
+
+impl Waiting {
+    fn is_empty(&self) -> bool {
+        self.piggyback.is_none() && self.queue.is_empty() && self.confirm.is_none()
+    }
+
+    /// Heap bytes of the box and what it holds.
+    fn heap_bytes(&self) -> usize {
+        size_of::<Waiting>()
+            + self.queue.capacity() * size_of::<Pending>()
+            + self
+                .piggyback
+                .iter()
+                .chain(&self.queue)
+                .map(|p| p.data.capacity())
+                .sum::<usize>()
+    }
+}
+
+impl QuerySide {
+    /// A new downstream half in AwaitingResponse, carrying `piggyback` in its Query.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        now: Instant,
+        cookie: u64,
+        rto_ms: u32,
+        lifetime: Duration,
+        cmode: bool,
+        secure: bool,
+        piggyback: Option<Pending>,
+        gist_hops: u8,
+        ip_ttl: u8,
+    ) -> QuerySide {
+        let mut d = QuerySide {
+            state: QueryingState::AwaitingResponse,
+            peer: None,
+            cookie,
+            attempts: 0,
+            restarts: 0,
+            rto_ms,
+            deadline: now,
+            expires: now + lifetime,
+            peer_validity_ms: 0,
+            cmode: cmode || secure,
+            secure,
+            ma: None,
+            waiting: None,
+            gist_hops,
+            ip_ttl,
+        };
+        if piggyback.is_some() {
+            d.waiting().piggyback = piggyback;
+        }
+        d
+    }
+
+    /// What waits, made on first use.
+    pub fn waiting(&mut self) -> &mut Waiting {
+        self.waiting.get_or_insert_with(Box::default)
+    }
+
+    /// Messages waiting for the handshake.
+    pub fn queue(&self) -> &[Pending] {
+        self.waiting.as_ref().map_or(&[], |w| &w.queue)
+    }
+
+    /// NSLP data the Query carries.
+    pub fn piggyback(&self) -> Option<&Pending> {
+        self.waiting.as_ref().and_then(|w| w.piggyback.as_ref())
+    }
+
+    /// Take the waiting messages (and free what no longer waits).
+    pub fn take_queue(&mut self) -> Vec<Pending> {
+        self.take(|w| std::mem::take(&mut w.queue))
+    }
+
+    /// Take the first waiting message.
+    pub fn take_first(&mut self) -> Option<Pending> {
+        self.take(|w| (!w.queue.is_empty()).then(|| w.queue.remove(0)))
+    }
+
+    /// Take the NSLP data the Query carried.
+    pub fn take_piggyback(&mut self) -> Option<Pending> {
+        self.take(|w| w.piggyback.take())
+    }
+
+    /// Take the Confirm waiting for its MA.
+    pub fn take_confirm(&mut self) -> Option<Confirm> {
+        self.take(|w| w.confirm.take())
+    }
+
+    /// Everything that waited, the piggybacked message first (the half is going away).
+    pub fn into_waiting(self) -> impl Iterator<Item = Pending> {
+        let w = self.waiting.map(|w| *w).unwrap_or_default();
+        w.piggyback.into_iter().chain(w.queue)
+    }
+
+    fn take<T: Default>(&mut self, f: impl FnOnce(&mut Waiting) -> T) -> T {
+        let Some(w) = self.waiting.as_mut() else {
+            return T::default();
+        };
+        let taken = f(w);
+        if w.is_empty() {
+            self.waiting = None;
+        }
+        taken
+    }
+
+    /// Heap bytes of what waits.
+    pub fn waiting_heap_bytes(&self) -> usize {
+        self.waiting.as_ref().map_or(0, |w| w.heap_bytes())
+    }
 }
 
 /// The upstream half: this node responded.
@@ -372,14 +493,10 @@ impl RoutingState {
                 .pending_up
                 .as_ref()
                 .map_or(0, |p| size_of::<PendingUp>() + pend(&p.msgs))
-            + self.down.as_ref().map_or(0, |d| {
-                size_of::<QuerySide>()
-                    + pend(&d.queue)
-                    + d.piggyback
-                        .as_ref()
-                        .map_or(0, |p| size_of::<Pending>() + p.data.capacity())
-                    + d.confirm.as_ref().map_or(0, |_| size_of::<Confirm>())
-            })
+            + self
+                .down
+                .as_ref()
+                .map_or(0, |d| size_of::<QuerySide>() + d.waiting_heap_bytes())
             + self
                 .up
                 .as_ref()
@@ -513,5 +630,43 @@ mod tests {
             prop_assert_eq!(PackedV4::pack(&k.mri).is_some(), v4);
             prop_assert_eq!(s.heap_bytes() == 0, v4);
         }
+    }
+
+    fn pending(n: u64) -> Pending {
+        Pending {
+            handle: MessageHandle(n),
+            data: vec![n as u8; 10],
+            transfer: TransferAttributes::default(),
+            report: false,
+            hops: None,
+        }
+    }
+
+    /// What waits is out of line and freed as soon as nothing waits, whichever way it was
+    /// taken: established state at rest holds no box.
+    #[test]
+    fn the_waiting_box_lives_only_while_something_waits() {
+        let now = Instant::ZERO;
+        let life = Duration::from_secs(30);
+        let d = QuerySide::new(now, 1, 500, life, false, false, None, 16, 64);
+        assert!(d.waiting.is_none() && d.queue().is_empty() && d.piggyback().is_none());
+        assert_eq!(d.waiting_heap_bytes(), 0);
+
+        let mut d = QuerySide::new(now, 1, 500, life, false, false, Some(pending(1)), 16, 64);
+        d.waiting().queue.push(pending(2));
+        d.waiting().queue.push(pending(3));
+        assert!(d.waiting_heap_bytes() > size_of::<Waiting>());
+        assert_eq!(d.take_piggyback().map(|p| p.handle), Some(MessageHandle(1)));
+        assert!(d.waiting.is_some(), "the queue still waits");
+        assert_eq!(d.take_first().map(|p| p.handle), Some(MessageHandle(2)));
+        assert_eq!(d.queue().len(), 1);
+        assert_eq!(d.take_queue().len(), 1);
+        assert!(d.waiting.is_none());
+        assert!(d.take_first().is_none() && d.take_confirm().is_none());
+        assert!(d.waiting.is_none(), "taking from nothing makes nothing");
+
+        d.waiting().queue.push(pending(4));
+        let all: Vec<u64> = d.into_waiting().map(|p| p.handle.0).collect();
+        assert_eq!(all, [4]);
     }
 }
