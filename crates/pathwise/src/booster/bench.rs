@@ -22,10 +22,13 @@
 //!   the ping RTT under that load, and the gateways' CPU time per packet.
 //! - `fec-rate` — issue #19's FEC figure: the unshaped link with 5 % random loss each way
 //!   (dropped on arrival, datagram by datagram), gateways with offloads on, `direct`, no FEC
-//!   (`none`), `fec:10:3` and `fec:10:3:4` (interleaved 4 deep): iperf3 UDP offered at 1 Gbit/s
-//!   and at 250 Mbit/s in 1300-byte datagrams (sent and received Mbit/s, residual loss at the
-//!   receiver, the link's loss and the packets FEC rebuilt from the gateways' counters, the
-//!   gateways' CPU per packet) and iperf3 TCP goodput.
+//!   (`none`), `fec:10:3` and `fec:10:3:4` (interleaved 4 deep): our sequenced UDP load
+//!   ([`super::load`]: numbered datagrams in paced GSO runs from a thread in host A's namespace,
+//!   counted with GRO by a thread in host B's; iperf3's one system call per datagram took
+//!   most of a CPU at each end on a small machine) offered at 1 Gbit/s and at 250 Mbit/s of UDP
+//!   payload in 1300-byte datagrams (sent and received Mbit/s, residual loss at the receiver,
+//!   the link's loss and the packets FEC rebuilt from the gateways' counters, the gateways'
+//!   CPU per packet and the load's own) and iperf3 TCP goodput.
 //!
 //! - `cpu` — per-packet and per-byte CPU of each booster, in memory (no namespace, no root):
 //!   [`super::cpu`].
@@ -36,6 +39,7 @@
 //! with every offload off (`tun_offload`, `udp_gso`, `udp_gro` = false), a `/Nq` suffix
 //! (`/2q`) with `queues = N` lanes on a multi-queue TUN device.
 
+use super::load;
 use super::netns::{self, GA, GB, LinkShape, Payload, Testbed};
 use crate::bench::plot::{Axis, Figure, Legend, Series};
 use anyhow::{Context as _, bail};
@@ -112,7 +116,7 @@ const OFFLOADS_OFF: &str = "tun_offload = false\nudp_gso = false\nudp_gro = fals
 pub struct Options {
     /// Repetitions (medians reported).
     pub runs: usize,
-    /// Seconds per iperf3 transfer.
+    /// Seconds per iperf3 transfer (and per run of `fec-rate`'s UDP load).
     pub seconds: u32,
     /// Pings per size and run.
     pub pings: u32,
@@ -547,20 +551,36 @@ pub fn compare(opt: &Options) -> anyhow::Result<Experiment> {
     })
 }
 
-/// Offered UDP rates of `fec-rate`, Mbit/s: issue #19's gigabit, and a rate the gateways are
-/// expected to carry on a small machine, so residual loss after FEC can be told apart from
-/// loss to overload.
+/// Offered UDP rates of `fec-rate`, Mbit/s of UDP payload (as iperf3's `-b`): issue #19's
+/// gigabit, and a rate the gateways are expected to carry on a small machine, so residual loss
+/// after FEC can be told apart from loss to overload.
 const FEC_RATE_OFFERED_MBIT: [u32; 2] = [1000, 250];
 /// UDP payload per datagram in `fec-rate`: IP packets of 1328 bytes, under the tunnel MTU
 /// (1400) with room for the encapsulation and FEC headers.
-const FEC_RATE_UDP_LEN: u32 = 1300;
+const FEC_RATE_UDP_LEN: usize = 1300;
 /// Random loss on the link in `fec-rate`, percent, in each direction (issue #19).
 const FEC_RATE_LOSS_PCT: f64 = 5.0;
-/// iperf3's UDP socket buffers in `fec-rate` (`-w`; the server takes it too): with the
-/// default 208 KiB, about 4 ms of a gigabit, an iperf3 server descheduled on a busy machine
-/// drops what the tunnel delivered. What it still drops is counted apart
-/// ([`udp_receive_buffer_errors`]).
-const FEC_RATE_SOCKET_BUFFER: &str = "4M";
+/// Datagrams per GSO run of `fec-rate`'s load: 41,600 bytes, 333 µs of a gigabit, so the
+/// sender wakes about 3,000 times a second at the top rate and its bursts stay short.
+const FEC_RATE_RUN: usize = 32;
+/// How long `fec-rate`'s receiver keeps reading after the sender finished: what the gateways
+/// still queue arrives well within it.
+const FEC_RATE_DRAIN: Duration = Duration::from_millis(500);
+/// How far `fec-rate`'s sender may fall behind its schedule and catch up ([`load::Load::max_lag`]):
+/// 10 ms, about 30 runs sent back to back after a stall at a gigabit.
+const FEC_RATE_MAX_LAG: Duration = Duration::from_millis(10);
+
+/// The load of one `fec-rate` test: `mbit` Mbit/s of UDP payload for `secs` seconds.
+fn fec_rate_load(secs: u32, mbit: u32) -> load::Load {
+    load::Load {
+        payload_mbit: f64::from(mbit),
+        len: FEC_RATE_UDP_LEN,
+        duration: Duration::from_secs(u64::from(secs)),
+        run: FEC_RATE_RUN,
+        drain: FEC_RATE_DRAIN,
+        max_lag: FEC_RATE_MAX_LAG,
+    }
+}
 
 /// Datagrams the UDP sockets of namespace `i` dropped for a full receive buffer so far
 /// (Linux's `RcvbufErrors` in `/proc/net/snmp`).
@@ -571,21 +591,6 @@ fn udp_receive_buffer_errors(tb: &Testbed, i: usize) -> Option<f64> {
     let (names, values) = (udp.next()?, udp.next()?);
     let at = names.split_whitespace().position(|n| n == "RcvbufErrors")?;
     values.split_whitespace().nth(at)?.parse().ok()
-}
-
-/// What one iperf3 UDP test saw.
-#[derive(Debug, Clone, Copy)]
-struct UdpResult {
-    /// Mbit/s the client sent.
-    sent: f64,
-    /// Datagrams the client sent.
-    sent_packets: f64,
-    /// Mbit/s the server received.
-    received: f64,
-    /// Datagrams the server received.
-    received_packets: f64,
-    /// Datagrams lost end to end, percent (the server's count of sequence gaps).
-    lost_pct: f64,
 }
 
 /// iperf3's JSON report of a `secs`-second test from host A to host B, with `args` added to
@@ -629,27 +634,6 @@ fn report_number(v: &serde_json::Value, path: &[&str]) -> anyhow::Result<f64> {
         .with_context(|| format!("iperf3 reported no {}", path.join(".")))
 }
 
-/// A `secs`-second iperf3 UDP test from host A to host B at `mbit` Mbit/s offered, datagrams
-/// of `len` bytes.
-fn iperf3_udp(tb: &mut Testbed, secs: u32, mbit: u32, len: u32) -> anyhow::Result<UdpResult> {
-    let (b, l) = (format!("{mbit}M"), len.to_string());
-    let v = iperf3_json(
-        tb,
-        secs,
-        &["-u", "-b", &b, "-l", &l, "-w", FEC_RATE_SOCKET_BUFFER],
-    )?;
-    let n = |path: &[&str]| report_number(&v["end"], path);
-    let packets = n(&["sum_received", "packets"])?;
-    let lost = n(&["sum_received", "lost_packets"])?;
-    Ok(UdpResult {
-        sent: n(&["sum_sent", "bits_per_second"])? / 1e6,
-        sent_packets: n(&["sum_sent", "packets"])?,
-        received: n(&["sum_received", "bits_per_second"])? / 1e6,
-        received_packets: packets - lost,
-        lost_pct: n(&["sum_received", "lost_percent"])?,
-    })
-}
-
 /// TCP segment payload over the test bed's tunnel: MTU 1400 less IPv4, TCP and the timestamp
 /// option.
 const TUNNEL_MSS: f64 = 1348.0;
@@ -673,8 +657,9 @@ fn gateway_counter(tb: &Testbed, g: usize, path: &[&str]) -> Option<f64> {
 }
 
 /// Issue #19's FEC figure: on the unshaped link with 5 % random loss each way, FEC 10:3
-/// (with and without interleaving) against no FEC, offloads on: iperf3 UDP at an offered
-/// gigabit (and a lower rate), received Mbit/s and residual loss, and TCP goodput.
+/// (with and without interleaving) against no FEC, offloads on: our sequenced UDP load
+/// ([`load`]) at an offered gigabit (and a lower rate), received Mbit/s and residual loss, and
+/// iperf3 TCP goodput.
 pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
     let load_before = load_average();
     let mut tb = Testbed::new(LinkShape {
@@ -682,7 +667,7 @@ pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
         ..LinkShape::default()
     })?;
     let list = setups(&["direct", "none", "fec:10:3", "fec:10:3:4"]);
-    const PER_RATE: [&str; 9] = [
+    const PER_RATE: [&str; 11] = [
         "sent Mbit/s",
         "received Mbit/s",
         "residual loss %",
@@ -692,6 +677,8 @@ pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
         "lost after gateway B %",
         "host B socket drops %",
         "gateway CPU µs/pkt",
+        "load sender CPU µs/pkt",
+        "load receiver CPU µs/pkt",
     ];
     let mut columns: Vec<String> = Vec::new();
     for mbit in FEC_RATE_OFFERED_MBIT {
@@ -713,6 +700,10 @@ pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
             gateways_cpu(tb),
         ])
     };
+    // Datagrams the load's sender could not send, the receiver got twice, or could not read
+    // a sequence number from: none expected, so only a note when they occur.
+    let (mut failed, mut duplicates, mut foreign) = (0, 0, 0);
+    let mut receive_buffer = 0;
     for _ in 0..opt.runs {
         for (i, s) in list.iter().enumerate() {
             apply(&mut tb, &opt.binary, s)?;
@@ -720,20 +711,28 @@ pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
                 let col = &mut samples[i][r * PER_RATE.len()..];
                 let before = counters(&tb);
                 let socket_before = udp_receive_buffer_errors(&tb, netns::HB);
-                let u = iperf3_udp(&mut tb, opt.seconds, mbit, FEC_RATE_UDP_LEN)?;
+                let u = load::run(&tb, fec_rate_load(opt.seconds, mbit))?;
                 let after = counters(&tb);
                 let socket_after = udp_receive_buffer_errors(&tb, netns::HB);
-                col[0].push(u.sent);
-                col[1].push(u.received);
-                col[2].push(u.lost_pct);
+                failed += u.sent.failed;
+                duplicates += u.received.duplicates;
+                foreign += u.received.foreign;
+                receive_buffer = u.received.receive_buffer;
+                let (sent_packets, received_packets) =
+                    (u.sent.datagrams as f64, u.received.unique as f64);
+                col[0].push(u.sent_mbit());
+                col[1].push(u.received_mbit());
+                col[2].push(u.residual_loss_pct());
+                col[9].push(u.sender_cpu_us());
+                col[10].push(u.receiver_cpu_us());
                 // Only with gateways: where the datagrams were lost, and what FEC did.
                 if let (Some(b), Some(a)) = (before, after) {
                     let [udp_out, tun_in, udp_in, rebuilt, tun_out, cpu] =
                         std::array::from_fn(|k| a[k] - b[k]);
-                    col[3].push(100.0 * (u.sent_packets - tun_in) / u.sent_packets);
+                    col[3].push(100.0 * (sent_packets - tun_in) / sent_packets);
                     col[4].push(100.0 * (udp_out - udp_in) / udp_out);
                     col[5].push(100.0 * rebuilt / udp_in);
-                    col[6].push(100.0 * (tun_out - u.received_packets) / tun_out);
+                    col[6].push(100.0 * (tun_out - received_packets) / tun_out);
                     if let (Some(b), Some(a)) = (socket_before, socket_after) {
                         col[7].push(100.0 * (a - b) / tun_out);
                     }
@@ -756,19 +755,42 @@ pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
     let mut notes = tb.notes.clone();
     notes.push(format!(
         "{FEC_RATE_LOSS_PCT} % random loss on arrival at each end of the link (nftables netdev \
-         ingress, GSO runs cut to single datagrams), offloads on; UDP: iperf3 -u -b RATE -l \
-         {FEC_RATE_UDP_LEN} -w {FEC_RATE_SOCKET_BUFFER} -t {} (received Mbit/s and residual loss % from the server's side); \
-         lost before gateway A: datagrams iperf3 sent that gateway A did not read from its \
-         tunnel device (the device's queue overflowed); link loss: datagrams gateway A sent \
-         that gateway B did not receive (the nftables drop, and B's socket buffer); FEC \
-         rebuilt: packets gateway B rebuilt per 100 datagrams it received; lost after gateway \
-         B: packets B wrote to its tunnel device that iperf3 did not receive (with the \
-         datagrams in flight when the test ended); host B socket drops: RcvbufErrors in host \
-         B's namespace over the packets B wrote to its tunnel device; CPU: both \
-         gateways' user + system time over the packets gateway A read from its tunnel device; \
-         TCP retransmits: segments the sender retransmitted per 100 sent (bytes / 1348)",
-        opt.seconds
+         ingress, GSO runs cut to single datagrams), offloads on; UDP: pathwise's sequenced \
+         load for {secs} s, from a thread in host A's namespace to one in host B's: datagrams \
+         of {FEC_RATE_UDP_LEN} bytes of UDP payload (1328-byte IP packets), each numbered, \
+         sent in GSO runs of {FEC_RATE_RUN} (one sendmmsg message with UDP_SEGMENT) paced by \
+         sleeping between runs, so the offered rate (Mbit/s of UDP payload, like iperf3's -b) \
+         holds on average while a run leaves as one burst (a sender held up catches up by at \
+         most {lag} ms of its schedule, else sends less); received with UDP_GRO and recvmmsg \
+         into a socket buffer of {asked} KiB (SO_RCVBUFFORCE; read back: {rcvbuf} KiB, the \
+         kernel doubles it for its bookkeeping), each number marked \
+         in a bitmap, until {drain} ms after the sender finished; sent Mbit/s: payload over \
+         the sender's schedule; received Mbit/s: distinct payload over the receiver's first \
+         to last arrival; residual loss: 100 × (sent − distinct received) / sent; lost \
+         before gateway A: datagrams sent that gateway A did not read from its tunnel device \
+         (the device's queue overflowed); link loss: datagrams gateway A sent that gateway B \
+         did not receive (the nftables drop, and B's socket buffer); FEC rebuilt: packets \
+         gateway B rebuilt per 100 datagrams it received; lost after gateway B: packets B \
+         wrote to its tunnel device that the receiver did not receive; host B socket drops: \
+         RcvbufErrors in host B's namespace over the packets B wrote to its tunnel device; \
+         gateway CPU: both gateways' user + system time over the packets gateway A read \
+         from its tunnel device; load CPU: the sender's and the receiver's thread \
+         (getrusage RUSAGE_THREAD) per datagram sent and per distinct datagram received \
+         (softirq work is charged to whichever thread was running); TCP: iperf3 -t {secs}, \
+         random data; TCP retransmits: segments the sender retransmitted per 100 sent \
+         (bytes / 1348)",
+        secs = opt.seconds,
+        lag = FEC_RATE_MAX_LAG.as_millis(),
+        asked = load::RECEIVE_BUFFER / 1024,
+        rcvbuf = receive_buffer / 1024,
+        drain = FEC_RATE_DRAIN.as_millis(),
     ));
+    if failed + duplicates + foreign > 0 {
+        notes.push(format!(
+            "the load over all runs: {failed} datagrams the kernel refused to send, \
+             {duplicates} received twice, {foreign} without a valid sequence number"
+        ));
+    }
     notes.push(format!(
         "load average (1, 5, 15 min): {load_before} at the start, {} at the end",
         load_average()

@@ -353,16 +353,16 @@ pub struct BenchArgs {
     /// compare (direct veth, plain TUN forwarder, null and encrypt with offloads on and off
     /// and with two lanes, wireguard-go when installed), adaptive (congestion-aware compression
     /// against never and always, seed §7), fec-rate (unshaped link with 5 % random loss each
-    /// way: no FEC, fec:10:3 and fec:10:3:4 with offloads on; iperf3 UDP offered at 1 Gbit/s
-    /// and 250 Mbit/s in 1300-byte datagrams, received rate and residual loss, and TCP
-    /// goodput), cpu (each booster's CPU per packet and per byte, in memory: needs no root),
-    /// or all.
+    /// way: no FEC, fec:10:3 and fec:10:3:4 with offloads on; a sequenced UDP load in paced
+    /// GSO runs offered at 1 Gbit/s and 250 Mbit/s in 1300-byte datagrams, received rate and
+    /// residual loss, and iperf3 TCP goodput), cpu (each booster's CPU per packet and per
+    /// byte, in memory: needs no root), or all.
     #[arg(default_value = "all")]
     experiment: String,
     /// Repetitions; medians are reported.
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Seconds per iperf3 transfer.
+    /// Seconds per iperf3 transfer (and per run of fec-rate's UDP load).
     #[arg(long, default_value_t = 5)]
     seconds: u32,
     /// Pings per packet size and run.

@@ -258,16 +258,28 @@ impl Testbed {
         g: usize,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> anyhow::Result<T> {
+        self.spawn_in_namespace(g, f)?
+            .join()
+            .map_err(|_| anyhow::anyhow!("thread in the namespace panicked"))?
+    }
+
+    /// Start `f` on a thread inside namespace `g` and return at once: the thread's result is
+    /// `f`'s, or why it could not enter the namespace. For work that runs while the caller
+    /// does something else (the benchmark's load, [`super::load`]); only that thread moves
+    /// into the namespace.
+    pub fn spawn_in_namespace<T: Send + 'static>(
+        &self,
+        g: usize,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<T>>> {
         let path = Path::new("/var/run/netns").join(&self.ns[g]);
         let ns =
             std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
-        std::thread::spawn(move || {
+        Ok(std::thread::spawn(move || {
             nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)
                 .map(|()| f())
                 .map_err(|e| anyhow::anyhow!("entering the namespace: {e}"))
-        })
-        .join()
-        .map_err(|_| anyhow::anyhow!("thread in the namespace panicked"))?
+        }))
     }
 
     /// Send `datagrams` to gateway A's UDP port from inside gateway B's namespace with gateway
