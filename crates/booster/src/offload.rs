@@ -377,17 +377,24 @@ fn split_gso(
 struct Pending {
     /// IP header length.
     l3: usize,
-    /// IP + TCP header length.
+    /// TCP or UDP.
+    proto: u8,
+    /// IP + TCP (UDP) header length.
     headers: usize,
     /// Payload bytes of the first segment (every one but the last has as many).
     mss: usize,
     /// Segments in it.
     segments: usize,
-    /// Sequence number the next segment must carry.
+    /// Sequence number the next segment must carry (TCP).
     next_seq: u32,
     /// No further segment may join (the last was short or carried PSH).
     closed: bool,
 }
+
+/// Datagrams in one UDP super-segment at most: what a sender may put in one `UDP_SEGMENT`
+/// send on older kernels (their `UDP_MAX_SEGMENTS`), so no receiver meets a larger run than a
+/// local sender could make. The 64 KiB bound alone keeps 1300-byte datagrams to 50.
+const MAX_UDP_SEGMENTS: usize = 64;
 
 /// Coalesces consecutive in-order TCP segments of one flow into one super-segment written with
 /// a GSO `virtio_net_hdr` (what the kernel's GRO does on a NIC). Segments join only when
@@ -398,21 +405,38 @@ struct Pending {
 /// checksum verifies (the kernel will not check a coalesced one again). Anything else is
 /// written on its own with a header that asks for nothing, after the pending super-segment:
 /// the order of packets is kept exactly.
+///
+/// With [`Coalescer::with_udp`], consecutive UDP datagrams of one flow are coalesced the same
+/// way into a USO super-segment (`VIRTIO_NET_HDR_GSO_UDP_L4`, which the kernel takes from
+/// Linux 6.2 and cuts back into the datagrams with `__udp_gso_segment`): IP headers agreeing
+/// as for TCP, the same ports, every earlier datagram as long as the first (a shorter one
+/// ends the run), each one's UDP checksum present and verifying, at most
+/// [`MAX_UDP_SEGMENTS`]. What the receiver gets back is each datagram's bytes with the IPv4
+/// identification counting up from the first's, as after any GSO.
 #[derive(Debug)]
 pub struct Coalescer {
     buf: Vec<u8>,
     pending: Option<Pending>,
     enabled: bool,
+    udp: bool,
 }
 
 impl Coalescer {
-    /// A coalescer; with `enabled` false every packet is written on its own.
+    /// A coalescer of TCP segments; with `enabled` false every packet is written on its own.
     pub fn new(enabled: bool) -> Self {
         Coalescer {
             buf: Vec::with_capacity(VNET_HDR_LEN + MAX_SUPER),
             pending: None,
             enabled,
+            udp: false,
         }
+    }
+
+    /// Coalesce UDP datagrams too (when `udp` and the coalescer is enabled): only for a device
+    /// that took the USO offload flags, the sign that its kernel knows USO frames.
+    pub fn with_udp(mut self, udp: bool) -> Self {
+        self.udp = udp && self.enabled;
+        self
     }
 
     /// Offer the next packet. Frames ready to be written (virtio header + packet) are passed to
@@ -423,7 +447,7 @@ impl Coalescer {
         }
         self.flush(write);
         if self.enabled
-            && let Some(p) = Self::start(pkt)
+            && let Some(p) = self.start(pkt)
         {
             self.buf.clear();
             self.buf.extend_from_slice(&[0; VNET_HDR_LEN]);
@@ -447,18 +471,29 @@ impl Coalescer {
             let pkt = &mut self.buf[VNET_HDR_LEN..];
             let v4 = pkt[0] >> 4 == 4;
             set_ip_len(pkt, p.l3, None);
-            // CHECKSUM_PARTIAL: the field holds the pseudo-header sum, uncomplemented.
             let l4_len = pkt.len() - p.l3;
-            let ps = fold(pseudo_sum(pkt, IPPROTO_TCP, l4_len));
-            pkt[p.l3 + 16..p.l3 + 18].copy_from_slice(&ps.to_be_bytes());
+            let (gso_type, csum_offset) = if p.proto == IPPROTO_UDP {
+                // The UDP length of the whole run: the kernel's segmentation rewrites it per
+                // datagram and adjusts the checksum by the difference.
+                pkt[p.l3 + 4..p.l3 + 6].copy_from_slice(&(l4_len as u16).to_be_bytes());
+                (GsoType::UdpL4, 6)
+            } else if v4 {
+                (GsoType::TcpV4, 16)
+            } else {
+                (GsoType::TcpV6, 16)
+            };
+            // CHECKSUM_PARTIAL: the field holds the pseudo-header sum, uncomplemented.
+            let ps = fold(pseudo_sum(pkt, p.proto, l4_len));
+            let field = p.l3 + csum_offset;
+            pkt[field..field + 2].copy_from_slice(&ps.to_be_bytes());
             let hdr = VirtioNetHdr {
                 flags: F_NEEDS_CSUM,
-                gso_type: if v4 { GsoType::TcpV4 } else { GsoType::TcpV6 },
+                gso_type,
                 ecn: false,
                 hdr_len: p.headers as u16,
                 gso_size: p.mss as u16,
                 csum_start: p.l3 as u16,
-                csum_offset: 16,
+                csum_offset: csum_offset as u16,
             };
             let _ = hdr.emit(&mut self.buf);
         }
@@ -467,11 +502,42 @@ impl Coalescer {
     }
 
     /// The state of a super-segment that `pkt` can start, if it can start one.
-    fn start(pkt: &[u8]) -> Option<Pending> {
+    fn start(&self, pkt: &[u8]) -> Option<Pending> {
         let (l3, proto) = l3_of(pkt)?;
-        if proto != IPPROTO_TCP || (pkt[0] >> 4 == 4 && l3 != 20) {
+        if pkt[0] >> 4 == 4 && l3 != 20 {
             return None;
         }
+        match proto {
+            IPPROTO_TCP => Self::start_tcp(pkt, l3),
+            IPPROTO_UDP if self.udp => Self::start_udp(pkt, l3),
+            _ => None,
+        }
+    }
+
+    /// A UDP datagram with a payload, a UDP length that is the packet's, and a checksum that
+    /// is present (an IPv4 zero means none, and a run's would be computed) and verifies.
+    fn start_udp(pkt: &[u8], l3: usize) -> Option<Pending> {
+        let headers = l3 + 8;
+        let ulen = usize::from(u16::from_be_bytes([*pkt.get(l3 + 4)?, *pkt.get(l3 + 5)?]));
+        if pkt.len() <= headers
+            || ulen != pkt.len() - l3
+            || pkt[l3 + 6..l3 + 8] == [0, 0]
+            || !l4_checksum_ok(pkt, l3, IPPROTO_UDP)
+        {
+            return None;
+        }
+        Some(Pending {
+            l3,
+            proto: IPPROTO_UDP,
+            headers,
+            mss: pkt.len() - headers,
+            segments: 1,
+            next_seq: 0,
+            closed: false,
+        })
+    }
+
+    fn start_tcp(pkt: &[u8], l3: usize) -> Option<Pending> {
         let headers = l3 + usize::from(*pkt.get(l3 + 12)? >> 4) * 4;
         if headers < l3 + 20 || pkt.len() <= headers {
             return None;
@@ -485,6 +551,7 @@ impl Coalescer {
         let seq = u32::from_be_bytes([pkt[l3 + 4], pkt[l3 + 5], pkt[l3 + 6], pkt[l3 + 7]]);
         Some(Pending {
             l3,
+            proto: IPPROTO_TCP,
             headers,
             mss,
             segments: 1,
@@ -501,16 +568,29 @@ impl Coalescer {
         if p.closed {
             return false;
         }
-        let Some(q) = Self::start(pkt) else {
+        let Some(q) = self.start(pkt) else {
             return false;
         };
         // `start` saw at least one payload byte after q.headers.
         let head = &self.buf[VNET_HDR_LEN..VNET_HDR_LEN + p.headers];
-        if q.headers != p.headers
+        if q.proto != p.proto
+            || q.headers != p.headers
             || q.mss > p.mss
             || self.buf.len() - VNET_HDR_LEN + q.mss > MAX_SUPER
-            || !same_flow_headers(head, pkt, p.l3)
         {
+            return false;
+        }
+        if p.proto == IPPROTO_UDP {
+            if p.segments >= MAX_UDP_SEGMENTS || !same_udp_flow(head, pkt, p.l3) {
+                return false;
+            }
+            self.buf.extend_from_slice(&pkt[p.headers..]);
+            p.segments += 1;
+            p.closed = q.mss < p.mss;
+            self.pending = Some(p);
+            return true;
+        }
+        if !same_flow_headers(head, pkt, p.l3) {
             return false;
         }
         let seq = u32::from_be_bytes([pkt[p.l3 + 4], pkt[p.l3 + 5], pkt[p.l3 + 6], pkt[p.l3 + 7]]);
@@ -530,21 +610,30 @@ impl Coalescer {
     }
 }
 
-/// Whether two TCP segments' headers (`a` the pending one's, `b` the new packet) agree in
-/// everything that must be equal to coalesce them.
-fn same_flow_headers(a: &[u8], b: &[u8], l3: usize) -> bool {
-    let v4 = a[0] >> 4 == 4;
-    let ip_same = if v4 {
+/// Whether two IP headers (`a` the pending super-segment's, `b` the new packet's) agree in
+/// everything that must be equal to coalesce their packets.
+fn same_ip_header(a: &[u8], b: &[u8]) -> bool {
+    if a[0] >> 4 == 4 {
         // Version/IHL, TOS; flags (DF) and TTL, protocol; addresses.
         a[0..2] == b[0..2] && a[6..10] == b[6..10] && a[12..20] == b[12..20]
     } else {
         // Version, traffic class, flow label; next header, hop limit; addresses.
         a[0..4] == b[0..4] && a[6..40] == b[6..40]
-    };
+    }
+}
+
+/// Whether two UDP datagrams are of one flow: IP headers as [`same_ip_header`], same ports.
+fn same_udp_flow(a: &[u8], b: &[u8], l3: usize) -> bool {
+    same_ip_header(a, b) && a[l3..l3 + 4] == b[l3..l3 + 4]
+}
+
+/// Whether two TCP segments' headers (`a` the pending one's, `b` the new packet) agree in
+/// everything that must be equal to coalesce them.
+fn same_flow_headers(a: &[u8], b: &[u8], l3: usize) -> bool {
     let t = l3;
     let headers = a.len();
     // Ports; ACK number; data offset, flags except PSH; window; urgent pointer; options.
-    ip_same
+    same_ip_header(a, b)
         && a[t..t + 4] == b[t..t + 4]
         && a[t + 8..t + 13] == b[t + 8..t + 13]
         && a[t + 13] & !0x08 == b[t + 13] & !0x08
@@ -898,6 +987,113 @@ mod tests {
         }
     }
 
+    /// A UDP datagram from 10.77.1.2 (2001:db8::…) port `sport` to port 8001 with IPv4
+    /// identification `id` and every checksum complete.
+    fn udp_packet(v6: bool, id: u16, sport: u16, data: &[u8]) -> Vec<u8> {
+        let mut p = ip_header(v6, IPPROTO_UDP, 8 + data.len());
+        let l3 = p.len();
+        p.extend_from_slice(&sport.to_be_bytes());
+        p.extend_from_slice(&[0x1f, 0x41]);
+        p.extend_from_slice(&((8 + data.len()) as u16).to_be_bytes());
+        p.extend_from_slice(&[0, 0]);
+        p.extend_from_slice(data);
+        if !v6 {
+            p[4..6].copy_from_slice(&id.to_be_bytes());
+            set_ipv4_checksum(&mut p, 20);
+        }
+        set_l4_checksum(&mut p, l3, IPPROTO_UDP);
+        p
+    }
+
+    #[test]
+    fn udp_datagrams_of_a_flow_coalesce_into_a_uso_frame_that_splits_back() {
+        for v6 in [false, true] {
+            let l3 = if v6 { 40 } else { 20 };
+            // Five of 1300 bytes and a shorter last one, different payloads, IDs counting up.
+            let dgrams: Vec<Vec<u8>> = (0..6)
+                .map(|i| {
+                    let n = if i == 5 { 700 } else { 1300 };
+                    let mut d = payload(n);
+                    d[0] = i as u8;
+                    udp_packet(v6, 0x2000 + i as u16, 7000, &d)
+                })
+                .collect();
+            let frames = coalesce(&mut Coalescer::new(true).with_udp(true), &dgrams);
+            assert_eq!(frames.len(), 1, "v6 {v6}");
+            assert_eq!(frames[0].1, 6);
+            let hdr = VirtioNetHdr::parse(&frames[0].0).unwrap();
+            assert_eq!(
+                (hdr.gso_type, hdr.gso_size, hdr.flags, hdr.hdr_len),
+                (GsoType::UdpL4, 1300, F_NEEDS_CSUM, (l3 + 8) as u16)
+            );
+            assert_eq!((hdr.csum_start, hdr.csum_offset), (l3 as u16, 6));
+            let pkt = &frames[0].0[VNET_HDR_LEN..];
+            let ulen = u16::from_be_bytes([pkt[l3 + 4], pkt[l3 + 5]]);
+            assert_eq!(
+                usize::from(ulen),
+                pkt.len() - l3,
+                "UDP length of the whole run"
+            );
+            assert_eq!(resplit(&frames[0].0), dgrams, "v6 {v6}");
+            // Without with_udp (a device without USO) each goes on its own, unchanged.
+            let plain = coalesce(&mut Coalescer::new(true), &dgrams);
+            assert_eq!(plain.len(), 6);
+            assert!(
+                plain
+                    .iter()
+                    .zip(&dgrams)
+                    .all(|((f, _), d)| &f[VNET_HDR_LEN..] == d)
+            );
+            // Nor when coalescing is off altogether.
+            assert_eq!(
+                coalesce(&mut Coalescer::new(false).with_udp(true), &dgrams).len(),
+                6
+            );
+        }
+    }
+
+    #[test]
+    fn udp_runs_break_where_the_datagrams_differ() {
+        let d = |id: u16, sport: u16, n: usize| udp_packet(false, id, sport, &payload(n));
+        let mut no_sum = d(5, 7000, 1000);
+        no_sum[26..28].fill(0);
+        let mut bad_sum = d(6, 7000, 1000);
+        bad_sum[40] ^= 1;
+        let mut other_tos = d(9, 7000, 1000);
+        other_tos[1] = 0x10;
+        set_ipv4_checksum(&mut other_tos, 20);
+        let pkts = vec![
+            d(1, 7000, 1000),
+            d(2, 7000, 1000),
+            d(3, 7001, 1000), // another flow
+            d(4, 7001, 1200), // longer than the run's first
+            no_sum,           // no checksum (IPv4 zero)
+            bad_sum,          // a checksum that fails
+            d(7, 7000, 1000),
+            d(8, 7000, 500), // shorter: joins, and ends the run
+            d(10, 7000, 500),
+            other_tos,
+            tcp_packet(false, 1, 0x10, &payload(1000)), // TCP after UDP: its own start
+        ];
+        let frames = coalesce(&mut Coalescer::new(true).with_udp(true), &pkts);
+        let counts: Vec<usize> = frames.iter().map(|f| f.1).collect();
+        assert_eq!(counts, [2, 1, 1, 1, 1, 2, 1, 1, 1]);
+        let back: Vec<Vec<u8>> = frames.iter().flat_map(|(f, _)| resplit(f)).collect();
+        assert_eq!(back, pkts, "every packet, in order, as it was");
+    }
+
+    #[test]
+    fn a_udp_run_holds_at_most_max_udp_segments() {
+        let pkts: Vec<Vec<u8>> = (0..MAX_UDP_SEGMENTS + 10)
+            .map(|i| udp_packet(false, i as u16, 7000, &payload(200)))
+            .collect();
+        let frames = coalesce(&mut Coalescer::new(true).with_udp(true), &pkts);
+        let counts: Vec<usize> = frames.iter().map(|f| f.1).collect();
+        assert_eq!(counts, [MAX_UDP_SEGMENTS, 10]);
+        let back: Vec<Vec<u8>> = frames.iter().flat_map(|(f, _)| resplit(f)).collect();
+        assert_eq!(back, pkts);
+    }
+
     #[test]
     fn coalescing_keeps_order_and_refuses_what_must_not_join() {
         let a = |seq: u32, flags: u8, n: usize| tcp_packet(false, seq, flags, &payload(n));
@@ -969,7 +1165,7 @@ mod tests {
         let mut out = Vec::new();
         split(frame, &mut pool, &mut out).ok()?;
         let first: Vec<Vec<u8>> = out.iter().map(|p| p.payload().to_vec()).collect();
-        let frames = coalesce(&mut Coalescer::new(true), &first);
+        let frames = coalesce(&mut Coalescer::new(true).with_udp(true), &first);
         let counted = frames.iter().map(|f| f.1).sum();
         let again = frames
             .iter()
@@ -1005,6 +1201,37 @@ mod tests {
             }
         }
 
+        /// The same for a UDP super-segment: split, coalesced (into as few USO frames as the
+        /// bounds allow) and split again, the same datagrams byte for byte.
+        #[test]
+        fn udp_split_then_coalesce_round_trips(
+            v6 in proptest::bool::ANY,
+            mss in 1u16..1400,
+            len in 1usize..20_000,
+        ) {
+            let data = payload(len);
+            let mut pkt = ip_header(v6, IPPROTO_UDP, 8 + data.len());
+            let l3 = pkt.len();
+            pkt.extend_from_slice(&[0x1f, 0x40, 0x1f, 0x41]);
+            pkt.extend_from_slice(&((8 + data.len()) as u16).to_be_bytes());
+            pkt.extend_from_slice(&[0, 0]);
+            pkt.extend_from_slice(&data);
+            let hdr = VirtioNetHdr {
+                gso_type: GsoType::UdpL4,
+                gso_size: mss,
+                flags: F_NEEDS_CSUM,
+                csum_start: l3 as u16,
+                csum_offset: 6,
+                ..VirtioNetHdr::PLAIN
+            };
+            let (first, again, counted) = split_coalesce_split(&framed(hdr, &pkt)).unwrap();
+            proptest::prop_assert_eq!(counted, first.len());
+            proptest::prop_assert_eq!(&again, &first);
+            let frames = coalesce(&mut Coalescer::new(true).with_udp(true), &first);
+            let per_frame = MAX_UDP_SEGMENTS.min((MAX_SUPER - l3 - 8) / usize::from(mss));
+            proptest::prop_assert_eq!(frames.len(), first.len().div_ceil(per_frame));
+        }
+
         /// Arbitrary bytes as a frame from the device: an error or packets, never a panic;
         /// what splits round-trips through the coalescer.
         #[test]
@@ -1023,11 +1250,16 @@ mod tests {
         fn coalescer_never_panics_and_counts_every_packet(
             pkts in proptest::collection::vec(
                 proptest::collection::vec(proptest::num::u8::ANY, 0..120), 0..12),
-            base in 0usize..3,
+            base in 0usize..4,
         ) {
-            // Mutations of real segments reach deeper than random bytes alone.
+            // Mutations of real segments (TCP, or UDP datagrams with base 3) reach deeper than
+            // random bytes alone.
             let real: Vec<Vec<u8>> = (0..4u32)
-                .map(|i| tcp_packet(base == 1, 1000 + 100 * i, 0x10, &payload(100)))
+                .map(|i| if base == 3 {
+                    udp_packet(false, i as u16, 7000, &payload(100))
+                } else {
+                    tcp_packet(base == 1, 1000 + 100 * i, 0x10, &payload(100))
+                })
                 .collect();
             let mut all = Vec::new();
             for (i, p) in pkts.iter().enumerate() {
@@ -1041,7 +1273,7 @@ mod tests {
                 }
                 all.push(p.clone());
             }
-            let frames = coalesce(&mut Coalescer::new(true), &all);
+            let frames = coalesce(&mut Coalescer::new(true).with_udp(true), &all);
             proptest::prop_assert_eq!(frames.iter().map(|f| f.1).sum::<usize>(), all.len());
             for (f, n) in &frames {
                 if *n > 1 {

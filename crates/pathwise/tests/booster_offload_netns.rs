@@ -1,6 +1,7 @@
 //! The booster gateway's offloads on real networks (TUN `IFF_VNET_HDR` with TSO/USO and
 //! coalescing, UDP GSO/GRO on the tunnel socket): the same bytes arrive with every offload on
-//! and with all of them off, for the null chain and an encrypting one, and hostile datagrams
+//! and with all of them off, over TCP and as UDP datagrams (runs of which gateway B writes
+//! coalesced), for the null chain and an encrypting one, and hostile datagrams
 //! sent back to back into a running transfer (so they share batches with real traffic) are
 //! still dropped and counted. Needs root, `ip`, `tc`, `ping`, `iperf3` and /dev/net/tun; each
 //! test prints why and passes when something is missing. Namespaces are deleted at the end.
@@ -66,6 +67,61 @@ fn echo_through(tb: &Testbed, data: Arc<Vec<u8>>) -> (Vec<u8>, Vec<u8>) {
     (server.join().unwrap(), back)
 }
 
+/// Datagrams of [`udp_through`]: bursts of this many back to back (so the gateways see
+/// runs to batch and coalesce), the last of each shorter (it closes a coalesced run).
+const UDP_BURST: usize = 50;
+const UDP_BURSTS: usize = 40;
+
+/// Send bursts of UDP datagrams with distinct contents from host A to host B through the
+/// tunnel: (what was sent, what host B received, in order).
+fn udp_through(tb: &Testbed, data: &Arc<Vec<u8>>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let sent: Vec<Vec<u8>> = (0..UDP_BURST * UDP_BURSTS)
+        .map(|i| {
+            let len = if i % UDP_BURST == UDP_BURST - 1 {
+                600
+            } else {
+                1200
+            };
+            let at = (i * 997) % (data.len() - len);
+            let mut d = (i as u64).to_be_bytes().to_vec();
+            d.extend_from_slice(&data[at..at + len - 8]);
+            d
+        })
+        .collect();
+    let socket = in_netns(tb.ns[HB].clone(), || {
+        let s = std::net::UdpSocket::bind((netns::HOST_B, 5598)).unwrap();
+        // Room for everything sent, whenever this thread gets the CPU.
+        let _ =
+            nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::RcvBufForce, &(8 << 20));
+        s.set_read_timeout(Some(Duration::from_millis(1500)))
+            .unwrap();
+        s
+    })
+    .join()
+    .unwrap();
+    let receiver = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 2048];
+        while let Ok(n) = socket.recv(&mut buf) {
+            got.push(buf[..n].to_vec());
+        }
+        got
+    });
+    let to_send = sent.clone();
+    in_netns(tb.ns[HA].clone(), move || {
+        let s = std::net::UdpSocket::bind(("0.0.0.0", 0)).unwrap();
+        for burst in to_send.chunks(UDP_BURST) {
+            for d in burst {
+                s.send_to(d, (netns::HOST_B, 5598)).unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(3));
+        }
+    })
+    .join()
+    .unwrap();
+    (sent, receiver.join().unwrap())
+}
+
 #[test]
 fn offloads_on_and_off_deliver_the_same_bytes_null_and_encrypted() {
     if !available(
@@ -94,7 +150,14 @@ fn offloads_on_and_off_deliver_the_same_bytes_null_and_encrypted() {
             let show = tb.manage(GA, "show", Value::Null).unwrap();
             let o = &show["offloads"];
             if mode == "off" {
-                for k in ["tun_tso", "tun_uso", "tun_coalesce", "udp_gso", "udp_gro"] {
+                for k in [
+                    "tun_tso",
+                    "tun_uso",
+                    "tun_coalesce",
+                    "tun_coalesce_udp",
+                    "udp_gso",
+                    "udp_gro",
+                ] {
                     assert_eq!(o[k]["on"], json!(false), "{k}: {o}");
                     assert!(
                         o[k]["why_not"].as_str().unwrap().contains("configuration"),
@@ -119,6 +182,25 @@ fn offloads_on_and_off_deliver_the_same_bytes_null_and_encrypted() {
             );
             assert_eq!(total_drops(&a) + total_drops(&b), 0, "{a} {b}");
             let supers = (a["tun_in_super"].as_u64(), b["tun_out_super"].as_u64());
+            // UDP: every datagram arrives, in order, byte for byte; with the offloads on,
+            // gateway B writes runs of them to its device as USO super-segments.
+            let (sent, got) = udp_through(&tb, &data);
+            assert!(
+                got == sent,
+                "{chain:?} offloads {mode}: host B got {} of {} datagrams, or other bytes",
+                got.len(),
+                sent.len()
+            );
+            let b_after = tb.manage(GB, "stats", Value::Null).unwrap();
+            let udp_supers = b_after["tun_out_super"].as_u64().unwrap_or(0)
+                - b["tun_out_super"].as_u64().unwrap_or(0);
+            if mode == "off" {
+                assert_eq!(udp_supers, 0);
+            } else if o["tun_coalesce_udp"]["on"] == json!(true) {
+                assert!(udp_supers > 0, "no UDP run coalesced: {b_after}");
+            } else {
+                println!("UDP coalescing not available here: {o}");
+            }
             if mode == "off" {
                 assert_eq!(supers, (Some(0), Some(0)));
             } else if o["tun_tso"]["on"] == json!(true) {
@@ -130,7 +212,9 @@ fn offloads_on_and_off_deliver_the_same_bytes_null_and_encrypted() {
             }
             println!(
                 "{chain:?} offloads {mode}: iperf3 {mbit:.0} Mbit/s, 2 × 4 MiB echoed intact, \
-                 super-segments in/out {supers:?}"
+                 super-segments in/out {supers:?}; {} UDP datagrams intact, {udp_supers} \
+                 coalesced UDP writes at B",
+                sent.len()
             );
         }
     }

@@ -19,7 +19,7 @@ use pathwise_booster::packet::{MAX_PAYLOAD, PacketPool};
 
 /// Feed `packets` to a coalescer; the frames it writes with their packet counts.
 fn coalesce(packets: &[&[u8]]) -> Vec<(Vec<u8>, usize)> {
-    let mut c = Coalescer::new(true);
+    let mut c = Coalescer::new(true).with_udp(true);
     let mut frames = Vec::new();
     let mut write = |f: &[u8], n: usize| frames.push((f.to_vec(), n));
     for p in packets {

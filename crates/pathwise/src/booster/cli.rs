@@ -263,6 +263,25 @@ fn render_show(v: &Value) -> String {
             );
         }
     }
+    // Each offload on or off, and why not (README: "lists each offload as on or off with the
+    // reason").
+    if let Some(o) = v["offloads"].as_object() {
+        let _ = writeln!(s, "offloads:");
+        for (name, state) in o {
+            match state["on"].as_bool() {
+                Some(true) => {
+                    let _ = writeln!(s, "  {name:<18} on");
+                }
+                Some(false) => {
+                    let why = state["why_not"].as_str().unwrap_or("?");
+                    let _ = writeln!(s, "  {name:<18} off ({why})");
+                }
+                None => {
+                    let _ = writeln!(s, "  {name:<18} {state}");
+                }
+            }
+        }
+    }
     let _ = writeln!(s, "policy generation {}", v["generation"]);
     let _ = writeln!(
         s,
@@ -393,4 +412,33 @@ pub fn run_bench(a: BenchArgs) -> anyhow::Result<()> {
     let exps = crate::booster::bench::run(&a.experiment, &opt)?;
     crate::bench::print_report(a.json, &exps, |e| crate::booster::bench::render(e))?;
     crate::bench::plot_to(a.plot.as_deref(), &crate::booster::bench::figures(&exps))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn show_lists_each_offload_with_why_it_is_off() {
+        let v = json!({
+            "offloads": {
+                "tun_tso": {"on": true},
+                "tun_coalesce_udp": {"on": false, "why_not": "the device has no UDP segmentation offload (tun_uso)"},
+                "socket_buffers": [4194304, 4194304],
+            },
+        });
+        let text = render_show(&v);
+        assert!(text.contains("  tun_tso            on\n"), "{text}");
+        assert!(
+            text.contains(
+                "  tun_coalesce_udp   off (the device has no UDP segmentation offload (tun_uso))\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  socket_buffers     [4194304,4194304]\n"),
+            "{text}"
+        );
+    }
 }

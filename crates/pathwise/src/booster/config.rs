@@ -15,7 +15,7 @@
 //! # mtu = 1400                        # link MTU given to boosters
 //! # batch = 32                        # packets per read/send batch
 //! # tun_offload = true                # IFF_VNET_HDR: TSO/USO super-segments from the device
-//! # tun_coalesce = true               # write in-order TCP segments back coalesced (GRO)
+//! # tun_coalesce = true               # write TCP segments and UDP runs back coalesced (GRO)
 //! # udp_gso = true                    # send runs of datagrams with UDP_SEGMENT
 //! # udp_gro = true                    # receive coalesced datagrams with UDP_GRO
 //! # queues = 1                        # lanes: TUN queues (IFF_MULTI_QUEUE), each with its own
@@ -117,7 +117,8 @@ pub struct GatewayConfig {
     /// Open the TUN device with `IFF_VNET_HDR` and offer TSO/USO (split here).
     #[serde(default = "default_true")]
     pub tun_offload: bool,
-    /// Coalesce in-order TCP segments written to the TUN device (needs `tun_offload`).
+    /// Coalesce in-order TCP segments, and runs of UDP datagrams where the device takes USO,
+    /// written to the TUN device (needs `tun_offload`).
     #[serde(default = "default_true")]
     pub tun_coalesce: bool,
     /// Send runs of equal-sized datagrams with UDP GSO (`UDP_SEGMENT`).

@@ -16,8 +16,9 @@
 //! Offloads (docs/booster-wire.md, "Offloads"; each can be turned off in the configuration):
 //! with `tun_offload` the device hands over TCP/UDP super-segments of up to 64 KiB, which
 //! egress splits into packets of the tunnel MTU before the chain ([`offload::split`]), and
-//! ingress coalesces in-order TCP segments of a flow into one super-segment per write
-//! (`tun_coalesce`, [`offload::Coalescer`]); on the socket, runs of equal-sized datagrams go
+//! ingress coalesces in-order TCP segments of a flow, and runs of equal-sized UDP datagrams
+//! of a flow where the device takes USO, into one super-segment per write (`tun_coalesce`,
+//! [`offload::Coalescer`]); on the socket, runs of equal-sized datagrams go
 //! out as one UDP GSO message (`udp_gso`) and come in as one UDP GRO message (`udp_gro`)
 //! ([`super::udp`]). The wire is unchanged: every datagram is one boosted packet.
 //!
@@ -150,6 +151,8 @@ pub struct Offloads {
     pub tun_uso: OffloadState,
     /// Coalescing of TCP segments written to the device.
     pub tun_coalesce: OffloadState,
+    /// Coalescing of UDP datagrams written to the device (USO frames: needs `tun_uso`).
+    pub tun_coalesce_udp: OffloadState,
     /// UDP GSO on the tunnel socket (may turn off at run time if the kernel refuses a send).
     pub udp_gso: OffloadState,
     /// UDP GRO on the tunnel socket.
@@ -166,6 +169,7 @@ impl Offloads {
             tun_tso: off(),
             tun_uso: off(),
             tun_coalesce: off(),
+            tun_coalesce_udp: off(),
             udp_gso: off(),
             udp_gro: off(),
             socket_buffers: (0, 0),
@@ -443,10 +447,18 @@ fn probe_offloads(cfg: &GatewayConfig, tun: &Tun, socket: &UdpSocket) -> Offload
     } else {
         OffloadState::off("disabled in the configuration (tun_coalesce = false)")
     };
+    let tun_coalesce_udp = if !tun_coalesce.on {
+        tun_coalesce.clone()
+    } else if tun.offloads.uso {
+        OffloadState::on()
+    } else {
+        OffloadState::off("the device has no UDP segmentation offload (tun_uso)")
+    };
     Offloads {
         tun_tso: tun_state(tun.offloads.vnet_hdr),
         tun_uso: tun_state(tun.offloads.uso),
         tun_coalesce,
+        tun_coalesce_udp,
         udp_gso: super::udp::probe_gso(socket, cfg.udp_gso),
         udp_gro: super::udp::enable_gro(socket, cfg.udp_gro),
         socket_buffers: size_socket_buffers(socket),
@@ -682,9 +694,9 @@ fn ingress(
     let lane_counters = &shared.lanes[lane];
     let peer = cfg.lane_peer(lane);
     let mut receiver = Receiver::new(env, &[peer], counters.clone());
-    let (gro, coalesce) = {
+    let (gro, coalesce, coalesce_udp) = {
         let o = shared.offloads.lock().unwrap_or_else(|e| e.into_inner());
-        (o.udp_gro.on, o.tun_coalesce.on)
+        (o.udp_gro.on, o.tun_coalesce.on, o.tun_coalesce_udp.on)
     };
     let size = if gro {
         super::udp::GRO_BUFFER
@@ -693,7 +705,7 @@ fn ingress(
     };
     let mut rx = GroReceiver::new(batch, size);
     let vnet = tun.offloads.vnet_hdr;
-    let mut coalescer = Coalescer::new(coalesce);
+    let mut coalescer = Coalescer::new(coalesce).with_udp(coalesce_udp);
     let mut out: Vec<Packet> = Vec::with_capacity(4 * MAX_BATCH);
     let mut control = Vec::with_capacity(64);
     let mut echoes = Vec::new();
