@@ -130,6 +130,94 @@ fn reservation_across_the_chain_and_teardown() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `bench rsvp-chain`'s per-hop figures: packet sockets in R1, R2 and R3 time every session's
+/// first Path and first Resv through each router from kernel timestamps.
+#[test]
+fn kernel_timestamps_time_both_legs_at_every_router() -> anyhow::Result<()> {
+    use pathwise::rsvp::bench::capture::{Direction, Transit, transit_times};
+    use pathwise::rsvp::bench::chain::{PerHop, timed_setups};
+    use pathwise_rsvp::wire::MsgType;
+    if skip("kernel_timestamps_time_both_legs_at_every_router", &["tc"]) {
+        return Ok(());
+    }
+    let _serial = serial();
+    // R = 30 s: no refresh comes in the few seconds the test takes.
+    let lab = pathwise::rsvp::chain::build(Path::new(bin()), "htb", "30s")?;
+    let n = 5;
+    let t = timed_setups(&lab, n)?;
+    let nodes: Vec<&str> = t.routers.iter().map(|r| r.node.as_str()).collect();
+    assert_eq!(nodes, ["r1", "r2", "r3"]);
+    for r in &t.routers {
+        for msg in [MsgType::Path, MsgType::Resv] {
+            let times = transit_times(&r.records, msg);
+            assert_eq!(times.len(), n, "{} {msg:?}: {times:?}", r.node);
+            for (session, transit) in &times {
+                let Transit::Forwarded(d) = transit else {
+                    panic!("{}: the {msg:?} of {session:?} never left", r.node);
+                };
+                assert!(
+                    *d > Duration::ZERO && *d < Duration::from_secs(1),
+                    "{} {msg:?} of {session:?}: {d:?}",
+                    r.node
+                );
+            }
+        }
+        // RFC 2205 §2.1: a Path comes in from upstream (w0) and leaves downstream (e0), a
+        // Resv the other way; the capture tells sent from received.
+        for rec in r.records.iter().filter(|x| x.msg_type == MsgType::Path) {
+            let want = if rec.direction == Direction::Arrived {
+                "w0"
+            } else {
+                "e0"
+            };
+            assert_eq!(rec.interface, want, "{}: {rec:?}", r.node);
+        }
+        for rec in r.records.iter().filter(|x| x.msg_type == MsgType::Resv) {
+            let want = if rec.direction == Direction::Arrived {
+                "e0"
+            } else {
+                "w0"
+            };
+            assert_eq!(rec.interface, want, "{}: {rec:?}", r.node);
+        }
+    }
+    // Both ends of a veth link stamp a frame with the same clock, the sender first: a Path
+    // leaves R1 before it reaches R2, a Resv leaves R2 before it reaches R1. A stamp taken when
+    // the capture thread read the frame instead would break this now and then.
+    let first = |node: usize, msg: MsgType, dir: Direction| {
+        let mut at: Vec<_> = t.routers[node]
+            .records
+            .iter()
+            .filter(|r| r.msg_type == msg && r.direction == dir)
+            .map(|r| (r.session, r.at))
+            .collect();
+        at.sort();
+        at.dedup_by_key(|(s, _)| *s);
+        at
+    };
+    for (msg, from, to) in [(MsgType::Path, 0, 1), (MsgType::Resv, 1, 0)] {
+        let sent = first(from, msg, Direction::Departed);
+        let received = first(to, msg, Direction::Arrived);
+        assert_eq!(sent.len(), n);
+        for ((s, out), (r, inn)) in sent.iter().zip(&received) {
+            assert_eq!(s, r);
+            let link = inn.checked_sub(*out);
+            assert!(
+                link.is_some_and(|d| d < Duration::from_secs(1)),
+                "{msg:?} of {s:?}: left at {out:?}, arrived at {inn:?}"
+            );
+        }
+    }
+    let per_hop = PerHop::of("htb", &t.routers);
+    for h in &per_hop.hops {
+        let want = if h.hop == "all" { 3 * n } else { n };
+        assert_eq!((h.sessions, h.missing), (want, 0), "{h:?}");
+        assert!(h.setup_us.is_some_and(|q| q.median > 0.0), "{h:?}");
+    }
+    assert_eq!(per_hop.untimed, 0);
+    Ok(())
+}
+
 /// H2's receiver requests, from `rsvp show requests`.
 fn requests(lab: &Lab) -> Vec<Value> {
     cli(lab, H2, &["show", "requests"])

@@ -3,17 +3,22 @@
 //! Setup latency: for each new session the benchmark registers the sender at H1, waits until
 //! H2 has the Path, asks H2 to reserve, and waits until the reservation has reached H1 — through
 //! the daemons' management sockets, polling every 200 µs (so figures include up to that much
-//! reaction time per leg). The Path and the Resv each cross four hops. Then, on a fresh chain, it
-//! installs `hold` reservations and reads R2's daemon: resident memory, and CPU over one minute
-//! of steady refreshes (R = 30 s).
+//! reaction time per leg). The Path and the Resv each cross four hops. Meanwhile it captures
+//! RSVP at the three routers with kernel timestamps ([`capture`]): how long each router held
+//! each session's first Path and first Resv, the per-hop figures, which neither the polling nor
+//! the hosts' processing is in. Then, on a fresh chain, it installs `hold` reservations and
+//! reads R2's daemon: resident memory, and CPU over one minute of steady refreshes (R = 30 s).
 
+use super::capture::{self, Capture, NodeRecords, Transit};
 use super::{KOM_BASIC, KOM_TUNED, KomRow};
 use crate::bench::plot::{Axis, Figure, Series};
 use crate::mgmt::Client;
-use crate::rsvp::chain::{self as rsvp_chain, H1, H2, R2, RECEIVER, SENDER};
+use crate::rsvp::chain::{self as rsvp_chain, H1, H2, NODES, R1, R2, R3, RECEIVER, SENDER};
 use crate::rsvp::config::TrafficControlKind;
+use pathwise_rsvp::wire::{MsgType, Session};
 use serde::Serialize;
 use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -30,13 +35,17 @@ pub struct Stats {
     pub max: f64,
 }
 
+/// The `q` quantile of `sorted` (nearest rank), 0 when it is empty.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    sorted
+        .get(((sorted.len() as f64 - 1.0) * q).round() as usize)
+        .copied()
+        .unwrap_or(0.0)
+}
+
 pub(crate) fn stats(mut v: Vec<f64>) -> Stats {
     v.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        v.get(((v.len() as f64 - 1.0) * q).round() as usize)
-            .copied()
-            .unwrap_or(0.0)
-    };
+    let at = |q| quantile(&v, q);
     Stats {
         median: at(0.5),
         p99: at(0.99),
@@ -59,7 +68,8 @@ pub struct ChainReport {
     pub path_ms: Stats,
     /// Resv leg (H2 → H1, four hops).
     pub resv_ms: Stats,
-    /// Median per-hop share of the end-to-end time (eight hops).
+    /// Median per-hop share of the end-to-end time (eight hops), the benchmark's polling
+    /// included; `per_hop` has each router's own time.
     pub per_hop_ms: f64,
     /// End to end again with admission only (no `tc` commands): the signaling alone.
     pub end_to_end_signaling_only_ms: Stats,
@@ -67,6 +77,137 @@ pub struct ChainReport {
     pub holding: Vec<Holding>,
     /// The latency runs of the other traffic controls asked for (`--traffic-control`).
     pub compared: Vec<Compared>,
+    /// Per transit hop, from kernel packet timestamps at R1, R2 and R3: one entry per latency
+    /// run, in the order run (`traffic_control`, then "memory", then `compared`).
+    pub per_hop: Vec<PerHop>,
+}
+
+/// Quantiles over sessions, microseconds.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Quantiles {
+    /// Median.
+    pub median: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
+impl Quantiles {
+    /// Of `durations`; `None` when there are none.
+    pub fn of(durations: impl IntoIterator<Item = Duration>) -> Option<Quantiles> {
+        let mut v: Vec<f64> = durations
+            .into_iter()
+            .map(|d| d.as_secs_f64() * 1e6)
+            .collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(Quantiles {
+            median: quantile(&v, 0.5),
+            p90: quantile(&v, 0.9),
+            p99: quantile(&v, 0.99),
+        })
+    }
+}
+
+/// How long one router held the sessions' first Path and first Resv: from the kernel's
+/// timestamp of the message arriving on one interface to that of the router's message leaving
+/// on the other (AF_PACKET, SO_TIMESTAMPNS; [`capture`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct HopTimes {
+    /// "r1", "r2", "r3", or "all" (the three routers' sessions pooled).
+    pub hop: String,
+    /// Path: arrived from upstream until sent downstream, µs.
+    pub path_us: Option<Quantiles>,
+    /// Resv (the HTB class installed on the way): arrived from downstream until sent
+    /// upstream, µs.
+    pub resv_us: Option<Quantiles>,
+    /// Path plus Resv of the same session: what the hop adds to a setup, µs.
+    pub setup_us: Option<Quantiles>,
+    /// Sessions timed on both legs.
+    pub sessions: usize,
+    /// Sessions whose first Path or first Resv arrived and never left (not counted as zero).
+    pub missing: usize,
+}
+
+/// The per-hop times of one latency run.
+#[derive(Debug, Clone, Serialize)]
+pub struct PerHop {
+    /// The run's traffic control ("htb", "htb-tc", "memory").
+    pub traffic_control: String,
+    /// R1, R2, R3, then all three pooled.
+    pub hops: Vec<HopTimes>,
+    /// Captured RSVP frames that were not a message with a SESSION (Hello, malformed), all
+    /// routers.
+    pub unparsed: usize,
+    /// Frames that came without a kernel timestamp (dropped), all routers.
+    pub untimed: usize,
+}
+
+impl PerHop {
+    /// From the routers' records of a run with traffic control `traffic_control`.
+    pub fn of(traffic_control: &str, routers: &[NodeRecords]) -> PerHop {
+        let mut all = Durations::default();
+        let mut hops = Vec::new();
+        for r in routers {
+            let d = Durations::of(&r.records);
+            all.path.extend_from_slice(&d.path);
+            all.resv.extend_from_slice(&d.resv);
+            all.setup.extend_from_slice(&d.setup);
+            all.missing += d.missing;
+            hops.push(d.times(&r.node));
+        }
+        hops.push(all.times("all"));
+        PerHop {
+            traffic_control: traffic_control.into(),
+            hops,
+            unparsed: routers.iter().map(|r| r.unparsed).sum(),
+            untimed: routers.iter().map(|r| r.untimed).sum(),
+        }
+    }
+}
+
+/// One router's (or several pooled) per-session durations, before the quantiles.
+#[derive(Debug, Default)]
+struct Durations {
+    path: Vec<Duration>,
+    resv: Vec<Duration>,
+    setup: Vec<Duration>,
+    missing: usize,
+}
+
+impl Durations {
+    fn of(records: &[capture::Record]) -> Durations {
+        let path = capture::transit_times(records, MsgType::Path);
+        let resv = capture::transit_times(records, MsgType::Resv);
+        let forwarded =
+            |t: &BTreeMap<_, Transit>| t.values().filter_map(|t| t.forwarded()).collect();
+        let never_left = |t: &BTreeMap<Session, Transit>| {
+            t.iter()
+                .filter(|(_, t)| t.forwarded().is_none())
+                .map(|(s, _)| *s)
+                .collect::<BTreeSet<_>>()
+        };
+        Durations {
+            path: forwarded(&path),
+            resv: forwarded(&resv),
+            setup: capture::setup_times(&path, &resv).into_values().collect(),
+            missing: never_left(&path).union(&never_left(&resv)).count(),
+        }
+    }
+
+    fn times(self, hop: &str) -> HopTimes {
+        HopTimes {
+            hop: hop.into(),
+            sessions: self.setup.len(),
+            path_us: Quantiles::of(self.path),
+            resv_us: Quantiles::of(self.resv),
+            setup_us: Quantiles::of(self.setup),
+            missing: self.missing,
+        }
+    }
 }
 
 /// Setup latency with another traffic control, on a fresh chain.
@@ -199,23 +340,46 @@ pub(crate) fn setup_one(
     Ok((ms(t2 - t0), ms(t1 - t0), ms(t2 - t1)))
 }
 
-fn latency(
-    bin: &Path,
-    tc: &str,
-    n: usize,
-    threads: usize,
-) -> anyhow::Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
-    let lab = build(bin, tc, threads)?;
-    let (mut h1, mut h2) = clients(&lab)?;
-    let (mut e2e, mut path, mut resv) = (Vec::new(), Vec::new(), Vec::new());
+/// Sessions set up one after another, with what the routers' packet captures saw meanwhile.
+#[derive(Debug)]
+pub struct TimedSetups {
+    /// Each session's sender registration at H1 until its reservation reached H1, ms.
+    pub end_to_end_ms: Vec<f64>,
+    /// Each session's Path leg (until H2 held the Path), ms.
+    pub path_ms: Vec<f64>,
+    /// Each session's Resv leg, ms.
+    pub resv_ms: Vec<f64>,
+    /// R1's, R2's and R3's RSVP messages with their kernel timestamps.
+    pub routers: Vec<NodeRecords>,
+}
+
+/// Set up `n` sessions H1 → H2 one after another on the chain `lab` (ports 10,000 up, 32
+/// kbit/s each: 200 fit in R2's 8 Mbit/s of reservable bandwidth), capturing RSVP at the
+/// routers all the while.
+pub fn timed_setups(lab: &crate::netns::Lab, n: usize) -> anyhow::Result<TimedSetups> {
+    let (mut h1, mut h2) = clients(lab)?;
+    let routers = [R1, R2, R3].map(|i| (NODES[i], lab.ns[i].as_str()));
+    // Every router's upstream (w0) and downstream (e0) interface (crate::netns::chain).
+    let capture = Capture::start(&routers, &["w0", "e0"])?;
+    let mut t = TimedSetups {
+        end_to_end_ms: Vec::new(),
+        path_ms: Vec::new(),
+        resv_ms: Vec::new(),
+        routers: Vec::new(),
+    };
     for i in 0..n {
-        // 32 kbit/s each: 200 sessions fit in R2's 8 Mbit/s of reservable bandwidth.
         let (e, p, r) = setup_one(&mut h1, &mut h2, 10_000 + i as u16, 32_000)?;
-        e2e.push(e);
-        path.push(p);
-        resv.push(r);
+        t.end_to_end_ms.push(e);
+        t.path_ms.push(p);
+        t.resv_ms.push(r);
     }
-    Ok((e2e, path, resv))
+    t.routers = capture.stop()?;
+    Ok(t)
+}
+
+fn latency(bin: &Path, tc: &str, n: usize, threads: usize) -> anyhow::Result<TimedSetups> {
+    let lab = build(bin, tc, threads)?;
+    timed_setups(&lab, n)
 }
 
 /// RSS (KiB) and CPU ticks (user + system) of a process.
@@ -396,14 +560,19 @@ pub fn run(
     let (first, rest) = kinds
         .split_first()
         .unwrap_or((&TrafficControlKind::Htb, &[]));
-    let (e2e, path, resv) = latency(&bin, kind_name(*first), sessions, threads)?;
-    let e2e = stats(e2e);
+    let main = latency(&bin, kind_name(*first), sessions, threads)?;
+    let e2e = stats(main.end_to_end_ms);
     let per_hop_ms = e2e.median / 8.0;
-    let (signaling_only, _, _) = latency(&bin, "memory", sessions, threads)?;
+    let signaling_only = latency(&bin, "memory", sessions, threads)?;
+    let mut per_hop = vec![
+        PerHop::of(kind_name(*first), &main.routers),
+        PerHop::of("memory", &signaling_only.routers),
+    ];
     let mut compared = Vec::new();
     for &kind in rest {
-        let (e2e, _, _) = latency(&bin, kind_name(kind), sessions, threads)?;
-        let e2e = stats(e2e);
+        let run = latency(&bin, kind_name(kind), sessions, threads)?;
+        per_hop.push(PerHop::of(kind_name(kind), &run.routers));
+        let e2e = stats(run.end_to_end_ms);
         compared.push(Compared {
             traffic_control: kind_name(kind).into(),
             per_hop_ms: e2e.median / 8.0,
@@ -418,12 +587,13 @@ pub fn run(
         traffic_control: kind_name(*first).into(),
         sessions,
         end_to_end_ms: e2e,
-        path_ms: stats(path),
-        resv_ms: stats(resv),
+        path_ms: stats(main.path_ms),
+        resv_ms: stats(main.resv_ms),
         per_hop_ms,
-        end_to_end_signaling_only_ms: stats(signaling_only),
+        end_to_end_signaling_only_ms: stats(signaling_only.end_to_end_ms),
         holding,
         compared,
+        per_hop,
     })
 }
 
@@ -462,6 +632,7 @@ pub fn render(r: &ChainReport) -> String {
             c.per_hop_ms
         );
     }
+    out += &render_per_hop(&r.per_hop);
     for h in &r.holding {
         out += &format!(
             "R2 holding {} reservations ({} shard(s)): RSS {} KiB (idle {} KiB), CPU {:.2}% of a core over 60 s of refreshes (R = 30 s); {:.0} messages/s in and out, {:.2} us of CPU each ({})\n",
@@ -479,6 +650,49 @@ pub fn render(r: &ChainReport) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+    }
+    out
+}
+
+/// The per-hop table: one block per latency run.
+fn render_per_hop(runs: &[PerHop]) -> String {
+    if runs.is_empty() {
+        return String::new();
+    }
+    let q = |x: &Option<Quantiles>| {
+        x.map_or_else(
+            || "-".to_string(),
+            |x| format!("{:.0} / {:.0} / {:.0}", x.median, x.p90, x.p99),
+        )
+    };
+    let mut out = String::from(
+        "  per transit hop, us (median / p90 / p99 over sessions): kernel timestamps of each \
+         session's first Path and first Resv\n  arriving at and leaving R1, R2, R3 (AF_PACKET, \
+         SO_TIMESTAMPNS), departure - arrival; no polling, no host in it\n",
+    );
+    out += &format!(
+        "    {:<8} {:<4} {:>20} {:>20} {:>22} {:>6} {:>8}\n",
+        "tc", "hop", "Path", "Resv", "setup (Path + Resv)", "timed", "missing"
+    );
+    for run in runs {
+        for h in &run.hops {
+            out += &format!(
+                "    {:<8} {:<4} {:>20} {:>20} {:>22} {:>6} {:>8}\n",
+                run.traffic_control,
+                h.hop,
+                q(&h.path_us),
+                q(&h.resv_us),
+                q(&h.setup_us),
+                h.sessions,
+                h.missing
+            );
+        }
+        if run.unparsed + run.untimed > 0 {
+            out += &format!(
+                "    {:<8} {} RSVP frames not a message with a SESSION, {} without a timestamp\n",
+                run.traffic_control, run.unparsed, run.untimed
+            );
+        }
     }
     out
 }
@@ -546,6 +760,70 @@ mod tests {
     use super::*;
 
     #[test]
+    fn per_hop_pools_the_routers_and_counts_what_never_left() {
+        use capture::{Direction, Record};
+        let session = |port| Session::ip(RECEIVER.parse().unwrap(), 17, port);
+        let rec = |us: u64, direction, msg_type, port| Record {
+            at: Duration::from_micros(us),
+            interface: "w0".into(),
+            direction,
+            msg_type,
+            session: session(port),
+        };
+        let (a, d) = (Direction::Arrived, Direction::Departed);
+        let (p, r) = (MsgType::Path, MsgType::Resv);
+        let node = |name: &str, records| NodeRecords {
+            node: name.into(),
+            records,
+            unparsed: 1,
+            untimed: 0,
+        };
+        let routers = [
+            node(
+                "r1",
+                vec![
+                    rec(0, a, p, 1),
+                    rec(40, d, p, 1),
+                    rec(100, a, r, 1),
+                    rec(160, d, r, 1),
+                    rec(1_000, a, p, 2),
+                    rec(1_060, d, p, 2),
+                    rec(1_100, a, r, 2),
+                    rec(1_180, d, r, 2),
+                ],
+            ),
+            // R2 forwarded the Path of session 1 but kept its Resv.
+            node(
+                "r2",
+                vec![rec(50, a, p, 1), rec(80, d, p, 1), rec(90, a, r, 1)],
+            ),
+        ];
+        let h = PerHop::of("htb", &routers);
+        let rows: Vec<_> = h
+            .hops
+            .iter()
+            .map(|x| (x.hop.as_str(), x.sessions, x.missing))
+            .collect();
+        assert_eq!(rows, [("r1", 2, 0), ("r2", 0, 1), ("all", 2, 1)]);
+        let r1 = &h.hops[0];
+        let median = |q: Option<Quantiles>| q.map(|q| q.median);
+        // Nearest rank of two: the median is the upper one.
+        assert_eq!(median(r1.path_us), Some(60.0));
+        assert_eq!(median(r1.resv_us), Some(80.0));
+        assert_eq!(median(r1.setup_us), Some(140.0));
+        assert_eq!(median(h.hops[1].path_us), Some(30.0));
+        assert!(h.hops[1].resv_us.is_none() && h.hops[1].setup_us.is_none());
+        assert_eq!(
+            h.hops[2].path_us.map(|q| (q.median, q.p99)),
+            Some((40.0, 60.0))
+        );
+        assert_eq!(h.unparsed, 2);
+        let text = render_per_hop(&[h]);
+        assert!(text.contains("60 / 60 / 60"), "{text}");
+        assert!(text.contains("2 RSVP frames"), "{text}");
+    }
+
+    #[test]
     fn figures_put_the_kom_tables_beside_the_measured_range() {
         let s = stats(vec![1.0]);
         let r = ChainReport {
@@ -570,6 +848,7 @@ mod tests {
                 })
                 .collect(),
             compared: Vec::new(),
+            per_hop: Vec::new(),
         };
         let figs = figures(&r);
         assert_eq!(figs.len(), 2);

@@ -1,8 +1,9 @@
 //! RSVP's benchmarks: the engine at a transit node ([`engine`], `pathwise bench rsvp`), the
-//! daemons on the namespace chain ([`chain`]), setup with and without integrity
-//! ([`integrity`]), and refresh reduction in simulation (`bench rsvp-refresh`, in
-//! [`crate::rsvp::te_sim`]).
+//! daemons on the namespace chain ([`chain`], its per-hop times from packet timestamps in
+//! [`capture`]), setup with and without integrity ([`integrity`]), and refresh reduction in
+//! simulation (`bench rsvp-refresh`, in [`crate::rsvp::te_sim`]).
 
+pub mod capture;
 pub mod chain;
 pub mod engine;
 pub mod integrity;
@@ -111,8 +112,9 @@ pub enum Bench {
         #[arg(long)]
         json: bool,
     },
-    /// RSVP daemons on a five-node network-namespace chain (root): setup latency (median, p99,
-    /// per hop), then R2's memory and CPU while holding many reservations.
+    /// RSVP daemons on a five-node network-namespace chain (root): setup latency end to end
+    /// (median, p99) and per transit hop (how long each router holds a Path and a Resv, from
+    /// kernel packet timestamps), then R2's memory and CPU while holding many reservations.
     RsvpChain {
         /// Sessions set up one after the other for the latency figures.
         #[arg(long, default_value_t = 200)]
