@@ -35,14 +35,6 @@ const CHAINS: &[&str] = &[
     "lz4,encrypt",
 ];
 
-fn chain(name: &str) -> Vec<&str> {
-    if name == "none" {
-        vec![]
-    } else {
-        name.split(',').collect()
-    }
-}
-
 fn per_packet(c: &mut Criterion) {
     for text in [true, false] {
         let mut g = c.benchmark_group(if text {
@@ -53,7 +45,7 @@ fn per_packet(c: &mut Criterion) {
         g.throughput(Throughput::Elements(1));
         let data = loopback::sample(loopback::MTU, 0, text);
         for &name in CHAINS {
-            let mut l = Loopback::new(&chain(name)).unwrap();
+            let mut l = Loopback::new(&loopback::chain(name)).unwrap();
             g.bench_function(BenchmarkId::from_parameter(name), |b| {
                 b.iter(|| black_box(l.round_trip(&data)))
             });
@@ -65,7 +57,7 @@ fn per_packet(c: &mut Criterion) {
     let mut g = c.benchmark_group("deboost/text");
     let data = loopback::sample(loopback::MTU, 0, true);
     for &name in CHAINS {
-        let mut l = Loopback::new(&chain(name)).unwrap();
+        let mut l = Loopback::new(&loopback::chain(name)).unwrap();
         // Two handles on one pair: the setup boosts, the routine deboosts.
         let l = std::cell::RefCell::new(&mut l);
         g.bench_function(BenchmarkId::from_parameter(name), |b| {
@@ -80,7 +72,7 @@ fn per_packet(c: &mut Criterion) {
     // Boost side alone, so the two halves can be told apart.
     let mut g = c.benchmark_group("boost/text");
     for &name in CHAINS {
-        let mut l = Loopback::new(&chain(name)).unwrap();
+        let mut l = Loopback::new(&loopback::chain(name)).unwrap();
         g.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter(|| black_box(l.boost(&data)))
         });

@@ -122,6 +122,16 @@ impl Loopback {
     }
 }
 
+/// The specs of a chain named as benchmarks name it: `none` (no booster) or comma-separated
+/// specs (`lz4,encrypt`).
+pub fn chain(name: &str) -> Vec<&str> {
+    if name == "none" {
+        Vec::new()
+    } else {
+        name.split(',').collect()
+    }
+}
+
 /// A `len`-byte IPv4 packet (20 ≤ `len` ≤ [`MTU`]) from 10.1.0.1 to 10.2.0.1 whose payload is
 /// text with some variety (words at shifting offsets: compressible, not trivially) or
 /// pseudo-random bytes (incompressible), different for each `n`: the packets booster

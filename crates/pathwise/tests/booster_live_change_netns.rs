@@ -7,16 +7,11 @@
 
 mod common;
 
-use common::booster::in_netns;
+use common::booster::{bin, in_netns};
 use pathwise::booster::netns::{self, GA, GB, HA, HB, LinkShape, Testbed};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
-use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_pathwise"))
-}
 
 /// The transfer's bytes: an xorshift stream, so no compression shortens it by luck and any
 /// lost, repeated or reordered piece shows at its offset.

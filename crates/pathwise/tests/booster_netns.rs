@@ -3,29 +3,17 @@
 //! topology). Needs root, `ip`, `tc`, `ping`, `iperf3` and /dev/net/tun; each test prints why
 //! and passes when something is missing. Every namespace is deleted when its test ends.
 
+mod common;
+
+use common::booster::{available, bin};
 use pathwise::booster::netns::{self, GA, GB, HA, LinkShape, Payload, Testbed};
 use pathwise_booster::boosters::{BoosterEnv, CryptoContext};
 use pathwise_booster::pipeline::Sender;
 use pathwise_booster::policy::{MetaPolicy, Policy, PolicySnapshot};
 use pathwise_booster::stats::Counters;
 use serde_json::{Value, json};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_pathwise"))
-}
-
-fn available(test: &str, tools: &[&str]) -> bool {
-    match netns::unavailable(tools) {
-        Some(why) => {
-            println!("skipping {test}: {why}");
-            false
-        }
-        None => true,
-    }
-}
 
 fn shaped() -> LinkShape {
     LinkShape {

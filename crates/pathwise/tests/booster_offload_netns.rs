@@ -8,27 +8,12 @@
 
 mod common;
 
-use common::booster::{echo_b_to_a, in_netns, keyed_sender, total_drops};
+use common::booster::{available, bin, echo_b_to_a, in_netns, keyed_sender, total_drops};
 use pathwise::booster::netns::{self, GA, GB, HA, HB, LinkShape, Payload, Testbed};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_pathwise"))
-}
-
-fn available(test: &str, tools: &[&str]) -> bool {
-    match netns::unavailable(tools) {
-        Some(why) => {
-            println!("skipping {test}: {why}");
-            false
-        }
-        None => true,
-    }
-}
 
 /// Every offload turned off in the configuration.
 const OFF: &str = "tun_offload = false\nudp_gso = false\nudp_gro = false";

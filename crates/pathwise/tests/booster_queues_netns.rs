@@ -9,27 +9,12 @@
 
 mod common;
 
-use common::booster::{echo_b_to_a, in_netns, keyed_sender, total_drops};
+use common::booster::{available, bin, echo_b_to_a, in_netns, keyed_sender, total_drops};
 use pathwise::booster::netns::{self, GA, GB, HA, HB, LinkShape, Testbed};
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_pathwise"))
-}
-
-fn available(test: &str, tools: &[&str]) -> bool {
-    match netns::unavailable(tools) {
-        Some(why) => {
-            println!("skipping {test}: {why}");
-            false
-        }
-        None => true,
-    }
-}
 
 /// Per-lane counts of gateway `g` (`booster show`): (tun_in, udp_out, udp_in, tun_out) per lane.
 fn lanes(tb: &Testbed, g: usize) -> Vec<[u64; 4]> {

@@ -775,7 +775,7 @@ pub fn fec_rate(opt: &Options) -> anyhow::Result<Experiment> {
          RcvbufErrors in host B's namespace over the packets B wrote to its tunnel device; \
          gateway CPU: both gateways' user + system time over the packets gateway A read \
          from its tunnel device; load CPU: the sender's and the receiver's thread \
-         (getrusage RUSAGE_THREAD) per datagram sent and per distinct datagram received \
+         (CLOCK_THREAD_CPUTIME_ID) per datagram sent and per distinct datagram received \
          (softirq work is charged to whichever thread was running); TCP: iperf3 -t {secs}, \
          random data; TCP retransmits: segments the sender retransmitted per 100 sent \
          (bytes / 1348)",

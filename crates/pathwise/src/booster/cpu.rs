@@ -72,11 +72,7 @@ pub fn cpu(opt: &Options) -> anyhow::Result<Experiment> {
     let overhead = clock_overhead_ns();
     let mut points = Vec::new();
     for chain in CHAINS {
-        let specs: Vec<&str> = if chain == "none" {
-            vec![]
-        } else {
-            chain.split(',').collect()
-        };
+        let specs = loopback::chain(chain);
         for text in [true, false] {
             let setup = format!("{chain} ({})", if text { "text" } else { "random" });
             // ns per packet by run, then by size.

@@ -24,15 +24,14 @@
 //!   ([`SequenceSet`]), counts duplicates, and stops [`Load::drain`] after it is told the sender
 //!   finished (datagrams still queued in the gateways arrive in that time).
 //!
-//! Both sides measure their own thread's CPU time (`getrusage(RUSAGE_THREAD)`), so the report
+//! Both sides measure their own thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), so the report
 //! shows what the load itself cost.
 
 use super::netns::{self, Testbed};
 use super::udp::{self, GRO_BUFFER, GroReceiver, GsoSender};
+use crate::qos::bench::meter::thread_cpu_ns;
 use anyhow::Context as _;
-use nix::sys::resource::{UsageWho, getrusage};
 use nix::sys::socket::{setsockopt, sockopt};
-use nix::sys::time::TimeValLike as _;
 use pathwise_booster::packet::{Packet, PacketPool};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -235,12 +234,9 @@ impl SequenceSet {
     }
 }
 
-/// The calling thread's user + system CPU time so far.
+/// The calling thread's CPU time so far.
 fn thread_cpu() -> Duration {
-    getrusage(UsageWho::RUSAGE_THREAD).map_or(Duration::ZERO, |u| {
-        let us = u.user_time().num_microseconds() + u.system_time().num_microseconds();
-        Duration::from_micros(us.max(0) as u64)
-    })
+    Duration::from_nanos(thread_cpu_ns() as u64)
 }
 
 /// Filler that no compressor shrinks (xorshift64), so the load is the same to any booster

@@ -1,4 +1,5 @@
-//! What the booster gateway's namespace tests share: running code inside a namespace, summing
+//! What the booster gateway's namespace tests share: the binary, skipping where the test bed
+//! cannot run, running code inside a namespace, summing
 //! drops, and datagrams as a third gateway holding the test bed's key would send them.
 
 use pathwise::booster::netns;
@@ -8,6 +9,22 @@ use pathwise_booster::policy::{MetaPolicy, Policy, PolicySnapshot};
 use pathwise_booster::stats::Counters;
 use serde_json::Value;
 use std::sync::Arc;
+
+/// The `pathwise` binary cargo built for these tests (the gateways run it).
+pub fn bin() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_BIN_EXE_pathwise"))
+}
+
+/// Whether the booster test bed can run here (root, `tc`, TUN and `tools`); says why not.
+pub fn available(test: &str, tools: &[&str]) -> bool {
+    match netns::unavailable(tools) {
+        Some(why) => {
+            println!("skipping {test}: {why}");
+            false
+        }
+        None => true,
+    }
+}
 
 /// Run `f` on a thread inside namespace `ns`.
 pub fn in_netns<T: Send + 'static>(
