@@ -41,16 +41,18 @@ fn installed_kbps(lab: &Lab, i: usize) -> f64 {
 }
 
 /// H1 sends to H2 UDP port 5001, H2 reserves `kbit` for it (FF), and waits until the
-/// reservation has reached H1.
+/// reservation has reached H1. Both waits are `pathwise rsvp wait`, which the daemons (one
+/// engine or several shards) answer when their state changes.
 fn setup_reservation(lab: &Lab, kbit: u32) -> anyhow::Result<()> {
     let rate = format!("{kbit}kbit");
     let session = ["--dest", RECEIVER, "--port", "5001"];
     let mut add = vec!["sender", "add", "--src", SENDER, "--rate", &rate];
     add.extend_from_slice(&session);
     cli(lab, H1, &add)?;
-    wait_for(Duration::from_secs(5), "path state at H2", || {
-        (!sessions(lab, H2).is_empty()).then_some(())
-    })?;
+    let mut wait_path = vec!["wait", "--for", "path", "--timeout", "5s"];
+    wait_path.extend_from_slice(&session);
+    let reached = cli(lab, H2, &wait_path)?;
+    assert_eq!(reached["reached"], "path", "{reached}");
     let mut reserve = vec![
         "reserve",
         "--style",
@@ -63,6 +65,11 @@ fn setup_reservation(lab: &Lab, kbit: u32) -> anyhow::Result<()> {
     ];
     reserve.extend_from_slice(&session);
     cli(lab, H2, &reserve)?;
+    let mut wait_resv = vec!["wait", "--for", "resv", "--timeout", "5s"];
+    wait_resv.extend_from_slice(&session);
+    let reached = cli(lab, H1, &wait_resv)?;
+    assert_eq!(reached["reached"], "resv", "{reached}");
+    // What reached the sender is this request's.
     let resv_at_sender = || {
         let ev = cli(lab, H1, &["show", "events"]).ok()?;
         ev.as_array()?
@@ -259,6 +266,9 @@ fn a_reservation_made_before_the_path_reaches_the_sender() -> anyhow::Result<()>
     }
     let _serial = serial();
     let lab = chain("htb")?;
+    let socket = pathwise::rsvp::chain::socket(&lab, H2)
+        .display()
+        .to_string();
     let session = ["--dest", RECEIVER, "--port", "5001"];
     let mut reserve = vec![
         "reserve", "--style", "ff", "--sender", SENDER, "--rate", "4000kbit",
@@ -273,6 +283,31 @@ fn a_reservation_made_before_the_path_reaches_the_sender() -> anyhow::Result<()>
     );
     assert_eq!(request_status(&lab).as_deref(), Some("waiting"));
     assert!(sessions(&lab, H1).is_empty(), "nothing signalled yet");
+    // Waiting for what does not come ends with an error that says what did not come.
+    let argv = [
+        bin(),
+        "rsvp",
+        "--socket",
+        &socket,
+        "wait",
+        "--for",
+        "path",
+        "--timeout",
+        "300ms",
+        "--dest",
+        RECEIVER,
+        "--port",
+        "5001",
+    ];
+    let started = std::time::Instant::now();
+    let out = lab.exec(H2, &argv)?;
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no path state for session") && err.contains("300 ms"),
+        "{err}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(300));
     let counters = cli(&lab, H2, &["show", "counters"])?;
     assert_eq!(counters["receiver_requests"], 1, "{counters}");
     let mut add = vec!["sender", "add", "--src", SENDER, "--rate", "4000kbit"];

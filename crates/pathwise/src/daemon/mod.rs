@@ -234,6 +234,10 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
                             .into()));
                     }
                 }
+            } else if verb == "rsvp.wait"
+                && let Some(r) = &mut rsvp
+            {
+                r.wait(&args, reply);
             } else {
                 let _ = reply.send(match &mut rsvp {
                     Some(r) => r.handle(&verb, &args),
@@ -438,6 +442,14 @@ impl Rsvp {
     fn on_timeout(&mut self) {
         if let Rsvp::One(s) = self {
             s.on_timeout();
+        }
+    }
+
+    /// `rsvp.wait`: the reply is sent when the state comes or the time is up.
+    fn wait(&mut self, args: &Value, reply: Reply) {
+        match self {
+            Rsvp::One(s) => s.wait(args, reply),
+            Rsvp::Sharded(s) => s.wait(args, reply),
         }
     }
 

@@ -124,6 +124,19 @@ enum Cmd {
         #[command(subcommand)]
         op: LspOp,
     },
+    /// Wait until this node has path state for a session (`--for path`) or a reservation for
+    /// it from a next hop (`--for resv`); fails if it does not come within the timeout. The
+    /// daemon answers when its state changes: nothing is polled.
+    Wait {
+        #[command(flatten)]
+        session: SessionOpts,
+        /// What to wait for.
+        #[arg(long = "for", value_enum)]
+        until: crate::rsvp::wait::Until,
+        /// How long to wait at most (250ms, 30s, 2m …).
+        #[arg(long, default_value = "5s", value_parser = crate::bench::soak::parse_duration)]
+        timeout: std::time::Duration,
+    },
     /// Show state.
     Show {
         /// What to show.
@@ -251,6 +264,20 @@ enum ShowWhat {
 
 /// Run one verb against the daemon and print the answer.
 pub fn run(a: Args) -> anyhow::Result<()> {
+    if let Cmd::Wait {
+        session,
+        until,
+        timeout,
+    } = &a.cmd
+    {
+        let answer = wait(&a.daemon.socket, session.arg(), *until, *timeout)?;
+        if a.daemon.json {
+            println!("{}", serde_json::to_string_pretty(&answer)?);
+        } else {
+            print!("{}", render(&answer));
+        }
+        return Ok(());
+    }
     let text: fn(&Value) -> String = match a.cmd {
         Cmd::Show {
             what: ShowWhat::Lsp,
@@ -321,6 +348,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             })?,
         ),
         Cmd::Release { session } => ("rsvp.release", serde_json::to_value(session.arg())?),
+        Cmd::Wait { .. } => unreachable!("answered above"),
         Cmd::Lsp {
             op:
                 LspOp::Add {
@@ -382,6 +410,40 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         print!("{}", text(&answer));
     }
     Ok(())
+}
+
+/// `rsvp wait`: one `rsvp.wait` request per [`MAX_WAIT`](crate::rsvp::wait::MAX_WAIT) (the
+/// longest the daemon takes one) until the state comes or `timeout` has passed.
+fn wait(
+    socket: &std::path::Path,
+    session: SessionArg,
+    until: crate::rsvp::wait::Until,
+    timeout: std::time::Duration,
+) -> anyhow::Result<Value> {
+    use crate::rsvp::wait::{MAX_WAIT, WaitReq};
+    let mut client = crate::mgmt::Client::connect(socket, "pathwise daemon")?;
+    let end = std::time::Instant::now() + timeout;
+    loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        let this = left.min(MAX_WAIT);
+        let req = WaitReq {
+            session,
+            until,
+            timeout_ms: Some(this.as_millis() as u64),
+        };
+        match client.request("rsvp.wait", req.args()) {
+            Err(e) if this < left && crate::rsvp::wait::is_expiry(&e.to_string()) => continue,
+            Err(e) if crate::rsvp::wait::is_expiry(&e.to_string()) => anyhow::bail!(
+                "no {} state for session {}:{} proto {} within {} ms",
+                until.name(),
+                session.dest,
+                session.port,
+                session.protocol,
+                timeout.as_millis()
+            ),
+            other => return other,
+        }
+    }
 }
 
 fn project(v: Value, keep: &str) -> Value {

@@ -25,3 +25,4 @@ pub mod sim;
 pub mod te;
 pub mod te_sim;
 pub mod verbs;
+pub mod wait;

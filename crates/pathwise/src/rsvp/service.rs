@@ -7,6 +7,7 @@ use super::config::{MplsKind, RsvpSection, TrafficControlKind};
 use super::counters::{self, DaemonCounts};
 use super::te::{self as te_verbs, LspName, LspReq};
 use super::verbs::{self, RequestState, ReserveReq, SenderReq, SessionArg};
+use super::wait::{WaitReq, Waits};
 use anyhow::Context as _;
 use pathwise_core::engine::Engine;
 use pathwise_core::io::{IPPROTO_RSVP, IfIndex, Transmit};
@@ -159,13 +160,14 @@ pub struct RsvpService {
     mpls: Option<LinuxMpls>,
     /// Label changes the kernel refused.
     dataplane_errors: u64,
-    /// The routing feed's last read failed: read it again on the next wake-up.
     /// The reservation requests made through `rsvp.reserve`, as made, one per session: the
     /// engine keeps each until it is released (or withdrawn after an admission failure) and
     /// reports only how many it keeps, so `show requests` lists them from here.
     requests: Vec<ReserveReq>,
     /// Connections refused on the daemon's management socket (shown in `counters`).
     management_refused: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// `rsvp.wait` requests not answered yet.
+    waits: Waits,
 }
 
 impl RsvpService {
@@ -244,6 +246,7 @@ impl RsvpService {
             mpls,
             dataplane_errors: 0,
             requests: Vec::new(),
+            waits: Waits::default(),
         }
     }
 
@@ -270,11 +273,28 @@ impl RsvpService {
         v
     }
 
-    /// When the engine next needs time to pass.
+    /// When the engine next needs time to pass, or a waiting request runs out of time.
     pub fn deadline(&self) -> Option<std::time::Instant> {
-        self.engine
+        let engine = self
+            .engine
             .poll_timeout()
-            .map(|t| self.epoch + std::time::Duration::from_nanos(t.as_nanos()))
+            .map(|t| self.epoch + std::time::Duration::from_nanos(t.as_nanos()));
+        engine.into_iter().chain(self.waits.deadline()).min()
+    }
+
+    /// `rsvp.wait`: answer `reply` once this node's state for the session reaches the point
+    /// asked for (at once if it has), or when the request's time is up ([`crate::rsvp::wait`]).
+    pub fn wait(&mut self, args: &Value, reply: crate::daemon::Reply) {
+        match WaitReq::parse(args) {
+            Ok(req) => {
+                let reached = req.until.reached(self.engine.session(&req.key()).as_ref());
+                self.waits
+                    .add(req, reply, std::time::Instant::now(), reached);
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
     }
 
     /// Drain every socket and the routing feed, then let the engine act.
@@ -388,6 +408,12 @@ impl RsvpService {
             }
             self.events
                 .push_back(json!({ "t": t, "event": event_json(&e) }));
+        }
+        if !self.waits.is_empty() {
+            let engine = &self.engine;
+            self.waits.answer(std::time::Instant::now(), |w| {
+                w.until.reached(engine.session(&w.key()).as_ref())
+            });
         }
     }
 

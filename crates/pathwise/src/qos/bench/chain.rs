@@ -6,8 +6,8 @@
 //! - Setup time: on one chain per traffic control ("htb": classes installed with `tc` at
 //!   every hop; "memory": admission only, the signaling alone), N reservations one after the
 //!   other, the two protocols alternating: RSVP as `bench rsvp-chain` sets one up
-//!   (`rsvp::bench::chain::setup_one`: sender at H1, Path polled at H2, reservation, Resv
-//!   polled at H1), then a sender-initiated QoS NSLP reservation (`qos.reserve` at H1,
+//!   (`rsvp::bench::chain::setup_one`: sender at H1, `rsvp.wait` for the Path at H2,
+//!   reservation, `rsvp.wait` for the Resv at H1), then a sender-initiated QoS NSLP reservation (`qos.reserve` at H1,
 //!   answered when the QNR's RESPONSE is back).
 //! - Holding: on a fresh chain per protocol and refresh mode, with in-memory traffic control
 //!   (so the cost of thousands of HTB classes is not what is measured), `hold` reservations

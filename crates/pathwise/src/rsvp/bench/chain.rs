@@ -2,11 +2,12 @@
 //!
 //! Setup latency: for each new session the benchmark registers the sender at H1, waits until
 //! H2 has the Path, asks H2 to reserve, and waits until the reservation has reached H1 — through
-//! the daemons' management sockets, polling every 200 µs (so figures include up to that much
-//! reaction time per leg). The Path and the Resv each cross four hops. Meanwhile it captures
-//! RSVP at the three routers with kernel timestamps ([`capture`]): how long each router held
-//! each session's first Path and first Resv, the per-hop figures, which neither the polling nor
-//! the hosts' processing is in. Then, on a fresh chain, it installs `hold` reservations and
+//! the daemons' management sockets, each wait one `rsvp.wait` request the daemon answers when
+//! its state changes (nothing polls the daemons while the messages cross the chain). The Path
+//! and the Resv each cross four hops. Meanwhile it captures RSVP at the three routers with
+//! kernel timestamps ([`capture`]): how long each router held each session's first Path and
+//! first Resv, the per-hop figures, which neither the management requests nor the hosts'
+//! processing is in. Then, on a fresh chain, it installs `hold` reservations and
 //! reads R2's daemon: resident memory, and CPU over one minute of steady refreshes (R = 30 s).
 
 use super::capture::{self, Capture, NodeRecords, Transit};
@@ -15,6 +16,7 @@ use crate::bench::plot::{Axis, Figure, Series};
 use crate::mgmt::Client;
 use crate::rsvp::chain::{self as rsvp_chain, H1, H2, NODES, R1, R2, R3, RECEIVER, SENDER};
 use crate::rsvp::config::TrafficControlKind;
+use crate::rsvp::wait::{Until, WaitReq};
 use pathwise_rsvp::wire::{MsgType, Session};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -272,6 +274,18 @@ fn sessions_with_path(h2: &mut Client) -> anyhow::Result<Vec<String>> {
         .unwrap_or_default())
 }
 
+/// Until the daemon behind `client` has `until` state for the session of `port`: it answers
+/// when its state changes (`rsvp.wait`), so nothing polls the daemons while the messages cross
+/// the chain and competes with them for the CPU.
+fn wait(client: &mut Client, port: u16, until: Until) -> anyhow::Result<()> {
+    let req = WaitReq {
+        session: serde_json::from_value(session(port))?,
+        until,
+        timeout_ms: Some(5_000),
+    };
+    request(client, "rsvp.wait", req.args()).map(drop)
+}
+
 pub(crate) fn poll(
     limit: Duration,
     every: Duration,
@@ -302,7 +316,6 @@ pub(crate) fn setup_one(
     port: u16,
     rate_bps: u64,
 ) -> anyhow::Result<(f64, f64, f64)> {
-    let name = format!("{RECEIVER}:{port} proto 17");
     let traffic = json!({ "rate_bps": rate_bps });
     let t0 = Instant::now();
     request(
@@ -310,31 +323,14 @@ pub(crate) fn setup_one(
         "rsvp.sender.add",
         json!({ "session": session(port), "sender": { "src": SENDER }, "traffic": traffic }),
     )?;
-    poll(
-        Duration::from_secs(5),
-        Duration::from_micros(200),
-        "the Path at H2",
-        || Ok(sessions_with_path(h2)?.contains(&name)),
-    )?;
+    wait(h2, port, Until::Path)?;
     let t1 = Instant::now();
     request(
         h2,
         "rsvp.reserve",
         json!({ "session": session(port), "style": "ff", "traffic": traffic, "senders": [{ "src": SENDER }] }),
     )?;
-    let want = format!("{RECEIVER}:{port}");
-    poll(
-        Duration::from_secs(5),
-        Duration::from_micros(200),
-        "the Resv at H1",
-        || {
-            let ev = request(h1, "rsvp.show.events", json!({}))?;
-            Ok(ev.as_array().is_some_and(|a| {
-                a.iter()
-                    .any(|e| e["event"]["resv"]["session"].as_str() == Some(&want))
-            }))
-        },
-    )?;
+    wait(h1, port, Until::Resv)?;
     let t2 = Instant::now();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     Ok((ms(t2 - t0), ms(t1 - t0), ms(t2 - t1)))

@@ -341,6 +341,20 @@ impl ShardedService {
             .map_err(|_| "an RSVP shard did not answer".to_string())
     }
 
+    /// `rsvp.wait`, at the shard that holds the session: it answers `reply` itself, when its
+    /// state reaches the point asked for or the request's time is up; the dispatcher does not
+    /// wait. Arguments that name no session go to shard 0, which says why they are refused.
+    pub fn wait(&mut self, args: &Value, reply: crate::daemon::Reply) {
+        let shard = args
+            .get("session")
+            .and_then(|s| serde_json::from_value::<SessionArg>(s.clone()).ok())
+            .map_or(0, |s| self.map.of_session(&s.into()));
+        let (a, r) = (args.clone(), reply.clone());
+        if !self.shards[shard].call(Box::new(move |svc| svc.wait(&a, r))) {
+            let _ = reply.send(Err("an RSVP shard has stopped".into()));
+        }
+    }
+
     /// Answer a management verb: one session's at its shard; views and counters from every
     /// shard, merged.
     pub fn handle(&mut self, verb: &str, args: &Value) -> Result<Value, String> {
