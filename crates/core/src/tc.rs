@@ -109,6 +109,11 @@ pub trait TrafficControl {
     fn release(&mut self, handle: TcHandle);
     /// What the outgoing interface contributes to a path description.
     fn hop_characteristics(&self, ifindex: IfIndex) -> HopCharacteristics;
+    /// Carry out in the data plane what the calls since the last commit decided, for an
+    /// implementation that defers it (the Linux one can: `defer_until_commit`). Drivers call
+    /// it once they have sent the messages of a batch, so signalling does not wait for the
+    /// data plane; engines never call it. Nothing to do for one that acts at once.
+    fn commit(&mut self) {}
 }
 
 /// One traffic-control instance shared by the engines of a node (RSVP and the QoS NSLP), so
@@ -151,6 +156,9 @@ impl<T: TrafficControl> TrafficControl for SharedTrafficControl<T> {
     }
     fn hop_characteristics(&self, ifindex: IfIndex) -> HopCharacteristics {
         self.lock().hop_characteristics(ifindex)
+    }
+    fn commit(&mut self) {
+        self.lock().commit()
     }
 }
 

@@ -100,9 +100,11 @@ pub struct GistService {
     /// they waited for (work for nothing; 0 unless the loop's timeout arithmetic is wrong).
     wakeups: u64,
     early_wakeups: u64,
-    /// The last routing-feed read failed.
     /// The QoS NSLP's verbs, with `[qos_nslp]`.
     qos: Option<crate::qos::verbs::QosVerbs>,
+    /// The traffic control the QoS NSLP shares with RSVP, with `[qos_nslp]`: committed once a
+    /// batch's messages are sent (`TrafficControl::commit`), as RSVP's service does.
+    traffic_control: Option<crate::qos::verbs::SharedDataPlane>,
     /// Connections refused on the daemon's management socket (shown in `counters`).
     management_refused: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
@@ -182,18 +184,18 @@ impl GistService {
             engine.register(Box::new(pathwise_gist::nslp::relay::RelayNslp::new(n)));
         }
         // [qos_nslp]: the QoS NSLP admits through RSVP's traffic control (one budget).
-        let qos = match (&node.qos_nslp, traffic_control) {
+        let (qos, traffic_control) = match (&node.qos_nslp, traffic_control) {
             (Some(q), Some(tc)) => {
                 engine.register(Box::new(pathwise_qos_nslp::QosNslp::new(
                     q.engine_config(),
-                    tc,
+                    tc.clone(),
                 )));
-                Some(crate::qos::verbs::QosVerbs::default())
+                (Some(crate::qos::verbs::QosVerbs::default()), Some(tc))
             }
             (Some(_), None) => {
                 anyhow::bail!("[qos_nslp] needs [rsvp]: its traffic control is shared")
             }
-            _ => None,
+            _ => (None, None),
         };
         let options = RawOptions {
             ipv6_router_alert_value: cfg.ipv6_router_alert,
@@ -259,6 +261,7 @@ impl GistService {
             wakeups: 0,
             early_wakeups: 0,
             qos,
+            traffic_control,
         };
         s.on_readable();
         Ok(s)
@@ -489,6 +492,9 @@ impl GistService {
             if !any {
                 break;
             }
+        }
+        if let Some(tc) = &self.traffic_control {
+            pathwise_core::tc::TrafficControl::commit(&mut *tc.lock());
         }
         if let Some(ipc) = &mut self.ipc {
             ipc.flush(); // upcalls the inputs above produced

@@ -108,6 +108,17 @@ impl DataPlane {
     }
 }
 
+impl DataPlane {
+    /// Have the kernel's classes and filters installed at each [`TrafficControl::commit`],
+    /// which the daemon's services call once they have sent a batch's messages
+    /// ([`HtbTrafficControl::defer_until_commit`]); in-memory admission has nothing to defer.
+    fn defer_until_commit(&mut self) {
+        if let DataPlane::Htb(t) = self {
+            t.defer_until_commit(true);
+        }
+    }
+}
+
 impl TrafficControl for DataPlane {
     fn reserve(
         &mut self,
@@ -135,6 +146,12 @@ impl TrafficControl for DataPlane {
         match self {
             DataPlane::Htb(t) => t.hop_characteristics(ifindex),
             DataPlane::Memory(t) => t.hop_characteristics(ifindex),
+        }
+    }
+    fn commit(&mut self) {
+        match self {
+            DataPlane::Htb(t) => t.commit(),
+            DataPlane::Memory(t) => t.commit(),
         }
     }
 }
@@ -178,7 +195,8 @@ impl RsvpService {
     ) -> anyhow::Result<RsvpService> {
         let parts = Parts::read(node, cfg)?;
         let mpls = open_mpls(node, cfg)?;
-        let tc = DataPlane::build(cfg.traffic_control, &parts.links, &gist_tcp_ports(node));
+        let mut tc = DataPlane::build(cfg.traffic_control, &parts.links, &gist_tcp_ports(node));
+        tc.defer_until_commit();
         // Shared: the QoS NSLP ([qos_nslp]) admits through the same instance (one budget per
         // interface for both protocols).
         let engine = RsvpEngine::new(parts.engine, SharedTrafficControl::new(tc), Instant::ZERO);
@@ -205,11 +223,9 @@ impl RsvpService {
     ) -> anyhow::Result<(Vec<RsvpService>, SharedTrafficControl<DataPlane>)> {
         let parts = Parts::read(node, cfg)?;
         map.set_integrity_of(&parts.engine);
-        let tc = SharedTrafficControl::new(DataPlane::build(
-            cfg.traffic_control,
-            &parts.links,
-            &gist_tcp_ports(node),
-        ));
+        let mut tc = DataPlane::build(cfg.traffic_control, &parts.links, &gist_tcp_ports(node));
+        tc.defer_until_commit();
+        let tc = SharedTrafficControl::new(tc);
         let mut out = Vec::with_capacity(map.len());
         for c in super::shard::shard_configs(&parts.engine, map) {
             let engine = RsvpEngine::new(c, tc.clone(), Instant::ZERO);
@@ -389,6 +405,8 @@ impl RsvpService {
             }
         }
         self.outgoing = outgoing;
+        // The batch's messages are out: now the classes and filters it decided.
+        self.engine.traffic_control().lock().commit();
         let t = self.epoch.elapsed().as_secs_f64();
         while let Some(e) = self.engine.poll_event() {
             match &e {
