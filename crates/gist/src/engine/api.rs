@@ -70,7 +70,7 @@ impl GistApi for GistEngine {
                     d.deadline = now;
                 }
             }
-        } else if let Some(up) = self.mrs[idx as usize].up.take() {
+        } else if let Some(up) = self.take_up(idx) {
             // The upstream peer re-queries if it still needs us.
             self.release_up(up);
         }

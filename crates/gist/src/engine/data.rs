@@ -3,7 +3,7 @@
 //! (A.4.4).
 
 use super::handshake::Inbound;
-use super::state::{MrsKey, Pending, QueryingState, RespondingState};
+use super::state::{MaId, MrsKey, Pending, QueryingState, RespondingState};
 use super::{GistEngine, MaTransport, Upcall};
 use crate::nslp::{
     ApiError, DeliveryError, Direction, MessageHandle, MessageStatus, NotificationKind,
@@ -351,7 +351,7 @@ impl GistEngine {
             return;
         };
         let key = s.key.key();
-        let usable = |m: u32| {
+        let usable = |m: MaId| {
             self.ma_connected(m) && (!p.transfer.secure || self.ma_transport(m) == MaTransport::Tls)
         };
         match d.ma.filter(|&m| usable(m)) {
@@ -489,7 +489,7 @@ impl GistEngine {
     }
 
     /// The transfer attributes a message sent over MA `ma` gets: reliable, secure over TLS.
-    fn ma_transfer(&self, ma: u32) -> TransferAttributes {
+    fn ma_transfer(&self, ma: MaId) -> TransferAttributes {
         TransferAttributes {
             reliable: true,
             secure: self.ma_transport(ma) == MaTransport::Tls,
@@ -509,7 +509,7 @@ impl GistEngine {
             // against local routing state"; §4.3.2 rule 1: delivered, flagged to the NSLP. Who
             // sent it: the association's peer, else its NLI.
             self.counters.explicit_received += 1;
-            if let Some(m) = ctx.ma.and_then(|m| self.mas.get(m as usize)) {
+            if let Some(m) = ctx.ma.and_then(|m| self.mas.get(m.index())) {
                 peer = Some(m.peer);
             }
         } else if !msg.c_flag {
@@ -547,10 +547,7 @@ impl GistEngine {
                 // arrive (its state lingers), and the NSLP tells them apart by this handle
                 // (RFC 5974 §3.2.12, §5.2.5.4).
                 Some((p, _)) => {
-                    let ma_peer = ctx
-                        .ma
-                        .and_then(|m| self.mas.get(m as usize))
-                        .map(|m| m.peer);
+                    let ma_peer = ctx.ma.and_then(|m| self.mas.get(m.index())).map(|m| m.peer);
                     peer = peer.or(ma_peer).or_else(|| self.peer_addr(p));
                 }
             }
@@ -604,7 +601,7 @@ impl GistEngine {
             return;
         };
         // Who sent it: the MA it came over, else its NLI, else the IP source (§5.6).
-        let sender = match ctx.ma.and_then(|m| self.mas.get(m as usize)) {
+        let sender = match ctx.ma.and_then(|m| self.mas.get(m.index())) {
             Some(m) => m.peer,
             None => msg.nli.as_ref().map_or(ctx.src, |n| n.interface_address),
         };
@@ -740,7 +737,7 @@ impl GistEngine {
                     self.drop_msg("error_not_from_peer");
                     return;
                 }
-                if let Some(up) = self.mrs[idx as usize].up.take() {
+                if let Some(up) = self.take_up(idx) {
                     self.counters.peer_error_teardowns += 1;
                     self.release_up(up);
                 }

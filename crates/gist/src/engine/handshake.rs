@@ -1,7 +1,7 @@
 //! The three-way handshake (RFC 5971 §4.4.1, §6.2, §6.3; RFC 5972 §6.2, §6.3): Query, Response, Confirm,
 //! with retransmission, refresh, late state installation and peer changes.
 
-use super::state::{MrsKey, Pending, QuerySide, QueryingState, RespondSide, RespondingState};
+use super::state::{MaId, MrsKey, Pending, QuerySide, QueryingState, RespondSide, RespondingState};
 use super::{CookieMode, GistEngine, MaTransport, Upcall};
 use crate::nslp::{
     Direction, NetworkNotification, NotificationKind, RecvMessage, RoutingDecision, SiiHandle,
@@ -27,7 +27,7 @@ pub(crate) struct Inbound {
     /// The Router Alert value it carried.
     pub router_alert: Option<u16>,
     /// The MA it arrived over (C-mode), or `None` for D-mode.
-    pub ma: Option<u32>,
+    pub ma: Option<MaId>,
 }
 
 impl GistEngine {
@@ -227,7 +227,7 @@ impl GistEngine {
         };
         let msg = Message {
             gist_hops: d.gist_hops,
-            nslpid: s.key.nslpid,
+            nslpid: s.key.nslpid(),
             c_flag: true,
             s_flag: true,
             r_flag: true,
@@ -235,7 +235,7 @@ impl GistEngine {
             body: Body::Query(Query {
                 nat: None,
                 mri: s.key.mri(),
-                session_id: s.key.session_id,
+                session_id: s.key.session_id(),
                 nli: self.nli(src),
                 query_cookie: query_cookie(d.cookie, d.attempts),
                 stack_proposal,
@@ -446,11 +446,10 @@ impl GistEngine {
         let wait = now + self.cfg.confirm_wait;
         let up_exists = self.mrs[idx as usize].up.is_some();
         if up_exists {
-            if let Some(up) = self.mrs[idx as usize].up.as_mut() {
-                up.cookie = Some(Box::new(cookie));
-                if up.state == RespondingState::AwaitingConfirm {
-                    up.expires = wait;
-                }
+            if let Some(up) = self.mrs[idx as usize].up.as_mut()
+                && up.state == RespondingState::AwaitingConfirm
+            {
+                up.expires = wait;
             }
         } else {
             let peer = self.peer_ref(q.nli.interface_address, &q.nli.peer_identity);
@@ -458,10 +457,10 @@ impl GistEngine {
                 state: RespondingState::AwaitingConfirm,
                 peer,
                 expires: wait,
-                cookie: Some(Box::new(cookie)),
                 ma: None,
             });
         }
+        self.responder_cookies.insert(idx, cookie);
         self.schedule_mrs(idx);
     }
 
@@ -584,7 +583,7 @@ impl GistEngine {
             // A Response that came over an MA re-uses it for this routing state, and then the
             // Confirm "MUST be sent in C-mode" (§5.1, §5.5), whatever mode the NSLP asked for.
             let cmode = wants_cmode || via.is_some();
-            match (cmode, port.or(via.map(|m| self.mas[m as usize].port))) {
+            match (cmode, port.or(via.map(|m| self.mas[m.index()].port))) {
                 (true, Some(port)) => {
                     // RFC 5971 §5.1: `[ Responder-Cookie [ Stack-Proposal [ SCD ] ] ]`. In
                     // C-mode the Confirm echoes the Response's Stack-Proposal if it had one;
@@ -689,10 +688,7 @@ impl GistEngine {
                     .map_err(|r| r.reason())
             }
             CookieMode::Random => {
-                let stored = self
-                    .lookup(&key)
-                    .and_then(|i| self.mrs[i as usize].up.as_ref())
-                    .and_then(|u| u.cookie.as_deref());
+                let stored = self.lookup(&key).and_then(|i| self.responder_cookie(i));
                 match stored {
                     Some(k) if k.as_slice() == rc => Ok(()),
                     Some(_) => Err("cookie_mismatch"),
@@ -721,7 +717,7 @@ impl GistEngine {
         // message with subcode 2 (Missing Object) MUST be returned."
         let first_on_ma = ctx
             .ma
-            .and_then(|m| self.mas.get(m as usize))
+            .and_then(|m| self.mas.get(m.index()))
             .is_some_and(|m| !m.initiator && !m.confirmed);
         if first_on_ma && c.stack_config.is_none() {
             self.drop_msg("confirm_without_scd");
@@ -734,7 +730,7 @@ impl GistEngine {
         }
         let Body::Confirm(c) = msg.body else { return };
         if let Some(ma) = ctx.ma {
-            if let Some(m) = self.mas.get_mut(ma as usize) {
+            if let Some(m) = self.mas.get_mut(ma.index()) {
                 m.confirmed = true;
             }
             self.note_peer_hold(
@@ -746,13 +742,14 @@ impl GistEngine {
         let peer = self.peer_ref(c.nli.interface_address, &c.nli.peer_identity);
         let validity = self.accepted_validity(c.nli.rs_validity_ms);
         let mut notify = None;
+        // The cookie is used up (a replayed Confirm finds none).
+        self.responder_cookies.remove(&idx);
         match self.mrs[idx as usize].up.as_mut() {
             Some(up) => {
                 let old = up.peer;
                 up.peer = peer;
                 up.state = RespondingState::Established;
                 up.expires = now + validity;
-                up.cookie = None;
                 let old_ma = up.ma;
                 if ctx.ma.is_some() && old_ma != ctx.ma {
                     up.ma = ctx.ma;
@@ -775,7 +772,6 @@ impl GistEngine {
                     state: RespondingState::Established,
                     peer,
                     expires: now + validity,
-                    cookie: None,
                     ma: ctx.ma,
                 });
                 if let Some(m) = ctx.ma {
@@ -820,6 +816,20 @@ impl GistEngine {
             }));
         }
         self.schedule_mrs(idx);
+    }
+
+    /// Take routing state `idx`'s upstream half, and the Responder-Cookie it kept.
+    pub(super) fn take_up(&mut self, idx: u32) -> Option<RespondSide> {
+        let up = self.mrs.get_mut(idx as usize)?.up.take()?;
+        self.responder_cookies.remove(&idx);
+        Some(up)
+    }
+
+    /// Random-cookie mode: the Responder-Cookie routing state `idx`'s upstream half awaits a
+    /// Confirm with.
+    pub(super) fn responder_cookie(&self, idx: u32) -> Option<&[u8; 16]> {
+        self.mrs.get(idx as usize)?.up.as_ref()?;
+        self.responder_cookies.get(&idx)
     }
 
     /// Release an upstream half's references.
@@ -915,4 +925,169 @@ fn answers(c: &Cookie, base: u64, sent: u8) -> bool {
         return false;
     };
     *random == base.to_be_bytes() && u32::from_be_bytes(n) < u32::from(sent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Config, CookieMode, GistEngine, InterfaceConfig};
+    use crate::wire::{Body, Confirm, Cookie, Message, Mri, Nli, PathCoupledMri, Query, SessionId};
+    use pathwise_core::engine::Engine;
+    use pathwise_core::io::{IfIndex, Received, Transport};
+    use pathwise_core::time::{Duration, Instant};
+    use std::net::{IpAddr, Ipv4Addr};
+
+    const ME: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+    const PEER: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+    const FAR: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 9, 9));
+
+    fn nli() -> Nli {
+        Nli {
+            ip_ttl: 64,
+            rs_validity_ms: 30_000,
+            peer_identity: vec![1; 16].into(),
+            interface_address: PEER,
+        }
+    }
+
+    fn mri() -> Mri {
+        Mri::PathCoupled(PathCoupledMri::flow(PEER, FAR))
+    }
+
+    fn message(body: Body) -> Message {
+        Message {
+            gist_hops: 32,
+            nslpid: 42,
+            c_flag: false,
+            s_flag: true,
+            r_flag: matches!(body, Body::Query(_)),
+            e_flag: false,
+            body,
+        }
+    }
+
+    fn query(sid: u8) -> Message {
+        message(Body::Query(Query {
+            mri: mri(),
+            session_id: SessionId([sid; 16]),
+            nli: nli(),
+            query_cookie: Cookie(vec![1, 2, 3, 4].into()),
+            ..Query::default()
+        }))
+    }
+
+    fn confirm(sid: u8, cookie: &Cookie) -> Message {
+        message(Body::Confirm(Confirm {
+            mri: mri(),
+            session_id: SessionId([sid; 16]),
+            nli: nli(),
+            responder_cookie: Some(cookie.clone()),
+            ..Confirm::default()
+        }))
+    }
+
+    /// Feed `m` at `secs`; the Responder-Cookie of the Response it drew, if any.
+    fn feed(e: &mut GistEngine, secs: u64, m: &Message) -> Option<Cookie> {
+        let payload = m.to_datagram();
+        let query = matches!(m.body, Body::Query(_));
+        e.handle_datagram(
+            Instant::from_secs(secs),
+            Received {
+                src: PEER,
+                dst: if query { FAR } else { ME },
+                ifindex: IfIndex(1),
+                transport: Transport::Udp {
+                    src_port: crate::wire::GIST_PORT,
+                    dst_port: crate::wire::GIST_PORT,
+                },
+                router_alert: query.then_some(0),
+                ttl: 64,
+                payload: &payload,
+            },
+        );
+        while e.poll_event().is_some() {}
+        let mut cookie = None;
+        while let Some(t) = e.poll_transmit() {
+            if let Body::Response(r) = Message::parse_datagram(&t.payload).unwrap().body {
+                cookie = r.responder_cookie;
+            }
+        }
+        cookie
+    }
+
+    /// What the slab no longer holds inline stays consistent with it: a cookie only beside an
+    /// upstream half, and each timer due at its routing state's earliest deadline.
+    fn check(e: &GistEngine) {
+        for &idx in e.responder_cookies.keys() {
+            assert!(e.mrs[idx as usize].up.is_some(), "cookie without a half");
+        }
+        for (_, s) in &e.mrs {
+            let due = s.timer.and_then(|h| e.timers.deadline(h));
+            assert_eq!(due.unwrap_or(Instant::MAX), s.next_deadline());
+        }
+    }
+
+    fn rejected(e: &GistEngine) -> u64 {
+        e.counters.cookies_rejected
+    }
+
+    /// Random-cookie mode keeps each Response's cookie beside the slab: it matches only its own
+    /// session's Confirm, is used up by it, goes with the upstream half that kept it, and a
+    /// routing state reusing a freed slab entry never inherits it.
+    #[test]
+    fn random_cookies_live_beside_the_slab_only_while_a_half_awaits_its_confirm() {
+        let mut e = GistEngine::new(
+            Config {
+                seed: 5,
+                interfaces: vec![InterfaceConfig {
+                    ifindex: IfIndex(1),
+                    addrs: vec![ME],
+                }],
+                nslpids: vec![42],
+                cookie_mode: CookieMode::Random,
+                confirm_wait: Duration::from_secs(2),
+                ..Config::default()
+            },
+            Instant::ZERO,
+        );
+        let c1 = feed(&mut e, 1, &query(1)).expect("a Response with a cookie");
+        assert_eq!(e.responder_cookies.len(), 1);
+        check(&e);
+        // Another session's Query: its own cookie, which does not confirm session 1.
+        let c2 = feed(&mut e, 1, &query(2)).expect("a Response with a cookie");
+        assert_ne!(c1, c2);
+        assert_eq!(feed(&mut e, 1, &confirm(1, &c2)), None);
+        assert_eq!(rejected(&e), 1);
+        // Session 1's own cookie installs it and is used up: a replay is refused.
+        feed(&mut e, 1, &confirm(1, &c1));
+        assert_eq!(e.state_stats().upstream_established, 1);
+        assert_eq!(e.responder_cookies.len(), 1, "only session 2's is left");
+        feed(&mut e, 1, &confirm(1, &c1));
+        assert_eq!(rejected(&e), 2);
+        check(&e);
+        // A refresh Query for established session 1 keeps a fresh cookie.
+        let c1b = feed(&mut e, 2, &query(1)).expect("a Response with a cookie");
+        assert_eq!(e.responder_cookies.len(), 2);
+        check(&e);
+
+        // Session 2 was never confirmed: its half goes after confirm_wait, and its cookie too.
+        e.handle_timeout(Instant::from_secs(4));
+        assert_eq!(e.state_stats().routing_states, 1);
+        assert_eq!(e.responder_cookies.len(), 1);
+        check(&e);
+        // Session 3 takes session 2's slab entry; session 2's cookie does not confirm it.
+        let c3 = feed(&mut e, 4, &query(3)).expect("a Response with a cookie");
+        assert_eq!(feed(&mut e, 4, &confirm(3, &c2)), None);
+        assert_eq!(rejected(&e), 3);
+        feed(&mut e, 4, &confirm(3, &c3));
+        feed(&mut e, 4, &confirm(1, &c1b));
+        assert_eq!(e.state_stats().upstream_established, 2);
+        assert_eq!(rejected(&e), 3);
+        assert!(e.responder_cookies.is_empty());
+        check(&e);
+
+        // Both halves lapse unrefreshed: nothing is left beside the slab.
+        e.handle_timeout(Instant::from_secs(60));
+        assert_eq!(e.state_stats().routing_states, 0);
+        assert!(e.responder_cookies.is_empty());
+    }
 }

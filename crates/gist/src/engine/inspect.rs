@@ -41,7 +41,8 @@ impl GistEngine {
                 .iter()
                 .map(|(_, p)| p.identity.capacity())
                 .sum::<usize>()
-            + self.recent_handles.capacity() * (size_of::<(IpAddr, Instant)>() + 1);
+            + self.recent_handles.capacity() * (size_of::<(IpAddr, Instant)>() + 1)
+            + self.responder_cookies.capacity() * (size_of::<(u32, [u8; 16])>() + 1);
         let mas = self.mas.capacity() * size_of::<SlabEntry<Ma>>()
             + self
                 .mas
@@ -72,12 +73,12 @@ impl GistEngine {
                 .down
                 .as_ref()
                 .and_then(|d| d.ma)
-                .and_then(|m| self.mas.get(m as usize).map(|x| x.peer)),
+                .and_then(|m| self.mas.get(m.index()).map(|x| x.peer)),
             upstream_ma: s
                 .up
                 .as_ref()
                 .and_then(|u| u.ma)
-                .and_then(|m| self.mas.get(m as usize).map(|x| x.peer)),
+                .and_then(|m| self.mas.get(m.index()).map(|x| x.peer)),
         })
     }
 

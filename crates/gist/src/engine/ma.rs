@@ -3,7 +3,7 @@
 //! with MA-Hello and torn down when idle or silent.
 
 use super::handshake::Inbound;
-use super::state::{Ma, MaState};
+use super::state::{Ma, MaId, MaState};
 use super::{GistEngine, MaTransport, StreamInput, StreamOp, StreamTransmit, TimerKey};
 use crate::wire::{Body, Confirm, MaHello, Message, frame_len};
 use pathwise_core::io::IfIndex;
@@ -110,8 +110,7 @@ impl GistEngine {
             super::CookieMode::Random => {
                 let key = super::MrsKey::new(&c.mri, msg.nslpid, c.session_id);
                 self.lookup(&key)
-                    .and_then(|i| self.mrs[i as usize].up.as_ref())
-                    .and_then(|u| u.cookie.as_deref())
+                    .and_then(|i| self.responder_cookie(i))
                     .is_some_and(|k| k.as_slice() == rc)
             }
         };
@@ -129,9 +128,9 @@ impl GistEngine {
         port: u16,
         state: MaState,
         initiator: bool,
-    ) -> u32 {
+    ) -> MaId {
         let hold = u32::try_from(self.cfg.ma_hold_time.as_millis()).unwrap_or(u32::MAX);
-        let id = self.mas.insert(Ma {
+        let id = MaId::new(self.mas.insert(Ma {
             peer,
             port,
             transport,
@@ -148,7 +147,7 @@ impl GistEngine {
             confirmed: false,
             timer: None,
             wake: Instant::MAX,
-        }) as u32;
+        }));
         self.ma_index.insert((peer, transport), id);
         self.counters.mas_opened += 1;
         self.schedule_ma(id);
@@ -170,7 +169,7 @@ impl GistEngine {
         let Some(&ma) = self.ma_index.get(&peer) else {
             return;
         };
-        let m = &mut self.mas[ma as usize];
+        let m = &mut self.mas[ma.index()];
         m.state = MaState::Connected;
         m.last_rx = now;
         let waiting = std::mem::take(&mut m.waiting);
@@ -181,7 +180,7 @@ impl GistEngine {
                 .and_then(|s| s.down.as_mut())
                 .and_then(|d| d.take_confirm());
             if let Some(c) = confirm {
-                let nslpid = self.mrs[idx as usize].key.nslpid;
+                let nslpid = self.mrs[idx as usize].key.nslpid();
                 self.ma_send(now, ma, &confirm_msg(self.cfg.gist_hops, nslpid, c));
                 self.flush_down_queue(now, idx);
             }
@@ -195,7 +194,7 @@ impl GistEngine {
             self.drop_msg("stream_unknown_peer");
             return;
         };
-        let m = &mut self.mas[ma as usize];
+        let m = &mut self.mas[ma.index()];
         m.last_rx = now;
         // Bounded: at most one whole message waits here (the length field is read as soon as
         // the common header is in; a longer message is refused below).
@@ -212,7 +211,7 @@ impl GistEngine {
             ma: Some(ma),
         };
         loop {
-            let Some(m) = self.mas.get_mut(ma as usize) else {
+            let Some(m) = self.mas.get_mut(ma.index()) else {
                 return;
             };
             let Some(n) = frame_len(&m.rx_buf) else {
@@ -255,7 +254,7 @@ impl GistEngine {
                 // bytes of garbage would send 7.5 times what came in) and the MA is
                 // torn down, as a failed first message tears it down (§5.7.1).
                 self.counters.streams_refused += 1;
-                if let Some(m) = self.mas.get_mut(ma as usize) {
+                if let Some(m) = self.mas.get_mut(ma.index()) {
                     m.rx_buf.clear();
                 }
                 self.close_ma(ma, true);
@@ -266,14 +265,14 @@ impl GistEngine {
     }
 
     /// Whether `ma` is connected.
-    pub(super) fn ma_connected(&self, ma: u32) -> bool {
+    pub(super) fn ma_connected(&self, ma: MaId) -> bool {
         self.mas
-            .get(ma as usize)
+            .get(ma.index())
             .is_some_and(|m| m.state == MaState::Connected)
     }
 
     /// The connected MA to `peer` over `transport`, if any.
-    pub(super) fn connected_ma(&self, peer: IpAddr, transport: MaTransport) -> Option<u32> {
+    pub(super) fn connected_ma(&self, peer: IpAddr, transport: MaTransport) -> Option<MaId> {
         self.ma_index
             .get(&(peer, transport))
             .copied()
@@ -281,15 +280,15 @@ impl GistEngine {
     }
 
     /// The stack `ma` runs over (TCP when it is gone).
-    pub(super) fn ma_transport(&self, ma: u32) -> MaTransport {
+    pub(super) fn ma_transport(&self, ma: MaId) -> MaTransport {
         self.mas
-            .get(ma as usize)
+            .get(ma.index())
             .map_or(MaTransport::Tcp, |m| m.transport)
     }
 
     /// Send `msg` over `ma` (C-mode messages carry no magic number, RFC 5971 §5.4.1).
-    pub(super) fn ma_send(&mut self, now: Instant, ma: u32, msg: &Message) {
-        if let Some(m) = self.mas.get_mut(ma as usize) {
+    pub(super) fn ma_send(&mut self, now: Instant, ma: MaId, msg: &Message) {
+        if let Some(m) = self.mas.get_mut(ma.index()) {
             m.last_tx = now;
             // RFC 5971 §4.4.5: keep-alive "between 1/2 and 3/4 of the validity time ... since
             // the last successful refresh. The actual moment MUST be chosen randomly".
@@ -300,8 +299,8 @@ impl GistEngine {
         self.schedule_ma(ma);
     }
 
-    pub(super) fn ma_send_now(&mut self, ma: u32, msg: &Message) {
-        let Some(m) = self.mas.get(ma as usize) else {
+    pub(super) fn ma_send_now(&mut self, ma: MaId, msg: &Message) {
+        let Some(m) = self.mas.get(ma.index()) else {
             return;
         };
         let mut bytes = self.spare.take(msg.buffer_len());
@@ -315,15 +314,15 @@ impl GistEngine {
         });
     }
 
-    pub(super) fn ma_use(&mut self, ma: u32) {
-        if let Some(m) = self.mas.get_mut(ma as usize) {
+    pub(super) fn ma_use(&mut self, ma: MaId) {
+        if let Some(m) = self.mas.get_mut(ma.index()) {
             m.users += 1;
             m.idle_since = None;
         }
     }
 
-    pub(super) fn ma_unuse(&mut self, now: Instant, ma: u32) {
-        if let Some(m) = self.mas.get_mut(ma as usize) {
+    pub(super) fn ma_unuse(&mut self, now: Instant, ma: MaId) {
+        if let Some(m) = self.mas.get_mut(ma.index()) {
             m.users = m.users.saturating_sub(1);
             if m.users == 0 {
                 m.idle_since = Some(now);
@@ -332,7 +331,7 @@ impl GistEngine {
         self.schedule_ma(ma);
     }
 
-    pub(super) fn ma_unuse_later(&mut self, ma: u32) {
+    pub(super) fn ma_unuse_later(&mut self, ma: MaId) {
         let now = self.now;
         self.ma_unuse(now, ma);
     }
@@ -347,7 +346,7 @@ impl GistEngine {
         peer: IpAddr,
         port: u16,
         transport: MaTransport,
-        via: Option<u32>,
+        via: Option<MaId>,
         confirm: Confirm,
     ) {
         let via = via.filter(|&m| self.ma_transport(m) == transport);
@@ -373,7 +372,7 @@ impl GistEngine {
                 self.ma_unuse(now, p);
             }
         }
-        let nslpid = self.mrs[idx as usize].key.nslpid;
+        let nslpid = self.mrs[idx as usize].key.nslpid();
         if self.ma_connected(ma) {
             self.ma_send(now, ma, &confirm_msg(self.cfg.gist_hops, nslpid, confirm));
             self.flush_down_queue(now, idx);
@@ -381,7 +380,7 @@ impl GistEngine {
             if let Some(d) = self.mrs[idx as usize].down.as_mut() {
                 d.waiting().confirm = Some(confirm);
             }
-            self.mas[ma as usize].waiting.push(idx);
+            self.mas[ma.index()].waiting.push(idx);
         }
     }
 
@@ -391,7 +390,7 @@ impl GistEngine {
         let (Some(hold), Some(&ma)) = (hold_ms.filter(|&h| h > 0), self.ma_index.get(&peer)) else {
             return;
         };
-        if let Some(m) = self.mas.get_mut(ma as usize) {
+        if let Some(m) = self.mas.get_mut(ma.index()) {
             m.peer_hold_ms = hold;
         }
         self.schedule_ma(ma);
@@ -419,8 +418,8 @@ impl GistEngine {
         }
     }
 
-    fn schedule_ma(&mut self, ma: u32) {
-        let Some(m) = self.mas.get(ma as usize) else {
+    fn schedule_ma(&mut self, ma: MaId) {
+        let Some(m) = self.mas.get(ma.index()) else {
             return;
         };
         let mut next = if m.state == MaState::Connected {
@@ -438,14 +437,14 @@ impl GistEngine {
             self.timers.cancel(h);
         }
         let h = self.timers.insert(next, TimerKey::Ma(ma));
-        let m = &mut self.mas[ma as usize];
+        let m = &mut self.mas[ma.index()];
         m.timer = Some(h);
         m.wake = next;
     }
 
     /// An MA's timer: tear it down when idle or silent, else keep it alive with MA-Hello.
-    pub(super) fn on_ma_timer(&mut self, now: Instant, ma: u32) {
-        let Some(m) = self.mas.get_mut(ma as usize) else {
+    pub(super) fn on_ma_timer(&mut self, now: Instant, ma: MaId) {
+        let Some(m) = self.mas.get_mut(ma.index()) else {
             return;
         };
         m.timer = None;
@@ -480,8 +479,8 @@ impl GistEngine {
     }
 
     /// Forget an MA; routing state that used it falls back to D-mode until it asks again.
-    fn close_ma(&mut self, ma: u32, tell_driver: bool) {
-        let Some(m) = self.mas.try_remove(ma as usize) else {
+    fn close_ma(&mut self, ma: MaId, tell_driver: bool) {
+        let Some(m) = self.mas.try_remove(ma.index()) else {
             return;
         };
         self.ma_index.remove(&(m.peer, m.transport));

@@ -49,7 +49,7 @@ use pathwise_core::table::{KeyedMap, KeyedSet, KeyedState, keyed_map, keyed_set}
 use pathwise_core::time::{Duration, Instant};
 use pathwise_core::timer::{TimerWheel, WheelConfig};
 use slab::Slab;
-use state::{Ma, Peer, PeerId, RoutingState};
+use state::{Ma, MaId, Peer, PeerId, RoutingState};
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
@@ -285,7 +285,7 @@ pub(crate) enum Upcall {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TimerKey {
     Mrs(u32),
-    Ma(u32),
+    Ma(MaId),
 }
 
 /// A GIST node.
@@ -302,6 +302,11 @@ pub struct GistEngine {
     mrs_index: HashTable<u32>,
     mrs_hasher: KeyedState,
     mrs: Slab<RoutingState>,
+    /// Random-cookie mode: the Responder-Cookie each upstream half awaiting a Confirm handed
+    /// out, by routing-state index. Beside the slab, not in it: only a responder in that mode
+    /// has any, and inline they cost every session 8 bytes. An entry exists only while its
+    /// routing state has an upstream half ([`GistEngine::take_up`] removes it with the half).
+    responder_cookies: KeyedMap<u32, [u8; 16]>,
     peers: Slab<Peer>,
     peer_index: KeyedMap<IpAddr, PeerId>,
     /// SII-Handles reported to NSLPs, and peers forgotten, with when they stop being usable
@@ -310,7 +315,7 @@ pub struct GistEngine {
     /// When expired entries of `recent_handles` are next swept out.
     handles_swept_at: Instant,
     mas: Slab<Ma>,
-    ma_index: KeyedMap<(IpAddr, MaTransport), u32>,
+    ma_index: KeyedMap<(IpAddr, MaTransport), MaId>,
     fib: Fib<IfIndex>,
     local: KeyedSet<IpAddr>,
     served: KeyedSet<u16>,
@@ -394,6 +399,8 @@ impl GistEngine {
         served.extend(cfg.nslpids.iter().copied());
         // One draw from `rng`, as the keyed map this replaces took.
         let mrs_hasher = KeyedState::from_rng(&mut rng);
+        // The routing-state hasher's keys: a draw from `rng` here would change every seeded run.
+        let responder_cookies = KeyedMap::with_hasher(mrs_hasher.clone());
         let mrs_index = HashTable::with_capacity(cfg.expected_sessions);
         let mut timers = TimerWheel::new(cfg.wheel, now);
         // One timer per routing state.
@@ -403,6 +410,7 @@ impl GistEngine {
             mrs_index,
             mrs_hasher,
             mrs: Slab::with_capacity(cfg.expected_sessions),
+            responder_cookies,
             peers: Slab::new(),
             peer_index: keyed_map(&mut rng),
             recent_handles: keyed_map(&mut rng),
@@ -611,30 +619,30 @@ impl GistEngine {
     /// Intern a peer, taking a reference.
     fn peer_ref(&mut self, addr: IpAddr, identity: &[u8]) -> PeerId {
         if let Some(&id) = self.peer_index.get(&addr) {
-            let p = &mut self.peers[id as usize];
+            let p = &mut self.peers[id.index()];
             p.refs += 1;
             if p.identity != identity {
                 p.identity = identity.to_vec();
             }
             return id;
         }
-        let id = self.peers.insert(Peer {
+        let id = PeerId::new(self.peers.insert(Peer {
             addr,
             identity: identity.to_vec(),
             refs: 1,
-        }) as PeerId;
+        }));
         self.peer_index.insert(addr, id);
         id
     }
 
     fn peer_unref(&mut self, id: PeerId) {
-        let Some(p) = self.peers.get_mut(id as usize) else {
+        let Some(p) = self.peers.get_mut(id.index()) else {
             return;
         };
         p.refs = p.refs.saturating_sub(1);
         if p.refs == 0 {
             let addr = p.addr;
-            self.peers.remove(id as usize);
+            self.peers.remove(id.index());
             self.peer_index.remove(&addr);
             // RFC 5971 §7.1.4: an NSLP may still route an explicit teardown to the old peer.
             self.remember_handle(addr);
@@ -686,7 +694,7 @@ impl GistEngine {
     }
 
     fn peer_addr(&self, id: PeerId) -> Option<IpAddr> {
-        self.peers.get(id as usize).map(|p| p.addr)
+        self.peers.get(id.index()).map(|p| p.addr)
     }
 
     /// Make sure routing state `idx`'s timer is due no later than its earliest deadline.
@@ -695,17 +703,20 @@ impl GistEngine {
             return;
         };
         let next = s.next_deadline();
-        if next == s.wake {
+        // When the timer is due is read from the wheel rather than kept in the slot (8 bytes
+        // per session); a stale handle (the timer fired) reads as no timer.
+        let old = s.timer;
+        let wake = old
+            .and_then(|h| self.timers.deadline(h))
+            .unwrap_or(Instant::MAX);
+        if next == wake {
             return;
         }
-        let old = s.timer;
         if let Some(h) = old {
             self.timers.cancel(h);
         }
         let handle = (next != Instant::MAX).then(|| self.timers.insert(next, TimerKey::Mrs(idx)));
-        let s = &mut self.mrs[idx as usize];
-        s.wake = next;
-        s.timer = handle;
+        self.mrs[idx as usize].timer = handle;
     }
 
     /// Remove routing state `idx` if both halves are gone.
@@ -929,13 +940,29 @@ impl Engine for GistEngine {
 
 #[cfg(test)]
 mod size_tests {
-    /// Bytes per session are a published figure: keep the slab slot small.
+    use super::state::{MaId, PeerId, QuerySide, RespondSide, RoutingState, StoredKey};
+
+    /// Bytes per session are a published figure (docs/BENCHMARKS.md, issue #21 part 5): keep
+    /// the slab slot and the boxed querying half small. Sizes round to 8 bytes, so each bound
+    /// is one step; a field that pushes a block over it costs every session 8 bytes.
     #[test]
     fn routing_state_stays_compact() {
         assert!(size_of::<super::MrsKey>() <= 96);
-        assert!(size_of::<super::state::StoredKey>() <= 56);
-        assert!(size_of::<super::state::RoutingState>() <= 128);
-        assert!(size_of::<super::state::RespondSide>() <= 32);
-        assert!(size_of::<super::state::QuerySide>() <= 64);
+        assert!(size_of::<StoredKey>() <= 48);
+        assert!(size_of::<RoutingState>() <= 96);
+        assert!(size_of::<Option<RespondSide>>() <= 24);
+        assert!(size_of::<QuerySide>() <= 56);
+        // The ids' niche: an optional peer or MA is 4 bytes.
+        assert_eq!(size_of::<Option<PeerId>>(), 4);
+        assert_eq!(size_of::<Option<MaId>>(), 4);
+    }
+
+    /// Slab ids give back the index they were made from, at both ends of the range.
+    #[test]
+    fn slab_ids_round_trip() {
+        for i in [0, 1, 7, u32::MAX as usize - 1] {
+            assert_eq!(PeerId::new(i).index(), i);
+            assert_eq!(MaId::new(i).index(), i);
+        }
     }
 }

@@ -14,6 +14,7 @@ use pathwise_core::time::{Duration, Instant};
 use pathwise_core::timer::TimerHandle;
 use std::hash::BuildHasher;
 use std::net::{IpAddr, Ipv4Addr};
+use std::num::NonZeroU32;
 
 /// The key of message routing state: the MRI in its downstream form, the NSLPID and the
 /// Session ID (RFC 5971 §4.2.1).
@@ -127,41 +128,68 @@ impl PackedV4 {
     }
 }
 
-/// An MRI as routing state keeps it: packed when [`PackedV4::pack`] takes it (always then, so
-/// two equal MRIs are never stored in different forms), boxed otherwise.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum StoredMri {
-    PathV4(PackedV4),
-    Boxed(Box<Mri>),
-}
-
 /// The key of message routing state as the slab holds it (RFC 5971 §4.2.1: MRI, NSLPID,
-/// Session ID): 56 bytes for an IPv4 path-coupled flow, where [`MrsKey`] takes 96.
+/// Session ID): 48 bytes, where [`MrsKey`] takes 96. An IPv4 path-coupled MRI (the common
+/// case) is packed inline, always when [`PackedV4::pack`] takes it (so two equal keys are never
+/// stored in different forms); any other MRI is boxed. One enum rather than an MRI enum inside
+/// a struct: the NSLPID and Session ID then share the variant's padding with the packed MRI,
+/// which keeps the slab slot 8 bytes smaller.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct StoredKey {
-    mri: StoredMri,
-    pub session_id: SessionId,
-    pub nslpid: u16,
+pub(crate) enum StoredKey {
+    PathV4 {
+        mri: PackedV4,
+        nslpid: u16,
+        session_id: SessionId,
+    },
+    Boxed {
+        mri: Box<Mri>,
+        nslpid: u16,
+        session_id: SessionId,
+    },
 }
 
 impl StoredKey {
     pub fn new(key: MrsKey) -> Self {
-        let mri = match PackedV4::pack(&key.mri) {
-            Some(p) => StoredMri::PathV4(p),
-            None => StoredMri::Boxed(Box::new(key.mri)),
-        };
-        StoredKey {
+        let MrsKey {
             mri,
-            session_id: key.session_id,
-            nslpid: key.nslpid,
+            nslpid,
+            session_id,
+        } = key;
+        match PackedV4::pack(&mri) {
+            Some(mri) => StoredKey::PathV4 {
+                mri,
+                nslpid,
+                session_id,
+            },
+            None => StoredKey::Boxed {
+                mri: Box::new(mri),
+                nslpid,
+                session_id,
+            },
+        }
+    }
+
+    /// NSLPID.
+    pub fn nslpid(&self) -> u16 {
+        match self {
+            StoredKey::PathV4 { nslpid, .. } | StoredKey::Boxed { nslpid, .. } => *nslpid,
+        }
+    }
+
+    /// Session ID.
+    pub fn session_id(&self) -> SessionId {
+        match self {
+            StoredKey::PathV4 { session_id, .. } | StoredKey::Boxed { session_id, .. } => {
+                *session_id
+            }
         }
     }
 
     /// The MRI (a copy; no allocation unless the method is one GIST does not know).
     pub fn mri(&self) -> Mri {
-        match &self.mri {
-            StoredMri::PathV4(p) => p.unpack(),
-            StoredMri::Boxed(m) => (**m).clone(),
+        match self {
+            StoredKey::PathV4 { mri, .. } => mri.unpack(),
+            StoredKey::Boxed { mri, .. } => (**mri).clone(),
         }
     }
 
@@ -169,36 +197,37 @@ impl StoredKey {
     pub fn key(&self) -> MrsKey {
         MrsKey {
             mri: self.mri(),
-            nslpid: self.nslpid,
-            session_id: self.session_id,
+            nslpid: self.nslpid(),
+            session_id: self.session_id(),
         }
     }
 
     /// Whether this is `key`.
     pub fn matches(&self, key: &MrsKey) -> bool {
-        self.nslpid == key.nslpid
-            && self.session_id == key.session_id
-            && match &self.mri {
-                StoredMri::PathV4(p) => PackedV4::pack(&key.mri).as_ref() == Some(p),
-                StoredMri::Boxed(m) => **m == key.mri,
+        self.nslpid() == key.nslpid
+            && self.session_id() == key.session_id
+            && match self {
+                StoredKey::PathV4 { mri, .. } => PackedV4::pack(&key.mri).as_ref() == Some(mri),
+                StoredKey::Boxed { mri, .. } => **mri == key.mri,
             }
     }
 
     /// [`key_hash`] of this key.
     pub fn hash(&self, h: &impl BuildHasher) -> u64 {
-        match &self.mri {
-            StoredMri::PathV4(p) => key_hash(h, &p.unpack(), self.nslpid, &self.session_id),
-            StoredMri::Boxed(m) => key_hash(h, m, self.nslpid, &self.session_id),
+        let (nslpid, sid) = (self.nslpid(), self.session_id());
+        match self {
+            StoredKey::PathV4 { mri, .. } => key_hash(h, &mri.unpack(), nslpid, &sid),
+            StoredKey::Boxed { mri, .. } => key_hash(h, mri, nslpid, &sid),
         }
     }
 
     /// Heap bytes it owns.
     pub fn heap_bytes(&self) -> usize {
-        match &self.mri {
-            StoredMri::PathV4(_) => 0,
-            StoredMri::Boxed(m) => {
+        match self {
+            StoredKey::PathV4 { .. } => 0,
+            StoredKey::Boxed { mri, .. } => {
                 size_of::<Mri>()
-                    + match &**m {
+                    + match &**mri {
                         Mri::Other { data, .. } => data.capacity(),
                         _ => 0,
                     }
@@ -233,10 +262,37 @@ pub enum RespondingState {
     Established,
 }
 
-/// A peer, by index into the peer table.
-pub(crate) type PeerId = u32;
-/// A messaging association, by index into the MA table.
-pub(crate) type MaId = u32;
+/// An index into one of the engine's slabs, kept as index + 1: never zero, so an `Option` of
+/// it (each routing-state half holds an optional peer and MA) takes 4 bytes, not 8.
+macro_rules! slab_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub(crate) struct $name(NonZeroU32);
+
+        impl $name {
+            /// The id of slab entry `index` (slab indices fit in `u32`: the tables are far
+            /// smaller, as everywhere else in the engine).
+            pub fn new(index: usize) -> Self {
+                $name(NonZeroU32::MIN.saturating_add(index as u32))
+            }
+
+            /// The slab index.
+            pub fn index(self) -> usize {
+                (self.0.get() - 1) as usize
+            }
+        }
+    };
+}
+
+slab_id!(
+    /// A peer, by index into the peer table.
+    PeerId
+);
+slab_id!(
+    /// A messaging association, by index into the MA table.
+    MaId
+);
 
 /// An NSLP message waiting for routing state.
 #[derive(Clone, Debug)]
@@ -419,15 +475,14 @@ impl QuerySide {
     }
 }
 
-/// The upstream half: this node responded.
+/// The upstream half: this node responded. In random-cookie mode the cookie its Response
+/// carried is kept beside the slab (`GistEngine::responder_cookies`).
 #[derive(Debug)]
 pub(crate) struct RespondSide {
     pub state: RespondingState,
     pub peer: PeerId,
     /// Expiry: the Confirm wait (awaiting) or the querying node's validity time (established).
     pub expires: Instant,
-    /// Random-cookie mode: the cookie the Response carried.
-    pub cookie: Option<Box<[u8; 16]>>,
     /// The MA the Confirm arrived over.
     pub ma: Option<MaId>,
 }
@@ -442,9 +497,8 @@ pub(crate) struct RoutingState {
     pub up: Option<RespondSide>,
     /// Upstream NSLP messages waiting for the Confirm that installs the upstream half.
     pub pending_up: Option<Box<PendingUp>>,
+    /// Due at [`RoutingState::next_deadline`] (the wheel keeps when: `TimerWheel::deadline`).
     pub timer: Option<TimerHandle>,
-    /// When the timer is due.
-    pub wake: Instant,
 }
 
 impl RoutingState {
@@ -455,7 +509,6 @@ impl RoutingState {
             up: None,
             pending_up: None,
             timer: None,
-            wake: Instant::MAX,
         }
     }
 
@@ -497,10 +550,6 @@ impl RoutingState {
                 .down
                 .as_ref()
                 .map_or(0, |d| size_of::<QuerySide>() + d.waiting_heap_bytes())
-            + self
-                .up
-                .as_ref()
-                .map_or(0, |u| u.cookie.as_ref().map_or(0, |_| 16))
     }
 }
 

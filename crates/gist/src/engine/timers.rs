@@ -16,7 +16,6 @@ impl GistEngine {
             return;
         };
         s.timer = None;
-        s.wake = Instant::MAX;
         let key = s.key.key();
 
         // Upstream messages that waited in vain for a Confirm.
@@ -32,7 +31,7 @@ impl GistEngine {
             .up
             .as_ref()
             .is_some_and(|u| u.expires <= now);
-        if up_expired && let Some(up) = self.mrs[idx as usize].up.take() {
+        if up_expired && let Some(up) = self.take_up(idx) {
             let established = up.state == RespondingState::Established;
             self.release_up(up);
             if established {
