@@ -164,13 +164,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     phop: None,
                     iif: None,
                     oifs: super::state::Oifs::default(),
-                    carried: None,
                     ttl: self.cfg.ttl,
                     non_rsvp: false,
                     expires: Instant::MAX,
                     oiats: None,
                     sent: None,
-                    extra: super::state::PsbExtra::with_te(te),
+                    extra: super::state::PsbExtra::with(te, None),
                 });
                 (id, true)
             }
@@ -263,7 +262,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         sid: SessionId,
         report_missing_senders: bool,
     ) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let Some(r) = self.receivers.get(&session.identity()) else {
             return;
         };

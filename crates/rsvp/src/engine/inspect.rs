@@ -78,7 +78,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     fn session_view(&self, sid: SessionId) -> SessionView {
         SessionView {
-            session: self.sessions[sid].key,
+            session: self.session_key(sid),
             paths: self
                 .psbs_of(sid)
                 .map(|p| {
@@ -138,6 +138,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             && self.flowspecs.is_empty()
             && self.hops.is_empty()
             && self.tspecs.is_empty()
+            && self.ext_tunnel_ids.is_empty()
             && self.session_index.is_empty()
             && self.dest_ports.is_empty()
             && self.repairs.is_empty()
@@ -174,15 +175,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
             + self.flowspecs.heap_bytes()
             + self.hops.heap_bytes()
             + self.tspecs.heap_bytes()
+            + self.ext_tunnel_ids.heap_bytes()
             + self.timers.heap_bytes();
         let psbs: usize = self
             .psbs
             .iter()
             .map(|(_, p)| {
-                carried(&p.carried)
-                    + p.oifs.heap_bytes()
+                p.oifs.heap_bytes()
                     + p.extra.as_ref().map_or(0, |e| {
                         size_of::<super::state::PsbExtra>()
+                            + carried(&e.carried)
                             + e.te.as_ref().map_or(0, super::te::PsbTe::heap_bytes)
                     })
             })

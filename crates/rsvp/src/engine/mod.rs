@@ -255,6 +255,8 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     flowspecs: Interner<FlowSpec>,
     hops: Interner<RsvpHop>,
     tspecs: Interner<crate::wire::SenderTspec>,
+    /// The Extended Tunnel IDs of LSP sessions ([`SessionState::ext_tunnel_id`]).
+    ext_tunnel_ids: Interner<IpAddr>,
     /// Sessions with a local repair pending after a route change (RFC 2205 §3.6), and when:
     /// rare, so kept here rather than in every session.
     repairs: KeyedMap<SessionId, Instant>,
@@ -348,6 +350,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             hops: Interner::new(&mut rng),
             tspecs: Interner::new(&mut later),
             repairs: keyed_map(&mut later),
+            ext_tunnel_ids: Interner::new(&mut later),
             reported: keyed_map(&mut rng),
             receivers: keyed_map(&mut rng),
             integrity_rx: pathwise_auth::Receiver::new(KeyedState::from_rng(&mut rng)),
@@ -421,27 +424,33 @@ impl<T: TrafficControl> RsvpEngine<T> {
         tspecs.release(std::mem::replace(slot, new));
     }
 
+    /// The SESSION object of a session.
+    pub(crate) fn session_key(&self, sid: SessionId) -> Session {
+        session_of(&self.sessions, &self.ext_tunnel_ids, sid)
+    }
+
     /// The session with this SESSION object: the same (destination, protocol, port) whatever
     /// its Flags (see [`Session::identity`]).
     pub(crate) fn find_session(&self, key: &Session) -> Option<SessionId> {
         let key = key.identity();
         let hash = self.session_hasher.hash_one(key);
         self.session_index
-            .find(hash, |&sid| self.sessions[sid].key.identity() == key)
+            .find(hash, |&sid| self.session_key(sid).identity() == key)
             .copied()
     }
 
     fn index_session(&mut self, sid: SessionId) {
-        let (sessions, hasher) = (&self.sessions, &self.session_hasher);
-        let hash = hasher.hash_one(sessions[sid].key.identity());
-        self.session_index
-            .insert_unique(hash, sid, |&s| hasher.hash_one(sessions[s].key.identity()));
+        let (sessions, ext, hasher) = (&self.sessions, &self.ext_tunnel_ids, &self.session_hasher);
+        let hash = hasher.hash_one(self.session_key(sid).identity());
+        self.session_index.insert_unique(hash, sid, |&s| {
+            hasher.hash_one(session_of(sessions, ext, s).identity())
+        });
     }
 
     fn unindex_session(&mut self, sid: SessionId) {
         let hash = self
             .session_hasher
-            .hash_one(self.sessions[sid].key.identity());
+            .hash_one(self.session_key(sid).identity());
         if let Ok(e) = self.session_index.find_entry(hash, |&s| s == sid) {
             e.remove();
         }
@@ -703,6 +712,17 @@ impl<T: TrafficControl> RsvpEngine<T> {
             _ => {}
         }
     }
+}
+
+/// A session's SESSION object, from its inline part and its interned Extended Tunnel ID.
+fn session_of(
+    sessions: &Arena<SessionState>,
+    ext_tunnel_ids: &Interner<IpAddr>,
+    sid: SessionId,
+) -> Session {
+    let s = &sessions[sid];
+    s.key
+        .session(s.ext_tunnel_id.map(|r| *ext_tunnel_ids.get(r)))
 }
 
 impl<T: TrafficControl> Engine for RsvpEngine<T> {

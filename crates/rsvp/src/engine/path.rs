@@ -131,8 +131,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
             counts[nonzero] += 1;
         }
         let refresh_at = now + self.refresh_interval();
+        let ext_tunnel_id = key
+            .extended_tunnel_id
+            .map(|a| self.ext_tunnel_ids.acquire(a));
         let sid = self.sessions.insert(SessionState {
-            key,
+            key: super::state::SessionKey::of(&key),
+            ext_tunnel_id,
             upstream_style: None,
             psbs: None,
             rsbs: None,
@@ -313,7 +317,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     || old.iif != Some(rx.ifindex)
                     || *self.tspecs.get(old.tspec) != p.sender.tspec
                     || old.adspec != adspec
-                    || super::state::carried_slice(&old.carried) != objects.as_slice()
+                    || old.carried() != objects.as_slice()
                     || old.non_rsvp != non_rsvp;
                 let (old_phop, old_adspec) = (old.phop, old.adspec);
                 if old_phop != Some(phop) {
@@ -336,7 +340,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 psb.ttl = ttl;
                 psb.non_rsvp = non_rsvp;
                 if changed {
-                    psb.carried = carried(objects);
+                    psb.set_carried(carried(objects));
                 }
                 self.te_psbs -= usize::from(psb.te().is_some());
                 self.te_psbs += usize::from(te.is_some());
@@ -354,13 +358,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     phop: Some(phop),
                     iif: Some(rx.ifindex),
                     oifs: Oifs::default(),
-                    carried: carried(objects),
                     ttl,
                     non_rsvp,
                     expires,
                     oiats: None,
                     sent: None,
-                    extra: super::state::PsbExtra::with_te(te),
+                    extra: super::state::PsbExtra::with(te, carried(objects)),
                 });
                 (id, true)
             }
@@ -416,7 +419,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             if oifs.contains(&None) {
                 let p = &self.psbs[id];
                 self.events.push_back(Event::PathState {
-                    session: self.sessions[sid].key,
+                    session: self.session_key(sid),
                     sender: p.sender,
                     tspec: *self.tspecs.get(p.tspec),
                     adspec: p.adspec.map(|a| Box::new(self.adspecs.get(a).clone())),
@@ -434,7 +437,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     fn path_gone_event(&mut self, id: PsbId) {
         let p = &self.psbs[id];
         self.events.push_back(Event::PathGone {
-            session: self.sessions[p.session].key,
+            session: self.session_key(p.session),
             sender: p.sender,
         });
     }
@@ -589,7 +592,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.repairs.remove(&sid);
         let s = self.sessions.remove(sid);
         let slot = (s.key.dest, s.key.protocol_id);
-        if s.key.is_lsp_tunnel() {
+        if let Some(ext) = s.ext_tunnel_id {
+            self.ext_tunnel_ids.release(ext);
             self.lfib_apply(pathwise_core::mpls::LfibChange::RemoveFtn {
                 dest: s.key.dest,
                 tunnel_id: s.key.dst_port,

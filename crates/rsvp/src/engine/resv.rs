@@ -228,7 +228,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let mut errors = Vec::new();
         // (FF sender, flowspec, filters, the descriptor it came from) per RSB to install.
         let mut wanted: SmallVec<[WantedRsb; 1]> = SmallVec::new();
-        let lsp = self.sessions[sid].key.is_lsp_tunnel();
+        let lsp = self.sessions[sid].is_lsp_tunnel();
         for (fi, f) in req.flows.iter().enumerate() {
             // RFC 3209 §4.1.2: a label this node cannot use is refused with "Unacceptable
             // label value"; a Generalized LABEL with "MPLS label allocation failure" (RFC 3473
@@ -457,7 +457,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     fn apply_reservations(&mut self, sid: SessionId) -> Vec<Refused> {
         let mut units = self.desired_units(sid);
         let mut refused = Vec::new();
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let existing: SmallVec<[OutIsbId; 4]> = self.out_isbs_of(sid).collect();
         for oid in existing {
             let (ifindex, ff) = (self.out_isbs[oid].ifindex, self.ff_sender(oid));
@@ -790,7 +790,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// on refresh); tear requests that vanished; answer or forward confirmations; tell local
     /// senders about their reservations.
     pub(super) fn refresh_upstream(&mut self, sid: SessionId, force: bool) {
-        let lsp = self.sessions[sid].key.is_lsp_tunnel();
+        let lsp = self.sessions[sid].is_lsp_tunnel();
         if lsp {
             self.sync_labels(sid);
         }
@@ -929,7 +929,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         confirm: Option<ResvConfirm>,
         contributing: &[RsbId],
     ) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let (hop, ifx) = (self.phops[ph].hop.clone(), self.phops[ph].ifindex);
         // Wildcard requests name the senders they are for when several previous hops feed the
         // session, so they are not looped back to senders elsewhere (RFC 2205 §3.4 SCOPE).
@@ -980,7 +980,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// "saves their values and returns them in the HOP objects of subsequent Resv messages").
     /// The ResvTear takes them too: it names the same hop as the Resv it removes.
     fn hop_towards_phop(&self, sid: SessionId, ph: PhopId) -> RsvpHop {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let (lih, ifx) = (self.phops[ph].hop.lih, self.phops[ph].ifindex);
         let mut hop = RsvpHop::new(self.iface_addr(Some(ifx), session.dest), lih);
         hop.if_id = self
@@ -997,7 +997,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         style: StyleKind,
         flows: Few<FlowDescriptor>,
     ) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let (hop, ifx) = (self.phops[ph].hop.clone(), self.phops[ph].ifindex);
         self.forget_resv(sid, hop.addr);
         let msg = Message::ResvTear(ResvTear {
@@ -1023,7 +1023,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         senders: &[PsbId],
         per_sender: &[(PsbId, FlowSpec)],
     ) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         for &p in senders {
             let fs = per_sender.iter().find(|(q, _)| *q == p).map(|&(_, f)| f);
             if fs != self.reported.get(&p).copied() {
@@ -1175,7 +1175,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         error: ErrorSpec,
         flows: Few<FlowDescriptor>,
     ) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let release = self.cfg.release_on_admission_failure
             && error.code == error_code::ADMISSION_CONTROL_FAILURE
             && error.flags & (ErrorSpec::IN_PLACE | ErrorSpec::NOT_GUILTY) == 0;

@@ -24,6 +24,7 @@ use pathwise_core::io::IfIndex;
 use pathwise_core::time::Instant;
 use pathwise_core::timer::TimerHandle;
 use pathwise_core::wire::Writer;
+use std::net::IpAddr;
 
 /// Id of a [`SessionState`].
 pub type SessionId = Id<SessionState>;
@@ -70,11 +71,18 @@ pub fn carried_slice(c: &Carried) -> &[Opaque] {
     c.as_deref().map_or(&[], Vec::as_slice)
 }
 
+/// An interned Extended Tunnel ID (RFC 3209 §4.6.1.1): the LSPs of one ingress share it.
+pub type ExtTunnelIdRef = Interned<IpAddr>;
+
 /// All state of one session.
 #[derive(Debug)]
 pub struct SessionState {
-    /// The SESSION object.
-    pub key: Session,
+    /// The SESSION object but for its Extended Tunnel ID
+    /// ([`RsvpEngine::session_key`](super::RsvpEngine::session_key) puts them together).
+    pub key: SessionKey,
+    /// The Extended Tunnel ID of an LSP tunnel's SESSION. Kept out of line: 17 bytes inline
+    /// in every session, where IP sessions have none and the LSPs of one ingress share one.
+    pub ext_tunnel_id: Option<ExtTunnelIdRef>,
     /// Style of the requests this node last sent upstream (for their teardown).
     pub upstream_style: Option<SentStyle>,
     /// Path state, one per sender.
@@ -90,6 +98,51 @@ pub struct SessionState {
     /// When Path and Resv state is next refreshed (RFC 2205 §3.7). When local repair is due
     /// after a route change is kept beside the sessions (`RsvpEngine::repairs`): it is rare.
     pub refresh_at: Instant,
+}
+
+impl SessionState {
+    /// Whether the session is an LSP tunnel (RFC 3209 §4.6.1: its SESSION has an Extended
+    /// Tunnel ID).
+    pub fn is_lsp_tunnel(&self) -> bool {
+        self.ext_tunnel_id.is_some()
+    }
+}
+
+/// The fields of a SESSION object (RFC 2205 §A.1, RFC 3209 §4.6.1) held inline in every
+/// session: all but the Extended Tunnel ID.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionKey {
+    /// DestAddress (an LSP tunnel's end point).
+    pub dest: IpAddr,
+    /// Protocol Id (0 in an LSP tunnel).
+    pub protocol_id: u8,
+    /// Flags: E_Police, as the latest Path carried them.
+    pub flags: u8,
+    /// DstPort, or an LSP tunnel's Tunnel ID.
+    pub dst_port: u16,
+}
+
+impl SessionKey {
+    /// The inline part of `s`.
+    pub fn of(s: &Session) -> Self {
+        SessionKey {
+            dest: s.dest,
+            protocol_id: s.protocol_id,
+            flags: s.flags,
+            dst_port: s.dst_port,
+        }
+    }
+
+    /// The SESSION object with this Extended Tunnel ID.
+    pub fn session(self, extended_tunnel_id: Option<IpAddr>) -> Session {
+        Session {
+            dest: self.dest,
+            protocol_id: self.protocol_id,
+            flags: self.flags,
+            dst_port: self.dst_port,
+            extended_tunnel_id,
+        }
+    }
 }
 
 /// The style of requests sent upstream: WF, FF or SE, the only styles that make state (any
@@ -145,8 +198,6 @@ pub struct Psb {
     pub iif: Option<IfIndex>,
     /// Where the sender's data goes from here (route lookup result).
     pub oifs: Oifs,
-    /// POLICY_DATA and unknown-but-forwarded objects, passed on downstream.
-    pub carried: Carried,
     /// IP TTL to forward Path with (received TTL − 1).
     pub ttl: u8,
     /// A non-RSVP hop lies between the previous hop and us (IP TTL ≠ Send_TTL, RFC 2205 §3.8).
@@ -165,6 +216,9 @@ pub struct Psb {
 /// The rarely present parts of a PSB, in one box so that a plain sender pays one pointer.
 #[derive(Debug, Default)]
 pub struct PsbExtra {
+    /// POLICY_DATA and unknown-but-forwarded objects, passed on downstream: rare outside
+    /// policy-controlled networks, so here rather than a pointer in every PSB.
+    pub carried: Carried,
     /// Blockade state (RFC 2205 §3.5): a request upstream failed admission, so requests at
     /// least this large are left out of merging until it expires.
     pub blockade: Option<Blockade>,
@@ -173,12 +227,13 @@ pub struct PsbExtra {
 }
 
 impl PsbExtra {
-    /// The box for an LSP's TE state, or none.
-    pub fn with_te(te: Option<super::te::PsbTe>) -> Option<Box<PsbExtra>> {
-        te.map(|te| {
+    /// The box for an LSP's TE state and objects carried on, or none when there are neither.
+    pub fn with(te: Option<super::te::PsbTe>, carried: Carried) -> Option<Box<PsbExtra>> {
+        (te.is_some() || carried.is_some()).then(|| {
             Box::new(PsbExtra {
+                carried,
                 blockade: None,
-                te: Some(te),
+                te,
             })
         })
     }
@@ -200,6 +255,18 @@ impl Psb {
         self.update_extra(|e| e.te = te);
     }
 
+    /// POLICY_DATA and unknown-but-forwarded objects to pass on downstream.
+    pub fn carried(&self) -> &[Opaque] {
+        self.extra
+            .as_ref()
+            .map_or(&[], |e| carried_slice(&e.carried))
+    }
+
+    /// Replace the objects carried on.
+    pub fn set_carried(&mut self, c: Carried) {
+        self.update_extra(|e| e.carried = c);
+    }
+
     /// Blockade state, if any.
     pub fn blockade(&self) -> Option<&Blockade> {
         self.extra.as_ref()?.blockade.as_ref()
@@ -213,7 +280,7 @@ impl Psb {
     fn update_extra(&mut self, f: impl FnOnce(&mut PsbExtra)) {
         change_boxed(
             &mut self.extra,
-            |e| e.blockade.is_none() && e.te.is_none(),
+            |e| e.blockade.is_none() && e.te.is_none() && e.carried.is_none(),
             f,
         );
     }
@@ -474,6 +541,15 @@ impl Encode for SenderTspec {
     }
 }
 
+impl Encode for IpAddr {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            IpAddr::V4(a) => out.extend_from_slice(&a.octets()),
+            IpAddr::V6(a) => out.extend_from_slice(&a.octets()),
+        }
+    }
+}
+
 impl Encode for RsvpHop {
     fn encode(&self, out: &mut Vec<u8>) {
         self.emit(&mut Writer::new(out));
@@ -584,15 +660,17 @@ mod tests {
         // Bytes per session is a published figure; these guard against accidental growth.
         use std::mem::size_of;
         // 88 since SESSION grew an RSVP-TE Extended Tunnel ID (RFC 3209 §4.6.1); 80 since the
-        // local-repair deadline moved out; 72 since the upstream style is one byte.
+        // local-repair deadline moved out; 72 since the upstream style is one byte; 56 since
+        // the Extended Tunnel ID is interned.
         assert!(
-            size_of::<SessionState>() <= 72,
+            size_of::<SessionState>() <= 56,
             "SessionState is {}",
             size_of::<SessionState>()
         );
         // 112 since the SENDER_TSPEC is interned; 104 since the outgoing interfaces are a
-        // `Few` (the Rsb's 72 since its filters are).
-        assert!(size_of::<Psb>() <= 104, "Psb is {}", size_of::<Psb>());
+        // `Few` (the Rsb's 72 since its filters are); 96 since carried objects are with the
+        // other rare parts.
+        assert!(size_of::<Psb>() <= 96, "Psb is {}", size_of::<Psb>());
         assert!(size_of::<Rsb>() <= 72, "Rsb is {}", size_of::<Rsb>());
         assert!(
             size_of::<OutIsb>() <= 40,
