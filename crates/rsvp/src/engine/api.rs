@@ -167,6 +167,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     ttl: self.cfg.ttl,
                     non_rsvp: false,
                     expires: Instant::MAX,
+                    ff_installed: None,
                     oiats: None,
                     sent: None,
                     extra: super::state::PsbExtra::with(te, None),

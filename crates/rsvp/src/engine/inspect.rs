@@ -108,8 +108,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
             installed: self
                 .out_isbs_of(sid)
                 .map(|o| InstalledView {
-                    ifindex: self.out_isbs[o].ifindex,
-                    flowspec: *self.flowspecs.get(self.out_isbs[o].flowspec),
+                    ifindex: self.installed(o).ifindex,
+                    flowspec: *self.flowspecs.get(self.installed(o).flowspec),
                     senders: self.psbs_served(o).map(|p| self.psbs[p].sender).collect(),
                 })
                 .collect(),
@@ -123,8 +123,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             psbs: self.psbs.len(),
             rsbs: self.rsbs.len(),
             phops: self.phops.len(),
-            out_isbs: self.out_isbs.len(),
-            oiats: self.oiats.len(),
+            out_isbs: self.out_isbs.len() + self.out_isbs_in_psbs,
+            // Each OutISB held in a PSB stands for the one OIatPSB relating the two.
+            oiats: self.oiats.len() + self.out_isbs_in_psbs,
             timers: self.timers.len(),
         }
     }

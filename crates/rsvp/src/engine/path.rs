@@ -361,6 +361,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     ttl,
                     non_rsvp,
                     expires,
+                    ff_installed: None,
                     oiats: None,
                     sent: None,
                     extra: super::state::PsbExtra::with(te, carried(objects)),
@@ -508,6 +509,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         list::unlink(&mut self.psbs, &mut self.sessions[sid].psbs, id, |p| {
             &mut p.next
         });
+        if self.psbs[id].ff_installed.is_some() {
+            // The FF reservation held for this sender has no one left to serve; it goes with
+            // the PSB (RFC 2209 §3 "PATH TEAR MESSAGE ARRIVES": update traffic control).
+            self.remove_out_isb(sid, super::state::OutIsbRef::InPsb(id));
+        }
         let rels: SmallVec<[_; 2]> =
             list::iter(&self.oiats, self.psbs[id].oiats, |x| x.next_of_psb).collect();
         for x in rels {
@@ -547,6 +553,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.drop_in_label(id);
         self.forget_path(id);
         let p = self.psbs.remove(id);
+        debug_assert!(p.ff_installed.is_none(), "reservation left in a freed PSB");
         self.te_psbs -= usize::from(p.te().is_some());
         self.tspecs.release(p.tspec);
         if let Some(r) = p.sent {

@@ -5,8 +5,8 @@
 use super::list;
 use super::merge::{exceeds, lub};
 use super::state::{
-    Blockade, Filters, Oi, OiatPsb, OutIsb, OutIsbId, PhopId, PsbId, RequestFlow, Rsb, RsbId,
-    SentStyle, SessionId, descriptors, filter_matches,
+    Blockade, Filters, Installed, Oi, OiatPsb, OutIsb, OutIsbRef, PhopId, PsbId, RequestFlow, Rsb,
+    RsbId, SentStyle, SessionId, descriptors, filter_matches,
 };
 use super::tc::{AdmissionError, TcRequest, admission_error_code, classifier, flowspec_request};
 use super::{Event, RsvpEngine, TrafficControl};
@@ -444,9 +444,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// The FF sender an OutISB is for (its one OIatPSB), or `None` for a shared reservation.
-    fn ff_sender(&self, oid: OutIsbId) -> Option<FilterSpec> {
-        let o = &self.out_isbs[oid];
-        if !o.ff {
+    fn ff_sender(&self, oid: OutIsbRef) -> Option<FilterSpec> {
+        if !self.is_ff(oid) {
             return None;
         }
         self.psbs_served(oid).next().map(|p| self.psbs[p].sender)
@@ -458,9 +457,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let mut units = self.desired_units(sid);
         let mut refused = Vec::new();
         let session = self.session_key(sid);
-        let existing: SmallVec<[OutIsbId; 4]> = self.out_isbs_of(sid).collect();
+        let existing: SmallVec<[OutIsbRef; 4]> = self.out_isbs_of(sid).collect();
         for oid in existing {
-            let (ifindex, ff) = (self.out_isbs[oid].ifindex, self.ff_sender(oid));
+            let (ifindex, ff) = (self.installed(oid).ifindex, self.ff_sender(oid));
             let Some(pos) = units
                 .iter()
                 .position(|u| u.ifindex == ifindex && u.ff_sender == ff)
@@ -472,7 +471,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let linked: SmallVec<[PsbId; 2]> = self.psbs_served(oid).collect();
             let same_psbs =
                 linked.len() == u.psbs.len() && u.psbs.iter().all(|p| linked.contains(p));
-            let o = &self.out_isbs[oid];
+            let o = *self.installed(oid);
             if *self.flowspecs.get(o.flowspec) == u.flowspec && same_psbs {
                 continue;
             }
@@ -490,9 +489,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let handle = o.tc;
             match self.admit(sid, ifindex, &u.psbs, |tc| tc.modify(handle, req)) {
                 Ok(()) => {
-                    let mut slot = self.out_isbs[oid].flowspec;
+                    let mut slot = o.flowspec;
                     self.flowspecs.replace(&mut slot, u.flowspec);
-                    self.out_isbs[oid].flowspec = slot;
+                    self.installed_mut(oid).flowspec = slot;
                     self.relink(oid, &u.psbs);
                 }
                 Err(err) => refused.push(Refused {
@@ -516,14 +515,25 @@ impl<T: TrafficControl> RsvpEngine<T> {
             };
             match self.admit(sid, u.ifindex, &u.psbs, |tc| tc.reserve(u.ifindex, req)) {
                 Ok(tc) => {
-                    let flowspec = self.flowspecs.acquire(u.flowspec);
+                    let installed = Installed {
+                        ifindex: u.ifindex,
+                        flowspec: self.flowspecs.acquire(u.flowspec),
+                        tc,
+                    };
+                    // An FF unit serves the one PSB of its sender (RFC 2205 §3.4), which holds
+                    // the reservation unless it holds one on another interface already.
+                    if let (Some(_), &[p]) = (u.ff_sender, u.psbs.as_slice())
+                        && self.psbs[p].ff_installed.is_none()
+                    {
+                        self.psbs[p].ff_installed = Some(installed);
+                        self.out_isbs_in_psbs += 1;
+                        continue;
+                    }
                     let oid = self.out_isbs.insert(OutIsb {
                         session: sid,
                         next: None,
-                        ifindex: u.ifindex,
                         ff: u.ff_sender.is_some(),
-                        flowspec,
-                        tc,
+                        installed,
                         oiats: None,
                     });
                     list::push(
@@ -532,7 +542,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                         oid,
                         |o| &mut o.next,
                     );
-                    self.relink(oid, &u.psbs);
+                    self.relink(OutIsbRef::Block(oid), &u.psbs);
                 }
                 Err(err) => refused.push(Refused {
                     ifindex: u.ifindex,
@@ -544,8 +554,19 @@ impl<T: TrafficControl> RsvpEngine<T> {
         refused
     }
 
-    /// Point an OutISB's OIatPSB relations at exactly `psbs`.
-    fn relink(&mut self, oid: OutIsbId, psbs: &[PsbId]) {
+    /// Point an OutISB's OIatPSB relations at exactly `psbs`. One held in a PSB serves that
+    /// PSB and no other: its unit's senders never change (see `apply_reservations`).
+    fn relink(&mut self, oid: OutIsbRef, psbs: &[PsbId]) {
+        let OutIsbRef::Block(oid) = oid else {
+            debug_assert_eq!(
+                psbs,
+                &[match oid {
+                    OutIsbRef::InPsb(p) => p,
+                    OutIsbRef::Block(_) => unreachable!(),
+                }]
+            );
+            return;
+        };
         let current: SmallVec<[_; 2]> =
             list::iter(&self.oiats, self.out_isbs[oid].oiats, |x| x.next_of_out).collect();
         for x in current {
@@ -555,7 +576,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         }
         for &p in psbs {
-            if !self.psbs_served(oid).any(|q| q == p) {
+            if !self.psbs_served(OutIsbRef::Block(oid)).any(|q| q == p) {
                 let x = self.oiats.insert(OiatPsb {
                     out_isb: oid,
                     psb: p,
@@ -585,7 +606,20 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// Release an installed reservation.
-    pub(super) fn remove_out_isb(&mut self, sid: SessionId, oid: OutIsbId) {
+    pub(super) fn remove_out_isb(&mut self, sid: SessionId, oid: OutIsbRef) {
+        let oid = match oid {
+            OutIsbRef::InPsb(p) => {
+                let o = self.psbs[p]
+                    .ff_installed
+                    .take()
+                    .expect("an OutIsbRef::InPsb names a PSB holding a reservation");
+                self.out_isbs_in_psbs -= 1;
+                self.tc.release(o.tc);
+                self.flowspecs.release(o.flowspec);
+                return;
+            }
+            OutIsbRef::Block(b) => b,
+        };
         let rels: SmallVec<[_; 2]> =
             list::iter(&self.oiats, self.out_isbs[oid].oiats, |x| x.next_of_out).collect();
         for x in rels {
@@ -597,7 +631,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             oid,
             |o| &mut o.next,
         );
-        let o = self.out_isbs.remove(oid);
+        let o = self.out_isbs.remove(oid).installed;
         self.tc.release(o.tc);
         self.flowspecs.release(o.flowspec);
     }

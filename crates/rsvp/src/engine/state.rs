@@ -205,7 +205,13 @@ pub struct Psb {
     /// When the state times out unless refreshed ([`Instant::MAX`] for local senders, which
     /// live until the API removes them).
     pub expires: Instant,
-    /// OIatPSB relations to the reservations serving this sender.
+    /// A fixed-filter reservation installed for this sender alone (an FF OutISB, RFC 2205
+    /// §3.4), held here: such a reservation serves exactly this PSB, so its OutISB block and
+    /// OIatPSB relation would only repeat what the PSB says. It is the first FF reservation of
+    /// the sender; further ones (the sender's data leaves by several interfaces) are blocks.
+    /// The engine reaches both forms through [`OutIsbRef`].
+    pub ff_installed: Option<Installed>,
+    /// OIatPSB relations to the reservations in blocks serving this sender.
     pub oiats: Option<OiatId>,
     /// The flowspec this node last asked the previous hop to reserve for this sender.
     pub sent: Option<FlowSpecRef>,
@@ -448,23 +454,43 @@ pub fn filter_matches(filter: &FilterSpec, sender: &FilterSpec) -> bool {
     }
 }
 
-/// Outgoing Interface State Block: one reservation installed on one interface.
+/// What an OutISB holds in either form ([`OutIsbRef`]): a reservation installed on one
+/// interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Installed {
+    /// The interface.
+    pub ifindex: IfIndex,
+    /// The merged flowspec installed.
+    pub flowspec: FlowSpecRef,
+    /// Traffic control's handle.
+    pub tc: crate::engine::tc::TcHandle,
+}
+
+/// Outgoing Interface State Block in a block of its own: a shared (WF, SE) reservation, or a
+/// fixed-filter one its sender's PSB does not hold ([`Psb::ff_installed`]).
 #[derive(Debug)]
 pub struct OutIsb {
     /// Owning session.
     pub session: SessionId,
     /// Next OutISB of the session.
     pub next: Option<OutIsbId>,
-    /// The interface.
-    pub ifindex: IfIndex,
     /// A fixed-filter reservation for the one sender on its OIatPSB list; otherwise shared.
     pub ff: bool,
-    /// The merged flowspec installed.
-    pub flowspec: FlowSpecRef,
-    /// Traffic control's handle.
-    pub tc: crate::engine::tc::TcHandle,
+    /// Where, what, and traffic control's handle.
+    pub installed: Installed,
     /// OIatPSB relations to the senders it serves.
     pub oiats: Option<OiatId>,
+}
+
+/// An OutISB, in whichever of its two forms it is: held in the PSB of the one sender a
+/// fixed-filter reservation serves, or a block of its own. Every reader and writer of
+/// installed reservations goes through this, so the forms differ only in where the bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutIsbRef {
+    /// The FF reservation held in this PSB ([`Psb::ff_installed`]).
+    InPsb(PsbId),
+    /// A block.
+    Block(OutIsbId),
 }
 
 /// Outgoing Interface at PSB: "this reservation serves this sender".
@@ -669,11 +695,17 @@ mod tests {
         );
         // 112 since the SENDER_TSPEC is interned; 104 since the outgoing interfaces are a
         // `Few` (the Rsb's 72 since its filters are); 96 since carried objects are with the
-        // other rare parts.
-        assert!(size_of::<Psb>() <= 96, "Psb is {}", size_of::<Psb>());
+        // other rare parts; 112 since it holds its sender's FF reservation (16 bytes where the
+        // OutISB and OIatPSB blocks took 48).
+        assert!(size_of::<Psb>() <= 112, "Psb is {}", size_of::<Psb>());
+        assert!(
+            size_of::<Option<Installed>>() <= 16,
+            "Option<Installed> is {}",
+            size_of::<Option<Installed>>()
+        );
         assert!(size_of::<Rsb>() <= 72, "Rsb is {}", size_of::<Rsb>());
         assert!(
-            size_of::<OutIsb>() <= 40,
+            size_of::<OutIsb>() <= 32,
             "OutIsb is {}",
             size_of::<OutIsb>()
         );
