@@ -278,12 +278,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .filter(|&r| {
                 let r = &self.rsbs[r];
                 r.nhop.is_none()
-                    && !(r.style == style
+                    && !(r.style.kind() == style
                         && flows.iter().any(|f| f.filters.first() == r.filters.first()))
             })
             .collect();
         for r in stale {
-            self.remove_rsb(r);
+            self.remove_rsb(sid, r);
         }
         let receiver = if self.is_local(session.dest) {
             session.dest
@@ -338,7 +338,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             return Err(ApiError::Unknown);
         }
         for r in locals {
-            self.remove_rsb(r);
+            self.remove_rsb(sid, r);
         }
         self.update_reservations(sid);
         self.flush_pending();

@@ -99,7 +99,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     ResvView {
                         nhop: r.nhop.map(|h| self.hops.get(h).addr),
                         oi: r.oi,
-                        style: r.style,
+                        style: r.style.kind(),
                         flowspec: *self.flowspecs.get(r.flowspec),
                         filters: r.filters.to_vec(),
                     }

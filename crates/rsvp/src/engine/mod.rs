@@ -621,7 +621,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .collect();
         for &id in &stale {
             self.counters.resv_timeouts += 1;
-            self.remove_rsb(id);
+            self.remove_rsb(sid, id);
         }
         let lapsed: SmallVec<[PsbId; 2]> = self
             .psbs_of(sid)

@@ -10,7 +10,7 @@ use super::{Event, RsvpEngine, TrafficControl};
 use crate::wire::error::error_code;
 use crate::wire::{
     CommonHeader, FilterSpec, ObjectHeader, Opaque, Path, PathErr, PathTear, RsvpHop, Session,
-    SessionAttribute, StyleKind, te,
+    SessionAttribute, te,
 };
 use pathwise_core::io::{IfIndex, Received};
 use pathwise_core::time::Instant;
@@ -528,7 +528,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         // PathTear: "delete ... RSBs ... that no longer match any PSB").
         let rsbs: SmallVec<[_; 4]> = self.rsbs_of(sid).collect();
         for rid in rsbs {
-            if self.rsbs[rid].style == StyleKind::Wf {
+            if self.rsbs[rid].style == super::state::SentStyle::Wf {
                 continue;
             }
             let remaining: Filters = self.rsbs[rid]
@@ -541,7 +541,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 })
                 .collect();
             if remaining.is_empty() {
-                self.remove_rsb(rid);
+                self.remove_rsb(sid, rid);
             } else if remaining.len() != self.rsbs[rid].filters.len() {
                 self.rsbs[rid].filters = remaining;
             }
@@ -589,7 +589,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
         let rsbs: SmallVec<[_; 4]> = self.rsbs_of(sid).collect();
         for id in rsbs {
-            self.remove_rsb(id);
+            self.remove_rsb(sid, id);
         }
         if let Some(h) = self.sessions[sid].timer {
             self.timers.cancel(h);

@@ -219,10 +219,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
     ) -> Vec<DescriptorError> {
         let style = req.style.kind;
         let refuse_all = |code| req.flows.iter().map(|f| ((code, 0), f.clone())).collect();
-        if let StyleKind::Other(_) = style {
+        let Some(held_style) = SentStyle::of(style) else {
             return refuse_all(error_code::UNKNOWN_RESERVATION_STYLE);
-        }
-        if self.rsbs_of(sid).any(|id| self.rsbs[id].style != style) {
+        };
+        if self
+            .rsbs_of(sid)
+            .any(|id| self.rsbs[id].style != held_style)
+        {
             return refuse_all(error_code::CONFLICTING_RESERVATION_STYLE);
         }
         let mut errors = Vec::new();
@@ -306,11 +309,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     let nhop = req.nhop.clone().map(|h| self.hops.acquire(h));
                     let flowspec = self.flowspecs.acquire(fs);
                     let id = self.rsbs.insert(Rsb {
-                        session: sid,
                         next: None,
                         nhop,
                         oi: req.oi,
-                        style,
+                        style: held_style,
                         flowspec,
                         filters,
                         extra: None,
@@ -384,6 +386,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 0
             };
             self.send_resv_err(
+                sid,
                 id,
                 ErrorSpec {
                     node,
@@ -402,7 +405,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     r.filters = filters;
                     r.with_extra(|e| e.confirm = None);
                 }
-                None => self.remove_rsb(id),
+                None => self.remove_rsb(sid, id),
             }
         }
     }
@@ -420,7 +423,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 if !p.oifs.contains(&r.oi) || !r.covers(&p.sender) {
                     continue;
                 }
-                let ff_sender = (r.style == StyleKind::Ff).then_some(p.sender);
+                let ff_sender = (r.style == SentStyle::Ff).then_some(p.sender);
                 match units
                     .iter_mut()
                     .find(|u| u.ifindex == ifindex && u.ff_sender == ff_sender)
@@ -637,8 +640,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// Delete an RSB (its reservation is re-merged by the caller).
-    pub(super) fn remove_rsb(&mut self, id: RsbId) {
-        let sid = self.rsbs[id].session;
+    pub(super) fn remove_rsb(&mut self, sid: SessionId, id: RsbId) {
         list::unlink(&mut self.rsbs, &mut self.sessions[sid].rsbs, id, |r| {
             &mut r.next
         });
@@ -675,6 +677,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     te: Vec::new(),
                 };
                 self.send_resv_err(
+                    sid,
                     id,
                     ErrorSpec {
                         node,
@@ -704,7 +707,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         };
         let mut per_sender: SmallVec<[(PsbId, FlowSpec); 2]> = SmallVec::new();
         let mut contributing: SmallVec<[RsbId; 2]> = SmallVec::new();
-        if style == StyleKind::Ff {
+        if style == SentStyle::Ff {
             for &p in senders {
                 let mut merged: Option<FlowSpec> = None;
                 let serving = self
@@ -746,7 +749,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 }
             }
         }
-        (Some(style), per_sender, contributing)
+        (Some(style.kind()), per_sender, contributing)
     }
 
     /// Blockade (RFC 2205 §3.5): requests at least as large as the flowspec Qb that failed
@@ -1126,7 +1129,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     continue;
                 }
             }
-            self.remove_rsb(id);
+            self.remove_rsb(sid, id);
         }
         victims.len()
     }
@@ -1148,7 +1151,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         for id in self.rsbs_of(sid) {
             let r = &self.rsbs[id];
             let hit = named.is_empty()
-                || r.style == StyleKind::Wf
+                || r.style == SentStyle::Wf
                 || named.iter().any(|f| r.filters.contains(f));
             let key = (r.nhop.map(|h| self.hops.get(h).addr), r.oi);
             if hit && !seen.contains(&key) {
@@ -1193,7 +1196,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             if qe.is_some_and(|q| exceeds(&q, self.flowspecs.get(self.rsbs[id].flowspec))) {
                 error.flags |= ErrorSpec::NOT_GUILTY;
             }
-            self.send_resv_err(id, error, e.flows.clone());
+            self.send_resv_err(sid, id, error, e.flows.clone());
         }
         if qe.is_some() {
             self.schedule_session(sid);
@@ -1222,7 +1225,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .filter(|&r| self.rsbs[r].nhop.is_none())
                 .collect();
             for r in locals {
-                self.remove_rsb(r);
+                self.remove_rsb(sid, r);
             }
             self.pending_updates.push(sid);
         }

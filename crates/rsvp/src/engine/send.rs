@@ -246,16 +246,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// A ResvErr to the next hop of an RSB, or the error event to its local receiver.
     pub(super) fn send_resv_err(
         &mut self,
+        sid: SessionId,
         rsb: RsbId,
         error: ErrorSpec,
         flows: Few<FlowDescriptor>,
     ) {
         let r = &self.rsbs[rsb];
-        let sid = r.session;
         let session = self.session_key(sid);
         let style = Style {
             flags: 0,
-            kind: r.style,
+            kind: r.style.kind(),
         };
         match r.nhop.map(|h| self.hops.get(h).clone()) {
             Some(nhop) => {

@@ -343,16 +343,15 @@ pub struct PhopSb {
 /// receiver) for one outgoing interface.
 #[derive(Debug)]
 pub struct Rsb {
-    /// Owning session.
-    pub session: SessionId,
-    /// Next RSB of the session.
+    /// Next RSB of the session (whose id every caller has at hand: no back reference).
     pub next: Option<RsbId>,
     /// The next hop that sent it; `None` for a local receiver.
     pub nhop: Option<HopRef>,
     /// The outgoing interface it reserves on (`None`: local delivery).
     pub oi: Oi,
-    /// Reservation style.
-    pub style: StyleKind,
+    /// Reservation style: WF, FF or SE, the only ones that make state (one byte, where
+    /// [`StyleKind`] takes eight).
+    pub style: SentStyle,
     /// Requested flowspec.
     pub flowspec: FlowSpecRef,
     /// Senders it applies to: one for FF, one or more for SE, none (all) for WF.
@@ -406,7 +405,7 @@ impl Rsb {
     /// Whether this request applies to `sender` (style semantics, RFC 2205 §1.3).
     pub fn covers(&self, sender: &FilterSpec) -> bool {
         match self.style {
-            StyleKind::Wf => self.scope().is_none_or(|s| s.addrs.contains(&sender.src())),
+            SentStyle::Wf => self.scope().is_none_or(|s| s.addrs.contains(&sender.src())),
             _ => self.filters.iter().any(|f| filter_matches(f, sender)),
         }
     }
@@ -703,7 +702,8 @@ mod tests {
             "Option<Installed> is {}",
             size_of::<Option<Installed>>()
         );
-        assert!(size_of::<Rsb>() <= 72, "Rsb is {}", size_of::<Rsb>());
+        // The Rsb's 64 since its style is one byte and it names no session.
+        assert!(size_of::<Rsb>() <= 64, "Rsb is {}", size_of::<Rsb>());
         assert!(
             size_of::<OutIsb>() <= 32,
             "OutIsb is {}",

@@ -95,8 +95,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 code: error_code::SERVICE_PREEMPTED,
                 value: 0,
             };
-            self.send_resv_err(r, error, Few::One(desc));
-            self.remove_rsb(r);
+            self.send_resv_err(victim, r, error, Few::One(desc));
+            self.remove_rsb(victim, r);
         }
         for p in served {
             self.path_err_upstream(p, error_code::SERVICE_PREEMPTED, 0);
