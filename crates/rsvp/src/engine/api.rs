@@ -164,13 +164,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     phop: None,
                     iif: None,
                     oifs: super::state::Oifs::default(),
-                    carried: None,
                     ttl: self.cfg.ttl,
                     non_rsvp: false,
                     expires: Instant::MAX,
+                    ff_installed: None,
                     oiats: None,
                     sent: None,
-                    extra: super::state::PsbExtra::with_te(te),
+                    extra: super::state::PsbExtra::with(te, None),
                 });
                 (id, true)
             }
@@ -263,7 +263,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         sid: SessionId,
         report_missing_senders: bool,
     ) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let Some(r) = self.receivers.get(&session.identity()) else {
             return;
         };
@@ -278,12 +278,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .filter(|&r| {
                 let r = &self.rsbs[r];
                 r.nhop.is_none()
-                    && !(r.style == style
+                    && !(r.style.kind() == style
                         && flows.iter().any(|f| f.filters.first() == r.filters.first()))
             })
             .collect();
         for r in stale {
-            self.remove_rsb(r);
+            self.remove_rsb(sid, r);
         }
         let receiver = if self.is_local(session.dest) {
             session.dest
@@ -338,7 +338,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             return Err(ApiError::Unknown);
         }
         for r in locals {
-            self.remove_rsb(r);
+            self.remove_rsb(sid, r);
         }
         self.update_reservations(sid);
         self.flush_pending();

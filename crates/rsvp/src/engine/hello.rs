@@ -377,7 +377,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.remove_psb(p, true);
             }
             for &r in &rsbs {
-                self.remove_rsb(r);
+                self.remove_rsb(sid, r);
             }
             if !psbs.is_empty() || !rsbs.is_empty() {
                 self.after_path_removal(sid);

@@ -78,7 +78,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     fn session_view(&self, sid: SessionId) -> SessionView {
         SessionView {
-            session: self.sessions[sid].key,
+            session: self.session_key(sid),
             paths: self
                 .psbs_of(sid)
                 .map(|p| {
@@ -99,7 +99,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     ResvView {
                         nhop: r.nhop.map(|h| self.hops.get(h).addr),
                         oi: r.oi,
-                        style: r.style,
+                        style: r.style.kind(),
                         flowspec: *self.flowspecs.get(r.flowspec),
                         filters: r.filters.to_vec(),
                     }
@@ -108,8 +108,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
             installed: self
                 .out_isbs_of(sid)
                 .map(|o| InstalledView {
-                    ifindex: self.out_isbs[o].ifindex,
-                    flowspec: *self.flowspecs.get(self.out_isbs[o].flowspec),
+                    ifindex: self.installed(o).ifindex,
+                    flowspec: *self.flowspecs.get(self.installed(o).flowspec),
                     senders: self.psbs_served(o).map(|p| self.psbs[p].sender).collect(),
                 })
                 .collect(),
@@ -123,8 +123,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             psbs: self.psbs.len(),
             rsbs: self.rsbs.len(),
             phops: self.phops.len(),
-            out_isbs: self.out_isbs.len(),
-            oiats: self.oiats.len(),
+            out_isbs: self.out_isbs.len() + self.out_isbs_in_psbs,
+            // Each OutISB held in a PSB stands for the one OIatPSB relating the two.
+            oiats: self.oiats.len() + self.out_isbs_in_psbs,
             timers: self.timers.len(),
         }
     }
@@ -138,6 +139,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             && self.flowspecs.is_empty()
             && self.hops.is_empty()
             && self.tspecs.is_empty()
+            && self.ext_tunnel_ids.is_empty()
             && self.session_index.is_empty()
             && self.dest_ports.is_empty()
             && self.repairs.is_empty()
@@ -174,15 +176,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
             + self.flowspecs.heap_bytes()
             + self.hops.heap_bytes()
             + self.tspecs.heap_bytes()
+            + self.ext_tunnel_ids.heap_bytes()
             + self.timers.heap_bytes();
         let psbs: usize = self
             .psbs
             .iter()
             .map(|(_, p)| {
-                carried(&p.carried)
-                    + p.oifs.heap_bytes()
+                p.oifs.heap_bytes()
                     + p.extra.as_ref().map_or(0, |e| {
                         size_of::<super::state::PsbExtra>()
+                            + carried(&e.carried)
                             + e.te.as_ref().map_or(0, super::te::PsbTe::heap_bytes)
                     })
             })

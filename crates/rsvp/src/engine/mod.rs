@@ -52,7 +52,7 @@ use pathwise_core::table::{KeyedMap, KeyedState, keyed_map};
 use pathwise_core::time::{Duration, Instant};
 use pathwise_core::timer::{TimerWheel, WheelConfig};
 use smallvec::SmallVec;
-use state::{OiatPsb, OutIsb, PhopSb, Psb, PsbId, Rsb, RsbId, SessionId, SessionState};
+use state::{OiatPsb, OutIsb, OutIsbRef, PhopSb, Psb, PsbId, Rsb, RsbId, SessionId, SessionState};
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::net::IpAddr;
@@ -251,10 +251,15 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     rsbs: Arena<Rsb>,
     out_isbs: Arena<OutIsb>,
     oiats: Arena<OiatPsb>,
+    /// OutISBs held in PSBs ([`state::Psb::ff_installed`]), counted as they come and go so
+    /// that [`Self::state_stats`] counts them without a walk.
+    out_isbs_in_psbs: usize,
     adspecs: Interner<crate::wire::Adspec>,
     flowspecs: Interner<FlowSpec>,
     hops: Interner<RsvpHop>,
     tspecs: Interner<crate::wire::SenderTspec>,
+    /// The Extended Tunnel IDs of LSP sessions ([`SessionState::ext_tunnel_id`]).
+    ext_tunnel_ids: Interner<IpAddr>,
     /// Sessions with a local repair pending after a route change (RFC 2205 §3.6), and when:
     /// rare, so kept here rather than in every session.
     repairs: KeyedMap<SessionId, Instant>,
@@ -348,6 +353,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             hops: Interner::new(&mut rng),
             tspecs: Interner::new(&mut later),
             repairs: keyed_map(&mut later),
+            ext_tunnel_ids: Interner::new(&mut later),
             reported: keyed_map(&mut rng),
             receivers: keyed_map(&mut rng),
             integrity_rx: pathwise_auth::Receiver::new(KeyedState::from_rng(&mut rng)),
@@ -382,8 +388,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
             psbs: Arena::with_capacity(n),
             phops: Arena::new(),
             rsbs: Arena::with_capacity(n),
-            out_isbs: Arena::with_capacity(n),
-            oiats: Arena::with_capacity(n),
+            // Not presized: a fixed-filter reservation for one sender, the common case, is
+            // held in its PSB; blocks are for shared and multi-interface ones.
+            out_isbs: Arena::new(),
+            oiats: Arena::new(),
+            out_isbs_in_psbs: 0,
             transmits: VecDeque::new(),
             spare: pathwise_core::spare::SpareBuffers::new(),
             events: VecDeque::new(),
@@ -421,27 +430,33 @@ impl<T: TrafficControl> RsvpEngine<T> {
         tspecs.release(std::mem::replace(slot, new));
     }
 
+    /// The SESSION object of a session.
+    pub(crate) fn session_key(&self, sid: SessionId) -> Session {
+        session_of(&self.sessions, &self.ext_tunnel_ids, sid)
+    }
+
     /// The session with this SESSION object: the same (destination, protocol, port) whatever
     /// its Flags (see [`Session::identity`]).
     pub(crate) fn find_session(&self, key: &Session) -> Option<SessionId> {
         let key = key.identity();
         let hash = self.session_hasher.hash_one(key);
         self.session_index
-            .find(hash, |&sid| self.sessions[sid].key.identity() == key)
+            .find(hash, |&sid| self.session_key(sid).identity() == key)
             .copied()
     }
 
     fn index_session(&mut self, sid: SessionId) {
-        let (sessions, hasher) = (&self.sessions, &self.session_hasher);
-        let hash = hasher.hash_one(sessions[sid].key.identity());
-        self.session_index
-            .insert_unique(hash, sid, |&s| hasher.hash_one(sessions[s].key.identity()));
+        let (sessions, ext, hasher) = (&self.sessions, &self.ext_tunnel_ids, &self.session_hasher);
+        let hash = hasher.hash_one(self.session_key(sid).identity());
+        self.session_index.insert_unique(hash, sid, |&s| {
+            hasher.hash_one(session_of(sessions, ext, s).identity())
+        });
     }
 
     fn unindex_session(&mut self, sid: SessionId) {
         let hash = self
             .session_hasher
-            .hash_one(self.sessions[sid].key.identity());
+            .hash_one(self.session_key(sid).identity());
         if let Ok(e) = self.session_index.find_entry(hash, |&s| s == sid) {
             e.remove();
         }
@@ -457,15 +472,56 @@ impl<T: TrafficControl> RsvpEngine<T> {
         list::iter(&self.rsbs, self.sessions[sid].rsbs, |r| r.next)
     }
 
-    /// The session's OutISBs.
-    pub(crate) fn out_isbs_of(&self, sid: SessionId) -> impl Iterator<Item = state::OutIsbId> + '_ {
-        list::iter(&self.out_isbs, self.sessions[sid].out_isbs, |o| o.next)
+    /// The session's OutISBs: those its PSBs hold, then the blocks.
+    pub(crate) fn out_isbs_of(&self, sid: SessionId) -> impl Iterator<Item = OutIsbRef> + '_ {
+        self.psbs_of(sid)
+            .filter(|&p| self.psbs[p].ff_installed.is_some())
+            .map(OutIsbRef::InPsb)
+            .chain(
+                list::iter(&self.out_isbs, self.sessions[sid].out_isbs, |o| o.next)
+                    .map(OutIsbRef::Block),
+            )
+    }
+
+    /// What an OutISB has installed.
+    pub(crate) fn installed(&self, o: OutIsbRef) -> &state::Installed {
+        match o {
+            OutIsbRef::InPsb(p) => self.psbs[p]
+                .ff_installed
+                .as_ref()
+                .expect("an OutIsbRef::InPsb names a PSB holding a reservation"),
+            OutIsbRef::Block(b) => &self.out_isbs[b].installed,
+        }
+    }
+
+    /// What an OutISB has installed, to change.
+    pub(crate) fn installed_mut(&mut self, o: OutIsbRef) -> &mut state::Installed {
+        match o {
+            OutIsbRef::InPsb(p) => self.psbs[p]
+                .ff_installed
+                .as_mut()
+                .expect("an OutIsbRef::InPsb names a PSB holding a reservation"),
+            OutIsbRef::Block(b) => &mut self.out_isbs[b].installed,
+        }
+    }
+
+    /// Whether an OutISB is a fixed-filter reservation for one sender.
+    pub(crate) fn is_ff(&self, o: OutIsbRef) -> bool {
+        match o {
+            OutIsbRef::InPsb(_) => true,
+            OutIsbRef::Block(b) => self.out_isbs[b].ff,
+        }
     }
 
     /// The PSBs an OutISB serves.
-    pub(crate) fn psbs_served(&self, oid: state::OutIsbId) -> impl Iterator<Item = PsbId> + '_ {
-        list::iter(&self.oiats, self.out_isbs[oid].oiats, |x| x.next_of_out)
-            .map(|x| self.oiats[x].psb)
+    pub(crate) fn psbs_served(&self, o: OutIsbRef) -> impl Iterator<Item = PsbId> + '_ {
+        let (held_by, blocks) = match o {
+            OutIsbRef::InPsb(p) => (Some(p), None),
+            OutIsbRef::Block(b) => (None, self.out_isbs[b].oiats),
+        };
+        held_by
+            .into_iter()
+            .chain(list::iter(&self.oiats, blocks, |x| x.next_of_out).map(|x| self.oiats[x].psb))
     }
 
     /// The configuration.
@@ -565,7 +621,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .collect();
         for &id in &stale {
             self.counters.resv_timeouts += 1;
-            self.remove_rsb(id);
+            self.remove_rsb(sid, id);
         }
         let lapsed: SmallVec<[PsbId; 2]> = self
             .psbs_of(sid)
@@ -703,6 +759,17 @@ impl<T: TrafficControl> RsvpEngine<T> {
             _ => {}
         }
     }
+}
+
+/// A session's SESSION object, from its inline part and its interned Extended Tunnel ID.
+fn session_of(
+    sessions: &Arena<SessionState>,
+    ext_tunnel_ids: &Interner<IpAddr>,
+    sid: SessionId,
+) -> Session {
+    let s = &sessions[sid];
+    s.key
+        .session(s.ext_tunnel_id.map(|r| *ext_tunnel_ids.get(r)))
 }
 
 impl<T: TrafficControl> Engine for RsvpEngine<T> {

@@ -10,7 +10,7 @@ use super::{Event, RsvpEngine, TrafficControl};
 use crate::wire::error::error_code;
 use crate::wire::{
     CommonHeader, FilterSpec, ObjectHeader, Opaque, Path, PathErr, PathTear, RsvpHop, Session,
-    SessionAttribute, StyleKind, te,
+    SessionAttribute, te,
 };
 use pathwise_core::io::{IfIndex, Received};
 use pathwise_core::time::Instant;
@@ -131,8 +131,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
             counts[nonzero] += 1;
         }
         let refresh_at = now + self.refresh_interval();
+        let ext_tunnel_id = key
+            .extended_tunnel_id
+            .map(|a| self.ext_tunnel_ids.acquire(a));
         let sid = self.sessions.insert(SessionState {
-            key,
+            key: super::state::SessionKey::of(&key),
+            ext_tunnel_id,
             upstream_style: None,
             psbs: None,
             rsbs: None,
@@ -313,7 +317,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     || old.iif != Some(rx.ifindex)
                     || *self.tspecs.get(old.tspec) != p.sender.tspec
                     || old.adspec != adspec
-                    || super::state::carried_slice(&old.carried) != objects.as_slice()
+                    || old.carried() != objects.as_slice()
                     || old.non_rsvp != non_rsvp;
                 let (old_phop, old_adspec) = (old.phop, old.adspec);
                 if old_phop != Some(phop) {
@@ -336,7 +340,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 psb.ttl = ttl;
                 psb.non_rsvp = non_rsvp;
                 if changed {
-                    psb.carried = carried(objects);
+                    psb.set_carried(carried(objects));
                 }
                 self.te_psbs -= usize::from(psb.te().is_some());
                 self.te_psbs += usize::from(te.is_some());
@@ -354,13 +358,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     phop: Some(phop),
                     iif: Some(rx.ifindex),
                     oifs: Oifs::default(),
-                    carried: carried(objects),
                     ttl,
                     non_rsvp,
                     expires,
+                    ff_installed: None,
                     oiats: None,
                     sent: None,
-                    extra: super::state::PsbExtra::with_te(te),
+                    extra: super::state::PsbExtra::with(te, carried(objects)),
                 });
                 (id, true)
             }
@@ -416,7 +420,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             if oifs.contains(&None) {
                 let p = &self.psbs[id];
                 self.events.push_back(Event::PathState {
-                    session: self.sessions[sid].key,
+                    session: self.session_key(sid),
                     sender: p.sender,
                     tspec: *self.tspecs.get(p.tspec),
                     adspec: p.adspec.map(|a| Box::new(self.adspecs.get(a).clone())),
@@ -434,7 +438,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     fn path_gone_event(&mut self, id: PsbId) {
         let p = &self.psbs[id];
         self.events.push_back(Event::PathGone {
-            session: self.sessions[p.session].key,
+            session: self.session_key(p.session),
             sender: p.sender,
         });
     }
@@ -505,6 +509,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         list::unlink(&mut self.psbs, &mut self.sessions[sid].psbs, id, |p| {
             &mut p.next
         });
+        if self.psbs[id].ff_installed.is_some() {
+            // The FF reservation held for this sender has no one left to serve; it goes with
+            // the PSB (RFC 2209 §3 "PATH TEAR MESSAGE ARRIVES": update traffic control).
+            self.remove_out_isb(sid, super::state::OutIsbRef::InPsb(id));
+        }
         let rels: SmallVec<[_; 2]> =
             list::iter(&self.oiats, self.psbs[id].oiats, |x| x.next_of_psb).collect();
         for x in rels {
@@ -519,7 +528,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         // PathTear: "delete ... RSBs ... that no longer match any PSB").
         let rsbs: SmallVec<[_; 4]> = self.rsbs_of(sid).collect();
         for rid in rsbs {
-            if self.rsbs[rid].style == StyleKind::Wf {
+            if self.rsbs[rid].style == super::state::SentStyle::Wf {
                 continue;
             }
             let remaining: Filters = self.rsbs[rid]
@@ -532,7 +541,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 })
                 .collect();
             if remaining.is_empty() {
-                self.remove_rsb(rid);
+                self.remove_rsb(sid, rid);
             } else if remaining.len() != self.rsbs[rid].filters.len() {
                 self.rsbs[rid].filters = remaining;
             }
@@ -544,6 +553,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.drop_in_label(id);
         self.forget_path(id);
         let p = self.psbs.remove(id);
+        debug_assert!(p.ff_installed.is_none(), "reservation left in a freed PSB");
         self.te_psbs -= usize::from(p.te().is_some());
         self.tspecs.release(p.tspec);
         if let Some(r) = p.sent {
@@ -579,7 +589,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         }
         let rsbs: SmallVec<[_; 4]> = self.rsbs_of(sid).collect();
         for id in rsbs {
-            self.remove_rsb(id);
+            self.remove_rsb(sid, id);
         }
         if let Some(h) = self.sessions[sid].timer {
             self.timers.cancel(h);
@@ -589,7 +599,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.repairs.remove(&sid);
         let s = self.sessions.remove(sid);
         let slot = (s.key.dest, s.key.protocol_id);
-        if s.key.is_lsp_tunnel() {
+        if let Some(ext) = s.ext_tunnel_id {
+            self.ext_tunnel_ids.release(ext);
             self.lfib_apply(pathwise_core::mpls::LfibChange::RemoveFtn {
                 dest: s.key.dest,
                 tunnel_id: s.key.dst_port,

@@ -949,12 +949,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
     fn listed_state(&self, state: InState, e: &ListedId, group: Option<IpAddr>) -> bool {
         match state {
             InState::Path(p) => self.psbs.get(p).is_some_and(|psb| {
-                listed_as(&self.sessions[psb.session].key, Some(&psb.sender), e, group)
+                listed_as(&self.session_key(psb.session), Some(&psb.sender), e, group)
             }),
-            InState::Resv(sid, _) => self
-                .sessions
-                .get(sid)
-                .is_some_and(|s| listed_as(&s.key, None, e, group)),
+            InState::Resv(sid, _) => {
+                self.sessions.contains(sid) && listed_as(&self.session_key(sid), None, e, group)
+            }
         }
     }
 

@@ -5,8 +5,8 @@
 use super::list;
 use super::merge::{exceeds, lub};
 use super::state::{
-    Blockade, Filters, Oi, OiatPsb, OutIsb, OutIsbId, PhopId, PsbId, RequestFlow, Rsb, RsbId,
-    SentStyle, SessionId, descriptors, filter_matches,
+    Blockade, Filters, Installed, Oi, OiatPsb, OutIsb, OutIsbRef, PhopId, PsbId, RequestFlow, Rsb,
+    RsbId, SentStyle, SessionId, descriptors, filter_matches,
 };
 use super::tc::{AdmissionError, TcRequest, admission_error_code, classifier, flowspec_request};
 use super::{Event, RsvpEngine, TrafficControl};
@@ -219,16 +219,19 @@ impl<T: TrafficControl> RsvpEngine<T> {
     ) -> Vec<DescriptorError> {
         let style = req.style.kind;
         let refuse_all = |code| req.flows.iter().map(|f| ((code, 0), f.clone())).collect();
-        if let StyleKind::Other(_) = style {
+        let Some(held_style) = SentStyle::of(style) else {
             return refuse_all(error_code::UNKNOWN_RESERVATION_STYLE);
-        }
-        if self.rsbs_of(sid).any(|id| self.rsbs[id].style != style) {
+        };
+        if self
+            .rsbs_of(sid)
+            .any(|id| self.rsbs[id].style != held_style)
+        {
             return refuse_all(error_code::CONFLICTING_RESERVATION_STYLE);
         }
         let mut errors = Vec::new();
         // (FF sender, flowspec, filters, the descriptor it came from) per RSB to install.
         let mut wanted: SmallVec<[WantedRsb; 1]> = SmallVec::new();
-        let lsp = self.sessions[sid].key.is_lsp_tunnel();
+        let lsp = self.sessions[sid].is_lsp_tunnel();
         for (fi, f) in req.flows.iter().enumerate() {
             // RFC 3209 §4.1.2: a label this node cannot use is refused with "Unacceptable
             // label value"; a Generalized LABEL with "MPLS label allocation failure" (RFC 3473
@@ -306,11 +309,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     let nhop = req.nhop.clone().map(|h| self.hops.acquire(h));
                     let flowspec = self.flowspecs.acquire(fs);
                     let id = self.rsbs.insert(Rsb {
-                        session: sid,
                         next: None,
                         nhop,
                         oi: req.oi,
-                        style,
+                        style: held_style,
                         flowspec,
                         filters,
                         extra: None,
@@ -384,6 +386,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 0
             };
             self.send_resv_err(
+                sid,
                 id,
                 ErrorSpec {
                     node,
@@ -402,7 +405,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     r.filters = filters;
                     r.with_extra(|e| e.confirm = None);
                 }
-                None => self.remove_rsb(id),
+                None => self.remove_rsb(sid, id),
             }
         }
     }
@@ -420,7 +423,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 if !p.oifs.contains(&r.oi) || !r.covers(&p.sender) {
                     continue;
                 }
-                let ff_sender = (r.style == StyleKind::Ff).then_some(p.sender);
+                let ff_sender = (r.style == SentStyle::Ff).then_some(p.sender);
                 match units
                     .iter_mut()
                     .find(|u| u.ifindex == ifindex && u.ff_sender == ff_sender)
@@ -444,9 +447,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// The FF sender an OutISB is for (its one OIatPSB), or `None` for a shared reservation.
-    fn ff_sender(&self, oid: OutIsbId) -> Option<FilterSpec> {
-        let o = &self.out_isbs[oid];
-        if !o.ff {
+    fn ff_sender(&self, oid: OutIsbRef) -> Option<FilterSpec> {
+        if !self.is_ff(oid) {
             return None;
         }
         self.psbs_served(oid).next().map(|p| self.psbs[p].sender)
@@ -457,10 +459,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
     fn apply_reservations(&mut self, sid: SessionId) -> Vec<Refused> {
         let mut units = self.desired_units(sid);
         let mut refused = Vec::new();
-        let session = self.sessions[sid].key;
-        let existing: SmallVec<[OutIsbId; 4]> = self.out_isbs_of(sid).collect();
+        let session = self.session_key(sid);
+        let existing: SmallVec<[OutIsbRef; 4]> = self.out_isbs_of(sid).collect();
         for oid in existing {
-            let (ifindex, ff) = (self.out_isbs[oid].ifindex, self.ff_sender(oid));
+            let (ifindex, ff) = (self.installed(oid).ifindex, self.ff_sender(oid));
             let Some(pos) = units
                 .iter()
                 .position(|u| u.ifindex == ifindex && u.ff_sender == ff)
@@ -472,7 +474,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let linked: SmallVec<[PsbId; 2]> = self.psbs_served(oid).collect();
             let same_psbs =
                 linked.len() == u.psbs.len() && u.psbs.iter().all(|p| linked.contains(p));
-            let o = &self.out_isbs[oid];
+            let o = *self.installed(oid);
             if *self.flowspecs.get(o.flowspec) == u.flowspec && same_psbs {
                 continue;
             }
@@ -490,9 +492,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let handle = o.tc;
             match self.admit(sid, ifindex, &u.psbs, |tc| tc.modify(handle, req)) {
                 Ok(()) => {
-                    let mut slot = self.out_isbs[oid].flowspec;
+                    let mut slot = o.flowspec;
                     self.flowspecs.replace(&mut slot, u.flowspec);
-                    self.out_isbs[oid].flowspec = slot;
+                    self.installed_mut(oid).flowspec = slot;
                     self.relink(oid, &u.psbs);
                 }
                 Err(err) => refused.push(Refused {
@@ -516,14 +518,25 @@ impl<T: TrafficControl> RsvpEngine<T> {
             };
             match self.admit(sid, u.ifindex, &u.psbs, |tc| tc.reserve(u.ifindex, req)) {
                 Ok(tc) => {
-                    let flowspec = self.flowspecs.acquire(u.flowspec);
+                    let installed = Installed {
+                        ifindex: u.ifindex,
+                        flowspec: self.flowspecs.acquire(u.flowspec),
+                        tc,
+                    };
+                    // An FF unit serves the one PSB of its sender (RFC 2205 §3.4), which holds
+                    // the reservation unless it holds one on another interface already.
+                    if let (Some(_), &[p]) = (u.ff_sender, u.psbs.as_slice())
+                        && self.psbs[p].ff_installed.is_none()
+                    {
+                        self.psbs[p].ff_installed = Some(installed);
+                        self.out_isbs_in_psbs += 1;
+                        continue;
+                    }
                     let oid = self.out_isbs.insert(OutIsb {
                         session: sid,
                         next: None,
-                        ifindex: u.ifindex,
                         ff: u.ff_sender.is_some(),
-                        flowspec,
-                        tc,
+                        installed,
                         oiats: None,
                     });
                     list::push(
@@ -532,7 +545,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                         oid,
                         |o| &mut o.next,
                     );
-                    self.relink(oid, &u.psbs);
+                    self.relink(OutIsbRef::Block(oid), &u.psbs);
                 }
                 Err(err) => refused.push(Refused {
                     ifindex: u.ifindex,
@@ -544,8 +557,19 @@ impl<T: TrafficControl> RsvpEngine<T> {
         refused
     }
 
-    /// Point an OutISB's OIatPSB relations at exactly `psbs`.
-    fn relink(&mut self, oid: OutIsbId, psbs: &[PsbId]) {
+    /// Point an OutISB's OIatPSB relations at exactly `psbs`. One held in a PSB serves that
+    /// PSB and no other: its unit's senders never change (see `apply_reservations`).
+    fn relink(&mut self, oid: OutIsbRef, psbs: &[PsbId]) {
+        let OutIsbRef::Block(oid) = oid else {
+            debug_assert_eq!(
+                psbs,
+                &[match oid {
+                    OutIsbRef::InPsb(p) => p,
+                    OutIsbRef::Block(_) => unreachable!(),
+                }]
+            );
+            return;
+        };
         let current: SmallVec<[_; 2]> =
             list::iter(&self.oiats, self.out_isbs[oid].oiats, |x| x.next_of_out).collect();
         for x in current {
@@ -555,7 +579,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         }
         for &p in psbs {
-            if !self.psbs_served(oid).any(|q| q == p) {
+            if !self.psbs_served(OutIsbRef::Block(oid)).any(|q| q == p) {
                 let x = self.oiats.insert(OiatPsb {
                     out_isb: oid,
                     psb: p,
@@ -585,7 +609,20 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     /// Release an installed reservation.
-    pub(super) fn remove_out_isb(&mut self, sid: SessionId, oid: OutIsbId) {
+    pub(super) fn remove_out_isb(&mut self, sid: SessionId, oid: OutIsbRef) {
+        let oid = match oid {
+            OutIsbRef::InPsb(p) => {
+                let o = self.psbs[p]
+                    .ff_installed
+                    .take()
+                    .expect("an OutIsbRef::InPsb names a PSB holding a reservation");
+                self.out_isbs_in_psbs -= 1;
+                self.tc.release(o.tc);
+                self.flowspecs.release(o.flowspec);
+                return;
+            }
+            OutIsbRef::Block(b) => b,
+        };
         let rels: SmallVec<[_; 2]> =
             list::iter(&self.oiats, self.out_isbs[oid].oiats, |x| x.next_of_out).collect();
         for x in rels {
@@ -597,14 +634,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
             oid,
             |o| &mut o.next,
         );
-        let o = self.out_isbs.remove(oid);
+        let o = self.out_isbs.remove(oid).installed;
         self.tc.release(o.tc);
         self.flowspecs.release(o.flowspec);
     }
 
     /// Delete an RSB (its reservation is re-merged by the caller).
-    pub(super) fn remove_rsb(&mut self, id: RsbId) {
-        let sid = self.rsbs[id].session;
+    pub(super) fn remove_rsb(&mut self, sid: SessionId, id: RsbId) {
         list::unlink(&mut self.rsbs, &mut self.sessions[sid].rsbs, id, |r| {
             &mut r.next
         });
@@ -641,6 +677,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     te: Vec::new(),
                 };
                 self.send_resv_err(
+                    sid,
                     id,
                     ErrorSpec {
                         node,
@@ -670,7 +707,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         };
         let mut per_sender: SmallVec<[(PsbId, FlowSpec); 2]> = SmallVec::new();
         let mut contributing: SmallVec<[RsbId; 2]> = SmallVec::new();
-        if style == StyleKind::Ff {
+        if style == SentStyle::Ff {
             for &p in senders {
                 let mut merged: Option<FlowSpec> = None;
                 let serving = self
@@ -712,7 +749,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 }
             }
         }
-        (Some(style), per_sender, contributing)
+        (Some(style.kind()), per_sender, contributing)
     }
 
     /// Blockade (RFC 2205 §3.5): requests at least as large as the flowspec Qb that failed
@@ -790,7 +827,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// on refresh); tear requests that vanished; answer or forward confirmations; tell local
     /// senders about their reservations.
     pub(super) fn refresh_upstream(&mut self, sid: SessionId, force: bool) {
-        let lsp = self.sessions[sid].key.is_lsp_tunnel();
+        let lsp = self.sessions[sid].is_lsp_tunnel();
         if lsp {
             self.sync_labels(sid);
         }
@@ -929,7 +966,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         confirm: Option<ResvConfirm>,
         contributing: &[RsbId],
     ) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let (hop, ifx) = (self.phops[ph].hop.clone(), self.phops[ph].ifindex);
         // Wildcard requests name the senders they are for when several previous hops feed the
         // session, so they are not looped back to senders elsewhere (RFC 2205 §3.4 SCOPE).
@@ -980,7 +1017,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// "saves their values and returns them in the HOP objects of subsequent Resv messages").
     /// The ResvTear takes them too: it names the same hop as the Resv it removes.
     fn hop_towards_phop(&self, sid: SessionId, ph: PhopId) -> RsvpHop {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let (lih, ifx) = (self.phops[ph].hop.lih, self.phops[ph].ifindex);
         let mut hop = RsvpHop::new(self.iface_addr(Some(ifx), session.dest), lih);
         hop.if_id = self
@@ -997,7 +1034,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         style: StyleKind,
         flows: Few<FlowDescriptor>,
     ) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let (hop, ifx) = (self.phops[ph].hop.clone(), self.phops[ph].ifindex);
         self.forget_resv(sid, hop.addr);
         let msg = Message::ResvTear(ResvTear {
@@ -1023,7 +1060,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         senders: &[PsbId],
         per_sender: &[(PsbId, FlowSpec)],
     ) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         for &p in senders {
             let fs = per_sender.iter().find(|(q, _)| *q == p).map(|&(_, f)| f);
             if fs != self.reported.get(&p).copied() {
@@ -1092,7 +1129,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     continue;
                 }
             }
-            self.remove_rsb(id);
+            self.remove_rsb(sid, id);
         }
         victims.len()
     }
@@ -1114,7 +1151,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         for id in self.rsbs_of(sid) {
             let r = &self.rsbs[id];
             let hit = named.is_empty()
-                || r.style == StyleKind::Wf
+                || r.style == SentStyle::Wf
                 || named.iter().any(|f| r.filters.contains(f));
             let key = (r.nhop.map(|h| self.hops.get(h).addr), r.oi);
             if hit && !seen.contains(&key) {
@@ -1159,7 +1196,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             if qe.is_some_and(|q| exceeds(&q, self.flowspecs.get(self.rsbs[id].flowspec))) {
                 error.flags |= ErrorSpec::NOT_GUILTY;
             }
-            self.send_resv_err(id, error, e.flows.clone());
+            self.send_resv_err(sid, id, error, e.flows.clone());
         }
         if qe.is_some() {
             self.schedule_session(sid);
@@ -1175,7 +1212,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         error: ErrorSpec,
         flows: Few<FlowDescriptor>,
     ) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let release = self.cfg.release_on_admission_failure
             && error.code == error_code::ADMISSION_CONTROL_FAILURE
             && error.flags & (ErrorSpec::IN_PLACE | ErrorSpec::NOT_GUILTY) == 0;
@@ -1188,7 +1225,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .filter(|&r| self.rsbs[r].nhop.is_none())
                 .collect();
             for r in locals {
-                self.remove_rsb(r);
+                self.remove_rsb(sid, r);
             }
             self.pending_updates.push(sid);
         }

@@ -63,8 +63,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let affected: Vec<SessionId> = self
             .sessions
             .iter()
-            .filter(|(_, s)| affects(&s.key))
             .map(|(sid, _)| sid)
+            .filter(|&sid| affects(&self.session_key(sid)))
             .collect();
         let at = now + self.cfg.local_repair_delay;
         for sid in affected {
@@ -77,7 +77,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// Local repair (RFC 2205 §3.6): re-route every sender of the session; where the route
     /// moved, Path goes out on the new branch at once, and the reservations follow.
     pub(super) fn local_repair(&mut self, sid: SessionId) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let psbs: SmallVec<[_; 4]> = self.psbs_of(sid).collect();
         let mut repaired = false;
         for id in psbs {

@@ -151,12 +151,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
     pub(super) fn send_path(&mut self, id: PsbId, oifs: &[Oi]) {
         for ifx in oifs.iter().flatten() {
             let p = &self.psbs[id];
-            let session = self.sessions[p.session].key;
+            let session = self.session_key(p.session);
             let mut adspec = p.adspec.map(|a| self.adspecs.get(a).clone());
             if let Some(a) = adspec.as_mut() {
                 a.compose(&self.tc.hop_characteristics(*ifx));
             }
-            let (policy, forward) = super::state::carried_slice(&p.carried)
+            let (policy, forward) = p
+                .carried()
                 .iter()
                 .cloned()
                 .partition(|o| o.class == class::POLICY_DATA);
@@ -200,7 +201,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     pub(super) fn send_path_tear(&mut self, id: PsbId, oifs: &[Oi]) {
         for ifx in oifs.iter().flatten() {
             let p = &self.psbs[id];
-            let session = self.sessions[p.session].key;
+            let session = self.session_key(p.session);
             let msg = Message::PathTear(PathTear {
                 integrity: None,
                 session,
@@ -245,16 +246,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// A ResvErr to the next hop of an RSB, or the error event to its local receiver.
     pub(super) fn send_resv_err(
         &mut self,
+        sid: SessionId,
         rsb: RsbId,
         error: ErrorSpec,
         flows: Few<FlowDescriptor>,
     ) {
         let r = &self.rsbs[rsb];
-        let sid = r.session;
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let style = Style {
             flags: 0,
-            kind: r.style,
+            kind: r.style.kind(),
         };
         match r.nhop.map(|h| self.hops.get(h).clone()) {
             Some(nhop) => {
@@ -287,7 +288,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         style: Style,
         flows: Few<FlowDescriptor>,
     ) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let node = self.iface_addr(None, confirm.receiver);
         if self.is_local(confirm.receiver) {
             self.events.push_back(super::Event::Confirmed {

@@ -24,6 +24,7 @@ use pathwise_core::io::IfIndex;
 use pathwise_core::time::Instant;
 use pathwise_core::timer::TimerHandle;
 use pathwise_core::wire::Writer;
+use std::net::IpAddr;
 
 /// Id of a [`SessionState`].
 pub type SessionId = Id<SessionState>;
@@ -70,11 +71,18 @@ pub fn carried_slice(c: &Carried) -> &[Opaque] {
     c.as_deref().map_or(&[], Vec::as_slice)
 }
 
+/// An interned Extended Tunnel ID (RFC 3209 §4.6.1.1): the LSPs of one ingress share it.
+pub type ExtTunnelIdRef = Interned<IpAddr>;
+
 /// All state of one session.
 #[derive(Debug)]
 pub struct SessionState {
-    /// The SESSION object.
-    pub key: Session,
+    /// The SESSION object but for its Extended Tunnel ID
+    /// ([`RsvpEngine::session_key`](super::RsvpEngine::session_key) puts them together).
+    pub key: SessionKey,
+    /// The Extended Tunnel ID of an LSP tunnel's SESSION. Kept out of line: 17 bytes inline
+    /// in every session, where IP sessions have none and the LSPs of one ingress share one.
+    pub ext_tunnel_id: Option<ExtTunnelIdRef>,
     /// Style of the requests this node last sent upstream (for their teardown).
     pub upstream_style: Option<SentStyle>,
     /// Path state, one per sender.
@@ -90,6 +98,51 @@ pub struct SessionState {
     /// When Path and Resv state is next refreshed (RFC 2205 §3.7). When local repair is due
     /// after a route change is kept beside the sessions (`RsvpEngine::repairs`): it is rare.
     pub refresh_at: Instant,
+}
+
+impl SessionState {
+    /// Whether the session is an LSP tunnel (RFC 3209 §4.6.1: its SESSION has an Extended
+    /// Tunnel ID).
+    pub fn is_lsp_tunnel(&self) -> bool {
+        self.ext_tunnel_id.is_some()
+    }
+}
+
+/// The fields of a SESSION object (RFC 2205 §A.1, RFC 3209 §4.6.1) held inline in every
+/// session: all but the Extended Tunnel ID.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionKey {
+    /// DestAddress (an LSP tunnel's end point).
+    pub dest: IpAddr,
+    /// Protocol Id (0 in an LSP tunnel).
+    pub protocol_id: u8,
+    /// Flags: E_Police, as the latest Path carried them.
+    pub flags: u8,
+    /// DstPort, or an LSP tunnel's Tunnel ID.
+    pub dst_port: u16,
+}
+
+impl SessionKey {
+    /// The inline part of `s`.
+    pub fn of(s: &Session) -> Self {
+        SessionKey {
+            dest: s.dest,
+            protocol_id: s.protocol_id,
+            flags: s.flags,
+            dst_port: s.dst_port,
+        }
+    }
+
+    /// The SESSION object with this Extended Tunnel ID.
+    pub fn session(self, extended_tunnel_id: Option<IpAddr>) -> Session {
+        Session {
+            dest: self.dest,
+            protocol_id: self.protocol_id,
+            flags: self.flags,
+            dst_port: self.dst_port,
+            extended_tunnel_id,
+        }
+    }
 }
 
 /// The style of requests sent upstream: WF, FF or SE, the only styles that make state (any
@@ -145,8 +198,6 @@ pub struct Psb {
     pub iif: Option<IfIndex>,
     /// Where the sender's data goes from here (route lookup result).
     pub oifs: Oifs,
-    /// POLICY_DATA and unknown-but-forwarded objects, passed on downstream.
-    pub carried: Carried,
     /// IP TTL to forward Path with (received TTL − 1).
     pub ttl: u8,
     /// A non-RSVP hop lies between the previous hop and us (IP TTL ≠ Send_TTL, RFC 2205 §3.8).
@@ -154,7 +205,13 @@ pub struct Psb {
     /// When the state times out unless refreshed ([`Instant::MAX`] for local senders, which
     /// live until the API removes them).
     pub expires: Instant,
-    /// OIatPSB relations to the reservations serving this sender.
+    /// A fixed-filter reservation installed for this sender alone (an FF OutISB, RFC 2205
+    /// §3.4), held here: such a reservation serves exactly this PSB, so its OutISB block and
+    /// OIatPSB relation would only repeat what the PSB says. It is the first FF reservation of
+    /// the sender; further ones (the sender's data leaves by several interfaces) are blocks.
+    /// The engine reaches both forms through [`OutIsbRef`].
+    pub ff_installed: Option<Installed>,
+    /// OIatPSB relations to the reservations in blocks serving this sender.
     pub oiats: Option<OiatId>,
     /// The flowspec this node last asked the previous hop to reserve for this sender.
     pub sent: Option<FlowSpecRef>,
@@ -165,6 +222,9 @@ pub struct Psb {
 /// The rarely present parts of a PSB, in one box so that a plain sender pays one pointer.
 #[derive(Debug, Default)]
 pub struct PsbExtra {
+    /// POLICY_DATA and unknown-but-forwarded objects, passed on downstream: rare outside
+    /// policy-controlled networks, so here rather than a pointer in every PSB.
+    pub carried: Carried,
     /// Blockade state (RFC 2205 §3.5): a request upstream failed admission, so requests at
     /// least this large are left out of merging until it expires.
     pub blockade: Option<Blockade>,
@@ -173,12 +233,13 @@ pub struct PsbExtra {
 }
 
 impl PsbExtra {
-    /// The box for an LSP's TE state, or none.
-    pub fn with_te(te: Option<super::te::PsbTe>) -> Option<Box<PsbExtra>> {
-        te.map(|te| {
+    /// The box for an LSP's TE state and objects carried on, or none when there are neither.
+    pub fn with(te: Option<super::te::PsbTe>, carried: Carried) -> Option<Box<PsbExtra>> {
+        (te.is_some() || carried.is_some()).then(|| {
             Box::new(PsbExtra {
+                carried,
                 blockade: None,
-                te: Some(te),
+                te,
             })
         })
     }
@@ -200,6 +261,18 @@ impl Psb {
         self.update_extra(|e| e.te = te);
     }
 
+    /// POLICY_DATA and unknown-but-forwarded objects to pass on downstream.
+    pub fn carried(&self) -> &[Opaque] {
+        self.extra
+            .as_ref()
+            .map_or(&[], |e| carried_slice(&e.carried))
+    }
+
+    /// Replace the objects carried on.
+    pub fn set_carried(&mut self, c: Carried) {
+        self.update_extra(|e| e.carried = c);
+    }
+
     /// Blockade state, if any.
     pub fn blockade(&self) -> Option<&Blockade> {
         self.extra.as_ref()?.blockade.as_ref()
@@ -213,7 +286,7 @@ impl Psb {
     fn update_extra(&mut self, f: impl FnOnce(&mut PsbExtra)) {
         change_boxed(
             &mut self.extra,
-            |e| e.blockade.is_none() && e.te.is_none(),
+            |e| e.blockade.is_none() && e.te.is_none() && e.carried.is_none(),
             f,
         );
     }
@@ -270,16 +343,15 @@ pub struct PhopSb {
 /// receiver) for one outgoing interface.
 #[derive(Debug)]
 pub struct Rsb {
-    /// Owning session.
-    pub session: SessionId,
-    /// Next RSB of the session.
+    /// Next RSB of the session (whose id every caller has at hand: no back reference).
     pub next: Option<RsbId>,
     /// The next hop that sent it; `None` for a local receiver.
     pub nhop: Option<HopRef>,
     /// The outgoing interface it reserves on (`None`: local delivery).
     pub oi: Oi,
-    /// Reservation style.
-    pub style: StyleKind,
+    /// Reservation style: WF, FF or SE, the only ones that make state (one byte, where
+    /// [`StyleKind`] takes eight).
+    pub style: SentStyle,
     /// Requested flowspec.
     pub flowspec: FlowSpecRef,
     /// Senders it applies to: one for FF, one or more for SE, none (all) for WF.
@@ -333,7 +405,7 @@ impl Rsb {
     /// Whether this request applies to `sender` (style semantics, RFC 2205 §1.3).
     pub fn covers(&self, sender: &FilterSpec) -> bool {
         match self.style {
-            StyleKind::Wf => self.scope().is_none_or(|s| s.addrs.contains(&sender.src())),
+            SentStyle::Wf => self.scope().is_none_or(|s| s.addrs.contains(&sender.src())),
             _ => self.filters.iter().any(|f| filter_matches(f, sender)),
         }
     }
@@ -381,23 +453,43 @@ pub fn filter_matches(filter: &FilterSpec, sender: &FilterSpec) -> bool {
     }
 }
 
-/// Outgoing Interface State Block: one reservation installed on one interface.
+/// What an OutISB holds in either form ([`OutIsbRef`]): a reservation installed on one
+/// interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Installed {
+    /// The interface.
+    pub ifindex: IfIndex,
+    /// The merged flowspec installed.
+    pub flowspec: FlowSpecRef,
+    /// Traffic control's handle.
+    pub tc: crate::engine::tc::TcHandle,
+}
+
+/// Outgoing Interface State Block in a block of its own: a shared (WF, SE) reservation, or a
+/// fixed-filter one its sender's PSB does not hold ([`Psb::ff_installed`]).
 #[derive(Debug)]
 pub struct OutIsb {
     /// Owning session.
     pub session: SessionId,
     /// Next OutISB of the session.
     pub next: Option<OutIsbId>,
-    /// The interface.
-    pub ifindex: IfIndex,
     /// A fixed-filter reservation for the one sender on its OIatPSB list; otherwise shared.
     pub ff: bool,
-    /// The merged flowspec installed.
-    pub flowspec: FlowSpecRef,
-    /// Traffic control's handle.
-    pub tc: crate::engine::tc::TcHandle,
+    /// Where, what, and traffic control's handle.
+    pub installed: Installed,
     /// OIatPSB relations to the senders it serves.
     pub oiats: Option<OiatId>,
+}
+
+/// An OutISB, in whichever of its two forms it is: held in the PSB of the one sender a
+/// fixed-filter reservation serves, or a block of its own. Every reader and writer of
+/// installed reservations goes through this, so the forms differ only in where the bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutIsbRef {
+    /// The FF reservation held in this PSB ([`Psb::ff_installed`]).
+    InPsb(PsbId),
+    /// A block.
+    Block(OutIsbId),
 }
 
 /// Outgoing Interface at PSB: "this reservation serves this sender".
@@ -470,6 +562,15 @@ impl Encode for SenderTspec {
             t.max_packet,
         ] {
             out.extend_from_slice(&w.to_be_bytes());
+        }
+    }
+}
+
+impl Encode for IpAddr {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            IpAddr::V4(a) => out.extend_from_slice(&a.octets()),
+            IpAddr::V6(a) => out.extend_from_slice(&a.octets()),
         }
     }
 }
@@ -584,18 +685,27 @@ mod tests {
         // Bytes per session is a published figure; these guard against accidental growth.
         use std::mem::size_of;
         // 88 since SESSION grew an RSVP-TE Extended Tunnel ID (RFC 3209 §4.6.1); 80 since the
-        // local-repair deadline moved out; 72 since the upstream style is one byte.
+        // local-repair deadline moved out; 72 since the upstream style is one byte; 56 since
+        // the Extended Tunnel ID is interned.
         assert!(
-            size_of::<SessionState>() <= 72,
+            size_of::<SessionState>() <= 56,
             "SessionState is {}",
             size_of::<SessionState>()
         );
         // 112 since the SENDER_TSPEC is interned; 104 since the outgoing interfaces are a
-        // `Few` (the Rsb's 72 since its filters are).
-        assert!(size_of::<Psb>() <= 104, "Psb is {}", size_of::<Psb>());
-        assert!(size_of::<Rsb>() <= 72, "Rsb is {}", size_of::<Rsb>());
+        // `Few` (the Rsb's 72 since its filters are); 96 since carried objects are with the
+        // other rare parts; 112 since it holds its sender's FF reservation (16 bytes where the
+        // OutISB and OIatPSB blocks took 48).
+        assert!(size_of::<Psb>() <= 112, "Psb is {}", size_of::<Psb>());
         assert!(
-            size_of::<OutIsb>() <= 40,
+            size_of::<Option<Installed>>() <= 16,
+            "Option<Installed> is {}",
+            size_of::<Option<Installed>>()
+        );
+        // The Rsb's 64 since its style is one byte and it names no session.
+        assert!(size_of::<Rsb>() <= 64, "Rsb is {}", size_of::<Rsb>());
+        assert!(
+            size_of::<OutIsb>() <= 32,
             "OutIsb is {}",
             size_of::<OutIsb>()
         );

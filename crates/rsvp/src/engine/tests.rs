@@ -399,7 +399,13 @@ fn lsp_tunnel_ids_are_not_ports() {
     let mut e = engine();
     let (s5, lsp) = lsp_tunnel();
     let s0 = Session { dst_port: 0, ..s5 };
-    for s in [s5, s0] {
+    // The Extended Tunnel ID is part of the session (RFC 3209 §4.6.1.1), though it is kept
+    // out of line and shared: another ingress's tunnel 5 is a third session.
+    let other = Session {
+        extended_tunnel_id: Some(Ipv4Addr::new(30, 0, 0, 2).into()),
+        ..s5
+    };
+    for s in [s5, s0, other] {
         let Message::Path(mut p) = path(s, lsp) else {
             panic!()
         };
@@ -423,7 +429,30 @@ fn lsp_tunnel_ids_are_not_ports() {
             .collect();
         assert_eq!(types, vec![Ok(MsgType::Path)]);
     }
-    assert_eq!(e.state_stats().sessions, 2);
+    assert_eq!(e.state_stats().sessions, 3);
+    // A Path again finds its session, Extended Tunnel ID and all.
+    let Message::Path(mut p) = path(other, lsp) else {
+        panic!()
+    };
+    p.label_request = Some(LabelRequest {
+        l3pid: 0x0800,
+        range: None,
+    });
+    feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&Message::Path(p), 63),
+        PHOP,
+        UP,
+        63,
+    );
+    assert_eq!(e.state_stats().sessions, 3);
+    // Timed out, the sessions leave no Extended Tunnel ID behind (`is_idle` checks the interner).
+    while let Some(t) = e.poll_timeout().filter(|t| *t < Instant::from_secs(200)) {
+        e.handle_timeout(t);
+        while e.poll_transmit().is_some() {}
+    }
+    assert!(e.is_idle(), "{:?}", e.state_stats());
 }
 
 #[test]
@@ -604,6 +633,7 @@ fn unchanged_resv_refresh_sends_nothing_new_upstream() {
     assert!(feed(&mut e, Instant::from_secs(1), &r, NHOP, DOWN, 64).is_empty());
 }
 
+mod ff_in_psb;
 mod hostile;
 mod kom;
 mod lsp_timeout;

@@ -266,7 +266,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// make-before-break: the new LSP takes over once it is up); older LSPs of the tunnel are
     /// then torn down.
     fn sync_head_end(&mut self, sid: SessionId) {
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let mut newest: Option<(u64, PsbId)> = None;
         let mut heads: SmallVec<[(u64, PsbId); 2]> = SmallVec::new();
         for p in self.psbs_of(sid) {

@@ -313,7 +313,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .filter(|&p| self.psbs[p].phop.is_none())
             .filter(|&p| self.psbs[p].te().is_some_and(|t| t.setup_by.is_some()))
             .collect();
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         for p in heads {
             let sender = self.psbs[p].sender;
             let te = self.psbs[p].te_mut().expect("filtered on te");
@@ -446,7 +446,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// A PathErr about an LSP towards its head end, or, at the head end, the error taken.
     pub(crate) fn path_err_upstream(&mut self, p: PsbId, code: u8, value: u16) {
         let psb = &self.psbs[p];
-        let session = self.sessions[psb.session].key;
+        let session = self.session_key(psb.session);
         let sender = SenderDescriptor {
             template: psb.sender,
             tspec: *self.tspecs.get(psb.tspec),
@@ -479,7 +479,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// network cannot carry (a routing problem, §4.5, or preemption) is given up and torn down.
     pub(crate) fn head_end_error(&mut self, p: PsbId, error: ErrorSpec) {
         let sid = self.psbs[p].session;
-        let session = self.sessions[sid].key;
+        let session = self.session_key(sid);
         let sender = self.psbs[p].sender;
         self.events.push_back(Event::PathError {
             session,
@@ -542,10 +542,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
         // A request of the other style (the head end changed its mind) is replaced.
         let stale: SmallVec<[RsbId; 2]> = self
             .rsbs_of(sid)
-            .filter(|&r| self.rsbs[r].nhop.is_none() && self.rsbs[r].style != kind)
+            .filter(|&r| self.rsbs[r].nhop.is_none() && self.rsbs[r].style.kind() != kind)
             .collect();
         for r in stale {
-            self.remove_rsb(r);
+            self.remove_rsb(sid, r);
         }
         let req = ResvRequest {
             nhop: None,
@@ -583,9 +583,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
     pub fn lsps(&self) -> Vec<LspView> {
         let mut out = Vec::new();
         for (sid, s) in self.sessions.iter() {
-            if !s.key.is_lsp_tunnel() {
+            if !s.is_lsp_tunnel() {
                 continue;
             }
+            let session = self.session_key(sid);
             for p in self.psbs_of(sid) {
                 let psb = &self.psbs[p];
                 let Some(te) = psb.te() else {
@@ -611,7 +612,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 let name = self
                     .lsps
                     .iter()
-                    .find(|h| h.session == s.key && role == LspRole::HeadEnd)
+                    .find(|h| h.session == session && role == LspRole::HeadEnd)
                     .map(|h| h.spec.name.clone())
                     .or_else(|| {
                         te.session_attribute
@@ -622,7 +623,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 out.push(LspView {
                     name,
                     role,
-                    session: s.key,
+                    session,
                     sender: Some(psb.sender),
                     status: if up {
                         LspStatus::Up

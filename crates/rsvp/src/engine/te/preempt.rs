@@ -1,7 +1,7 @@
 //! Preemption (RFC 3209 §4.7.1): an LSP that does not fit on a link may take the place of LSPs
 //! whose holding priority is lower (numerically greater) than its setup priority.
 
-use crate::engine::state::{OutIsbId, PsbId, RsbId, SessionId};
+use crate::engine::state::{OutIsbRef, PsbId, RsbId, SessionId};
 use crate::engine::tc::AdmissionError;
 use crate::engine::{RsvpEngine, TrafficControl};
 use crate::few::Few;
@@ -46,17 +46,25 @@ impl<T: TrafficControl> RsvpEngine<T> {
         sid: SessionId,
         ifindex: IfIndex,
         setup: u8,
-    ) -> Option<(SessionId, OutIsbId)> {
-        self.out_isbs
+    ) -> Option<(SessionId, OutIsbRef)> {
+        let blocks = self
+            .out_isbs
             .iter()
-            .filter(|(_, o)| o.ifindex == ifindex && o.session != sid)
-            .filter_map(|(oid, o)| {
+            .map(|(oid, o)| (o.session, OutIsbRef::Block(oid), o.installed.ifindex));
+        let held = self.psbs.iter().filter_map(|(p, psb)| {
+            let o = psb.ff_installed.as_ref()?;
+            Some((psb.session, OutIsbRef::InPsb(p), o.ifindex))
+        });
+        blocks
+            .chain(held)
+            .filter(|&(s, _, i)| i == ifindex && s != sid)
+            .filter_map(|(s, oid, _)| {
                 let mut hold = None::<u8>;
                 for p in self.psbs_served(oid) {
                     let h = self.psbs[p].te()?.holding_priority();
                     hold = Some(hold.map_or(h, |x| x.min(h)));
                 }
-                hold.filter(|&h| h > setup).map(|h| (h, o.session, oid))
+                hold.filter(|&h| h > setup).map(|h| (h, s, oid))
             })
             .max_by_key(|&(h, _, _)| h)
             .map(|(_, s, o)| (s, o))
@@ -65,9 +73,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// Take an installed reservation away: its requests on that interface are refused
     /// downstream (ResvErr "Service preempted", RFC 2205 code 12) and forgotten, and its LSPs'
     /// head ends are told by PathErr with the same code.
-    fn preempt(&mut self, victim: SessionId, oid: OutIsbId) {
+    fn preempt(&mut self, victim: SessionId, oid: OutIsbRef) {
         self.counters.preemptions += 1;
-        let ifindex = self.out_isbs[oid].ifindex;
+        let ifindex = self.installed(oid).ifindex;
         let served: SmallVec<[PsbId; 2]> = self.psbs_served(oid).collect();
         self.remove_out_isb(victim, oid);
         let node = self.iface_addr(Some(ifindex), self.sessions[victim].key.dest);
@@ -87,8 +95,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 code: error_code::SERVICE_PREEMPTED,
                 value: 0,
             };
-            self.send_resv_err(r, error, Few::One(desc));
-            self.remove_rsb(r);
+            self.send_resv_err(victim, r, error, Few::One(desc));
+            self.remove_rsb(victim, r);
         }
         for p in served {
             self.path_err_upstream(p, error_code::SERVICE_PREEMPTED, 0);
