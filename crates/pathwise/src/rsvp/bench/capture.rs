@@ -92,6 +92,9 @@ pub struct NodeRecords {
     pub unparsed: usize,
     /// Frames that came without a kernel timestamp, dropped.
     pub untimed: usize,
+    /// Frames the kernel dropped because the capture socket's buffer was full
+    /// (`PACKET_STATISTICS`): any of them may be a message this router's times miss.
+    pub dropped: u64,
 }
 
 /// An RSVP frame as the capture thread keeps it: parsed after the runs.
@@ -109,6 +112,7 @@ struct Captured {
     interfaces: Vec<String>,
     frames: Vec<Frame>,
     untimed: usize,
+    dropped: u64,
 }
 
 /// Packet capture running in the routers' namespaces; [`Capture::stop`] ends it.
@@ -226,6 +230,7 @@ fn read_until(
         interfaces,
         frames: Vec::new(),
         untimed: 0,
+        dropped: 0,
     };
     let mut buf = vec![0u8; 65_536];
     let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
@@ -257,10 +262,31 @@ fn read_until(
             }
         }
         if last {
+            captured.dropped = drops(fd)?;
             return Ok(captured);
         }
         std::thread::sleep(READ_EVERY);
     }
+}
+
+use nix::{getsockopt_impl, sockopt_impl};
+
+sockopt_impl!(
+    /// `PACKET_STATISTICS` (linux/if_packet.h): frames a packet socket received and dropped
+    /// since the option was last read.
+    PacketStatistics,
+    GetOnly,
+    libc::SOL_PACKET,
+    libc::PACKET_STATISTICS,
+    libc::tpacket_stats
+);
+
+/// How many frames the kernel dropped for want of room in the socket's buffer since it was
+/// opened (read once: reading `PACKET_STATISTICS` resets it).
+fn drops(fd: &OwnedFd) -> anyhow::Result<u64> {
+    let stats = nix::sys::socket::getsockopt(fd, PacketStatistics)
+        .context("reading the packet socket's drops")?;
+    Ok(u64::from(stats.tp_drops))
 }
 
 /// Keep a frame `from` an interface of `ifindex` if it is RSVP.
@@ -321,6 +347,7 @@ fn parse(node: String, captured: Captured) -> NodeRecords {
         records: Vec::new(),
         unparsed: 0,
         untimed: captured.untimed,
+        dropped: captured.dropped,
     };
     for f in &captured.frames {
         let bundled = matches!(
@@ -421,6 +448,37 @@ mod tests {
 
     fn session(port: u16) -> Session {
         Session::ip(IpAddr::V4(Ipv4Addr::new(10, 91, 4, 2)), 17, port)
+    }
+
+    /// A capture socket whose buffer overflows reports the frames it lost, once (the kernel
+    /// resets the count when it is read). Root only: a namespace of its own with `lo` up.
+    #[test]
+    fn a_full_capture_buffer_is_counted_as_drops() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped a_full_capture_buffer_is_counted_as_drops: needs root");
+            return;
+        }
+        std::thread::spawn(|| {
+            // This thread alone enters the namespace; `ip` forked from it is in it too.
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            let up = std::process::Command::new("ip")
+                .args(["link", "set", "lo", "up"])
+                .status()
+                .unwrap();
+            assert!(up.success());
+            let (fd, _) = open(&["lo".to_string()]).unwrap();
+            // The smallest buffer the kernel allows holds a few frames.
+            setsockopt(&fd, sockopt::RcvBuf, &0).unwrap();
+            let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            for _ in 0..100 {
+                udp.send_to(&[0u8; 1000], "127.0.0.1:9").unwrap();
+            }
+            let lost = drops(&fd).unwrap();
+            assert!(lost > 0, "{lost}");
+            assert_eq!(drops(&fd).unwrap(), 0, "read once");
+        })
+        .join()
+        .unwrap();
     }
 
     fn rec(us: u64, direction: Direction, msg_type: MsgType, port: u16) -> Record {

@@ -146,6 +146,9 @@ pub struct PerHop {
     pub unparsed: usize,
     /// Frames that came without a kernel timestamp (dropped), all routers.
     pub untimed: usize,
+    /// Frames the capture sockets' buffers had no room for (dropped by the kernel), all
+    /// routers.
+    pub capture_drops: u64,
 }
 
 impl PerHop {
@@ -167,6 +170,7 @@ impl PerHop {
             hops,
             unparsed: routers.iter().map(|r| r.unparsed).sum(),
             untimed: routers.iter().map(|r| r.untimed).sum(),
+            capture_drops: routers.iter().map(|r| r.dropped).sum(),
         }
     }
 }
@@ -683,10 +687,11 @@ fn render_per_hop(runs: &[PerHop]) -> String {
                 h.missing
             );
         }
-        if run.unparsed + run.untimed > 0 {
+        if run.unparsed + run.untimed > 0 || run.capture_drops > 0 {
             out += &format!(
-                "    {:<8} {} RSVP frames not a message with a SESSION, {} without a timestamp\n",
-                run.traffic_control, run.unparsed, run.untimed
+                "    {:<8} {} RSVP frames not a message with a SESSION, {} without a timestamp, \
+                 {} frames dropped by the capture sockets\n",
+                run.traffic_control, run.unparsed, run.untimed, run.capture_drops
             );
         }
     }
@@ -773,6 +778,7 @@ mod tests {
             records,
             unparsed: 1,
             untimed: 0,
+            dropped: 0,
         };
         let routers = [
             node(
