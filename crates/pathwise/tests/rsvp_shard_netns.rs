@@ -279,6 +279,8 @@ fn churn_on_two_shards(
             let rr = &c["refresh_reduction"];
             // One Epoch per node (RFC 2961 §4.5): no neighbour saw a shard's as a restart.
             assert_eq!(rr["epoch_changes"].as_u64(), Some(0), "{node}: {c}");
+            // Every message of every node carries the capable flag (RFC 2961 §2).
+            assert_eq!(rr["capability_lost"].as_u64(), Some(0), "{node}: {c}");
             assert!(rr["acks_received"].as_u64() > Some(0), "{node}: {c}");
             // With integrity, a shard's first messages from a neighbour wait for its
             // handshake (RFC 2747 §4.3), and a copy resent after a Challenge that is older

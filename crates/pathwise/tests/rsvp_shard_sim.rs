@@ -449,6 +449,8 @@ struct RrTotals {
     acks_received: u64,
     nacks_sent: u64,
     epoch_changes: u64,
+    /// Neighbours seen to drop the capable flag (RFC 2961 §2): none, every node sets it.
+    capability_lost: u64,
     timeouts: u64,
     /// RFC 2747 handshakes completed (challenges answered).
     handshakes: u64,
@@ -491,6 +493,7 @@ fn rr_run<E: Engine<Event = Event> + SessionEngine + 'static>(
             totals.acks_received += c.refresh.acks_received;
             totals.nacks_sent += c.refresh.nacks_sent;
             totals.epoch_changes += c.refresh.epoch_changes;
+            totals.capability_lost += c.refresh.capability_lost;
             totals.timeouts += c.path_timeouts + c.resv_timeouts;
             totals.handshakes += c.integrity.handshakes;
             totals.verified += c.integrity.verified;
@@ -605,6 +608,7 @@ fn sharded_and_unsharded_agree_with_refresh_reduction(loss: f64) {
         // One Epoch per node (RFC 2961 §4.5): a neighbour taking a shard's Epoch for another
         // would count a restart.
         assert_eq!(t.epoch_changes, 0, "{shards} shards: {t:?}");
+        assert_eq!(t.capability_lost, 0, "{shards} shards: {t:?}");
         assert_eq!(t.drops, one.totals.drops, "{shards} shards dropped");
         assert_eq!(t.timeouts, one.totals.timeouts, "{shards} shards: {t:?}");
         // Every Srefresh identifier reached the shard holding its state. With loss a few may
@@ -726,6 +730,7 @@ fn sharded_nodes_with_integrity_keep_the_same_state() {
         let stale = t.drops.get("out_of_order").copied().unwrap_or(0);
         assert!(stale <= t.handshakes, "{shards} shards: {t:?}");
         assert_eq!(t.epoch_changes, 0, "{shards} shards: {t:?}");
+        assert_eq!(t.capability_lost, 0, "{shards} shards: {t:?}");
         assert_eq!(t.timeouts, one.totals.timeouts, "{shards} shards: {t:?}");
         assert!(
             sharded.idle_at_end,

@@ -120,7 +120,7 @@ fn hello_events(h: &HelloCounters) -> [(&'static str, u64); 4] {
     ]
 }
 
-fn refresh_events(r: &RefreshCounters) -> [(&'static str, u64); 11] {
+fn refresh_events(r: &RefreshCounters) -> [(&'static str, u64); 12] {
     let RefreshCounters {
         identified,
         summarized,
@@ -132,6 +132,7 @@ fn refresh_events(r: &RefreshCounters) -> [(&'static str, u64); 11] {
         bundles_sent,
         bundles_received,
         epoch_changes,
+        capability_lost,
         unforwarded_ids,
     } = *r;
     [
@@ -145,6 +146,7 @@ fn refresh_events(r: &RefreshCounters) -> [(&'static str, u64); 11] {
         ("bundles_sent", bundles_sent),
         ("bundles_received", bundles_received),
         ("epoch_changes", epoch_changes),
+        ("capability_lost", capability_lost),
         ("unforwarded_ids", unforwarded_ids),
     ]
 }
@@ -426,6 +428,7 @@ mod tests {
                 bundles_sent: n(),
                 bundles_received: n(),
                 epoch_changes: n(),
+                capability_lost: n(),
                 unforwarded_ids: n(),
             },
         };

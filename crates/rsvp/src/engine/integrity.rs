@@ -262,7 +262,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
             challenge: Challenge { key_id, cookie },
         });
         let mut payload = Vec::with_capacity(msg.buffer_len());
-        msg.emit(self.cfg.ttl, &mut payload);
+        // Flagged as every message of this node is (RFC 2961 §2: the bit describes the node).
+        msg.emit_with(
+            self.cfg.ttl,
+            self.header_flags(),
+            &crate::wire::message::Refresh::default(),
+            &mut payload,
+        );
         let src = self.iface_addr(Some(ifindex), to);
         self.counters.integrity.challenges_sent += 1;
         self.push_transmit(MsgType::IntegrityChallenge, payload, src, to, ifindex);
@@ -319,7 +325,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
             challenge: c.challenge,
         });
         let mut payload = Vec::with_capacity(msg.buffer_len() + super::send::MAX_INTEGRITY_LEN);
-        msg.emit(self.cfg.ttl, &mut payload);
+        // Flagged as every message of this node is (RFC 2961 §2: the bit describes the node).
+        msg.emit_with(
+            self.cfg.ttl,
+            self.header_flags(),
+            &crate::wire::message::Refresh::default(),
+            &mut payload,
+        );
         sign(&mut payload, key, seq, policy.flags());
         let src = self.iface_addr(Some(rx.ifindex), rx.src);
         self.counters.integrity.responses_sent += 1;

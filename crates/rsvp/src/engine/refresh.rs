@@ -246,6 +246,9 @@ pub struct RefreshCounters {
     /// Neighbours found restarted by a changed Epoch (RFC 2961 §4.5), each sent this node's
     /// state towards it at once.
     pub epoch_changes: u64,
+    /// Neighbours that stopped setting the Refresh-Reduction-Capable flag (RFC 2961 §2): no
+    /// Srefresh or Bundle goes to them after it, and their state is refreshed in full.
+    pub capability_lost: u64,
     /// Unmatched identifiers of SRC_LIST and MCAST_LIST objects ignored because this node
     /// would not forward the sender's data to the group (RFC 2961 §5.3, the RPF check).
     pub unforwarded_ids: u64,
@@ -607,9 +610,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
             return Ok(None);
         }
         let nbr = neighbor_of(msg, src);
-        if hdr.flags & REFRESH_REDUCTION_CAPABLE != 0 && !self.is_local(nbr) {
-            self.rr.capable.insert(nbr, ifindex);
-            self.rr.on_iface.insert(ifindex, nbr);
+        if !self.is_local(nbr) {
+            if hdr.flags & REFRESH_REDUCTION_CAPABLE != 0 {
+                self.rr.capable.insert(nbr, ifindex);
+                self.rr.on_iface.insert(ifindex, nbr);
+            } else {
+                self.lose_capability(nbr);
+            }
         }
         // Acknowledgements are taken even from a message dropped below: an acknowledgement
         // stays true however late it comes, and ignoring it only draws retransmissions.
@@ -834,6 +841,34 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.rr.retransmit.insert((now + RAPID_RETRANSMIT, o.id));
             }
             self.resend(state);
+        }
+    }
+
+    /// RFC 2961 §2: "nodes supporting the refresh overhead reduction extensions MUST examine
+    /// the flags field of each received RSVP message. If the flag changes from indicating
+    /// support to indicating non-support then, unless configured otherwise, Srefresh messages
+    /// [...] MUST NOT be used for subsequent state refreshes to that neighbor and Bundle
+    /// messages [...] MUST NOT be sent to that neighbor." Forgetting it as capable does both
+    /// (Paths and Resvs towards it go out in full and unidentified, §5.6, and nothing is
+    /// bundled for it); the summaries already queued for it are dropped, and what it had
+    /// acknowledged counts as unacknowledged, so that if it sets the flag again it is sent its
+    /// state in full before any summary names it (it may be another implementation now).
+    /// Acknowledgements it asks for are still sent (§2: a node may do reliable delivery, §4,
+    /// without the flag).
+    fn lose_capability(&mut self, nbr: IpAddr) {
+        if self.rr.capable.remove(&nbr).is_none() {
+            return;
+        }
+        self.counters.refresh.capability_lost += 1;
+        tracing::info!(neighbor = %nbr, "rsvp neighbour no longer refresh-reduction capable: refreshing it in full");
+        self.rr.on_iface.retain(|_, a| *a != nbr);
+        self.rr.summaries.retain(|s| s.0 != nbr);
+        if let Some(n) = self.rr.nbr(nbr) {
+            self.rr.out.for_each_mut(|o| {
+                if o.neighbor == n {
+                    o.acked = false;
+                }
+            });
         }
     }
 

@@ -167,6 +167,12 @@ impl<R: Record> Records<R> {
         self.slots.iter().flatten()
     }
 
+    /// Change every record in place. What keys a record (its state and identifier) must not
+    /// change: the indexes are not updated.
+    pub(super) fn for_each_mut(&mut self, mut f: impl FnMut(&mut R)) {
+        self.slots.iter_mut().flatten().for_each(&mut f);
+    }
+
     /// Heap bytes: the slot vector, the free list and both index tables (one control byte per
     /// bucket beside the 4-byte slot number).
     pub(super) fn heap_bytes(&self) -> usize {

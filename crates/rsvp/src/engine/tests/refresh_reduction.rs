@@ -484,6 +484,63 @@ fn a_neighbour_with_a_new_epoch_is_sent_its_state_at_once() {
     assert_eq!(e.counters().refresh.epoch_changes, 1);
 }
 
+/// RFC 2961 §2: a neighbour whose messages stop carrying the Refresh-Reduction-Capable flag
+/// (it restarted without refresh reduction, or another implementation took its address) is
+/// refreshed in full from then on: no Srefresh, no Bundle, no MESSAGE_ID. When it sets the
+/// flag again, it is first sent its state in full and identified, not summarised.
+#[test]
+fn a_neighbour_that_stops_setting_the_capable_flag_is_refreshed_in_full() {
+    // Paths go to the session's destination out of DOWN; the rest to NHOP itself.
+    let towards_nhop = |t: &Transmit| t.ifindex == Some(DOWN) || t.dst == IpAddr::from(NHOP);
+    let mut e = rr_engine();
+    let now = acknowledged_downstream(&mut e);
+    let r = resv(session(1), StyleKind::Ff, ff(10.0, sender(1)));
+    // Its Resv refresh without the flag (and without a MESSAGE_ID).
+    feed(&mut e, now, &bytes(&r, 64), NHOP, DOWN, 64);
+    assert_eq!(e.counters().refresh.capability_lost, 1);
+    let summarized = e.counters().refresh.summarized;
+    let mut now = now;
+    let mut paths = 0;
+    while now < Instant::from_secs(200) {
+        let Some(t) = e.poll_timeout() else { break };
+        now = t;
+        e.handle_timeout(t);
+        let mut sent: Vec<Transmit> = std::iter::from_fn(|| e.poll_transmit()).collect();
+        // Keep the state alive from both sides, the next hop still without the flag.
+        sent.extend(feed(&mut e, now, &bytes(&r, 64), NHOP, DOWN, 64));
+        sent.extend(feed(
+            &mut e,
+            now,
+            &bytes(&path(session(1), sender(1)), 63),
+            PHOP,
+            UP,
+            63,
+        ));
+        for t in sent.iter().filter(|t| towards_nhop(t)) {
+            assert_ne!(t.payload[1], crate::wire::te::msg_type::BUNDLE, "{t:?}");
+            let (_, m, refresh) = Message::parse_refresh(&t.payload).expect("valid");
+            assert!(!matches!(m, Message::Srefresh(_)), "{m:?}");
+            assert_eq!(refresh.message_id, None, "{m:?}");
+            paths += usize::from(matches!(m, Message::Path(_)));
+        }
+    }
+    assert!(paths >= 4, "{paths} Paths refreshed in full");
+    assert_eq!(e.counters().refresh.summarized, summarized);
+    assert_eq!(e.counters().refresh.capability_lost, 1, "counted once");
+    // It sets the flag again: the next Path towards it is full and identified.
+    feed(&mut e, now, &identified(&r, &mid(9, 2)), NHOP, DOWN, 64);
+    let later: Vec<Transmit> = run_until(&mut e, now + Duration::from_secs(50))
+        .into_iter()
+        .filter(towards_nhop)
+        .collect();
+    let identified_paths = messages(&later)
+        .into_iter()
+        .filter(|(_, m, r)| matches!(m, Message::Path(_)) && r.message_id.is_some())
+        .count();
+    assert!(identified_paths >= 1, "{later:?}");
+    assert_eq!(e.counters().refresh.summarized, summarized);
+}
+
 #[test]
 fn multicast_path_state_is_refreshed_in_full() {
     let mut e = rr_engine();
