@@ -187,14 +187,18 @@ impl Config {
     /// In-memory admission control over the configured interfaces (what
     /// [`RsvpEngine::with_memory_tc`] admits through).
     pub fn memory_tc(&self) -> MemoryTrafficControl {
-        self.interfaces
+        let mut tc: MemoryTrafficControl = self
+            .interfaces
             .iter()
             .map(|i| {
                 let link =
                     TcInterface::from_link(i.reservable_bps, i.bandwidth_bps, i.latency, i.mtu);
                 (i.ifindex, link)
             })
-            .collect()
+            .collect();
+        // A reservation per expected session (FF at a transit: one sender, one interface).
+        tc.make_room(self.expected_sessions);
+        tc
     }
 }
 
