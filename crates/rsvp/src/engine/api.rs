@@ -161,8 +161,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     sender,
                     tspec,
                     adspec,
-                    phop: None,
-                    iif: None,
+                    upstream: None,
                     oifs: super::state::Oifs::default(),
                     ttl: self.cfg.ttl,
                     non_rsvp: false,
@@ -194,7 +193,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let sid = self.find_session(&session).ok_or(ApiError::Unknown)?;
         let id = self
             .find_psb(sid, &sender)
-            .filter(|&id| self.psbs[id].phop.is_none())
+            .filter(|&id| self.psbs[id].phop().is_none())
             .ok_or(ApiError::Unknown)?;
         self.remove_psb(id, true);
         self.after_path_removal(sid);

@@ -360,7 +360,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let psbs: SmallVec<[PsbId; 2]> = self
                 .psbs_of(sid)
                 .filter(|&p| {
-                    self.psbs[p].phop.is_some_and(|ph| {
+                    self.psbs[p].phop().is_some_and(|ph| {
                         let ph = &self.phops[ph];
                         ph.ifindex == ifindex && ph.hop.addr == addr
                     })

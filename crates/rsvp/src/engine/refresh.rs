@@ -497,7 +497,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             OutState::Path(p, _) => self
                 .psbs
                 .get(p)
-                .is_some_and(|psb| self.sessions[psb.session].key.dest.is_multicast()),
+                .is_some_and(|psb| self.session_dest(psb.session).addr.is_multicast()),
             OutState::Resv(..) => false,
         }
     }
@@ -707,7 +707,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         match state {
             MsgState::Path(session, sender) => {
                 let p = self.find_psb(self.find_session(&session)?, &sender)?;
-                let from = self.psbs[p].phop.map(|ph| self.phops[ph].hop.addr);
+                let from = self.psbs[p].phop().map(|ph| self.phops[ph].hop.addr);
                 (from == Some(nbr)).then_some(InState::Path(p))
             }
             MsgState::Resv(session) => {
@@ -973,7 +973,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 let Some(psb) = self.psbs.get(p) else {
                     return false;
                 };
-                let from = psb.phop.map(|ph| self.phops[ph].hop.addr);
+                let from = psb.phop().map(|ph| self.phops[ph].hop.addr);
                 if from != Some(nbr) {
                     return false;
                 }

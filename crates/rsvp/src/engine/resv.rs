@@ -231,7 +231,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let mut errors = Vec::new();
         // (FF sender, flowspec, filters, the descriptor it came from) per RSB to install.
         let mut wanted: SmallVec<[WantedRsb; 1]> = SmallVec::new();
-        let lsp = self.sessions[sid].is_lsp_tunnel();
+        let lsp = self.is_lsp_session(sid);
         for (fi, f) in req.flows.iter().enumerate() {
             // RFC 3209 §4.1.2: a label this node cannot use is refused with "Unacceptable
             // label value"; a Generalized LABEL with "MPLS label allocation failure" (RFC 3473
@@ -379,7 +379,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             };
             self.counters.admission_failures += 1;
             let (code, value) = admission_error_code(fail.err);
-            let node = self.iface_addr(r.oi, self.sessions[sid].key.dest);
+            let node = self.iface_addr(r.oi, self.session_dest(sid).addr);
             let flags = if old.is_some() {
                 ErrorSpec::IN_PLACE
             } else {
@@ -670,7 +670,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.counters.admission_failures += 1;
                 let (code, value) = admission_error_code(f.err);
                 let r = &self.rsbs[id];
-                let node = self.iface_addr(r.oi, self.sessions[sid].key.dest);
+                let node = self.iface_addr(r.oi, self.session_dest(sid).addr);
                 let desc = FlowDescriptor {
                     flowspec: Some(*self.flowspecs.get(r.flowspec)),
                     filters: r.filters.clone(),
@@ -827,13 +827,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// on refresh); tear requests that vanished; answer or forward confirmations; tell local
     /// senders about their reservations.
     pub(super) fn refresh_upstream(&mut self, sid: SessionId, force: bool) {
-        let lsp = self.sessions[sid].is_lsp_tunnel();
+        let lsp = self.is_lsp_session(sid);
         if lsp {
             self.sync_labels(sid);
         }
         let mut groups: SendersByHop = SmallVec::new();
         for p in self.psbs_of(sid) {
-            let ph = self.psbs[p].phop;
+            let ph = self.psbs[p].phop();
             match groups.iter_mut().find(|(g, _)| *g == ph) {
                 Some((_, v)) => v.push(p),
                 None => groups.push((ph, SmallVec::from_elem(p, 1))),
@@ -903,7 +903,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// A sender moves away from its previous hop (route change upstream): tear down what we
     /// asked of that hop for it, unless (wildcard) other senders behind the hop still need it.
     pub(super) fn withdraw_upstream(&mut self, psb: PsbId) {
-        let (Some(sent), Some(ph)) = (self.psbs[psb].sent, self.psbs[psb].phop) else {
+        let (Some(sent), Some(ph)) = (self.psbs[psb].sent, self.psbs[psb].phop()) else {
             return;
         };
         let sid = self.psbs[psb].session;
@@ -911,9 +911,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             return;
         };
         let others_need_it = style == StyleKind::Wf
-            && self
-                .psbs_of(sid)
-                .any(|q| q != psb && self.psbs[q].phop == Some(ph) && self.psbs[q].sent.is_some());
+            && self.psbs_of(sid).any(|q| {
+                q != psb && self.psbs[q].phop() == Some(ph) && self.psbs[q].sent.is_some()
+            });
         if !others_need_it {
             let flow = RequestFlow {
                 flowspec: *self.flowspecs.get(sent),
@@ -972,11 +972,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         // session, so they are not looped back to senders elsewhere (RFC 2205 §3.4 SCOPE).
         let several = self
             .psbs_of(sid)
-            .any(|p| self.psbs[p].phop.is_some_and(|q| q != ph));
+            .any(|p| self.psbs[p].phop().is_some_and(|q| q != ph));
         let scope = (style == StyleKind::Wf && several).then(|| Scope {
             addrs: self
                 .psbs_of(sid)
-                .filter(|&p| self.psbs[p].phop == Some(ph))
+                .filter(|&p| self.psbs[p].phop() == Some(ph))
                 .map(|p| self.psbs[p].sender.src())
                 .collect(),
         });
@@ -1022,7 +1022,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let mut hop = RsvpHop::new(self.iface_addr(Some(ifx), session.dest), lih);
         hop.if_id = self
             .psbs_of(sid)
-            .filter(|&p| self.psbs[p].phop == Some(ph))
+            .filter(|&p| self.psbs[p].phop() == Some(ph))
             .find_map(|p| self.psbs[p].te().and_then(|t| t.phop_if_id.clone()));
         hop
     }
@@ -1177,7 +1177,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .psbs_of(sid)
                 .filter(|&p| {
                     let psb = &self.psbs[p];
-                    psb.phop
+                    psb.phop()
                         .is_some_and(|ph| self.phops[ph].hop.addr == e.hop.addr)
                         && (named.is_empty()
                             || named.iter().any(|f| filter_matches(f, &psb.sender)))

@@ -71,18 +71,28 @@ pub fn carried_slice(c: &Carried) -> &[Opaque] {
     c.as_deref().map_or(&[], Vec::as_slice)
 }
 
-/// An interned Extended Tunnel ID (RFC 3209 §4.6.1.1): the LSPs of one ingress share it.
-pub type ExtTunnelIdRef = Interned<IpAddr>;
+/// Where a session goes: its SESSION's DestAddress (an LSP tunnel's end point) and, for an
+/// LSP tunnel, its Extended Tunnel ID (RFC 2205 §A.1, RFC 3209 §4.6.1). Interned
+/// ([`SessionDestRef`]): the sessions to one host share it, as do the LSPs of one ingress to
+/// one end point, and every session holds four bytes where the address inline took 17 and the
+/// Extended Tunnel ID a reference of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionDest {
+    /// DestAddress, or an LSP tunnel's end point address.
+    pub addr: IpAddr,
+    /// An LSP tunnel's Extended Tunnel ID; `None` for an IP session.
+    pub ext_tunnel_id: Option<IpAddr>,
+}
+
+/// An interned [`SessionDest`].
+pub type SessionDestRef = Interned<SessionDest>;
 
 /// All state of one session.
 #[derive(Debug)]
 pub struct SessionState {
-    /// The SESSION object but for its Extended Tunnel ID
-    /// ([`RsvpEngine::session_key`](super::RsvpEngine::session_key) puts them together).
+    /// The SESSION object, its destination interned
+    /// ([`RsvpEngine::session_key`](super::RsvpEngine::session_key) puts it together).
     pub key: SessionKey,
-    /// The Extended Tunnel ID of an LSP tunnel's SESSION. Kept out of line: 17 bytes inline
-    /// in every session, where IP sessions have none and the LSPs of one ingress share one.
-    pub ext_tunnel_id: Option<ExtTunnelIdRef>,
     /// Style of the requests this node last sent upstream (for their teardown).
     pub upstream_style: Option<SentStyle>,
     /// Path state, one per sender.
@@ -100,20 +110,12 @@ pub struct SessionState {
     pub refresh_at: Instant,
 }
 
-impl SessionState {
-    /// Whether the session is an LSP tunnel (RFC 3209 §4.6.1: its SESSION has an Extended
-    /// Tunnel ID).
-    pub fn is_lsp_tunnel(&self) -> bool {
-        self.ext_tunnel_id.is_some()
-    }
-}
-
-/// The fields of a SESSION object (RFC 2205 §A.1, RFC 3209 §4.6.1) held inline in every
-/// session: all but the Extended Tunnel ID.
+/// The fields of a SESSION object (RFC 2205 §A.1, RFC 3209 §4.6.1) as every session holds
+/// them: the destination and Extended Tunnel ID interned, the rest inline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SessionKey {
-    /// DestAddress (an LSP tunnel's end point).
-    pub dest: IpAddr,
+    /// DestAddress (an LSP tunnel's end point) and Extended Tunnel ID.
+    pub dest: SessionDestRef,
     /// Protocol Id (0 in an LSP tunnel).
     pub protocol_id: u8,
     /// Flags: E_Police, as the latest Path carried them.
@@ -123,24 +125,14 @@ pub struct SessionKey {
 }
 
 impl SessionKey {
-    /// The inline part of `s`.
-    pub fn of(s: &Session) -> Self {
-        SessionKey {
-            dest: s.dest,
-            protocol_id: s.protocol_id,
-            flags: s.flags,
-            dst_port: s.dst_port,
-        }
-    }
-
-    /// The SESSION object with this Extended Tunnel ID.
-    pub fn session(self, extended_tunnel_id: Option<IpAddr>) -> Session {
+    /// The SESSION object, given the destination `dest` names.
+    pub fn session(self, dest: &SessionDest) -> Session {
         Session {
-            dest: self.dest,
+            dest: dest.addr,
             protocol_id: self.protocol_id,
             flags: self.flags,
             dst_port: self.dst_port,
-            extended_tunnel_id,
+            extended_tunnel_id: dest.ext_tunnel_id,
         }
     }
 }
@@ -192,10 +184,9 @@ pub struct Psb {
     pub tspec: TspecRef,
     /// ADSPEC as received (composed with each outgoing link when forwarded).
     pub adspec: Option<AdspecRef>,
-    /// Previous hop; `None` for a sender registered locally through the API.
-    pub phop: Option<PhopId>,
-    /// Incoming interface; `None` for a local sender.
-    pub iif: Option<IfIndex>,
+    /// Previous hop and incoming interface ([`Psb::phop`], [`Psb::iif`]); `None` for a sender
+    /// registered locally through the API.
+    pub upstream: Option<Upstream>,
     /// Where the sender's data goes from here (route lookup result).
     pub oifs: Oifs,
     /// IP TTL to forward Path with (received TTL − 1).
@@ -217,6 +208,17 @@ pub struct Psb {
     pub sent: Option<FlowSpecRef>,
     /// What few senders have, out of line: blockade and RSVP-TE state.
     pub extra: Option<Box<PsbExtra>>,
+}
+
+/// Where a sender's Path reaches this node from (RFC 2209 §1: a PSB's PHOP and
+/// IncInterface): a sender has both or, registered locally, neither. One field, so the pair
+/// takes eight bytes in every PSB where two `Option`s took twelve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Upstream {
+    /// The previous hop.
+    pub phop: PhopId,
+    /// Our interface the Path arrived on.
+    pub iif: IfIndex,
 }
 
 /// The rarely present parts of a PSB, in one box so that a plain sender pays one pointer.
@@ -246,6 +248,16 @@ impl PsbExtra {
 }
 
 impl Psb {
+    /// Previous hop; `None` for a local sender.
+    pub fn phop(&self) -> Option<PhopId> {
+        self.upstream.map(|u| u.phop)
+    }
+
+    /// Incoming interface; `None` for a local sender.
+    pub fn iif(&self) -> Option<IfIndex> {
+        self.upstream.map(|u| u.iif)
+    }
+
     /// RSVP-TE state, for an LSP.
     pub fn te(&self) -> Option<&super::te::PsbTe> {
         self.extra.as_ref()?.te.as_ref()
@@ -566,11 +578,20 @@ impl Encode for SenderTspec {
     }
 }
 
-impl Encode for IpAddr {
+impl Encode for SessionDest {
+    /// The address family of each address, then the addresses' bytes.
     fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            IpAddr::V4(a) => out.extend_from_slice(&a.octets()),
-            IpAddr::V6(a) => out.extend_from_slice(&a.octets()),
+        let family = |a: Option<&IpAddr>| match a {
+            None => 0,
+            Some(IpAddr::V4(_)) => 4,
+            Some(IpAddr::V6(_)) => 6,
+        };
+        out.push((family(Some(&self.addr)) << 4) | family(self.ext_tunnel_id.as_ref()));
+        for a in core::iter::once(&self.addr).chain(&self.ext_tunnel_id) {
+            match a {
+                IpAddr::V4(a) => out.extend_from_slice(&a.octets()),
+                IpAddr::V6(a) => out.extend_from_slice(&a.octets()),
+            }
         }
     }
 }
@@ -686,26 +707,32 @@ mod tests {
         use std::mem::size_of;
         // 88 since SESSION grew an RSVP-TE Extended Tunnel ID (RFC 3209 §4.6.1); 80 since the
         // local-repair deadline moved out; 72 since the upstream style is one byte; 56 since
-        // the Extended Tunnel ID is interned.
+        // the Extended Tunnel ID is interned; 40 since the destination is interned with it.
         assert!(
-            size_of::<SessionState>() <= 56,
+            size_of::<SessionState>() <= 40,
             "SessionState is {}",
             size_of::<SessionState>()
         );
         // 112 since the SENDER_TSPEC is interned; 104 since the outgoing interfaces are a
         // `Few` (the Rsb's 72 since its filters are); 96 since carried objects are with the
         // other rare parts; 112 since it holds its sender's FF reservation (16 bytes where the
-        // OutISB and OIatPSB blocks took 48).
-        assert!(size_of::<Psb>() <= 112, "Psb is {}", size_of::<Psb>());
+        // OutISB and OIatPSB blocks took 48); 104 since traffic control's handle is four
+        // bytes and the previous hop and incoming interface are one field.
+        assert!(size_of::<Psb>() <= 104, "Psb is {}", size_of::<Psb>());
         assert!(
-            size_of::<Option<Installed>>() <= 16,
+            size_of::<Option<Upstream>>() <= 8,
+            "Option<Upstream> is {}",
+            size_of::<Option<Upstream>>()
+        );
+        assert!(
+            size_of::<Option<Installed>>() <= 12,
             "Option<Installed> is {}",
             size_of::<Option<Installed>>()
         );
         // The Rsb's 64 since its style is one byte and it names no session.
         assert!(size_of::<Rsb>() <= 64, "Rsb is {}", size_of::<Rsb>());
         assert!(
-            size_of::<OutIsb>() <= 32,
+            size_of::<OutIsb>() <= 28,
             "OutIsb is {}",
             size_of::<OutIsb>()
         );
