@@ -276,9 +276,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .rsbs_of(sid)
             .filter(|&r| {
                 let r = &self.rsbs[r];
-                r.nhop.is_none()
-                    && !(r.style.kind() == style
-                        && flows.iter().any(|f| f.filters.first() == r.filters.first()))
+                r.nhop().is_none()
+                    && !(r.style().kind() == style
+                        && flows
+                            .iter()
+                            .any(|f| f.filters.first() == r.filters().first()))
             })
             .collect();
         for r in stale {
@@ -331,7 +333,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         };
         let locals: SmallVec<[RsbId; 2]> = self
             .rsbs_of(sid)
-            .filter(|&r| self.rsbs[r].nhop.is_none())
+            .filter(|&r| self.rsbs[r].nhop().is_none())
             .collect();
         if locals.is_empty() && !kept {
             return Err(ApiError::Unknown);

@@ -370,7 +370,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .rsbs_of(sid)
                 .filter(|&r| {
                     let r = &self.rsbs[r];
-                    r.oi == Some(ifindex) && r.nhop.is_some_and(|h| self.hops.get(h).addr == addr)
+                    r.oi() == Some(ifindex)
+                        && r.nhop().is_some_and(|h| self.hops.get(h).addr == addr)
                 })
                 .collect();
             for &p in &psbs {

@@ -97,11 +97,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .map(|r| {
                     let r = &self.rsbs[r];
                     ResvView {
-                        nhop: r.nhop.map(|h| self.hops.get(h).addr),
-                        oi: r.oi,
-                        style: r.style.kind(),
+                        nhop: r.nhop().map(|h| self.hops.get(h).addr),
+                        oi: r.oi(),
+                        style: r.style().kind(),
                         flowspec: *self.flowspecs.get(r.flowspec),
-                        filters: r.filters.to_vec(),
+                        filters: r.filters().to_vec(),
                     }
                 })
                 .collect(),
@@ -194,7 +194,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .rsbs
             .iter()
             .map(|(_, r)| {
-                r.filters.heap_bytes()
+                r.selection.heap_bytes()
                     + r.extra.as_ref().map_or(0, |e| {
                         size_of::<super::state::RsbExtra>()
                             + e.carried

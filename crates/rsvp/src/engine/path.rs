@@ -3,8 +3,8 @@
 
 use super::list;
 use super::state::{
-    Filters, Oi, Oifs, PhopId, Psb, PsbId, SessionDest, SessionId, SessionKey, SessionState,
-    Upstream, carried, filter_matches,
+    Oi, Oifs, PhopId, Psb, PsbId, SessionDest, SessionId, SessionKey, SessionState, Upstream,
+    carried, filter_matches,
 };
 use super::te::PsbTe;
 use super::{Event, RsvpEngine, TrafficControl};
@@ -538,22 +538,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
         // PathTear: "delete ... RSBs ... that no longer match any PSB").
         let rsbs: SmallVec<[_; 4]> = self.rsbs_of(sid).collect();
         for rid in rsbs {
-            if self.rsbs[rid].style == super::state::SentStyle::Wf {
-                continue;
-            }
-            let remaining: Filters = self.rsbs[rid]
-                .filters
-                .iter()
-                .copied()
-                .filter(|f| {
-                    self.psbs_of(sid)
-                        .any(|q| filter_matches(f, &self.psbs[q].sender))
-                })
-                .collect();
-            if remaining.is_empty() {
+            let (psbs, sessions) = (&self.psbs, &self.sessions);
+            let matched = self.rsbs[rid].selection.retain(|f| {
+                list::iter(psbs, sessions[sid].psbs, |p| p.next)
+                    .any(|q| filter_matches(f, &psbs[q].sender))
+            });
+            if !matched {
                 self.remove_rsb(sid, rid);
-            } else if remaining.len() != self.rsbs[rid].filters.len() {
-                self.rsbs[rid].filters = remaining;
             }
         }
     }

@@ -716,7 +716,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.rsbs_of(sid)
                     .any(|r| {
                         self.rsbs[r]
-                            .nhop
+                            .nhop()
                             .is_some_and(|h| self.hops.get(h).addr == nbr)
                     })
                     .then_some(InState::Resv(sid, n))
@@ -988,7 +988,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     .rsbs_of(sid)
                     .filter(|&r| {
                         self.rsbs[r]
-                            .nhop
+                            .nhop()
                             .is_some_and(|h| self.hops.get(h).addr == nbr)
                     })
                     .collect();
@@ -1046,7 +1046,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         if !self.cfg.refresh_reduction
             || self.rsbs_of(sid).any(|r| {
                 self.rsbs[r]
-                    .nhop
+                    .nhop()
                     .is_some_and(|h| self.hops.get(h).addr == nhop)
             })
         {

@@ -54,9 +54,6 @@ pub type Oi = Option<IfIndex>;
 /// A PSB's outgoing interfaces: one but for multicast.
 pub type Oifs = crate::few::Few<Oi>;
 
-/// An RSB's filters: one for FF, one or more for SE, none for WF.
-pub type Filters = crate::few::Few<FilterSpec>;
-
 /// Objects carried without being interpreted (POLICY_DATA, unknown class 11bbbbbb); almost
 /// always none, so one pointer.
 pub type Carried = Option<Box<Vec<Opaque>>>;
@@ -357,21 +354,84 @@ pub struct PhopSb {
 pub struct Rsb {
     /// Next RSB of the session (whose id every caller has at hand: no back reference).
     pub next: Option<RsbId>,
-    /// The next hop that sent it; `None` for a local receiver.
-    pub nhop: Option<HopRef>,
-    /// The outgoing interface it reserves on (`None`: local delivery).
-    pub oi: Oi,
-    /// Reservation style: WF, FF or SE, the only ones that make state (one byte, where
-    /// [`StyleKind`] takes eight).
-    pub style: SentStyle,
+    /// The next hop that sent it and the outgoing interface it reserves on ([`Rsb::nhop`],
+    /// [`Rsb::oi`]); `None` for a local receiver.
+    pub downstream: Option<Downstream>,
+    /// Reservation style and the senders it applies to ([`Rsb::style`], [`Rsb::filters`]).
+    pub selection: Selection,
     /// Requested flowspec.
     pub flowspec: FlowSpecRef,
-    /// Senders it applies to: one for FF, one or more for SE, none (all) for WF.
-    pub filters: Filters,
     /// What few requests carry (SCOPE, a pending confirmation, forwarded objects), out of line.
     pub extra: Option<Box<RsbExtra>>,
     /// When the state times out unless refreshed ([`Instant::MAX`] for local receivers).
     pub expires: Instant,
+}
+
+/// Where a request comes from (RFC 2209 §1: an RSB's NHOP and OI): a next hop and the
+/// outgoing interface it reserves on, or, for a local receiver, neither. One field, so the
+/// pair takes eight bytes in every RSB where two `Option`s took twelve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Downstream {
+    /// The next hop.
+    pub nhop: HopRef,
+    /// The outgoing interface.
+    pub oi: IfIndex,
+}
+
+/// An RSB's reservation style with the senders it selects (RFC 2205 §1.3, §3.1.2: "Style"
+/// and "Filter_spec_list"): WF, FF or SE, the only styles that make state. One enum, so the
+/// style costs no byte of its own and a fixed filter is held inline.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Selection {
+    /// Wildcard-Filter: every sender (upstream of SCOPE, if the request has one).
+    Wf,
+    /// Fixed-Filter: one sender (each sender of an FF request is an RSB of its own).
+    Ff(FilterSpec),
+    /// Shared-Explicit: the senders listed, one or more.
+    Se(Box<[FilterSpec]>),
+}
+
+impl Selection {
+    /// The style.
+    pub fn style(&self) -> SentStyle {
+        match self {
+            Selection::Wf => SentStyle::Wf,
+            Selection::Ff(_) => SentStyle::Ff,
+            Selection::Se(_) => SentStyle::Se,
+        }
+    }
+
+    /// The filters: one for FF, one or more for SE, none (all senders) for WF.
+    pub fn filters(&self) -> &[FilterSpec] {
+        match self {
+            Selection::Wf => &[],
+            Selection::Ff(f) => core::slice::from_ref(f),
+            Selection::Se(fs) => fs,
+        }
+    }
+
+    /// Heap bytes held (an SE list).
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Selection::Se(fs) => core::mem::size_of_val::<[FilterSpec]>(fs),
+            _ => 0,
+        }
+    }
+
+    /// Keep only the filters `keep` accepts. Returns whether the selection still selects
+    /// anything: WF always does; FF and SE do while a filter remains.
+    pub fn retain(&mut self, mut keep: impl FnMut(&FilterSpec) -> bool) -> bool {
+        match self {
+            Selection::Wf => true,
+            Selection::Ff(f) => keep(f),
+            Selection::Se(fs) => {
+                if !fs.iter().all(&mut keep) {
+                    *fs = fs.iter().copied().filter(|f| keep(f)).collect();
+                }
+                !fs.is_empty()
+            }
+        }
+    }
 }
 
 /// The rarely present parts of an RSB.
@@ -389,6 +449,26 @@ pub struct RsbExtra {
 }
 
 impl Rsb {
+    /// The next hop that sent it; `None` for a local receiver.
+    pub fn nhop(&self) -> Option<HopRef> {
+        self.downstream.map(|d| d.nhop)
+    }
+
+    /// The outgoing interface it reserves on (`None`: local delivery).
+    pub fn oi(&self) -> Oi {
+        self.downstream.map(|d| d.oi)
+    }
+
+    /// Reservation style.
+    pub fn style(&self) -> SentStyle {
+        self.selection.style()
+    }
+
+    /// Senders it applies to: one for FF, one or more for SE, none (all) for WF.
+    pub fn filters(&self) -> &[FilterSpec] {
+        self.selection.filters()
+    }
+
     /// SCOPE, if the request has one.
     pub fn scope(&self) -> Option<&Scope> {
         self.extra.as_ref().and_then(|e| e.scope.as_ref())
@@ -416,9 +496,9 @@ impl Rsb {
 
     /// Whether this request applies to `sender` (style semantics, RFC 2205 §1.3).
     pub fn covers(&self, sender: &FilterSpec) -> bool {
-        match self.style {
-            SentStyle::Wf => self.scope().is_none_or(|s| s.addrs.contains(&sender.src())),
-            _ => self.filters.iter().any(|f| filter_matches(f, sender)),
+        match &self.selection {
+            Selection::Wf => self.scope().is_none_or(|s| s.addrs.contains(&sender.src())),
+            s => s.filters().iter().any(|f| filter_matches(f, sender)),
         }
     }
 }
@@ -729,8 +809,14 @@ mod tests {
             "Option<Installed> is {}",
             size_of::<Option<Installed>>()
         );
-        // The Rsb's 64 since its style is one byte and it names no session.
-        assert!(size_of::<Rsb>() <= 64, "Rsb is {}", size_of::<Rsb>());
+        // The Rsb's 64 since its style is one byte and it names no session; 56 since the style
+        // is its filters' enum and the next hop and outgoing interface are one field.
+        assert!(size_of::<Rsb>() <= 56, "Rsb is {}", size_of::<Rsb>());
+        assert!(
+            size_of::<Selection>() <= 24,
+            "Selection is {}",
+            size_of::<Selection>()
+        );
         assert!(
             size_of::<OutIsb>() <= 28,
             "OutIsb is {}",

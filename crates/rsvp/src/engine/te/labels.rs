@@ -130,11 +130,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let oi = psb.oifs.first().copied().flatten()?;
         self.rsbs_of(psb.session).find_map(|r: RsbId| {
             let rsb = &self.rsbs[r];
-            if rsb.oi != Some(oi) {
+            if rsb.oi() != Some(oi) {
                 return None;
             }
             let i = rsb
-                .filters
+                .filters()
                 .iter()
                 .position(|f| filter_matches(f, &psb.sender))?;
             let te = rsb.te().get(i)?;
@@ -142,7 +142,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 label: te.label_value()?,
                 next_hop: NextHop {
                     ifindex: oi,
-                    addr: self.hops.get(rsb.nhop?).addr,
+                    addr: self.hops.get(rsb.nhop()?).addr,
                 },
                 rro: te.record_route.clone(),
             })

@@ -542,7 +542,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         // A request of the other style (the head end changed its mind) is replaced.
         let stale: SmallVec<[RsbId; 2]> = self
             .rsbs_of(sid)
-            .filter(|&r| self.rsbs[r].nhop.is_none() && self.rsbs[r].style.kind() != kind)
+            .filter(|&r| self.rsbs[r].nhop().is_none() && self.rsbs[r].style().kind() != kind)
             .collect();
         for r in stale {
             self.remove_rsb(sid, r);

@@ -1,7 +1,8 @@
 //! State kept in compact forms must behave as the fields it replaced: a session's destination
 //! interned ([`super::super::state::SessionDest`]), a PSB's previous hop and incoming interface
-//! as one field. These tests move state through each form's transitions and check what the
-//! engine reports and that teardown leaves nothing.
+//! as one field, an RSB's next hop and outgoing interface as one field and its style as the
+//! enum of its filters ([`super::super::state::Selection`]). These tests move state through
+//! each form's transitions and check what the engine reports and that teardown leaves nothing.
 
 use super::*;
 use crate::few::Few;
@@ -311,6 +312,61 @@ fn a_shared_explicit_list_shrinks_and_the_request_goes_with_its_last_sender() {
         vec![(StyleKind::Ff, vec![c], nhop, Some(DOWN))]
     );
     feed(&mut e, Instant::ZERO, &path_tear_of(s, c), PHOP, UP, 63);
+    assert!(e.is_idle(), "{:?}", e.state_stats());
+    assert!(e.traffic_control().is_empty());
+}
+
+/// A changed SE request that traffic control refuses is undone: the RSB keeps the senders and
+/// flowspec it had (RFC 2205 §2.5: "when admission control fails for a reservation request,
+/// any existing reservation is left in place"), and the next hop is told with a ResvErr.
+#[test]
+fn a_refused_change_of_a_shared_explicit_list_is_undone() {
+    let mut e = engine();
+    let s = session(1);
+    for f in [sender(1), sender_b()] {
+        feed(
+            &mut e,
+            Instant::ZERO,
+            &path_from(s, f, PHOP, 7),
+            PHOP,
+            UP,
+            63,
+        );
+    }
+    let both = [sender(1), sender_b()];
+    feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&resv(s, StyleKind::Se, se(10.0, &both)), 64),
+        NHOP,
+        DOWN,
+        64,
+    );
+    let nhop = Some(IpAddr::V4(NHOP));
+    let before = vec![(StyleKind::Se, both.to_vec(), nhop, Some(DOWN))];
+    assert_eq!(requests(&e, s), before);
+    // 8 Mbit/s reservable: 10 MB/s for one sender cannot be had.
+    let out = feed(
+        &mut e,
+        Instant::ZERO,
+        &bytes(&resv(s, StyleKind::Se, se(10_000_000.0, &[sender(1)])), 64),
+        NHOP,
+        DOWN,
+        64,
+    );
+    assert!(
+        out.iter()
+            .any(|t| matches!(parsed(t), Message::ResvErr(_)) && error_of(t).0 == 1),
+        "{out:?}"
+    );
+    assert_eq!(requests(&e, s), before);
+    let rate = e
+        .session(&s)
+        .and_then(|v| v.resvs.first().map(|r| r.flowspec));
+    assert_eq!(rate, Some(FlowSpec::ControlledLoad(tb(10.0))));
+    for f in both {
+        feed(&mut e, Instant::ZERO, &path_tear_of(s, f), PHOP, UP, 63);
+    }
     assert!(e.is_idle(), "{:?}", e.state_stats());
     assert!(e.traffic_control().is_empty());
 }
