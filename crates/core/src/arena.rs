@@ -91,6 +91,11 @@ impl<T> Arena<T> {
         }
     }
 
+    /// Make room for `additional` more values.
+    pub fn reserve(&mut self, additional: usize) {
+        self.slab.reserve(additional);
+    }
+
     /// Store a value.
     ///
     /// # Panics

@@ -17,9 +17,27 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Names one installed reservation, as handed out by [`TrafficControl::reserve`].
+/// Names one installed reservation, as handed out by [`TrafficControl::reserve`]. Four bytes:
+/// every reservation an engine installs keeps one (RSVP's OutISB, RFC 2209 §1), and the
+/// implementations here number reservations by their slot in an [`Arena`], which holds fewer
+/// than 2^32.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TcHandle(pub u64);
+pub struct TcHandle(pub u32);
+
+impl TcHandle {
+    /// The handle naming arena slot `index`.
+    ///
+    /// # Panics
+    /// If `index` does not fit in 32 bits (an arena never hands out such a slot).
+    pub fn of_slot(index: usize) -> Self {
+        TcHandle(u32::try_from(index).expect("arena slots fit in 32 bits"))
+    }
+
+    /// The arena slot this handle names.
+    pub fn slot(self) -> usize {
+        self.0 as usize
+    }
+}
 
 /// Why a reservation was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -75,8 +93,10 @@ pub struct TcRequest<'a> {
     /// The traffic the reservation is for (its M is checked against the MTU).
     pub tspec: TokenBucket,
     /// The bandwidth to reserve, bytes per second (the token rate for a controlled-load-like
-    /// service, a larger service rate for a guaranteed one).
-    pub rate: f64,
+    /// service, a larger service rate for a guaranteed one). Single precision, as both
+    /// protocols carry it (RFC 2210 §3.1 and RFC 2212 §3.1 for RSVP, RFC 5975 §5.2.2 for the
+    /// QoS NSLP), so an implementation keeps it per reservation in four bytes.
+    pub rate: f32,
     /// The packets it applies to (one per sender; several for a shared reservation).
     pub classifiers: &'a [FlowClassifier],
 }
@@ -193,10 +213,11 @@ impl TcInterface {
     }
 }
 
+/// One installed reservation: eight bytes, sixteen with its arena slot.
 #[derive(Clone, Debug)]
 struct Installed {
     ifindex: IfIndex,
-    rate: f64,
+    rate: f32,
 }
 
 /// In-memory admission control against per-interface reservable bandwidth.
@@ -229,6 +250,12 @@ impl MemoryTrafficControl {
         self.interfaces.insert(ifindex, (iface, used));
     }
 
+    /// Make room for `additional` more installed reservations up front, so a node told its
+    /// load does not grow (and double) the table while they arrive.
+    pub fn make_room(&mut self, additional: usize) {
+        self.installed.reserve(additional);
+    }
+
     /// Bandwidth reserved on `ifindex`, bytes per second.
     pub fn reserved(&self, ifindex: IfIndex) -> f64 {
         self.interfaces.get(&ifindex).map_or(0.0, |(_, used)| *used)
@@ -246,17 +273,15 @@ impl MemoryTrafficControl {
 
     /// The installed reservation behind a handle.
     fn find(&self, h: TcHandle) -> Option<Id<Installed>> {
-        usize::try_from(h.0)
-            .ok()
-            .and_then(|i| self.installed.id_at(i))
+        self.installed.id_at(h.slot())
     }
 
     fn admit(
         &self,
         ifindex: IfIndex,
         req: &TcRequest<'_>,
-        release: f64,
-    ) -> Result<f64, AdmissionError> {
+        release: f32,
+    ) -> Result<f32, AdmissionError> {
         let (iface, used) = self
             .interfaces
             .get(&ifindex)
@@ -265,7 +290,7 @@ impl MemoryTrafficControl {
             return Err(AdmissionError::MtuTooBig);
         }
         // A small epsilon keeps float rounding from refusing an exact fit.
-        if used - release + req.rate > iface.reservable * (1.0 + 1e-9) {
+        if used - f64::from(release) + f64::from(req.rate) > iface.reservable * (1.0 + 1e-9) {
             return Err(AdmissionError::BandwidthUnavailable);
         }
         Ok(req.rate)
@@ -280,10 +305,10 @@ impl TrafficControl for MemoryTrafficControl {
     ) -> Result<TcHandle, AdmissionError> {
         let rate = self.admit(ifindex, &req, 0.0)?;
         if let Some((_, used)) = self.interfaces.get_mut(&ifindex) {
-            *used += rate;
+            *used += f64::from(rate);
         }
-        Ok(TcHandle(
-            self.installed.insert(Installed { ifindex, rate }).index() as u64,
+        Ok(TcHandle::of_slot(
+            self.installed.insert(Installed { ifindex, rate }).index(),
         ))
     }
 
@@ -294,7 +319,7 @@ impl TrafficControl for MemoryTrafficControl {
         let old = self.installed[id].clone();
         let rate = self.admit(old.ifindex, &req, old.rate)?;
         if let Some((_, used)) = self.interfaces.get_mut(&old.ifindex) {
-            *used += rate - old.rate;
+            *used += f64::from(rate) - f64::from(old.rate);
         }
         self.installed[id].rate = rate;
         Ok(())
@@ -305,7 +330,7 @@ impl TrafficControl for MemoryTrafficControl {
             && let old = self.installed.remove(id)
             && let Some((_, used)) = self.interfaces.get_mut(&old.ifindex)
         {
-            *used = (*used - old.rate).max(0.0);
+            *used = (*used - f64::from(old.rate)).max(0.0);
         }
     }
 
@@ -335,10 +360,10 @@ impl TrafficControl for MemoryTrafficControl {
 mod tests {
     use super::*;
 
-    fn req(rate: f64) -> TcRequest<'static> {
+    fn req(rate: f32) -> TcRequest<'static> {
         TcRequest {
             tspec: TokenBucket {
-                rate,
+                rate: f64::from(rate),
                 bucket: 1000.0,
                 peak: f64::INFINITY,
                 min_policed: 64,

@@ -43,7 +43,8 @@
 //! # Memory
 //!
 //! One node per pending timer: `24 + size_of::<Option<T>>()` bytes (deadline, two links, list id,
-//! generation, value) — 32 bytes for `T = u32`, 40 for `T = u64`. While a timer waits in the
+//! generation, value), rounded up to `T`'s alignment if it exceeds four — 28 bytes for an arena
+//! id (whose `Option` is four bytes), 32 for `T = u32`, 40 for `T = u64`. While a timer waits in the
 //! slot being fired it takes 24 more bytes there (precise) or 8 (fuzzy), and 24 in the overflow
 //! heap. Fixed cost: 8 bytes per slot per level (the list ends) plus the bitmaps.
 //! [`TimerWheel::heap_bytes`] adds it up.
@@ -298,7 +299,7 @@ impl<T> TimerWheel<T> {
     /// Cancel a pending timer, returning its value; `None` if it already fired or was cancelled.
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
         let node = self.live_node(handle)?;
-        let (loc, d) = (node.loc, node.deadline);
+        let (loc, d) = (node.loc, node.deadline());
         let slot_lists = self.lists.len() as u32;
         match loc {
             l if l < slot_lists => self.unlink_slot(l as usize, handle.idx),
@@ -339,7 +340,7 @@ impl<T> TimerWheel<T> {
     /// The deadline of a pending timer.
     pub fn deadline(&self, handle: TimerHandle) -> Option<Instant> {
         self.live_node(handle)
-            .map(|n| Instant::from_nanos(n.deadline))
+            .map(|n| Instant::from_nanos(n.deadline()))
     }
 
     /// The value of a pending timer.
@@ -409,7 +410,7 @@ impl<T> TimerWheel<T> {
             let idx = self.free;
             let n = &mut self.nodes[idx as usize];
             self.free = n.next;
-            n.deadline = deadline;
+            n.set_deadline(deadline);
             n.value = Some(value);
             n.loc = LOC_UNPLACED;
             return TimerHandle {
@@ -422,14 +423,7 @@ impl<T> TimerWheel<T> {
             .ok()
             .filter(|&i| i != NIL)
             .expect("timer wheel: more than 2^32 - 2 pending timers");
-        self.nodes.push(Node {
-            deadline,
-            next: NIL,
-            prev: NIL,
-            loc: LOC_UNPLACED,
-            generation: 1,
-            value: Some(value),
-        });
+        self.nodes.push(Node::new(deadline, LOC_UNPLACED, value));
         TimerHandle {
             idx,
             generation: NonZeroU32::MIN,
@@ -508,7 +502,7 @@ impl<T> TimerWheel<T> {
 
     /// Puts a node (on no list) where its deadline belongs relative to the wheel's time.
     fn place(&mut self, idx: u32) {
-        let d = self.nodes[idx as usize].deadline;
+        let d = self.nodes[idx as usize].deadline();
         let tick = d / self.width;
         if tick < self.cur {
             self.place_past(idx, tick);
@@ -539,7 +533,7 @@ impl<T> TimerWheel<T> {
             self.firing.push_back((idx, node.generation));
             self.firing_report = self.firing_report.min(self.slot_end(tick));
         } else {
-            let d = self.nodes[idx as usize].deadline;
+            let d = self.nodes[idx as usize].deadline();
             self.push_queued(idx, d, LOC_DUE);
         }
     }
@@ -763,7 +757,7 @@ impl<T> TimerWheel<T> {
             node.loc = LOC_DUE;
             seq += 1;
             Queued {
-                key: node.deadline,
+                key: node.deadline(),
                 seq: seq - 1,
                 idx: n,
                 generation: node.generation,
@@ -827,7 +821,7 @@ impl<T> TimerWheel<T> {
         loop {
             if let Some(idx) = self.firing_front_live() {
                 // The check only fails if `now` went backwards.
-                let d = self.nodes[idx as usize].deadline;
+                let d = self.nodes[idx as usize].deadline();
                 if !ended(d / self.width) {
                     return None;
                 }
@@ -918,7 +912,7 @@ impl<T> TimerWheel<T> {
         let mut min = u64::MAX;
         for _ in 0..SCAN_LIMIT {
             let node = self.nodes.get(n as usize)?;
-            min = min.min(node.deadline);
+            min = min.min(node.deadline());
             n = node.next;
             if n == NIL {
                 return Some(min);
@@ -1299,6 +1293,7 @@ mod tests {
 
     #[test]
     fn memory_per_timer_is_as_documented() {
+        assert_eq!(TimerWheel::<crate::arena::Id<()>>::BYTES_PER_TIMER, 28);
         assert_eq!(TimerWheel::<u32>::BYTES_PER_TIMER, 32);
         assert_eq!(TimerWheel::<u64>::BYTES_PER_TIMER, 40);
         let mut w = TimerWheel::new(WheelConfig::default(), Instant::ZERO);

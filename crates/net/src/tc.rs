@@ -259,7 +259,7 @@ fn u32_matches(c: &FlowClassifier) -> Vec<U32Match> {
 }
 
 fn reserved_bps(req: &TcRequest<'_>) -> u64 {
-    (req.rate * 8.0).ceil() as u64
+    (f64::from(req.rate) * 8.0).ceil() as u64
 }
 
 impl<B: TcBackend> HtbTrafficControl<B> {
@@ -489,9 +489,7 @@ impl<B: TcBackend> HtbTrafficControl<B> {
     }
 
     fn find(&self, h: TcHandle) -> Option<Id<Installed>> {
-        usize::try_from(h.0)
-            .ok()
-            .and_then(|i| self.installed.id_at(i))
+        self.installed.id_at(h.slot())
     }
 
     /// Reserved bandwidth on an interface, bit/s.
@@ -563,14 +561,14 @@ impl<B: TcBackend> TrafficControl for HtbTrafficControl<B> {
         }];
         Self::filters(&mut ops, &dev, minor, &req);
         self.queue(ops);
-        Ok(TcHandle(
+        Ok(TcHandle::of_slot(
             self.installed
                 .insert(Installed {
                     ifindex,
                     minor,
                     rate_bps: bps,
                 })
-                .index() as u64,
+                .index(),
         ))
     }
 

@@ -147,7 +147,7 @@ pub fn admit<T: TrafficControl + ?Sized>(
     let mut attempt = |t: &Tmod| {
         let req = TcRequest {
             tspec: token_bucket(t),
-            rate: f64::from(t.rate),
+            rate: t.rate,
             classifiers: &classifiers,
         };
         match existing {

@@ -161,8 +161,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     sender,
                     tspec,
                     adspec,
-                    phop: None,
-                    iif: None,
+                    upstream: None,
                     oifs: super::state::Oifs::default(),
                     ttl: self.cfg.ttl,
                     non_rsvp: false,
@@ -194,7 +193,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let sid = self.find_session(&session).ok_or(ApiError::Unknown)?;
         let id = self
             .find_psb(sid, &sender)
-            .filter(|&id| self.psbs[id].phop.is_none())
+            .filter(|&id| self.psbs[id].phop().is_none())
             .ok_or(ApiError::Unknown)?;
         self.remove_psb(id, true);
         self.after_path_removal(sid);
@@ -277,9 +276,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .rsbs_of(sid)
             .filter(|&r| {
                 let r = &self.rsbs[r];
-                r.nhop.is_none()
-                    && !(r.style.kind() == style
-                        && flows.iter().any(|f| f.filters.first() == r.filters.first()))
+                r.nhop().is_none()
+                    && !(r.style().kind() == style
+                        && flows
+                            .iter()
+                            .any(|f| f.filters.first() == r.filters().first()))
             })
             .collect();
         for r in stale {
@@ -332,7 +333,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         };
         let locals: SmallVec<[RsbId; 2]> = self
             .rsbs_of(sid)
-            .filter(|&r| self.rsbs[r].nhop.is_none())
+            .filter(|&r| self.rsbs[r].nhop().is_none())
             .collect();
         if locals.is_empty() && !kept {
             return Err(ApiError::Unknown);

@@ -360,7 +360,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let psbs: SmallVec<[PsbId; 2]> = self
                 .psbs_of(sid)
                 .filter(|&p| {
-                    self.psbs[p].phop.is_some_and(|ph| {
+                    self.psbs[p].phop().is_some_and(|ph| {
                         let ph = &self.phops[ph];
                         ph.ifindex == ifindex && ph.hop.addr == addr
                     })
@@ -370,7 +370,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .rsbs_of(sid)
                 .filter(|&r| {
                     let r = &self.rsbs[r];
-                    r.oi == Some(ifindex) && r.nhop.is_some_and(|h| self.hops.get(h).addr == addr)
+                    r.oi() == Some(ifindex)
+                        && r.nhop().is_some_and(|h| self.hops.get(h).addr == addr)
                 })
                 .collect();
             for &p in &psbs {

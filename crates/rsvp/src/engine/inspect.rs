@@ -86,8 +86,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     PathView {
                         sender: p.sender,
                         tspec: *self.tspecs.get(p.tspec),
-                        phop: p.phop.map(|h| self.phops[h].hop.addr),
-                        iif: p.iif,
+                        phop: p.phop().map(|h| self.phops[h].hop.addr),
+                        iif: p.iif(),
                         oifs: p.oifs.to_vec(),
                     }
                 })
@@ -97,11 +97,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .map(|r| {
                     let r = &self.rsbs[r];
                     ResvView {
-                        nhop: r.nhop.map(|h| self.hops.get(h).addr),
-                        oi: r.oi,
-                        style: r.style.kind(),
+                        nhop: r.nhop().map(|h| self.hops.get(h).addr),
+                        oi: r.oi(),
+                        style: r.style().kind(),
                         flowspec: *self.flowspecs.get(r.flowspec),
-                        filters: r.filters.to_vec(),
+                        filters: r.filters().to_vec(),
                     }
                 })
                 .collect(),
@@ -139,7 +139,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             && self.flowspecs.is_empty()
             && self.hops.is_empty()
             && self.tspecs.is_empty()
-            && self.ext_tunnel_ids.is_empty()
+            && self.dests.is_empty()
             && self.session_index.is_empty()
             && self.dest_ports.is_empty()
             && self.repairs.is_empty()
@@ -176,7 +176,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             + self.flowspecs.heap_bytes()
             + self.hops.heap_bytes()
             + self.tspecs.heap_bytes()
-            + self.ext_tunnel_ids.heap_bytes()
+            + self.dests.heap_bytes()
             + self.timers.heap_bytes();
         let psbs: usize = self
             .psbs
@@ -194,7 +194,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .rsbs
             .iter()
             .map(|(_, r)| {
-                r.filters.heap_bytes()
+                r.selection.heap_bytes()
                     + r.extra.as_ref().map_or(0, |e| {
                         size_of::<super::state::RsbExtra>()
                             + e.carried

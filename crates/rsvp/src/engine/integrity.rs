@@ -419,7 +419,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 if self.psbs[p].oifs.contains(&Some(ifindex)) {
                     self.send_path(p, &[Some(ifindex)]);
                 }
-                upstream |= self.psbs[p].iif == Some(ifindex);
+                upstream |= self.psbs[p].iif() == Some(ifindex);
             }
             if upstream {
                 self.refresh_upstream(sid, true);

@@ -52,7 +52,10 @@ use pathwise_core::table::{KeyedMap, KeyedState, keyed_map};
 use pathwise_core::time::{Duration, Instant};
 use pathwise_core::timer::{TimerWheel, WheelConfig};
 use smallvec::SmallVec;
-use state::{OiatPsb, OutIsb, OutIsbRef, PhopSb, Psb, PsbId, Rsb, RsbId, SessionId, SessionState};
+use state::{
+    OiatPsb, OutIsb, OutIsbRef, PhopSb, Psb, PsbId, Rsb, RsbId, SessionDest, SessionId,
+    SessionState,
+};
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::net::IpAddr;
@@ -187,14 +190,18 @@ impl Config {
     /// In-memory admission control over the configured interfaces (what
     /// [`RsvpEngine::with_memory_tc`] admits through).
     pub fn memory_tc(&self) -> MemoryTrafficControl {
-        self.interfaces
+        let mut tc: MemoryTrafficControl = self
+            .interfaces
             .iter()
             .map(|i| {
                 let link =
                     TcInterface::from_link(i.reservable_bps, i.bandwidth_bps, i.latency, i.mtu);
                 (i.ifindex, link)
             })
-            .collect()
+            .collect();
+        // A reservation per expected session (FF at a transit: one sender, one interface).
+        tc.make_room(self.expected_sessions);
+        tc
     }
 }
 
@@ -258,8 +265,8 @@ pub struct RsvpEngine<T: TrafficControl = MemoryTrafficControl> {
     flowspecs: Interner<FlowSpec>,
     hops: Interner<RsvpHop>,
     tspecs: Interner<crate::wire::SenderTspec>,
-    /// The Extended Tunnel IDs of LSP sessions ([`SessionState::ext_tunnel_id`]).
-    ext_tunnel_ids: Interner<IpAddr>,
+    /// Where sessions go: destination and Extended Tunnel ID ([`state::SessionKey::dest`]).
+    dests: Interner<SessionDest>,
     /// Sessions with a local repair pending after a route change (RFC 2205 §3.6), and when:
     /// rare, so kept here rather than in every session.
     repairs: KeyedMap<SessionId, Instant>,
@@ -353,7 +360,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             hops: Interner::new(&mut rng),
             tspecs: Interner::new(&mut later),
             repairs: keyed_map(&mut later),
-            ext_tunnel_ids: Interner::new(&mut later),
+            dests: Interner::new(&mut later),
             reported: keyed_map(&mut rng),
             receivers: keyed_map(&mut rng),
             integrity_rx: pathwise_auth::Receiver::new(KeyedState::from_rng(&mut rng)),
@@ -432,7 +439,18 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// The SESSION object of a session.
     pub(crate) fn session_key(&self, sid: SessionId) -> Session {
-        session_of(&self.sessions, &self.ext_tunnel_ids, sid)
+        session_of(&self.sessions, &self.dests, sid)
+    }
+
+    /// Where session `sid` goes: its destination and Extended Tunnel ID.
+    pub(crate) fn session_dest(&self, sid: SessionId) -> &SessionDest {
+        self.dests.get(self.sessions[sid].key.dest)
+    }
+
+    /// Whether session `sid` is an LSP tunnel (RFC 3209 §4.6.1: its SESSION has an Extended
+    /// Tunnel ID).
+    pub(crate) fn is_lsp_session(&self, sid: SessionId) -> bool {
+        self.session_dest(sid).ext_tunnel_id.is_some()
     }
 
     /// The session with this SESSION object: the same (destination, protocol, port) whatever
@@ -446,10 +464,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 
     fn index_session(&mut self, sid: SessionId) {
-        let (sessions, ext, hasher) = (&self.sessions, &self.ext_tunnel_ids, &self.session_hasher);
+        let (sessions, dests, hasher) = (&self.sessions, &self.dests, &self.session_hasher);
         let hash = hasher.hash_one(self.session_key(sid).identity());
         self.session_index.insert_unique(hash, sid, |&s| {
-            hasher.hash_one(session_of(sessions, ext, s).identity())
+            hasher.hash_one(session_of(sessions, dests, s).identity())
         });
     }
 
@@ -761,15 +779,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
     }
 }
 
-/// A session's SESSION object, from its inline part and its interned Extended Tunnel ID.
+/// A session's SESSION object, from its inline part and its interned destination.
 fn session_of(
     sessions: &Arena<SessionState>,
-    ext_tunnel_ids: &Interner<IpAddr>,
+    dests: &Interner<SessionDest>,
     sid: SessionId,
 ) -> Session {
-    let s = &sessions[sid];
-    s.key
-        .session(s.ext_tunnel_id.map(|r| *ext_tunnel_ids.get(r)))
+    let k = sessions[sid].key;
+    k.session(dests.get(k.dest))
 }
 
 impl<T: TrafficControl> Engine for RsvpEngine<T> {

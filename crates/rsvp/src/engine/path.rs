@@ -3,7 +3,8 @@
 
 use super::list;
 use super::state::{
-    Filters, Oi, Oifs, PhopId, Psb, PsbId, SessionId, SessionState, carried, filter_matches,
+    Oi, Oifs, PhopId, Psb, PsbId, SessionDest, SessionId, SessionKey, SessionState, Upstream,
+    carried, filter_matches,
 };
 use super::te::PsbTe;
 use super::{Event, RsvpEngine, TrafficControl};
@@ -131,12 +132,17 @@ impl<T: TrafficControl> RsvpEngine<T> {
             counts[nonzero] += 1;
         }
         let refresh_at = now + self.refresh_interval();
-        let ext_tunnel_id = key
-            .extended_tunnel_id
-            .map(|a| self.ext_tunnel_ids.acquire(a));
+        let dest = self.dests.acquire(SessionDest {
+            addr: key.dest,
+            ext_tunnel_id: key.extended_tunnel_id,
+        });
         let sid = self.sessions.insert(SessionState {
-            key: super::state::SessionKey::of(&key),
-            ext_tunnel_id,
+            key: SessionKey {
+                dest,
+                protocol_id: key.protocol_id,
+                flags: key.flags,
+                dst_port: key.dst_port,
+            },
             upstream_style: None,
             psbs: None,
             rsbs: None,
@@ -313,13 +319,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 let te_changed = old.te().map(path_inputs) != te.as_ref().map(path_inputs);
                 let changed = te_changed
                     || flags_changed
-                    || old.phop != Some(phop)
-                    || old.iif != Some(rx.ifindex)
+                    || old.phop() != Some(phop)
+                    || old.iif() != Some(rx.ifindex)
                     || *self.tspecs.get(old.tspec) != p.sender.tspec
                     || old.adspec != adspec
                     || old.carried() != objects.as_slice()
                     || old.non_rsvp != non_rsvp;
-                let (old_phop, old_adspec) = (old.phop, old.adspec);
+                let (old_phop, old_adspec) = (old.phop(), old.adspec);
                 if old_phop != Some(phop) {
                     // The sender now reaches us through another neighbour: withdraw what we asked
                     // of the old one.
@@ -333,8 +339,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 }
                 let psb = &mut self.psbs[id];
                 psb.expires = expires;
-                psb.phop = Some(phop);
-                psb.iif = Some(rx.ifindex);
+                psb.upstream = Some(Upstream {
+                    phop,
+                    iif: rx.ifindex,
+                });
                 Self::set_tspec(&mut self.tspecs, &mut psb.tspec, p.sender.tspec);
                 psb.adspec = adspec;
                 psb.ttl = ttl;
@@ -355,8 +363,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     sender: template,
                     tspec,
                     adspec,
-                    phop: Some(phop),
-                    iif: Some(rx.ifindex),
+                    upstream: Some(Upstream {
+                        phop,
+                        iif: rx.ifindex,
+                    }),
                     oifs: Oifs::default(),
                     ttl,
                     non_rsvp,
@@ -454,7 +464,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             .psbs_of(sid)
             .filter(|&id| {
                 let p = &self.psbs[id];
-                p.phop
+                p.phop()
                     .is_some_and(|ph| self.phops[ph].hop.addr == t.hop.addr)
                     && t.sender_template.is_none_or(|s| s == p.sender)
             })
@@ -484,7 +494,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             return;
         };
         match self.psbs[id]
-            .phop
+            .phop()
             .map(|ph| (self.phops[ph].hop.addr, self.phops[ph].ifindex))
         {
             Some((addr, ifx)) => {
@@ -528,22 +538,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
         // PathTear: "delete ... RSBs ... that no longer match any PSB").
         let rsbs: SmallVec<[_; 4]> = self.rsbs_of(sid).collect();
         for rid in rsbs {
-            if self.rsbs[rid].style == super::state::SentStyle::Wf {
-                continue;
-            }
-            let remaining: Filters = self.rsbs[rid]
-                .filters
-                .iter()
-                .copied()
-                .filter(|f| {
-                    self.psbs_of(sid)
-                        .any(|q| filter_matches(f, &self.psbs[q].sender))
-                })
-                .collect();
-            if remaining.is_empty() {
+            let (psbs, sessions) = (&self.psbs, &self.sessions);
+            let matched = self.rsbs[rid].selection.retain(|f| {
+                list::iter(psbs, sessions[sid].psbs, |p| p.next)
+                    .any(|q| filter_matches(f, &psbs[q].sender))
+            });
+            if !matched {
                 self.remove_rsb(sid, rid);
-            } else if remaining.len() != self.rsbs[rid].filters.len() {
-                self.rsbs[rid].filters = remaining;
             }
         }
     }
@@ -562,7 +563,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         if let Some(a) = p.adspec {
             self.adspecs.release(a);
         }
-        if let Some(ph) = p.phop {
+        if let Some(ph) = p.phop() {
             self.phop_release(ph);
         }
         self.reported.remove(&id);
@@ -598,11 +599,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
         self.unindex_session(sid);
         self.repairs.remove(&sid);
         let s = self.sessions.remove(sid);
-        let slot = (s.key.dest, s.key.protocol_id);
-        if let Some(ext) = s.ext_tunnel_id {
-            self.ext_tunnel_ids.release(ext);
+        let dest = *self.dests.get(s.key.dest);
+        self.dests.release(s.key.dest);
+        let slot = (dest.addr, s.key.protocol_id);
+        if dest.ext_tunnel_id.is_some() {
             self.lfib_apply(pathwise_core::mpls::LfibChange::RemoveFtn {
-                dest: s.key.dest,
+                dest: dest.addr,
                 tunnel_id: s.key.dst_port,
             });
             return;

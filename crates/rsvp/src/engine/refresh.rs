@@ -500,7 +500,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             OutState::Path(p, _) => self
                 .psbs
                 .get(p)
-                .is_some_and(|psb| self.sessions[psb.session].key.dest.is_multicast()),
+                .is_some_and(|psb| self.session_dest(psb.session).addr.is_multicast()),
             OutState::Resv(..) => false,
         }
     }
@@ -714,7 +714,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         match state {
             MsgState::Path(session, sender) => {
                 let p = self.find_psb(self.find_session(&session)?, &sender)?;
-                let from = self.psbs[p].phop.map(|ph| self.phops[ph].hop.addr);
+                let from = self.psbs[p].phop().map(|ph| self.phops[ph].hop.addr);
                 (from == Some(nbr)).then_some(InState::Path(p))
             }
             MsgState::Resv(session) => {
@@ -723,7 +723,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.rsbs_of(sid)
                     .any(|r| {
                         self.rsbs[r]
-                            .nhop
+                            .nhop()
                             .is_some_and(|h| self.hops.get(h).addr == nbr)
                     })
                     .then_some(InState::Resv(sid, n))
@@ -1008,7 +1008,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 let Some(psb) = self.psbs.get(p) else {
                     return false;
                 };
-                let from = psb.phop.map(|ph| self.phops[ph].hop.addr);
+                let from = psb.phop().map(|ph| self.phops[ph].hop.addr);
                 if from != Some(nbr) {
                     return false;
                 }
@@ -1023,7 +1023,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                     .rsbs_of(sid)
                     .filter(|&r| {
                         self.rsbs[r]
-                            .nhop
+                            .nhop()
                             .is_some_and(|h| self.hops.get(h).addr == nbr)
                     })
                     .collect();
@@ -1081,7 +1081,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         if !self.cfg.refresh_reduction
             || self.rsbs_of(sid).any(|r| {
                 self.rsbs[r]
-                    .nhop
+                    .nhop()
                     .is_some_and(|h| self.hops.get(h).addr == nhop)
             })
         {

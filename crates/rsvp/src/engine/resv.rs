@@ -5,8 +5,8 @@
 use super::list;
 use super::merge::{exceeds, lub};
 use super::state::{
-    Blockade, Filters, Installed, Oi, OiatPsb, OutIsb, OutIsbRef, PhopId, PsbId, RequestFlow, Rsb,
-    RsbId, SentStyle, SessionId, descriptors, filter_matches,
+    Blockade, Downstream, Installed, Oi, OiatPsb, OutIsb, OutIsbRef, PhopId, PsbId, RequestFlow,
+    Rsb, RsbId, Selection, SentStyle, SessionId, descriptors, filter_matches,
 };
 use super::tc::{AdmissionError, TcRequest, admission_error_code, classifier, flowspec_request};
 use super::{Event, RsvpEngine, TrafficControl};
@@ -50,9 +50,10 @@ struct Refused {
     err: AdmissionError,
 }
 
-/// One RSB a request asks for: the FF sender (if FF), the flowspec, the filters, and where in
+/// One RSB a request asks for: the FF sender (if FF), the flowspec, the filters (the request's
+/// own, so that comparing an unchanged refresh with the RSB allocates nothing), and where in
 /// the request it came from (for error reports and undo).
-type WantedRsb = (Option<FilterSpec>, FlowSpec, Filters, FromRequest);
+type WantedRsb<'a> = (Option<FilterSpec>, FlowSpec, &'a [FilterSpec], FromRequest);
 
 /// Where a wanted RSB came from in its request: flow descriptor `flow`, and for FF its filter
 /// `filter`. The descriptor itself is built only when it is reported or recorded for undo, so
@@ -103,7 +104,7 @@ type SendersByHop = SmallVec<[(Option<PhopId>, SmallVec<[PsbId; 2]>); 2]>;
 type DescriptorError = ((u8, u16), FlowDescriptor);
 
 /// The state of an RSB before a request changed it: `None` if the request created it.
-type Undo = Option<(FlowSpec, Filters)>;
+type Undo = Option<(FlowSpec, Selection)>;
 
 impl<T: TrafficControl> RsvpEngine<T> {
     /// The outgoing interface a Resv (or ResvTear) from downstream is about: the LIH we put in
@@ -202,9 +203,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
     ) -> Option<RsbId> {
         self.rsbs_of(sid).find(|&id| {
             let r = &self.rsbs[id];
-            r.nhop.map(|h| self.hops.get(h).addr) == nhop.map(|h| h.addr)
-                && r.oi == oi
-                && (ff.is_none() || r.filters.first() == ff)
+            r.nhop().map(|h| self.hops.get(h).addr) == nhop.map(|h| h.addr)
+                && r.oi() == oi
+                && (ff.is_none() || r.filters().first() == ff)
         })
     }
 
@@ -224,14 +225,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
         };
         if self
             .rsbs_of(sid)
-            .any(|id| self.rsbs[id].style != held_style)
+            .any(|id| self.rsbs[id].style() != held_style)
         {
             return refuse_all(error_code::CONFLICTING_RESERVATION_STYLE);
         }
         let mut errors = Vec::new();
         // (FF sender, flowspec, filters, the descriptor it came from) per RSB to install.
-        let mut wanted: SmallVec<[WantedRsb; 1]> = SmallVec::new();
-        let lsp = self.sessions[sid].is_lsp_tunnel();
+        let mut wanted: SmallVec<[WantedRsb<'_>; 1]> = SmallVec::new();
+        let lsp = self.is_lsp_session(sid);
         for (fi, f) in req.flows.iter().enumerate() {
             // RFC 3209 §4.1.2: a label this node cannot use is refused with "Unacceptable
             // label value"; a Generalized LABEL with "MPLS label allocation failure" (RFC 3473
@@ -267,7 +268,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                             filter: Some(i),
                         };
                         if known(filt) {
-                            wanted.push((Some(*filt), fs, Filters::One(*filt), from));
+                            wanted.push((Some(*filt), fs, std::slice::from_ref(filt), from));
                         } else {
                             errors.push((
                                 (error_code::NO_SENDER_INFORMATION, 0),
@@ -279,42 +280,53 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 StyleKind::Se if !f.filters.iter().any(known) => {
                     errors.push(((error_code::NO_SENDER_INFORMATION, 0), f.clone()))
                 }
-                StyleKind::Se => {
-                    wanted.push((None, fs, f.filters.iter().copied().collect(), whole))
-                }
-                _ => wanted.push((None, fs, Filters::default(), whole)),
+                StyleKind::Se => wanted.push((None, fs, &f.filters[..], whole)),
+                _ => wanted.push((None, fs, &[], whole)),
             }
         }
         // Apply, remembering each RSB's previous state so a refused one can be undone.
         let mut touched: Vec<(RsbId, Undo, FlowDescriptor)> = Vec::new();
         let mut scope_changed = false;
         let expires = req.lifetime.map_or(Instant::MAX, |l| now + l);
+        // What a wanted RSB selects: its FF sender, the SE list, or WF's every sender.
+        let selection = |ff: Option<FilterSpec>, filters: &[FilterSpec]| match (ff, held_style) {
+            (Some(f), _) => Selection::Ff(f),
+            (None, SentStyle::Se) => Selection::Se(filters.into()),
+            (None, _) => Selection::Wf,
+        };
         for (ff, fs, filters, from) in wanted {
             let desc_te = from.te(req);
             let id = match self.find_rsb(sid, req.nhop.as_ref(), req.oi, ff.as_ref()) {
                 Some(id) => {
                     let r = &self.rsbs[id];
                     let old_fs = *self.flowspecs.get(r.flowspec);
-                    if old_fs != fs || r.filters != filters {
-                        touched.push((id, Some((old_fs, r.filters.clone())), from.descriptor(req)));
+                    if old_fs != fs || r.filters() != filters {
+                        let old = r.selection.clone();
+                        touched.push((id, Some((old_fs, old)), from.descriptor(req)));
                         let mut slot = r.flowspec;
                         self.flowspecs.replace(&mut slot, fs);
                         let r = &mut self.rsbs[id];
                         r.flowspec = slot;
-                        r.filters = filters;
+                        r.selection = selection(ff, filters);
                     }
                     id
                 }
                 None => {
-                    let nhop = req.nhop.clone().map(|h| self.hops.acquire(h));
+                    // A next hop's request names its outgoing interface; a local receiver's
+                    // neither.
+                    let downstream = match (&req.nhop, req.oi) {
+                        (Some(h), Some(oi)) => Some(Downstream {
+                            nhop: self.hops.acquire(h.clone()),
+                            oi,
+                        }),
+                        _ => None,
+                    };
                     let flowspec = self.flowspecs.acquire(fs);
                     let id = self.rsbs.insert(Rsb {
                         next: None,
-                        nhop,
-                        oi: req.oi,
-                        style: held_style,
+                        downstream,
+                        selection: selection(ff, filters),
                         flowspec,
-                        filters,
                         extra: None,
                         expires,
                     });
@@ -373,13 +385,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
             let r = &self.rsbs[id];
             let Some(fail) = refused.iter().find(|f| {
-                Some(f.ifindex) == r.oi && f.ff_sender.is_none_or(|s| r.filters.first() == Some(&s))
+                Some(f.ifindex) == r.oi()
+                    && f.ff_sender.is_none_or(|s| r.filters().first() == Some(&s))
             }) else {
                 continue;
             };
             self.counters.admission_failures += 1;
             let (code, value) = admission_error_code(fail.err);
-            let node = self.iface_addr(r.oi, self.sessions[sid].key.dest);
+            let node = self.iface_addr(r.oi(), self.session_dest(sid).addr);
             let flags = if old.is_some() {
                 ErrorSpec::IN_PLACE
             } else {
@@ -397,12 +410,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 Few::One(desc),
             );
             match old {
-                Some((fs, filters)) => {
+                Some((fs, selection)) => {
                     let mut slot = self.rsbs[id].flowspec;
                     self.flowspecs.replace(&mut slot, fs);
                     let r = &mut self.rsbs[id];
                     r.flowspec = slot;
-                    r.filters = filters;
+                    r.selection = selection;
                     r.with_extra(|e| e.confirm = None);
                 }
                 None => self.remove_rsb(sid, id),
@@ -416,14 +429,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let mut units: Vec<Unit> = Vec::new();
         for rid in self.rsbs_of(sid) {
             let r = &self.rsbs[rid];
-            let Some(ifindex) = r.oi else { continue };
+            let Some(ifindex) = r.oi() else { continue };
             let fs = *self.flowspecs.get(r.flowspec);
             for pid in self.psbs_of(sid) {
                 let p = &self.psbs[pid];
-                if !p.oifs.contains(&r.oi) || !r.covers(&p.sender) {
+                if !p.oifs.contains(&r.oi()) || !r.covers(&p.sender) {
                     continue;
                 }
-                let ff_sender = (r.style == SentStyle::Ff).then_some(p.sender);
+                let ff_sender = (r.style() == SentStyle::Ff).then_some(p.sender);
                 match units
                     .iter_mut()
                     .find(|u| u.ifindex == ifindex && u.ff_sender == ff_sender)
@@ -646,12 +659,10 @@ impl<T: TrafficControl> RsvpEngine<T> {
         });
         let r = self.rsbs.remove(id);
         self.flowspecs.release(r.flowspec);
-        if let Some(h) = r.nhop {
-            let addr = self.hops.get(h).addr;
-            if let Some(oi) = r.oi {
-                self.hello_release(oi, addr);
-            }
-            self.hops.release(h);
+        if let Some(d) = r.downstream {
+            let addr = self.hops.get(d.nhop).addr;
+            self.hello_release(d.oi, addr);
+            self.hops.release(d.nhop);
             self.forget_resv_from(sid, addr);
         }
     }
@@ -664,16 +675,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
             // it learn by ResvErr; the reservation stays off until they change or go.
             let rsbs: SmallVec<[RsbId; 2]> = self
                 .rsbs_of(sid)
-                .filter(|&id| self.rsbs[id].oi == Some(f.ifindex))
+                .filter(|&id| self.rsbs[id].oi() == Some(f.ifindex))
                 .collect();
             for id in rsbs {
                 self.counters.admission_failures += 1;
                 let (code, value) = admission_error_code(f.err);
                 let r = &self.rsbs[id];
-                let node = self.iface_addr(r.oi, self.sessions[sid].key.dest);
+                let node = self.iface_addr(r.oi(), self.session_dest(sid).addr);
                 let desc = FlowDescriptor {
                     flowspec: Some(*self.flowspecs.get(r.flowspec)),
-                    filters: r.filters.clone(),
+                    filters: r.filters().iter().copied().collect(),
                     te: Vec::new(),
                 };
                 self.send_resv_err(
@@ -698,12 +709,12 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let Some(first) = self.sessions[sid].rsbs else {
             return (None, SmallVec::new(), SmallVec::new());
         };
-        let style = self.rsbs[first].style;
+        let style = self.rsbs[first].style();
         // RSB `r` asks for sender `p` on a path the sender's data actually takes (a local
         // receiver's request for a local sender needs nothing from the network).
         let serves = |r: &Rsb, p: PsbId| {
             let psb = &self.psbs[p];
-            psb.oifs.contains(&r.oi) && r.covers(&psb.sender) && !(local && r.oi.is_none())
+            psb.oifs.contains(&r.oi()) && r.covers(&psb.sender) && !(local && r.oi().is_none())
         };
         let mut per_sender: SmallVec<[(PsbId, FlowSpec); 2]> = SmallVec::new();
         let mut contributing: SmallVec<[RsbId; 2]> = SmallVec::new();
@@ -827,13 +838,13 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// on refresh); tear requests that vanished; answer or forward confirmations; tell local
     /// senders about their reservations.
     pub(super) fn refresh_upstream(&mut self, sid: SessionId, force: bool) {
-        let lsp = self.sessions[sid].is_lsp_tunnel();
+        let lsp = self.is_lsp_session(sid);
         if lsp {
             self.sync_labels(sid);
         }
         let mut groups: SendersByHop = SmallVec::new();
         for p in self.psbs_of(sid) {
-            let ph = self.psbs[p].phop;
+            let ph = self.psbs[p].phop();
             match groups.iter_mut().find(|(g, _)| *g == ph) {
                 Some((_, v)) => v.push(p),
                 None => groups.push((ph, SmallVec::from_elem(p, 1))),
@@ -903,7 +914,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// A sender moves away from its previous hop (route change upstream): tear down what we
     /// asked of that hop for it, unless (wildcard) other senders behind the hop still need it.
     pub(super) fn withdraw_upstream(&mut self, psb: PsbId) {
-        let (Some(sent), Some(ph)) = (self.psbs[psb].sent, self.psbs[psb].phop) else {
+        let (Some(sent), Some(ph)) = (self.psbs[psb].sent, self.psbs[psb].phop()) else {
             return;
         };
         let sid = self.psbs[psb].session;
@@ -911,9 +922,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
             return;
         };
         let others_need_it = style == StyleKind::Wf
-            && self
-                .psbs_of(sid)
-                .any(|q| q != psb && self.psbs[q].phop == Some(ph) && self.psbs[q].sent.is_some());
+            && self.psbs_of(sid).any(|q| {
+                q != psb && self.psbs[q].phop() == Some(ph) && self.psbs[q].sent.is_some()
+            });
         if !others_need_it {
             let flow = RequestFlow {
                 flowspec: *self.flowspecs.get(sent),
@@ -972,11 +983,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         // session, so they are not looped back to senders elsewhere (RFC 2205 §3.4 SCOPE).
         let several = self
             .psbs_of(sid)
-            .any(|p| self.psbs[p].phop.is_some_and(|q| q != ph));
+            .any(|p| self.psbs[p].phop().is_some_and(|q| q != ph));
         let scope = (style == StyleKind::Wf && several).then(|| Scope {
             addrs: self
                 .psbs_of(sid)
-                .filter(|&p| self.psbs[p].phop == Some(ph))
+                .filter(|&p| self.psbs[p].phop() == Some(ph))
                 .map(|p| self.psbs[p].sender.src())
                 .collect(),
         });
@@ -1022,7 +1033,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let mut hop = RsvpHop::new(self.iface_addr(Some(ifx), session.dest), lih);
         hop.if_id = self
             .psbs_of(sid)
-            .filter(|&p| self.psbs[p].phop == Some(ph))
+            .filter(|&p| self.psbs[p].phop() == Some(ph))
             .find_map(|p| self.psbs[p].te().and_then(|t| t.phop_if_id.clone()));
         hop
     }
@@ -1108,24 +1119,22 @@ impl<T: TrafficControl> RsvpEngine<T> {
             flows
                 .iter()
                 .flat_map(|f| &f.filters)
-                .any(|f| r.filters.contains(f))
+                .any(|f| r.filters().contains(f))
         };
         let victims: SmallVec<[RsbId; 2]> = self
             .rsbs_of(sid)
             .filter(|&id| {
                 let r = &self.rsbs[id];
-                r.nhop.map(|h| self.hops.get(h).addr) == nhop
-                    && r.oi == oi
+                r.nhop().map(|h| self.hops.get(h).addr) == nhop
+                    && r.oi() == oi
                     && (style == StyleKind::Wf || named(r))
             })
             .collect();
         for &id in &victims {
             if style == StyleKind::Se {
                 // SE: drop just the named senders; the request goes when none is left.
-                let r = &mut self.rsbs[id];
-                r.filters
-                    .retain(|f| !flows.iter().flat_map(|d| &d.filters).any(|x| x == f));
-                if !r.filters.is_empty() {
+                let named = |f: &FilterSpec| flows.iter().flat_map(|d| &d.filters).any(|x| x == f);
+                if self.rsbs[id].selection.retain(|f| !named(f)) {
                     continue;
                 }
             }
@@ -1151,9 +1160,9 @@ impl<T: TrafficControl> RsvpEngine<T> {
         for id in self.rsbs_of(sid) {
             let r = &self.rsbs[id];
             let hit = named.is_empty()
-                || r.style == SentStyle::Wf
-                || named.iter().any(|f| r.filters.contains(f));
-            let key = (r.nhop.map(|h| self.hops.get(h).addr), r.oi);
+                || r.style() == SentStyle::Wf
+                || named.iter().any(|f| r.filters().contains(f));
+            let key = (r.nhop().map(|h| self.hops.get(h).addr), r.oi());
             if hit && !seen.contains(&key) {
                 seen.push(key);
                 targets.push(id);
@@ -1177,7 +1186,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 .psbs_of(sid)
                 .filter(|&p| {
                     let psb = &self.psbs[p];
-                    psb.phop
+                    psb.phop()
                         .is_some_and(|ph| self.phops[ph].hop.addr == e.hop.addr)
                         && (named.is_empty()
                             || named.iter().any(|f| filter_matches(f, &psb.sender)))
@@ -1222,7 +1231,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             self.receivers.remove(&session.identity());
             let locals: SmallVec<[RsbId; 2]> = self
                 .rsbs_of(sid)
-                .filter(|&r| self.rsbs[r].nhop.is_none())
+                .filter(|&r| self.rsbs[r].nhop().is_none())
                 .collect();
             for r in locals {
                 self.remove_rsb(sid, r);

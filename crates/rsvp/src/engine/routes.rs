@@ -85,7 +85,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             let oifs = match p.te() {
                 // An LSP follows its explicit route again; one that cannot is reported
                 // towards its head end and keeps its old route until torn down.
-                Some(t) => match self.lsp_oifs(&session, p.sender.src(), t, p.iif) {
+                Some(t) => match self.lsp_oifs(&session, p.sender.src(), t, p.iif()) {
                     Ok((oifs, ero_out)) => {
                         self.psbs[id].te_mut().unwrap().ero_out = ero_out;
                         oifs
@@ -95,7 +95,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                         continue;
                     }
                 },
-                None => self.route_oifs(&session, p.sender.src(), p.iif),
+                None => self.route_oifs(&session, p.sender.src(), p.iif()),
             };
             let p = &self.psbs[id];
             if oifs != p.oifs {

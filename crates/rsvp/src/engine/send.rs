@@ -255,11 +255,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let session = self.session_key(sid);
         let style = Style {
             flags: 0,
-            kind: r.style.kind(),
+            kind: r.style().kind(),
         };
-        match r.nhop.map(|h| self.hops.get(h).clone()) {
+        match r.nhop().map(|h| self.hops.get(h).clone()) {
             Some(nhop) => {
-                let oi = r.oi;
+                let oi = r.oi();
                 let hop = RsvpHop::new(self.iface_addr(oi, session.dest), oi.map_or(0, |i| i.0));
                 let msg = Message::ResvErr(ResvErr {
                     integrity: None,

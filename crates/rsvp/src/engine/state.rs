@@ -54,9 +54,6 @@ pub type Oi = Option<IfIndex>;
 /// A PSB's outgoing interfaces: one but for multicast.
 pub type Oifs = crate::few::Few<Oi>;
 
-/// An RSB's filters: one for FF, one or more for SE, none for WF.
-pub type Filters = crate::few::Few<FilterSpec>;
-
 /// Objects carried without being interpreted (POLICY_DATA, unknown class 11bbbbbb); almost
 /// always none, so one pointer.
 pub type Carried = Option<Box<Vec<Opaque>>>;
@@ -71,18 +68,28 @@ pub fn carried_slice(c: &Carried) -> &[Opaque] {
     c.as_deref().map_or(&[], Vec::as_slice)
 }
 
-/// An interned Extended Tunnel ID (RFC 3209 §4.6.1.1): the LSPs of one ingress share it.
-pub type ExtTunnelIdRef = Interned<IpAddr>;
+/// Where a session goes: its SESSION's DestAddress (an LSP tunnel's end point) and, for an
+/// LSP tunnel, its Extended Tunnel ID (RFC 2205 §A.1, RFC 3209 §4.6.1). Interned
+/// ([`SessionDestRef`]): the sessions to one host share it, as do the LSPs of one ingress to
+/// one end point, and every session holds four bytes where the address inline took 17 and the
+/// Extended Tunnel ID a reference of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionDest {
+    /// DestAddress, or an LSP tunnel's end point address.
+    pub addr: IpAddr,
+    /// An LSP tunnel's Extended Tunnel ID; `None` for an IP session.
+    pub ext_tunnel_id: Option<IpAddr>,
+}
+
+/// An interned [`SessionDest`].
+pub type SessionDestRef = Interned<SessionDest>;
 
 /// All state of one session.
 #[derive(Debug)]
 pub struct SessionState {
-    /// The SESSION object but for its Extended Tunnel ID
-    /// ([`RsvpEngine::session_key`](super::RsvpEngine::session_key) puts them together).
+    /// The SESSION object, its destination interned
+    /// ([`RsvpEngine::session_key`](super::RsvpEngine::session_key) puts it together).
     pub key: SessionKey,
-    /// The Extended Tunnel ID of an LSP tunnel's SESSION. Kept out of line: 17 bytes inline
-    /// in every session, where IP sessions have none and the LSPs of one ingress share one.
-    pub ext_tunnel_id: Option<ExtTunnelIdRef>,
     /// Style of the requests this node last sent upstream (for their teardown).
     pub upstream_style: Option<SentStyle>,
     /// Path state, one per sender.
@@ -100,20 +107,12 @@ pub struct SessionState {
     pub refresh_at: Instant,
 }
 
-impl SessionState {
-    /// Whether the session is an LSP tunnel (RFC 3209 §4.6.1: its SESSION has an Extended
-    /// Tunnel ID).
-    pub fn is_lsp_tunnel(&self) -> bool {
-        self.ext_tunnel_id.is_some()
-    }
-}
-
-/// The fields of a SESSION object (RFC 2205 §A.1, RFC 3209 §4.6.1) held inline in every
-/// session: all but the Extended Tunnel ID.
+/// The fields of a SESSION object (RFC 2205 §A.1, RFC 3209 §4.6.1) as every session holds
+/// them: the destination and Extended Tunnel ID interned, the rest inline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SessionKey {
-    /// DestAddress (an LSP tunnel's end point).
-    pub dest: IpAddr,
+    /// DestAddress (an LSP tunnel's end point) and Extended Tunnel ID.
+    pub dest: SessionDestRef,
     /// Protocol Id (0 in an LSP tunnel).
     pub protocol_id: u8,
     /// Flags: E_Police, as the latest Path carried them.
@@ -123,24 +122,14 @@ pub struct SessionKey {
 }
 
 impl SessionKey {
-    /// The inline part of `s`.
-    pub fn of(s: &Session) -> Self {
-        SessionKey {
-            dest: s.dest,
-            protocol_id: s.protocol_id,
-            flags: s.flags,
-            dst_port: s.dst_port,
-        }
-    }
-
-    /// The SESSION object with this Extended Tunnel ID.
-    pub fn session(self, extended_tunnel_id: Option<IpAddr>) -> Session {
+    /// The SESSION object, given the destination `dest` names.
+    pub fn session(self, dest: &SessionDest) -> Session {
         Session {
-            dest: self.dest,
+            dest: dest.addr,
             protocol_id: self.protocol_id,
             flags: self.flags,
             dst_port: self.dst_port,
-            extended_tunnel_id,
+            extended_tunnel_id: dest.ext_tunnel_id,
         }
     }
 }
@@ -192,10 +181,9 @@ pub struct Psb {
     pub tspec: TspecRef,
     /// ADSPEC as received (composed with each outgoing link when forwarded).
     pub adspec: Option<AdspecRef>,
-    /// Previous hop; `None` for a sender registered locally through the API.
-    pub phop: Option<PhopId>,
-    /// Incoming interface; `None` for a local sender.
-    pub iif: Option<IfIndex>,
+    /// Previous hop and incoming interface ([`Psb::phop`], [`Psb::iif`]); `None` for a sender
+    /// registered locally through the API.
+    pub upstream: Option<Upstream>,
     /// Where the sender's data goes from here (route lookup result).
     pub oifs: Oifs,
     /// IP TTL to forward Path with (received TTL − 1).
@@ -217,6 +205,17 @@ pub struct Psb {
     pub sent: Option<FlowSpecRef>,
     /// What few senders have, out of line: blockade and RSVP-TE state.
     pub extra: Option<Box<PsbExtra>>,
+}
+
+/// Where a sender's Path reaches this node from (RFC 2209 §1: a PSB's PHOP and
+/// IncInterface): a sender has both or, registered locally, neither. One field, so the pair
+/// takes eight bytes in every PSB where two `Option`s took twelve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Upstream {
+    /// The previous hop.
+    pub phop: PhopId,
+    /// Our interface the Path arrived on.
+    pub iif: IfIndex,
 }
 
 /// The rarely present parts of a PSB, in one box so that a plain sender pays one pointer.
@@ -246,6 +245,16 @@ impl PsbExtra {
 }
 
 impl Psb {
+    /// Previous hop; `None` for a local sender.
+    pub fn phop(&self) -> Option<PhopId> {
+        self.upstream.map(|u| u.phop)
+    }
+
+    /// Incoming interface; `None` for a local sender.
+    pub fn iif(&self) -> Option<IfIndex> {
+        self.upstream.map(|u| u.iif)
+    }
+
     /// RSVP-TE state, for an LSP.
     pub fn te(&self) -> Option<&super::te::PsbTe> {
         self.extra.as_ref()?.te.as_ref()
@@ -345,21 +354,84 @@ pub struct PhopSb {
 pub struct Rsb {
     /// Next RSB of the session (whose id every caller has at hand: no back reference).
     pub next: Option<RsbId>,
-    /// The next hop that sent it; `None` for a local receiver.
-    pub nhop: Option<HopRef>,
-    /// The outgoing interface it reserves on (`None`: local delivery).
-    pub oi: Oi,
-    /// Reservation style: WF, FF or SE, the only ones that make state (one byte, where
-    /// [`StyleKind`] takes eight).
-    pub style: SentStyle,
+    /// The next hop that sent it and the outgoing interface it reserves on ([`Rsb::nhop`],
+    /// [`Rsb::oi`]); `None` for a local receiver.
+    pub downstream: Option<Downstream>,
+    /// Reservation style and the senders it applies to ([`Rsb::style`], [`Rsb::filters`]).
+    pub selection: Selection,
     /// Requested flowspec.
     pub flowspec: FlowSpecRef,
-    /// Senders it applies to: one for FF, one or more for SE, none (all) for WF.
-    pub filters: Filters,
     /// What few requests carry (SCOPE, a pending confirmation, forwarded objects), out of line.
     pub extra: Option<Box<RsbExtra>>,
     /// When the state times out unless refreshed ([`Instant::MAX`] for local receivers).
     pub expires: Instant,
+}
+
+/// Where a request comes from (RFC 2209 §1: an RSB's NHOP and OI): a next hop and the
+/// outgoing interface it reserves on, or, for a local receiver, neither. One field, so the
+/// pair takes eight bytes in every RSB where two `Option`s took twelve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Downstream {
+    /// The next hop.
+    pub nhop: HopRef,
+    /// The outgoing interface.
+    pub oi: IfIndex,
+}
+
+/// An RSB's reservation style with the senders it selects (RFC 2205 §1.3, §3.1.2: "Style"
+/// and "Filter_spec_list"): WF, FF or SE, the only styles that make state. One enum, so the
+/// style costs no byte of its own and a fixed filter is held inline.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Selection {
+    /// Wildcard-Filter: every sender (upstream of SCOPE, if the request has one).
+    Wf,
+    /// Fixed-Filter: one sender (each sender of an FF request is an RSB of its own).
+    Ff(FilterSpec),
+    /// Shared-Explicit: the senders listed, one or more.
+    Se(Box<[FilterSpec]>),
+}
+
+impl Selection {
+    /// The style.
+    pub fn style(&self) -> SentStyle {
+        match self {
+            Selection::Wf => SentStyle::Wf,
+            Selection::Ff(_) => SentStyle::Ff,
+            Selection::Se(_) => SentStyle::Se,
+        }
+    }
+
+    /// The filters: one for FF, one or more for SE, none (all senders) for WF.
+    pub fn filters(&self) -> &[FilterSpec] {
+        match self {
+            Selection::Wf => &[],
+            Selection::Ff(f) => core::slice::from_ref(f),
+            Selection::Se(fs) => fs,
+        }
+    }
+
+    /// Heap bytes held (an SE list).
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Selection::Se(fs) => core::mem::size_of_val::<[FilterSpec]>(fs),
+            _ => 0,
+        }
+    }
+
+    /// Keep only the filters `keep` accepts. Returns whether the selection still selects
+    /// anything: WF always does; FF and SE do while a filter remains.
+    pub fn retain(&mut self, mut keep: impl FnMut(&FilterSpec) -> bool) -> bool {
+        match self {
+            Selection::Wf => true,
+            Selection::Ff(f) => keep(f),
+            Selection::Se(fs) => {
+                if !fs.iter().all(&mut keep) {
+                    *fs = fs.iter().copied().filter(|f| keep(f)).collect();
+                }
+                !fs.is_empty()
+            }
+        }
+    }
 }
 
 /// The rarely present parts of an RSB.
@@ -377,6 +449,26 @@ pub struct RsbExtra {
 }
 
 impl Rsb {
+    /// The next hop that sent it; `None` for a local receiver.
+    pub fn nhop(&self) -> Option<HopRef> {
+        self.downstream.map(|d| d.nhop)
+    }
+
+    /// The outgoing interface it reserves on (`None`: local delivery).
+    pub fn oi(&self) -> Oi {
+        self.downstream.map(|d| d.oi)
+    }
+
+    /// Reservation style.
+    pub fn style(&self) -> SentStyle {
+        self.selection.style()
+    }
+
+    /// Senders it applies to: one for FF, one or more for SE, none (all) for WF.
+    pub fn filters(&self) -> &[FilterSpec] {
+        self.selection.filters()
+    }
+
     /// SCOPE, if the request has one.
     pub fn scope(&self) -> Option<&Scope> {
         self.extra.as_ref().and_then(|e| e.scope.as_ref())
@@ -404,9 +496,9 @@ impl Rsb {
 
     /// Whether this request applies to `sender` (style semantics, RFC 2205 §1.3).
     pub fn covers(&self, sender: &FilterSpec) -> bool {
-        match self.style {
-            SentStyle::Wf => self.scope().is_none_or(|s| s.addrs.contains(&sender.src())),
-            _ => self.filters.iter().any(|f| filter_matches(f, sender)),
+        match &self.selection {
+            Selection::Wf => self.scope().is_none_or(|s| s.addrs.contains(&sender.src())),
+            s => s.filters().iter().any(|f| filter_matches(f, sender)),
         }
     }
 }
@@ -566,11 +658,20 @@ impl Encode for SenderTspec {
     }
 }
 
-impl Encode for IpAddr {
+impl Encode for SessionDest {
+    /// The address family of each address, then the addresses' bytes.
     fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            IpAddr::V4(a) => out.extend_from_slice(&a.octets()),
-            IpAddr::V6(a) => out.extend_from_slice(&a.octets()),
+        let family = |a: Option<&IpAddr>| match a {
+            None => 0,
+            Some(IpAddr::V4(_)) => 4,
+            Some(IpAddr::V6(_)) => 6,
+        };
+        out.push((family(Some(&self.addr)) << 4) | family(self.ext_tunnel_id.as_ref()));
+        for a in core::iter::once(&self.addr).chain(&self.ext_tunnel_id) {
+            match a {
+                IpAddr::V4(a) => out.extend_from_slice(&a.octets()),
+                IpAddr::V6(a) => out.extend_from_slice(&a.octets()),
+            }
         }
     }
 }
@@ -686,26 +787,38 @@ mod tests {
         use std::mem::size_of;
         // 88 since SESSION grew an RSVP-TE Extended Tunnel ID (RFC 3209 §4.6.1); 80 since the
         // local-repair deadline moved out; 72 since the upstream style is one byte; 56 since
-        // the Extended Tunnel ID is interned.
+        // the Extended Tunnel ID is interned; 40 since the destination is interned with it.
         assert!(
-            size_of::<SessionState>() <= 56,
+            size_of::<SessionState>() <= 40,
             "SessionState is {}",
             size_of::<SessionState>()
         );
         // 112 since the SENDER_TSPEC is interned; 104 since the outgoing interfaces are a
         // `Few` (the Rsb's 72 since its filters are); 96 since carried objects are with the
         // other rare parts; 112 since it holds its sender's FF reservation (16 bytes where the
-        // OutISB and OIatPSB blocks took 48).
-        assert!(size_of::<Psb>() <= 112, "Psb is {}", size_of::<Psb>());
+        // OutISB and OIatPSB blocks took 48); 104 since traffic control's handle is four
+        // bytes and the previous hop and incoming interface are one field.
+        assert!(size_of::<Psb>() <= 104, "Psb is {}", size_of::<Psb>());
         assert!(
-            size_of::<Option<Installed>>() <= 16,
+            size_of::<Option<Upstream>>() <= 8,
+            "Option<Upstream> is {}",
+            size_of::<Option<Upstream>>()
+        );
+        assert!(
+            size_of::<Option<Installed>>() <= 12,
             "Option<Installed> is {}",
             size_of::<Option<Installed>>()
         );
-        // The Rsb's 64 since its style is one byte and it names no session.
-        assert!(size_of::<Rsb>() <= 64, "Rsb is {}", size_of::<Rsb>());
+        // The Rsb's 64 since its style is one byte and it names no session; 56 since the style
+        // is its filters' enum and the next hop and outgoing interface are one field.
+        assert!(size_of::<Rsb>() <= 56, "Rsb is {}", size_of::<Rsb>());
         assert!(
-            size_of::<OutIsb>() <= 32,
+            size_of::<Selection>() <= 24,
+            "Selection is {}",
+            size_of::<Selection>()
+        );
+        assert!(
+            size_of::<OutIsb>() <= 28,
             "OutIsb is {}",
             size_of::<OutIsb>()
         );

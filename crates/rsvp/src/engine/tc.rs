@@ -25,7 +25,7 @@ pub fn admission_error_code(e: AdmissionError) -> (u8, u16) {
 
 /// A FLOWSPEC's TSpec and the rate it reserves (the token rate for Controlled-Load, the RSpec
 /// rate for Guaranteed).
-pub fn flowspec_request(f: &FlowSpec) -> (TokenBucket, f64) {
+pub fn flowspec_request(f: &FlowSpec) -> (TokenBucket, f32) {
     let t = match f {
         FlowSpec::ControlledLoad(t) => t,
         FlowSpec::Guaranteed { tspec, .. } => tspec,
@@ -37,7 +37,7 @@ pub fn flowspec_request(f: &FlowSpec) -> (TokenBucket, f64) {
         min_policed: t.min_policed,
         max_packet: t.max_packet,
     };
-    (tspec, f64::from(f.reserved_rate()))
+    (tspec, f.reserved_rate())
 }
 
 /// The classifier selecting one sender's packets of a session (SESSION plus FILTER_SPEC,

@@ -633,6 +633,7 @@ fn unchanged_resv_refresh_sends_nothing_new_upstream() {
     assert!(feed(&mut e, Instant::from_secs(1), &r, NHOP, DOWN, 64).is_empty());
 }
 
+mod compact_state;
 mod ff_in_psb;
 mod hostile;
 mod kom;

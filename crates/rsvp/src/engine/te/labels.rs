@@ -130,11 +130,11 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let oi = psb.oifs.first().copied().flatten()?;
         self.rsbs_of(psb.session).find_map(|r: RsbId| {
             let rsb = &self.rsbs[r];
-            if rsb.oi != Some(oi) {
+            if rsb.oi() != Some(oi) {
                 return None;
             }
             let i = rsb
-                .filters
+                .filters()
                 .iter()
                 .position(|f| filter_matches(f, &psb.sender))?;
             let te = rsb.te().get(i)?;
@@ -142,7 +142,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 label: te.label_value()?,
                 next_hop: NextHop {
                     ifindex: oi,
-                    addr: self.hops.get(rsb.nhop?).addr,
+                    addr: self.hops.get(rsb.nhop()?).addr,
                 },
                 rro: te.record_route.clone(),
             })
@@ -224,7 +224,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 self.drop_in_label(p);
                 continue;
             };
-            let transit = self.psbs[p].phop.is_some();
+            let transit = self.psbs[p].phop().is_some();
             let have = self.psbs[p].te().and_then(|t| t.in_label);
             let label = match (transit, have) {
                 (false, _) => None,
@@ -271,7 +271,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let mut heads: SmallVec<[(u64, PsbId); 2]> = SmallVec::new();
         for p in self.psbs_of(sid) {
             let psb = &self.psbs[p];
-            let Some(te) = psb.te().filter(|_| psb.phop.is_none()) else {
+            let Some(te) = psb.te().filter(|_| psb.phop().is_none()) else {
                 continue;
             };
             heads.push((te.seq, p));
@@ -313,7 +313,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             return FilterTe::default();
         };
         let record_route = te.rro.as_ref().map(|_| {
-            let addr = self.iface_addr(psb.iif, self.sessions[psb.session].key.dest);
+            let addr = self.iface_addr(psb.iif(), self.session_dest(psb.session).addr);
             let below = if psb.oifs.contains(&None) {
                 None
             } else {

@@ -310,7 +310,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
     pub(crate) fn check_lsp_setup(&mut self, now: Instant, sid: SessionId) {
         let heads: SmallVec<[PsbId; 2]> = self
             .psbs_of(sid)
-            .filter(|&p| self.psbs[p].phop.is_none())
+            .filter(|&p| self.psbs[p].phop().is_none())
             .filter(|&p| self.psbs[p].te().is_some_and(|t| t.setup_by.is_some()))
             .collect();
         let session = self.session_key(sid);
@@ -432,7 +432,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         if let Some(sid) = self.find_session(&h.session) {
             let heads: SmallVec<[PsbId; 2]> = self
                 .psbs_of(sid)
-                .filter(|&p| self.psbs[p].phop.is_none())
+                .filter(|&p| self.psbs[p].phop().is_none())
                 .collect();
             for p in heads {
                 self.remove_psb(p, true);
@@ -454,7 +454,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             record_route: None,
         };
         match psb
-            .phop
+            .phop()
             .map(|ph| (self.phops[ph].hop.addr, self.phops[ph].ifindex))
         {
             Some((addr, ifindex)) => {
@@ -542,7 +542,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         // A request of the other style (the head end changed its mind) is replaced.
         let stale: SmallVec<[RsbId; 2]> = self
             .rsbs_of(sid)
-            .filter(|&r| self.rsbs[r].nhop.is_none() && self.rsbs[r].style.kind() != kind)
+            .filter(|&r| self.rsbs[r].nhop().is_none() && self.rsbs[r].style().kind() != kind)
             .collect();
         for r in stale {
             self.remove_rsb(sid, r);
@@ -571,7 +571,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             };
             if let Some(p) = self
                 .find_psb(sid, &sender)
-                .filter(|&p| self.psbs[p].phop.is_none())
+                .filter(|&p| self.psbs[p].phop().is_none())
             {
                 self.remove_psb(p, true);
                 self.after_path_removal(sid);
@@ -582,8 +582,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
     /// Every LSP at this node: those it heads (failed ones included), carries and ends.
     pub fn lsps(&self) -> Vec<LspView> {
         let mut out = Vec::new();
-        for (sid, s) in self.sessions.iter() {
-            if !s.is_lsp_tunnel() {
+        for (sid, _) in self.sessions.iter() {
+            if !self.is_lsp_session(sid) {
                 continue;
             }
             let session = self.session_key(sid);
@@ -592,7 +592,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
                 let Some(te) = psb.te() else {
                     continue;
                 };
-                let role = if psb.phop.is_none() {
+                let role = if psb.phop().is_none() {
                     LspRole::HeadEnd
                 } else if psb.oifs.contains(&None) {
                     LspRole::Egress
@@ -685,7 +685,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let heads_end_here = |session: &Session| {
             self.find_session(session).is_some_and(|sid| {
                 self.psbs_of(sid)
-                    .any(|p| self.psbs[p].phop.is_none() && self.psbs[p].te().is_some())
+                    .any(|p| self.psbs[p].phop().is_none() && self.psbs[p].te().is_some())
             })
         };
         let live = self.te_psbs;

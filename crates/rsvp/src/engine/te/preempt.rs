@@ -78,16 +78,16 @@ impl<T: TrafficControl> RsvpEngine<T> {
         let ifindex = self.installed(oid).ifindex;
         let served: SmallVec<[PsbId; 2]> = self.psbs_served(oid).collect();
         self.remove_out_isb(victim, oid);
-        let node = self.iface_addr(Some(ifindex), self.sessions[victim].key.dest);
+        let node = self.iface_addr(Some(ifindex), self.session_dest(victim).addr);
         let rsbs: SmallVec<[RsbId; 2]> = self
             .rsbs_of(victim)
-            .filter(|&r| self.rsbs[r].oi == Some(ifindex))
+            .filter(|&r| self.rsbs[r].oi() == Some(ifindex))
             .collect();
         for r in rsbs {
             let rsb = &self.rsbs[r];
             let desc = FlowDescriptor::new(
                 Some(*self.flowspecs.get(rsb.flowspec)),
-                rsb.filters.to_vec(),
+                rsb.filters().to_vec(),
             );
             let error = ErrorSpec {
                 node,
