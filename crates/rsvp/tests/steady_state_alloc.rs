@@ -10,7 +10,8 @@ use pathwise_core::io::IfIndex;
 use pathwise_core::time::Instant;
 use pathwise_rsvp::RsvpEngine;
 use pathwise_rsvp::testing::{
-    DOWN, NHOP, PHOP, UP, bytes, ff, path, received, resv, route, router_config, sender, session,
+    DOWN, NHOP, PHOP, UP, bytes, ff, path, received, resv, resv_tear, route, router_config, sender,
+    session,
 };
 use pathwise_rsvp::wire::{Message, StyleKind};
 use std::net::Ipv4Addr;
@@ -147,5 +148,62 @@ fn unchanged_refreshes_at_a_transit_allocate_nothing_of_their_own() {
     assert_eq!(
         on_timers, 0,
         "{on_timers} allocations while {paths_sent} Paths and {resvs_sent} Resvs were sent"
+    );
+}
+
+/// Hand `msgs` to the engine, giving back every payload it sends (`RsvpEngine::recycle`) and
+/// taking its events, as the daemon does; the messages sent.
+fn feed_recycling(e: &mut RsvpEngine, msgs: &[Vec<u8>], from: Ipv4Addr, ifindex: IfIndex) -> usize {
+    let mut sent = 0;
+    for m in msgs {
+        e.handle_datagram(Instant::from_secs(1), received(from, ifindex, 63, m));
+        while let Some(t) = e.poll_transmit() {
+            sent += 1;
+            e.recycle(t.payload);
+        }
+        while e.poll_event().is_some() {}
+    }
+    sent
+}
+
+/// A new FF reservation for a sender whose Path is held allocates nothing of its own once the
+/// tables have room (a million flows set up at churn is a million of them, issue #21): the
+/// request's units, classifiers and undo list stay inline, the RSB and traffic control reuse
+/// freed slots, the forwarded Resv a recycled buffer. Torn down and made again, counted. One
+/// reservation stays throughout: the first holder of a flowspec value interns it (its key is
+/// allocated once per distinct value, not per reservation).
+#[test]
+fn a_new_ff_reservation_at_a_transit_allocates_nothing_of_its_own() {
+    let paths: Vec<Vec<u8>> = (0..SESSIONS).map(path_bytes).collect();
+    let resvs: Vec<Vec<u8>> = (0..SESSIONS).map(resv_bytes).collect();
+    let tears: Vec<Vec<u8>> = (1..SESSIONS)
+        .map(|i| {
+            let mut t = resv_tear(session(1000 + i));
+            if let Message::ResvTear(t) = &mut t {
+                t.flows = ff(1000.0, sender(2000 + i));
+            }
+            bytes(&t, 64)
+        })
+        .collect();
+    let mut e = transit();
+    feed_recycling(&mut e, &paths, PHOP, UP);
+    let (kept, churned) = resvs.split_at(1);
+    assert_eq!(feed_recycling(&mut e, kept, NHOP, DOWN), 1);
+    // Made and torn down twice: every table and buffer pool has reached its size.
+    for _ in 0..2 {
+        assert_eq!(feed_recycling(&mut e, churned, NHOP, DOWN), churned.len());
+        assert_eq!(e.state_stats().out_isbs, usize::from(SESSIONS));
+        feed_recycling(&mut e, &tears, NHOP, DOWN);
+        assert_eq!(e.state_stats().rsbs, 1, "torn down but one");
+    }
+    let mut sent = 0;
+    let made = allocations(|| sent = feed_recycling(&mut e, churned, NHOP, DOWN));
+    assert_eq!(sent, churned.len(), "each new Resv forwarded");
+    assert_eq!(e.state_stats().out_isbs, usize::from(SESSIONS));
+    assert_eq!(
+        made,
+        0,
+        "{made} allocations for {} new reservations",
+        churned.len()
     );
 }

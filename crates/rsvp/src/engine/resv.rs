@@ -17,6 +17,7 @@ use crate::wire::{
     ResvConfirm, ResvErr, ResvTear, RsvpHop, Scope, Session, Style, StyleKind, TimeValues,
 };
 use pathwise_core::io::{IfIndex, Received};
+use pathwise_core::tc::FlowClassifier;
 use pathwise_core::time::{Duration, Instant};
 use smallvec::SmallVec;
 
@@ -41,6 +42,13 @@ struct Unit {
     flowspec: FlowSpec,
     psbs: SmallVec<[PsbId; 2]>,
 }
+
+/// A session's units: one for an FF reservation of one sender out of one interface, the most
+/// common case, without a heap allocation (a new reservation made none of its own before it).
+type Units = SmallVec<[Unit; 1]>;
+
+/// The RSBs a request touched, with what to undo: one for an FF request for one sender.
+type Touched = SmallVec<[(RsbId, Undo, FlowDescriptor); 1]>;
 
 /// Traffic control refused one reservation unit.
 #[derive(Debug, Clone, Copy)]
@@ -285,7 +293,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         }
         // Apply, remembering each RSB's previous state so a refused one can be undone.
-        let mut touched: Vec<(RsbId, Undo, FlowDescriptor)> = Vec::new();
+        let mut touched = Touched::new();
         let mut scope_changed = false;
         let expires = req.lifetime.map_or(Instant::MAX, |l| now + l);
         // What a wanted RSB selects: its FF sender, the SE list, or WF's every sender.
@@ -373,12 +381,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// Admission failed for some units: undo the RSB changes of this request that fed them and
     /// tell their next hops (ResvErr code 1, InPlace when an older reservation remains).
-    fn undo_refused(
-        &mut self,
-        sid: SessionId,
-        refused: &[Refused],
-        touched: Vec<(RsbId, Undo, FlowDescriptor)>,
-    ) {
+    fn undo_refused(&mut self, sid: SessionId, refused: &[Refused], touched: Touched) {
         for (id, old, desc) in touched {
             if !self.rsbs.contains(id) {
                 continue;
@@ -425,8 +428,8 @@ impl<T: TrafficControl> RsvpEngine<T> {
 
     /// The reservation units the session's RSBs ask for on each outgoing interface
     /// (RFC 2205 §3.4): FF one per sender, WF/SE one shared, flowspecs merged to their LUB.
-    fn desired_units(&self, sid: SessionId) -> Vec<Unit> {
-        let mut units: Vec<Unit> = Vec::new();
+    fn desired_units(&self, sid: SessionId) -> Units {
+        let mut units = Units::new();
         for rid in self.rsbs_of(sid) {
             let r = &self.rsbs[rid];
             let Some(ifindex) = r.oi() else { continue };
@@ -457,6 +460,14 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         }
         units
+    }
+
+    /// What traffic control classifies a unit's packets by: its senders' filters in the
+    /// session (one for FF, kept inline).
+    fn classifiers(&self, session: &Session, psbs: &[PsbId]) -> SmallVec<[FlowClassifier; 1]> {
+        psbs.iter()
+            .map(|&p| classifier(session, &self.psbs[p].sender))
+            .collect()
     }
 
     /// The FF sender an OutISB is for (its one OIatPSB), or `None` for a shared reservation.
@@ -491,11 +502,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             if *self.flowspecs.get(o.flowspec) == u.flowspec && same_psbs {
                 continue;
             }
-            let classifiers: Vec<_> = u
-                .psbs
-                .iter()
-                .map(|&p| classifier(&session, &self.psbs[p].sender))
-                .collect();
+            let classifiers = self.classifiers(&session, &u.psbs);
             let (tspec, rate) = flowspec_request(&u.flowspec);
             let req = TcRequest {
                 tspec,
@@ -518,11 +525,7 @@ impl<T: TrafficControl> RsvpEngine<T> {
             }
         }
         for u in units {
-            let classifiers: Vec<_> = u
-                .psbs
-                .iter()
-                .map(|&p| classifier(&session, &self.psbs[p].sender))
-                .collect();
+            let classifiers = self.classifiers(&session, &u.psbs);
             let (tspec, rate) = flowspec_request(&u.flowspec);
             let req = TcRequest {
                 tspec,
