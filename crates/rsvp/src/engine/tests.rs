@@ -34,6 +34,16 @@ fn with_object(mut msg: Vec<u8>, class: u8, ctype: u8, body: &[u8]) -> Vec<u8> {
     msg
 }
 
+/// `payload` at time zero from the previous hop [`PHOP`] on [`UP`]; what the engine sent.
+fn from_upstream(e: &mut RsvpEngine, payload: &[u8]) -> Vec<Transmit> {
+    feed(e, Instant::ZERO, payload, PHOP, UP, 63)
+}
+
+/// `payload` at time zero from the next hop `nhop` on [`DOWN`]; what the engine sent.
+fn from_downstream(e: &mut RsvpEngine, payload: &[u8], nhop: Ipv4Addr) -> Vec<Transmit> {
+    feed(e, Instant::ZERO, payload, nhop, DOWN, 64)
+}
+
 /// Feed one datagram and collect what the engine sends.
 fn feed(
     e: &mut RsvpEngine,
@@ -64,14 +74,7 @@ fn error_of(t: &Transmit) -> (u8, u16) {
 #[test]
 fn path_is_forwarded_hop_by_hop_with_our_hop_and_composed_adspec() {
     let mut e = engine();
-    let out = feed(
-        &mut e,
-        Instant::ZERO,
-        &bytes(&path(session(1), sender(1)), 63),
-        PHOP,
-        UP,
-        63,
-    );
+    let out = from_upstream(&mut e, &bytes(&path(session(1), sender(1)), 63));
     assert_eq!(out.len(), 1);
     let t = &out[0];
     assert_eq!(
@@ -119,7 +122,7 @@ fn unknown_object_class_is_answered_per_rfc_2205_3_10() {
     let mut e = engine();
     // Class 0bbbbbbb: reject and answer "Unknown object class" with (class << 8) | C-Type.
     let msg = with_object(bytes(&path(session(1), sender(1)), 63), 0x42, 3, &[0; 4]);
-    let out = feed(&mut e, Instant::ZERO, &msg, PHOP, UP, 63);
+    let out = from_upstream(&mut e, &msg);
     assert_eq!(out.len(), 1);
     assert_eq!(
         error_of(&out[0]),
@@ -129,7 +132,7 @@ fn unknown_object_class_is_answered_per_rfc_2205_3_10() {
     assert_eq!(e.state_stats().psbs, 0, "nothing installed");
     // Class 10bbbbbb: ignored silently, the Path is processed and not forwarded with it.
     let msg = with_object(bytes(&path(session(1), sender(1)), 63), 0x85, 1, &[0; 4]);
-    let out = feed(&mut e, Instant::ZERO, &msg, PHOP, UP, 63);
+    let out = from_upstream(&mut e, &msg);
     let Message::Path(p) = parsed(&out[0]) else {
         panic!()
     };
@@ -141,7 +144,7 @@ fn unknown_object_class_is_answered_per_rfc_2205_3_10() {
         1,
         &[1, 2, 3, 4],
     );
-    let out = feed(&mut e, Instant::ZERO, &msg, PHOP, UP, 63);
+    let out = from_upstream(&mut e, &msg);
     let Message::Path(p) = parsed(&out[0]) else {
         panic!()
     };
@@ -154,7 +157,7 @@ fn unknown_object_class_is_answered_per_rfc_2205_3_10() {
         1,
         &[0; 4],
     );
-    let out = feed(&mut e, Instant::ZERO, &msg, NHOP, DOWN, 64);
+    let out = from_downstream(&mut e, &msg, NHOP);
     assert_eq!(
         error_of(&out[0]),
         (error_code::UNKNOWN_OBJECT_CLASS, 0x4301)
@@ -178,14 +181,7 @@ fn session_attribute_is_forwarded_unmodified() {
         panic!()
     };
     p.session_attribute = Some(sa.clone());
-    let out = feed(
-        &mut e,
-        Instant::ZERO,
-        &bytes(&Message::Path(p), 63),
-        PHOP,
-        UP,
-        63,
-    );
+    let out = from_upstream(&mut e, &bytes(&Message::Path(p), 63));
     let Message::Path(p) = parsed(&out[0]) else {
         panic!()
     };
@@ -215,14 +211,7 @@ fn a_transit_lsr_binds_labels_downstream_on_demand() {
         l3pid: 0x0800,
         range: None,
     });
-    let out = feed(
-        &mut e,
-        Instant::ZERO,
-        &bytes(&Message::Path(p), 63),
-        PHOP,
-        UP,
-        63,
-    );
+    let out = from_upstream(&mut e, &bytes(&Message::Path(p), 63));
     assert_eq!((out.len(), e.state_stats().psbs), (1, 1));
     // RFC 3209 §4.2: the LABEL_REQUEST goes on with the Path.
     let Message::Path(fwd) = parsed(&out[0]) else {
@@ -239,13 +228,10 @@ fn a_transit_lsr_binds_labels_downstream_on_demand() {
         }];
         flows
     };
-    let out = feed(
+    let out = from_downstream(
         &mut e,
-        Instant::ZERO,
         &bytes(&resv(s, StyleKind::Ff, with_label(1000)), 64),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(e.state_stats().out_isbs, 1);
     let Message::Resv(up) = parsed(&out[0]) else {
@@ -257,13 +243,10 @@ fn a_transit_lsr_binds_labels_downstream_on_demand() {
     assert_eq!(entry.op, pathwise_core::mpls::LabelOp::Swap(1000));
     assert_eq!(entry.next_hop.addr, IpAddr::V4(NHOP));
     // A label in the reserved range is refused (§4.1.2, "Unacceptable label value").
-    let out = feed(
+    let out = from_downstream(
         &mut e,
-        Instant::ZERO,
         &bytes(&resv(s, StyleKind::Ff, with_label(7)), 64),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(
         error_of(&out[0]),
@@ -283,14 +266,7 @@ fn a_transit_lsr_binds_labels_downstream_on_demand() {
     };
     let mut flows = ff(10.0, other);
     flows[0].te = with_label(1000)[0].te.clone();
-    let out = feed(
-        &mut e,
-        Instant::ZERO,
-        &bytes(&resv(s, StyleKind::Ff, flows), 64),
-        NHOP,
-        DOWN,
-        64,
-    );
+    let out = from_downstream(&mut e, &bytes(&resv(s, StyleKind::Ff, flows), 64), NHOP);
     assert_eq!(error_of(&out[0]), (error_code::NO_SENDER_INFORMATION, 0));
     // PathTear: the binding and its label go.
     let tear = Message::PathTear(crate::wire::PathTear {
@@ -301,7 +277,7 @@ fn a_transit_lsr_binds_labels_downstream_on_demand() {
         sender_tspec: None,
         forward: Vec::new(),
     });
-    feed(&mut e, Instant::ZERO, &bytes(&tear, 63), PHOP, UP, 63);
+    from_upstream(&mut e, &bytes(&tear, 63));
     assert!(e.lfib().is_empty());
     assert_eq!(e.labels_in_use(), 0);
 }
@@ -323,20 +299,17 @@ fn errors_are_never_answered_with_errors() {
         forward: Vec::new(),
     });
     let msg = with_object(bytes(&err, 64), 0x42, 1, &[0; 4]);
-    assert!(feed(&mut e, Instant::ZERO, &msg, NHOP, DOWN, 64).is_empty());
+    assert!(from_downstream(&mut e, &msg, NHOP).is_empty());
     assert_eq!(e.counters().drops.get("unknown_class"), Some(&1));
 }
 
 #[test]
 fn resv_without_path_state_gets_no_path_information() {
     let mut e = engine();
-    let out = feed(
+    let out = from_downstream(
         &mut e,
-        Instant::ZERO,
         &bytes(&resv(session(1), StyleKind::Ff, ff(10.0, sender(1))), 64),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(error_of(&out[0]), (error_code::NO_PATH_INFORMATION, 0));
     assert_eq!(e.counters().drops.get("no_path_state"), Some(&1));
@@ -345,21 +318,11 @@ fn resv_without_path_state_gets_no_path_information() {
 #[test]
 fn ff_resv_for_unknown_sender_gets_no_sender_information() {
     let mut e = engine();
-    feed(
+    from_upstream(&mut e, &bytes(&path(session(1), sender(1)), 63));
+    let out = from_downstream(
         &mut e,
-        Instant::ZERO,
-        &bytes(&path(session(1), sender(1)), 63),
-        PHOP,
-        UP,
-        63,
-    );
-    let out = feed(
-        &mut e,
-        Instant::ZERO,
         &bytes(&resv(session(1), StyleKind::Ff, ff(10.0, sender(9))), 64),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(error_of(&out[0]), (error_code::NO_SENDER_INFORMATION, 0));
     assert!(e.traffic_control().is_empty());
@@ -368,24 +331,14 @@ fn ff_resv_for_unknown_sender_gets_no_sender_information() {
 #[test]
 fn unknown_style_gets_unknown_reservation_style() {
     let mut e = engine();
-    feed(
+    from_upstream(&mut e, &bytes(&path(session(1), sender(1)), 63));
+    let out = from_downstream(
         &mut e,
-        Instant::ZERO,
-        &bytes(&path(session(1), sender(1)), 63),
-        PHOP,
-        UP,
-        63,
-    );
-    let out = feed(
-        &mut e,
-        Instant::ZERO,
         &bytes(
             &resv(session(1), StyleKind::Other(0b11111), ff(10.0, sender(1))),
             64,
         ),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(
         error_of(&out[0]),
@@ -413,14 +366,7 @@ fn lsp_tunnel_ids_are_not_ports() {
             l3pid: 0x0800,
             range: None,
         });
-        let out = feed(
-            &mut e,
-            Instant::ZERO,
-            &bytes(&Message::Path(p), 63),
-            PHOP,
-            UP,
-            63,
-        );
+        let out = from_upstream(&mut e, &bytes(&Message::Path(p), 63));
         // Forwarded, not answered with a PathErr (read from the header: the forwarded Path
         // lacks its LABEL_REQUEST until labels are handled).
         let types: Vec<_> = out
@@ -438,14 +384,7 @@ fn lsp_tunnel_ids_are_not_ports() {
         l3pid: 0x0800,
         range: None,
     });
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &bytes(&Message::Path(p), 63),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &bytes(&Message::Path(p), 63));
     assert_eq!(e.state_stats().sessions, 3);
     // Timed out, the sessions leave no Extended Tunnel ID behind (`is_idle` checks the interner).
     while let Some(t) = e.poll_timeout().filter(|t| *t < Instant::from_secs(200)) {
@@ -458,33 +397,12 @@ fn lsp_tunnel_ids_are_not_ports() {
 #[test]
 fn conflicting_ports_are_refused() {
     let mut e = engine();
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &bytes(&path(session(0), sender(1)), 63),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &bytes(&path(session(0), sender(1)), 63));
     // A non-zero port next to a zero port for the same destination and protocol.
-    let out = feed(
-        &mut e,
-        Instant::ZERO,
-        &bytes(&path(session(5), sender(1)), 63),
-        PHOP,
-        UP,
-        63,
-    );
+    let out = from_upstream(&mut e, &bytes(&path(session(5), sender(1)), 63));
     assert_eq!(error_of(&out[0]), (error_code::CONFLICTING_DEST_PORTS, 0));
     // Same sender address with and without a port in one session.
-    let out = feed(
-        &mut e,
-        Instant::ZERO,
-        &bytes(&path(session(0), sender(0)), 63),
-        PHOP,
-        UP,
-        63,
-    );
+    let out = from_upstream(&mut e, &bytes(&path(session(0), sender(0)), 63));
     assert_eq!(error_of(&out[0]), (error_code::CONFLICTING_SENDER_PORTS, 0));
     assert_eq!(e.state_stats().sessions, 1);
 }
@@ -495,7 +413,7 @@ fn bad_checksum_is_dropped_and_counted() {
     let mut msg = bytes(&path(session(1), sender(1)), 63);
     let last = msg.len() - 1;
     msg[last] ^= 0x40;
-    assert!(feed(&mut e, Instant::ZERO, &msg, PHOP, UP, 63).is_empty());
+    assert!(from_upstream(&mut e, &msg).is_empty());
     assert_eq!(e.counters().drops.get("bad_checksum"), Some(&1));
     assert!(e.is_idle());
 }
@@ -505,16 +423,9 @@ fn bad_checksum_is_dropped_and_counted() {
 #[test]
 fn a_resv_tear_after_the_path_tear_is_counted_as_a_crossing() {
     let mut e = engine();
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &bytes(&path(session(1), sender(1)), 63),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &bytes(&path(session(1), sender(1)), 63));
     let tear = bytes(&path_tear(session(1)), 63);
-    feed(&mut e, Instant::ZERO, &tear, PHOP, UP, 63);
+    from_upstream(&mut e, &tear);
     assert_eq!(e.state_stats().sessions, 0);
     let tear = bytes(&resv_tear(session(1)), 63);
     assert!(feed(&mut e, Instant::ZERO, &tear, NHOP, DOWN, 63).is_empty());
@@ -528,14 +439,7 @@ fn a_resv_tear_after_the_path_tear_is_counted_as_a_crossing() {
 #[test]
 fn path_tear_from_another_hop_is_stale() {
     let mut e = engine();
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &bytes(&path(session(1), sender(1)), 63),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &bytes(&path(session(1), sender(1)), 63));
     let tear = |addr: Ipv4Addr| {
         bytes(
             &Message::PathTear(PathTear {
@@ -549,20 +453,10 @@ fn path_tear_from_another_hop_is_stale() {
             63,
         )
     };
-    assert!(
-        feed(
-            &mut e,
-            Instant::ZERO,
-            &tear(Ipv4Addr::new(10, 9, 9, 9)),
-            PHOP,
-            UP,
-            63
-        )
-        .is_empty()
-    );
+    assert!(from_upstream(&mut e, &tear(Ipv4Addr::new(10, 9, 9, 9))).is_empty());
     assert_eq!(e.state_stats().psbs, 1);
     assert_eq!(e.counters().drops.get("no_matching_path_state"), Some(&1));
-    let out = feed(&mut e, Instant::ZERO, &tear(PHOP), PHOP, UP, 63);
+    let out = from_upstream(&mut e, &tear(PHOP));
     assert!(
         matches!(parsed(&out[0]), Message::PathTear(_)),
         "passed downstream"
@@ -573,21 +467,11 @@ fn path_tear_from_another_hop_is_stale() {
 #[test]
 fn unrefreshed_state_times_out_and_is_torn_downstream() {
     let mut e = engine();
-    feed(
+    from_upstream(&mut e, &bytes(&path(session(1), sender(1)), 63));
+    from_downstream(
         &mut e,
-        Instant::ZERO,
-        &bytes(&path(session(1), sender(1)), 63),
-        PHOP,
-        UP,
-        63,
-    );
-    feed(
-        &mut e,
-        Instant::ZERO,
         &bytes(&resv(session(1), StyleKind::Ff, ff(10.0, sender(1))), 64),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(e.traffic_control().len(), 1);
     // L = (K + 0.5) · 1.5 · R = 157.5 s for R = 30 s (RFC 2205 §3.7). Our own refreshes go out
@@ -617,16 +501,9 @@ fn unrefreshed_state_times_out_and_is_torn_downstream() {
 #[test]
 fn unchanged_resv_refresh_sends_nothing_new_upstream() {
     let mut e = engine();
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &bytes(&path(session(1), sender(1)), 63),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &bytes(&path(session(1), sender(1)), 63));
     let r = bytes(&resv(session(1), StyleKind::Ff, ff(10.0, sender(1))), 64);
-    let first = feed(&mut e, Instant::ZERO, &r, NHOP, DOWN, 64);
+    let first = from_downstream(&mut e, &r, NHOP);
     assert_eq!(first.len(), 1);
     assert!(matches!(parsed(&first[0]), Message::Resv(_)));
     assert_eq!(first[0].dst, IpAddr::V4(PHOP));
@@ -638,6 +515,7 @@ mod ff_in_psb;
 mod hostile;
 mod kom;
 mod lsp_timeout;
+mod messages;
 mod receiver;
 mod refresh_reduction;
 mod shard;

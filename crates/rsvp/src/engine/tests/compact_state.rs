@@ -4,65 +4,14 @@
 //! enum of its filters ([`super::super::state::Selection`]). These tests move state through
 //! each form's transitions and check what the engine reports and that teardown leaves nothing.
 
+use super::messages::*;
 use super::*;
-use crate::few::Few;
-use crate::wire::{FlowDescriptor, FlowSpec, ResvTear};
+use crate::wire::FlowSpec;
 
 /// A second previous hop on [`UP`], and a third interface with a previous hop on it.
 const PHOP2: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 3);
 const SIDE: IfIndex = IfIndex(3);
 const SIDE_PHOP: Ipv4Addr = Ipv4Addr::new(10, 0, 3, 2);
-
-fn sender_b() -> FilterSpec {
-    FilterSpec::ip(IpAddr::V4(Ipv4Addr::new(30, 0, 0, 2)), 1)
-}
-
-fn path_from(s: Session, f: FilterSpec, phop: Ipv4Addr, lih: u32) -> Vec<u8> {
-    let Message::Path(mut p) = path(s, f) else {
-        panic!()
-    };
-    p.hop = RsvpHop::new(phop.into(), lih);
-    bytes(&Message::Path(p), 63)
-}
-
-fn path_tear_of(s: Session, f: FilterSpec) -> Vec<u8> {
-    path_tear_from(s, f, PHOP, 7)
-}
-
-fn path_tear_from(s: Session, f: FilterSpec, phop: Ipv4Addr, lih: u32) -> Vec<u8> {
-    let Message::PathTear(mut t) = path_tear(s) else {
-        panic!()
-    };
-    t.sender_template = Some(f);
-    t.hop = RsvpHop::new(phop.into(), lih);
-    bytes(&Message::PathTear(t), 63)
-}
-
-/// One SE flow descriptor naming `senders`.
-fn se(rate: f32, senders: &[FilterSpec]) -> Few<FlowDescriptor> {
-    Few::One(FlowDescriptor {
-        flowspec: Some(FlowSpec::ControlledLoad(tb(rate))),
-        filters: senders.to_vec().into(),
-        te: Vec::new(),
-    })
-}
-
-fn resv_tear_of(s: Session, style: StyleKind, flows: Few<FlowDescriptor>) -> Vec<u8> {
-    let Message::ResvTear(t) = resv_tear(s) else {
-        panic!()
-    };
-    bytes(
-        &Message::ResvTear(ResvTear {
-            style: Style {
-                flags: 0,
-                kind: style,
-            },
-            flows,
-            ..t
-        }),
-        64,
-    )
-}
 
 /// The (style, senders, next hop, outgoing interface) of each request of session `s`.
 type Requests = Vec<(StyleKind, Vec<FilterSpec>, Option<IpAddr>, Option<IfIndex>)>;
@@ -85,59 +34,24 @@ fn sessions_to_one_destination_share_it_and_stay_apart() {
     let (a, b) = (session(1), session(2));
     let other = Session::ip(IpAddr::V4(Ipv4Addr::new(20, 0, 0, 9)), 17, 1);
     for s in [a, b, other] {
-        feed(
-            &mut e,
-            Instant::ZERO,
-            &path_from(s, sender(1), PHOP, 7),
-            PHOP,
-            UP,
-            63,
-        );
+        from_upstream(&mut e, &path_from(s, sender(1), PHOP, 7));
     }
     assert_eq!(e.state_stats().sessions, 3);
     assert_eq!(e.dests.len(), 2);
     for s in [a, b, other] {
         assert_eq!(e.session(&s).map(|v| v.session), Some(s));
     }
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_tear_of(a, sender(1)),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_tear_of(a, sender(1)));
     assert_eq!(e.state_stats().sessions, 2);
     assert_eq!(e.dests.len(), 2);
     assert_eq!(e.session(&b).map(|v| v.session), Some(b));
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_tear_of(b, sender(1)),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_tear_of(b, sender(1)));
     assert_eq!(e.dests.len(), 1);
     // A session to the same address again interns it again.
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_from(a, sender(1), PHOP, 7),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_from(a, sender(1), PHOP, 7));
     assert_eq!(e.dests.len(), 2);
     for s in [a, other] {
-        feed(
-            &mut e,
-            Instant::ZERO,
-            &path_tear_of(s, sender(1)),
-            PHOP,
-            UP,
-            63,
-        );
+        from_upstream(&mut e, &path_tear_of(s, sender(1)));
     }
     assert!(e.is_idle(), "{:?}", e.state_stats());
 }
@@ -159,14 +73,7 @@ fn a_sender_moves_to_another_previous_hop_and_interface() {
         let v = e.session(&s).expect("session");
         v.paths.iter().map(|p| (p.phop, p.iif)).collect::<Vec<_>>()
     };
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_from(s, sender(1), PHOP, 7),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_from(s, sender(1), PHOP, 7));
     assert_eq!(upstream(&e), vec![(Some(PHOP.into()), Some(UP))]);
     feed(
         &mut e,
@@ -189,14 +96,7 @@ fn a_sender_moves_to_another_previous_hop_and_interface() {
     assert_eq!(upstream(&e), vec![(Some(SIDE_PHOP.into()), Some(SIDE))]);
     assert_eq!(e.state_stats().phops, 1);
     // A second sender from the first neighbour: two upstreams side by side.
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_from(s, sender_b(), PHOP, 7),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_from(s, sender_b(), PHOP, 7));
     let mut both = upstream(&e);
     both.sort();
     assert_eq!(
@@ -215,14 +115,7 @@ fn a_sender_moves_to_another_previous_hop_and_interface() {
         SIDE,
         63,
     );
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_tear_of(s, sender_b()),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_tear_of(s, sender_b()));
     assert!(e.is_idle(), "{:?}", e.state_stats());
 }
 
@@ -235,23 +128,13 @@ fn a_shared_explicit_list_shrinks_and_the_request_goes_with_its_last_sender() {
     let s = session(1);
     let c = FilterSpec::ip(IpAddr::V4(Ipv4Addr::new(30, 0, 0, 3)), 1);
     for f in [sender(1), sender_b(), c] {
-        feed(
-            &mut e,
-            Instant::ZERO,
-            &path_from(s, f, PHOP, 7),
-            PHOP,
-            UP,
-            63,
-        );
+        from_upstream(&mut e, &path_from(s, f, PHOP, 7));
     }
     let all = [sender(1), sender_b(), c];
-    feed(
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &bytes(&resv(s, StyleKind::Se, se(10.0, &all)), 64),
         NHOP,
-        DOWN,
-        64,
     );
     let nhop = Some(IpAddr::V4(NHOP));
     assert_eq!(
@@ -259,26 +142,16 @@ fn a_shared_explicit_list_shrinks_and_the_request_goes_with_its_last_sender() {
         vec![(StyleKind::Se, all.to_vec(), nhop, Some(DOWN))]
     );
     // One sender's path goes: the list loses it.
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_tear_of(s, sender_b()),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_tear_of(s, sender_b()));
     assert_eq!(
         requests(&e, s),
         vec![(StyleKind::Se, vec![sender(1), c], nhop, Some(DOWN))]
     );
     // The next hop tears down one sender: one left, still SE.
-    feed(
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &resv_tear_of(s, StyleKind::Se, se(10.0, &[c])),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(
         requests(&e, s),
@@ -286,32 +159,22 @@ fn a_shared_explicit_list_shrinks_and_the_request_goes_with_its_last_sender() {
     );
     assert_eq!(e.traffic_control().len(), 1);
     // The last sender's path goes: so does the request and its reservation.
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_tear_of(s, sender(1)),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_tear_of(s, sender(1)));
     assert_eq!(requests(&e, s), Vec::new());
     assert_eq!(e.state_stats().rsbs, 0);
     assert!(e.traffic_control().is_empty());
     // The session is left with sender C's path; FF for it now is accepted (no SE request is
     // left to conflict with, RFC 2205 §3.1.4) and held as one filter.
-    feed(
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &bytes(&resv(s, StyleKind::Ff, ff(5.0, c)), 64),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(
         requests(&e, s),
         vec![(StyleKind::Ff, vec![c], nhop, Some(DOWN))]
     );
-    feed(&mut e, Instant::ZERO, &path_tear_of(s, c), PHOP, UP, 63);
+    from_upstream(&mut e, &path_tear_of(s, c));
     assert!(e.is_idle(), "{:?}", e.state_stats());
     assert!(e.traffic_control().is_empty());
 }
@@ -324,35 +187,22 @@ fn a_refused_change_of_a_shared_explicit_list_is_undone() {
     let mut e = engine();
     let s = session(1);
     for f in [sender(1), sender_b()] {
-        feed(
-            &mut e,
-            Instant::ZERO,
-            &path_from(s, f, PHOP, 7),
-            PHOP,
-            UP,
-            63,
-        );
+        from_upstream(&mut e, &path_from(s, f, PHOP, 7));
     }
     let both = [sender(1), sender_b()];
-    feed(
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &bytes(&resv(s, StyleKind::Se, se(10.0, &both)), 64),
         NHOP,
-        DOWN,
-        64,
     );
     let nhop = Some(IpAddr::V4(NHOP));
     let before = vec![(StyleKind::Se, both.to_vec(), nhop, Some(DOWN))];
     assert_eq!(requests(&e, s), before);
     // 8 Mbit/s reservable: 10 MB/s for one sender cannot be had.
-    let out = feed(
+    let out = from_downstream(
         &mut e,
-        Instant::ZERO,
         &bytes(&resv(s, StyleKind::Se, se(10_000_000.0, &[sender(1)])), 64),
         NHOP,
-        DOWN,
-        64,
     );
     assert!(
         out.iter()
@@ -365,7 +215,7 @@ fn a_refused_change_of_a_shared_explicit_list_is_undone() {
         .and_then(|v| v.resvs.first().map(|r| r.flowspec));
     assert_eq!(rate, Some(FlowSpec::ControlledLoad(tb(10.0))));
     for f in both {
-        feed(&mut e, Instant::ZERO, &path_tear_of(s, f), PHOP, UP, 63);
+        from_upstream(&mut e, &path_tear_of(s, f));
     }
     assert!(e.is_idle(), "{:?}", e.state_stats());
     assert!(e.traffic_control().is_empty());

@@ -3,9 +3,10 @@
 //! The two forms must be one state to the protocol: these tests move reservations between
 //! them and check what is installed, what is counted, and that teardown leaves nothing.
 
+use super::messages::*;
 use super::*;
 use crate::few::Few;
-use crate::wire::{FlowDescriptor, FlowSpec, ResvTear};
+use crate::wire::{FlowDescriptor, FlowSpec};
 use pathwise_core::route::MulticastRoute;
 
 /// A second next hop, on [`DOWN`] like [`NHOP`].
@@ -14,10 +15,6 @@ const NHOP2: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 3);
 const SIDE: IfIndex = IfIndex(3);
 const SIDE_NHOP: Ipv4Addr = Ipv4Addr::new(10, 0, 3, 2);
 const GROUP: Ipv4Addr = Ipv4Addr::new(224, 1, 1, 1);
-
-fn sender_b() -> FilterSpec {
-    FilterSpec::ip(IpAddr::V4(Ipv4Addr::new(30, 0, 0, 2)), 1)
-}
 
 /// (OutISBs held in PSBs, OutISB blocks, OIatPSB blocks): where the reservations are.
 fn forms(e: &RsvpEngine) -> (usize, usize, usize) {
@@ -36,121 +33,37 @@ fn installed_rate(e: &RsvpEngine, s: Session, ifindex: IfIndex, sender: FilterSp
         })
 }
 
-fn path_of(s: Session, f: FilterSpec) -> Vec<u8> {
-    bytes(&path(s, f), 63)
-}
-
-fn path_tear_of(s: Session, f: FilterSpec) -> Vec<u8> {
-    let Message::PathTear(mut t) = path_tear(s) else {
-        panic!()
-    };
-    t.sender_template = Some(f);
-    bytes(&Message::PathTear(t), 63)
-}
-
-fn resv_from(s: Session, style: StyleKind, flows: Few<FlowDescriptor>, hop: RsvpHop) -> Vec<u8> {
-    let Message::Resv(mut r) = resv(s, style, flows) else {
-        panic!()
-    };
-    r.hop = hop;
-    bytes(&Message::Resv(r), 64)
-}
-
-fn resv_tear_from(
-    s: Session,
-    style: StyleKind,
-    flows: Few<FlowDescriptor>,
-    hop: RsvpHop,
-) -> Vec<u8> {
-    let Message::ResvTear(t) = resv_tear(s) else {
-        panic!()
-    };
-    bytes(
-        &Message::ResvTear(ResvTear {
-            hop,
-            style: Style {
-                flags: 0,
-                kind: style,
-            },
-            flows,
-            ..t
-        }),
-        64,
-    )
-}
-
-fn wf(rate: f32) -> Few<FlowDescriptor> {
-    Few::One(FlowDescriptor {
-        flowspec: Some(FlowSpec::ControlledLoad(tb(rate))),
-        filters: Few::default(),
-        te: Vec::new(),
-    })
-}
-
-fn down(addr: Ipv4Addr) -> RsvpHop {
-    RsvpHop::new(addr.into(), DOWN.0)
-}
-
 /// A second sender joining an FF session gets its own reservation, held in its own PSB, and
 /// leaving takes exactly that one away (RFC 2205 §3.4: FF is one reservation per sender).
 #[test]
 fn a_second_ff_sender_joins_and_leaves() {
     let mut e = engine();
     let s = session(1);
-    feed(&mut e, Instant::ZERO, &path_of(s, sender(1)), PHOP, UP, 63);
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &resv_from(s, StyleKind::Ff, ff(10.0, sender(1)), down(NHOP)),
-        NHOP,
-        DOWN,
-        64,
-    );
+    held_ff_reservation(&mut e, s);
     assert_eq!(forms(&e), (1, 0, 0));
     let st = e.state_stats();
     assert_eq!((st.rsbs, st.out_isbs, st.oiats), (1, 1, 1));
 
-    feed(&mut e, Instant::ZERO, &path_of(s, sender_b()), PHOP, UP, 63);
+    from_upstream(&mut e, &path_of(s, sender_b()));
     let both: Few<FlowDescriptor> = ff(10.0, sender(1))
         .iter()
         .cloned()
         .chain(ff(20.0, sender_b()).iter().cloned())
         .collect();
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &resv_from(s, StyleKind::Ff, both, down(NHOP)),
-        NHOP,
-        DOWN,
-        64,
-    );
+    from_downstream(&mut e, &resv_from(s, StyleKind::Ff, both, down(NHOP)), NHOP);
     assert_eq!(forms(&e), (2, 0, 0));
     assert_eq!(e.traffic_control().len(), 2);
     assert_eq!(installed_rate(&e, s, DOWN, sender(1)), Some(10.0));
     assert_eq!(installed_rate(&e, s, DOWN, sender_b()), Some(20.0));
 
     // The second sender leaves: its reservation goes with its PSB, the first stays.
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_tear_of(s, sender_b()),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_tear_of(s, sender_b()));
     assert_eq!(forms(&e), (1, 0, 0));
     assert_eq!(e.traffic_control().len(), 1);
     assert_eq!(installed_rate(&e, s, DOWN, sender(1)), Some(10.0));
     assert_eq!(installed_rate(&e, s, DOWN, sender_b()), None);
 
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_tear_of(s, sender(1)),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_tear_of(s, sender(1)));
     assert!(e.is_idle(), "{:?}", e.state_stats());
     assert!(e.traffic_control().is_empty());
 }
@@ -161,56 +74,32 @@ fn a_second_ff_sender_joins_and_leaves() {
 fn a_second_next_hop_merges_into_the_held_reservation() {
     let mut e = engine();
     let s = session(1);
-    feed(&mut e, Instant::ZERO, &path_of(s, sender(1)), PHOP, UP, 63);
-    feed(
+    held_ff_reservation(&mut e, s);
+    from_downstream(
         &mut e,
-        Instant::ZERO,
-        &resv_from(s, StyleKind::Ff, ff(10.0, sender(1)), down(NHOP)),
-        NHOP,
-        DOWN,
-        64,
-    );
-    feed(
-        &mut e,
-        Instant::ZERO,
         &resv_from(s, StyleKind::Ff, ff(30.0, sender(1)), down(NHOP2)),
         NHOP2,
-        DOWN,
-        64,
     );
     assert_eq!(forms(&e), (1, 0, 0));
     assert_eq!(e.state_stats().rsbs, 2);
     assert_eq!(installed_rate(&e, s, DOWN, sender(1)), Some(30.0));
 
-    feed(
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &resv_tear_from(s, StyleKind::Ff, ff(30.0, sender(1)), down(NHOP2)),
         NHOP2,
-        DOWN,
-        64,
     );
     assert_eq!(forms(&e), (1, 0, 0));
     assert_eq!(installed_rate(&e, s, DOWN, sender(1)), Some(10.0));
 
-    feed(
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &resv_tear_from(s, StyleKind::Ff, ff(10.0, sender(1)), down(NHOP)),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(forms(&e), (0, 0, 0));
     assert!(e.traffic_control().is_empty());
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_tear_of(s, sender(1)),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_tear_of(s, sender(1)));
     assert!(e.is_idle(), "{:?}", e.state_stats());
 }
 
@@ -221,33 +110,24 @@ fn a_second_next_hop_merges_into_the_held_reservation() {
 fn a_style_change_moves_the_reservation_between_forms() {
     let mut e = engine();
     let s = session(1);
-    feed(&mut e, Instant::ZERO, &path_of(s, sender(1)), PHOP, UP, 63);
-    feed(&mut e, Instant::ZERO, &path_of(s, sender_b()), PHOP, UP, 63);
-    feed(
+    from_upstream(&mut e, &path_of(s, sender(1)));
+    from_upstream(&mut e, &path_of(s, sender_b()));
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &resv_from(s, StyleKind::Ff, ff(10.0, sender(1)), down(NHOP)),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(forms(&e), (1, 0, 0));
 
-    feed(
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &resv_tear_from(s, StyleKind::Ff, ff(10.0, sender(1)), down(NHOP)),
         NHOP,
-        DOWN,
-        64,
     );
-    feed(
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &resv_from(s, StyleKind::Wf, wf(15.0), down(NHOP)),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(forms(&e), (0, 1, 2));
     let st = e.state_stats();
@@ -255,43 +135,23 @@ fn a_style_change_moves_the_reservation_between_forms() {
     assert_eq!(installed_rate(&e, s, DOWN, sender(1)), Some(15.0));
     assert_eq!(installed_rate(&e, s, DOWN, sender_b()), Some(15.0));
 
-    feed(
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &resv_tear_from(s, StyleKind::Wf, wf(15.0), down(NHOP)),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(forms(&e), (0, 0, 0));
-    feed(
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &resv_from(s, StyleKind::Ff, ff(20.0, sender_b()), down(NHOP)),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(forms(&e), (1, 0, 0));
     assert_eq!(installed_rate(&e, s, DOWN, sender_b()), Some(20.0));
     assert_eq!(e.traffic_control().len(), 1);
 
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_tear_of(s, sender(1)),
-        PHOP,
-        UP,
-        63,
-    );
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_tear_of(s, sender_b()),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_tear_of(s, sender(1)));
+    from_upstream(&mut e, &path_tear_of(s, sender_b()));
     assert!(e.is_idle(), "{:?}", e.state_stats());
     assert!(e.traffic_control().is_empty());
 }
@@ -320,15 +180,7 @@ fn a_second_interface_is_a_block_beside_the_held_reservation() {
     );
     let s = Session::ip(IpAddr::V4(GROUP), 17, 1);
     let side_hop = RsvpHop::new(SIDE_NHOP.into(), SIDE.0);
-    feed(&mut e, Instant::ZERO, &path_of(s, sender(1)), PHOP, UP, 63);
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &resv_from(s, StyleKind::Ff, ff(10.0, sender(1)), down(NHOP)),
-        NHOP,
-        DOWN,
-        64,
-    );
+    held_ff_reservation(&mut e, s);
     feed(
         &mut e,
         Instant::ZERO,
@@ -344,38 +196,25 @@ fn a_second_interface_is_a_block_beside_the_held_reservation() {
     assert_eq!(installed_rate(&e, s, SIDE, sender(1)), Some(20.0));
 
     // The held one goes; the block stays.
-    feed(
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &resv_tear_from(s, StyleKind::Ff, ff(10.0, sender(1)), down(NHOP)),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(forms(&e), (0, 1, 1));
     assert_eq!(installed_rate(&e, s, SIDE, sender(1)), Some(20.0));
     assert_eq!(e.traffic_control().len(), 1);
     // A new one on DOWN is held in the PSB again.
-    feed(
+    from_downstream(
         &mut e,
-        Instant::ZERO,
         &resv_from(s, StyleKind::Ff, ff(12.0, sender(1)), down(NHOP)),
         NHOP,
-        DOWN,
-        64,
     );
     assert_eq!(forms(&e), (1, 1, 1));
     assert_eq!(installed_rate(&e, s, DOWN, sender(1)), Some(12.0));
 
     // The sender leaves: both forms go.
-    feed(
-        &mut e,
-        Instant::ZERO,
-        &path_tear_of(s, sender(1)),
-        PHOP,
-        UP,
-        63,
-    );
+    from_upstream(&mut e, &path_tear_of(s, sender(1)));
     assert!(e.is_idle(), "{:?}", e.state_stats());
     assert!(e.traffic_control().is_empty());
 }
