@@ -296,6 +296,30 @@ fn a_router_without_gist_forwards_queries_transparently() {
     }
 }
 
+/// `[gist] expected_sessions` gives the engine its tables' room at start-up: H2, told to
+/// expect 100,000 sessions, holds their room (`state_bytes`) before the first one, and the
+/// sessions still work; H1, told nothing, holds next to nothing.
+#[test]
+fn expected_sessions_make_the_tables_room_at_start_up() {
+    let test = "expected_sessions_make_the_tables_room_at_start_up";
+    if skip(test, &["sysctl"]) {
+        return;
+    }
+    let _g = serial();
+    let mut node_extra = [""; 5];
+    node_extra[H2] = "expected_sessions = 100000";
+    let lab = chain(&Options {
+        node_extra,
+        ..Options::default()
+    });
+    let bytes = |i: usize| counters(&lab, i)["state_bytes"].as_u64().unwrap();
+    assert!(bytes(H2) > 100_000 * 100, "H2 holds {} B", bytes(H2));
+    assert!(bytes(H1) < 1_000_000, "H1 holds {} B", bytes(H1));
+    for r in ping(&lab, H2_V4, 2) {
+        assert_eq!(path_nodes(&r), ["r1", "r2", "r3", "h2"], "{r}");
+    }
+}
+
 /// Sends `payloads` from H1 to `dest` port 270 over plain UDP.
 fn send_udp(lab: &Lab, dest: &str, payloads: &[Vec<u8>]) {
     use nix::sched::{CloneFlags, setns};

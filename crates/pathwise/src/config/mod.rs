@@ -317,6 +317,40 @@ pub(crate) struct Source<'a> {
     pub text: &'a str,
 }
 
+/// The most sessions a protocol's `expected_sessions` may make room for: about 4 GB of tables at
+/// the RSVP engine's 255 B per reservation (docs/BENCHMARKS.md), taken at start-up.
+pub const MAX_EXPECTED_SESSIONS: u64 = 1 << 24;
+
+/// Check `expected_sessions` of a section (`field` names it): the room its engine's tables
+/// get at start-up, so a node that knows its load neither grows them while it runs nor keeps
+/// the room a doubling leaves spare. Absent: 0, grow as needed.
+pub(crate) fn check_expected_sessions(
+    value: Option<&Spanned<u64>>,
+    cx: &Source<'_>,
+    field: &str,
+    errs: &mut Vec<ConfigError>,
+) {
+    if let Some(v) = value
+        && *v.get_ref() > MAX_EXPECTED_SESSIONS
+    {
+        errs.push(cx.at(
+            v.span(),
+            field,
+            format!(
+                "{} is more than {MAX_EXPECTED_SESSIONS}: the tables are made at start-up",
+                v.get_ref()
+            ),
+        ));
+    }
+}
+
+/// The engine's `expected_sessions` from a checked section's.
+pub fn expected_sessions(value: Option<&Spanned<u64>>) -> usize {
+    value.map_or(0, |v| {
+        usize::try_from((*v.get_ref()).min(MAX_EXPECTED_SESSIONS)).unwrap_or(0)
+    })
+}
+
 impl Source<'_> {
     /// An error at 1-based `line` (0: the file as a whole).
     pub fn line(&self, line: usize, field: &str, message: String) -> ConfigError {
@@ -364,6 +398,46 @@ reservable = "8Mbit"
         assert_eq!(
             r.interfaces[0].reservable.as_ref().unwrap().get_ref().0,
             8_000_000
+        );
+    }
+
+    /// `expected_sessions` sizes RSVP's and GIST's engines at start-up; absent, they grow; more
+    /// than the limit is refused where it is written.
+    #[test]
+    fn expected_sessions_size_the_engines_within_a_limit() {
+        let with = |rsvp: &str, gist: &str| {
+            GOOD.replace(
+                "traffic_control = \"memory\"",
+                &format!("traffic_control = \"memory\"\n{rsvp}"),
+            ) + &format!("\n[gist]\ninterfaces = [\"veth1\"]\n{gist}\n")
+        };
+        let c = NodeConfig::parse(
+            "node.toml",
+            &with("expected_sessions = 1000000", "expected_sessions = 300000"),
+        )
+        .unwrap();
+        let r = c.rsvp.as_ref().unwrap();
+        let g = c.gist.as_ref().unwrap();
+        assert_eq!(expected_sessions(r.expected_sessions.as_ref()), 1_000_000);
+        assert_eq!(expected_sessions(g.expected_sessions.as_ref()), 300_000);
+        let c = NodeConfig::parse("node.toml", &with("", "")).unwrap();
+        assert_eq!(
+            expected_sessions(c.rsvp.unwrap().expected_sessions.as_ref()),
+            0
+        );
+        let e =
+            NodeConfig::parse("node.toml", &with("", "expected_sessions = 100000000")).unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (18, "gist.expected_sessions"),
+            "{e}"
+        );
+        assert!(e.message.contains("16777216"), "{e}");
+        let e = NodeConfig::parse("node.toml", &with("expected_sessions = -1", "")).unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (9, "rsvp.expected_sessions"),
+            "{e}"
         );
     }
 

@@ -20,6 +20,8 @@
 //! tcp_port = 30000                   # where this node accepts messaging associations
 //! ipc_socket = "/run/pathwise/gist.sock"  # NSLPs in their own processes (IPC NSLP API)
 //! relay = [42, 1000]                 # NSLPIDs this node relays without understanding them
+//! expected_sessions = 1000000        # make the routing state tables' room at start-up
+//!                                    # (default: grow as needed; at most 16,777,216)
 //!
 //! [gist.tls]                         # RFC 5971 §5.7.3: TLS over TCP, its own MA profile
 //! certificate = "/etc/pathwise/node.pem"   # PEM chain this node presents (server and client)
@@ -138,6 +140,8 @@ pub struct GistSection {
     pub relay: Spanned<Vec<u16>>,
     /// `[gist.tls]`: certificates for C-mode over TLS.
     pub tls: Option<Spanned<TlsSection>>,
+    /// Sessions to make the engine's tables' room for at start-up (absent: grow as needed).
+    pub expected_sessions: Option<Spanned<u64>>,
 }
 
 /// `[gist.tls]`.
@@ -261,6 +265,12 @@ impl GistSection {
 
     /// Check what can be checked without the running system.
     pub(crate) fn check(&self, cx: &Source<'_>, errs: &mut Vec<ConfigError>) {
+        crate::config::check_expected_sessions(
+            self.expected_sessions.as_ref(),
+            cx,
+            "gist.expected_sessions",
+            errs,
+        );
         let names = self.interfaces.get_ref();
         if names.is_empty() {
             errs.push(cx.at(

@@ -172,6 +172,7 @@ impl GistService {
             cmode_port: cfg.tcp_port(),
             tls_port: cfg.tls_port(),
             router_alert: cfg.router_alert_values().map_err(anyhow::Error::msg)?,
+            expected_sessions: crate::config::expected_sessions(cfg.expected_sessions.as_ref()),
             ..Config::default()
         };
         let mut engine = GistEngine::new(engine_cfg, Instant::ZERO);

@@ -743,6 +743,7 @@ impl Parts {
             label_range: cfg.label_range(),
             explicit_null: cfg.explicit_null,
             refresh_reduction: cfg.refresh_reduction,
+            expected_sessions: crate::config::expected_sessions(cfg.expected_sessions.as_ref()),
             lsp_setup_timeout: cfg.lsp_setup_timeout(),
             lsp_retry: cfg.lsp_retry(),
             ..Config::default()
@@ -879,5 +880,26 @@ fn event_json(e: &Event) -> Value {
             json!({"confirmed": {"session": format!("{}:{}", session.dest, session.dst_port), "from": from}})
         }
         Event::Lfib(change) => json!({"lfib": format!("{change:?}")}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[rsvp] expected_sessions` reaches the engine's configuration (which the shards split).
+    #[test]
+    fn expected_sessions_reach_the_engine() {
+        let text = |extra: &str| {
+            format!(
+                "[rsvp]\ntraffic_control = \"memory\"\n{extra}\n\n[[rsvp.interface]]\nname = \"lo\"\n\
+                 bandwidth = \"10Mbit\"\n"
+            )
+        };
+        for (extra, want) in [("expected_sessions = 250000", 250_000), ("", 0)] {
+            let node = crate::config::NodeConfig::parse("node.toml", &text(extra)).unwrap();
+            let parts = Parts::read(&node, node.rsvp.as_ref().unwrap()).unwrap();
+            assert_eq!(parts.engine.expected_sessions, want, "{extra:?}");
+        }
     }
 }

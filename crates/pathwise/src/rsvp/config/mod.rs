@@ -10,6 +10,8 @@
 //!                                           # "memory" (admission only)
 //! timer_wheel = { slot_width = "10ms", slots = 256, levels = 3, fuzzy = false }
 //! refresh_reduction = true                  # RFC 2961 with capable neighbours (default off)
+//! expected_sessions = 1000000               # make the tables' room at start-up (default: grow
+//!                                           # as needed; at most 16,777,216, split over shards)
 //! lsp_setup_timeout = "60s"                 # a head-end LSP without a label by then is given
 //!                                           # up (default: the state lifetime L, RFC 2205 §3.7)
 //! lsp_retry = { first = "5s", max = "300s", attempts = 10 }  # back-off after a setup timeout,
@@ -85,6 +87,8 @@ pub struct RsvpSection {
     /// Refresh reduction (RFC 2961) with neighbours that can do it.
     #[serde(default)]
     pub refresh_reduction: bool,
+    /// Sessions to make the engine's tables' room for at start-up (absent: grow as needed).
+    pub expected_sessions: Option<Spanned<u64>>,
     /// LSPs this node heads from the start.
     #[serde(default, rename = "lsp")]
     pub lsps: Vec<LspSection>,
@@ -290,6 +294,12 @@ impl RsvpSection {
             }
         }
         te::check(cx, self.labels.as_ref(), &self.lsps, errs);
+        crate::config::check_expected_sessions(
+            self.expected_sessions.as_ref(),
+            cx,
+            "rsvp.expected_sessions",
+            errs,
+        );
         errs.extend(self.check_lsp_setup(cx).err());
         if self.timer_wheel.slots < 2
             || self.timer_wheel.levels < 1
