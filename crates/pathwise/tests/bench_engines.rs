@@ -49,9 +49,10 @@ fn bench_rsvp_reports_allocations_per_message_for_every_phase() {
         allocs.iter().all(|a| a.is_finite() && *a >= 0.0),
         "{allocs:?}"
     );
-    // Tables grown from empty (not presized) and the first reservation's state: the counter
-    // is live in the binary, so new state is never free.
-    assert!(allocs[1] >= 1.0, "{allocs:?}");
+    // The counter is live in the binary: 300 new sessions grow tables that start empty (not
+    // presized), which allocates. (A new FF reservation itself allocates nothing since
+    // 8dfdf27, so its phase may be all but zero.)
+    assert!(allocs[0] > 0.0, "{allocs:?}");
 }
 
 #[test]
