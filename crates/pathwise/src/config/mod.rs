@@ -11,6 +11,9 @@
 //! log = "info"                              # error | warn | info | debug | trace
 //! threads = 2                               # optional: RSVP shards (default: one per core,
 //!                                           # crate::rsvp::shard)
+//! receive_hold = "1ms"                      # optional: under load, wait this long between
+//!                                           # wake-ups to read batches (crate::daemon::hold;
+//!                                           # "0s": off)
 //!
 //! [rsvp]                                    # present: RSVP runs
 //! [gist]                                    # present: GIST runs
@@ -67,6 +70,10 @@ pub struct DaemonSection {
     /// ([`crate::rsvp::shard`]). Absent: one per core ([`NodeConfig::rsvp_shards`]); 1 runs
     /// one engine on the daemon's loop.
     pub threads: Option<Spanned<usize>>,
+    /// Receive hold-off: while datagrams arrive faster than a few per this time, the loop
+    /// waits this long before polling again ([`crate::daemon::hold`]); zero: never.
+    #[serde(default = "default_receive_hold")]
+    pub receive_hold: Spanned<pathwise_core::units::TimeSpan>,
 }
 
 impl Default for DaemonSection {
@@ -77,8 +84,18 @@ impl Default for DaemonSection {
             metrics: None,
             log: default_log(),
             threads: None,
+            receive_hold: default_receive_hold(),
         }
     }
+}
+
+/// The longest `receive_hold`: one Hello interval at its default (RFC 3209 §5.3: 5 ms, a
+/// neighbour lost after 3.5 intervals without one), the finest timer the daemon keeps.
+pub const MAX_RECEIVE_HOLD: std::time::Duration = std::time::Duration::from_millis(5);
+
+fn default_receive_hold() -> Spanned<pathwise_core::units::TimeSpan> {
+    let hold = pathwise_core::units::TimeSpan(std::time::Duration::from_millis(1));
+    Spanned::new(0..0, hold)
 }
 
 /// The default management socket.
@@ -246,6 +263,17 @@ impl NodeConfig {
                 m.span(),
                 "daemon.metrics",
                 format!("{:?} is not an address:port", m.get_ref()),
+            ));
+        }
+        if cfg.daemon.receive_hold.get_ref().0 > MAX_RECEIVE_HOLD {
+            errs.push(cx.at(
+                cfg.daemon.receive_hold.span(),
+                "daemon.receive_hold",
+                format!(
+                    "{}: at most {} (a held message waits this long at each hop)",
+                    cfg.daemon.receive_hold.get_ref(),
+                    pathwise_core::units::TimeSpan(MAX_RECEIVE_HOLD)
+                ),
             ));
         }
         if !matches!(
@@ -439,6 +467,33 @@ reservable = "8Mbit"
             (9, "rsvp.expected_sessions"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn receive_hold_is_a_duration_of_at_most_5ms() {
+        let with = |line: &str| GOOD.replace("metrics = ", &format!("{line}\nmetrics = "));
+        let hold = |text: &str| {
+            NodeConfig::parse("node.toml", text).map(|c| c.daemon.receive_hold.into_inner().0)
+        };
+        use std::time::Duration;
+        assert_eq!(hold(GOOD).unwrap(), Duration::from_millis(1), "the default");
+        assert_eq!(
+            hold(&with("receive_hold = \"250us\"")).unwrap(),
+            Duration::from_micros(250)
+        );
+        assert_eq!(
+            hold(&with("receive_hold = \"0s\"")).unwrap(),
+            Duration::ZERO
+        );
+        let e = hold(&with("receive_hold = \"6ms\"")).unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (4, "daemon.receive_hold"),
+            "{e}"
+        );
+        assert!(e.message.contains("at most 5ms"), "{e}");
+        let e = hold(&with("receive_hold = 1")).unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod hold;
 pub mod reload;
 
 use crate::config::NodeConfig;
@@ -146,12 +147,20 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
     };
 
     let mut last_metrics = Instant::now() - Duration::from_secs(1);
+    let mut hold = hold::ReceiveHold::new(cfg.daemon.receive_hold.get_ref().0, Instant::now());
     // The configuration in force for what changes live, once a reload has replaced it.
     let mut applied: Option<NodeConfig> = None;
     while !stop.load(Ordering::Relaxed) {
         if hangup.swap(false, Ordering::Relaxed) {
             match reload::prepare(config, applied.as_ref().unwrap_or(&cfg), &cfg) {
                 Ok(r) => {
+                    if let Some(h) = r.receive_hold {
+                        hold.set(h);
+                        if let Some(Rsvp::Sharded(s)) = &mut rsvp {
+                            s.set_receive_hold(h);
+                        }
+                        tracing::info!(receive_hold = ?h, "SIGHUP: receive hold-off changed");
+                    }
                     apply(&r, &mut rsvp, &log_level);
                     applied = Some(r.config);
                 }
@@ -175,6 +184,10 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
         .into_iter()
         .flatten()
         .min();
+        // Under load, let a batch gather first ([`hold`]).
+        if let Some(wait) = hold.wait() {
+            std::thread::sleep(wait);
+        }
         let (timeout, timed) = poll_timeout(deadline, Instant::now(), Duration::from_secs(1));
         let (rsvp_ready, gist_ready, wake_ready): (Vec<RawFd>, Vec<RawFd>, bool);
         {
@@ -247,18 +260,20 @@ pub fn run(config: &Path) -> anyhow::Result<()> {
                 });
             }
         }
+        let mut read = 0;
         if let Some(r) = &mut rsvp {
-            r.on_ready(Some(&rsvp_ready));
+            read += r.on_ready(Some(&rsvp_ready));
             if r.deadline().is_some_and(|d| d <= Instant::now()) {
                 r.on_timeout();
             }
         }
         if let Some(g) = &mut gist {
-            g.on_ready(Some(&gist_ready));
+            read += g.on_ready(Some(&gist_ready));
             if g.deadline().is_some_and(|d| d <= Instant::now()) {
                 g.on_timeout();
             }
         }
+        hold.note(Instant::now(), read);
         if metrics_server.is_some() && last_metrics.elapsed() >= Duration::from_secs(1) {
             if let Some(r) = &mut rsvp {
                 rsvp_page.publish(r.metrics());
@@ -432,7 +447,7 @@ impl Rsvp {
         }
     }
 
-    fn on_ready(&mut self, ready: Option<&[RawFd]>) {
+    fn on_ready(&mut self, ready: Option<&[RawFd]>) -> usize {
         match self {
             Rsvp::One(s) => s.on_ready(ready),
             Rsvp::Sharded(s) => s.on_ready(ready),

@@ -4,6 +4,7 @@
 //! | changes live | how |
 //! |---|---|
 //! | `daemon.log` | the log level, from the next line logged |
+//! | `daemon.receive_hold` | the loop's hold-off ([`crate::daemon::hold`]), from its next wake-up |
 //! | `rsvp.interface[N].integrity` | mode and key chain, key files read again (RFC 2747 §5.1: keys switched without loss of RSVP state); sequence numbers and replay windows are kept. Re-read on every SIGHUP, so a changed key file is picked up even when `node.toml` did not change |
 //! | `[[rsvp.lsp]]` | an LSP added is opened, one removed is torn down (PathTear), one changed is torn down and opened again |
 //!
@@ -28,6 +29,8 @@ pub struct Reload {
     pub config: NodeConfig,
     /// A new log level.
     pub log: Option<tracing::Level>,
+    /// A new receive hold-off.
+    pub receive_hold: Option<std::time::Duration>,
     /// The integrity policy of each RSVP interface (by name), as read now.
     pub integrity: Vec<(String, pathwise_auth::Policy)>,
     /// LSPs to tear down: removed from the file, or changed.
@@ -42,6 +45,7 @@ impl Reload {
     /// Whether anything is applied live.
     pub fn applies_something(&self) -> bool {
         self.log.is_some()
+            || self.receive_hold.is_some()
             || !self.integrity.is_empty()
             || !self.lsps_closed.is_empty()
             || !self.lsps_opened.is_empty()
@@ -100,6 +104,8 @@ pub fn prepare(
     let log = (config.daemon.log != applied.daemon.log)
         .then(|| config.daemon.log.parse().ok())
         .flatten();
+    let hold = |c: &NodeConfig| c.daemon.receive_hold.get_ref().0;
+    let receive_hold = (hold(&config) != hold(applied)).then(|| hold(&config));
     let needs_restart = changed_fields(started.text(), config.text())
         .into_iter()
         .filter(|f| !is_live(f))
@@ -107,6 +113,7 @@ pub fn prepare(
     Ok(Reload {
         config,
         log,
+        receive_hold,
         integrity,
         lsps_closed,
         lsps_opened,
@@ -125,6 +132,7 @@ fn lsps(cfg: &NodeConfig) -> Vec<LspReq> {
 /// Whether a changed field is applied live (see the module documentation).
 fn is_live(field: &str) -> bool {
     field == "daemon.log"
+        || field == "daemon.receive_hold"
         || field == "rsvp.lsp"
         || field.starts_with("rsvp.lsp[")
         || (field.starts_with("rsvp.interface[") && field.contains("].integrity"))
@@ -246,7 +254,10 @@ to = "10.9.0.2"
         // The log level, an LSP changed, one removed, one added, a new key; the refresh
         // period, the socket and a [gist] section need a restart.
         let text = BASE
-            .replace("log = \"info\"", "log = \"debug\"")
+            .replace(
+                "log = \"info\"",
+                "log = \"debug\"\nreceive_hold = \"250us\"",
+            )
             .replace("bandwidth = \"1Mbit\"", "bandwidth = \"2Mbit\"")
             .replace(
                 "name = \"b\"\nto = \"10.9.0.2\"",
@@ -258,6 +269,7 @@ to = "10.9.0.2"
         let node = f.write(&text, KEY2);
         let r = prepare(&node, &started, &started).unwrap();
         assert_eq!(r.log, Some(tracing::Level::DEBUG));
+        assert_eq!(r.receive_hold, Some(std::time::Duration::from_micros(250)));
         assert_eq!(r.lsps_closed, ["b", "a"]);
         let opened: Vec<&str> = r.lsps_opened.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(opened, ["a", "c"]);
@@ -273,6 +285,7 @@ to = "10.9.0.2"
         // still named (not applied until a restart).
         let applied = r.config;
         let r = prepare(&node, &applied, &started).unwrap();
+        assert!(r.receive_hold.is_none());
         assert!(r.log.is_none() && r.lsps_closed.is_empty() && r.lsps_opened.is_empty());
         assert_eq!(r.needs_restart.len(), 3);
     }

@@ -31,6 +31,8 @@ pub struct Options<'a> {
     /// The daemons' `[daemon] log` level ("debug" unless a benchmark wants the logging's own
     /// cost out of what it measures).
     pub log: &'a str,
+    /// The daemons' `[daemon] receive_hold` (`None`: the daemon's default).
+    pub receive_hold: Option<pathwise_core::units::TimeSpan>,
     /// Run C-mode over TLS too: certificates from a test CA made with the `openssl` command,
     /// `[gist.tls]` with `verify_peer = true` on every node.
     pub tls: bool,
@@ -47,6 +49,7 @@ impl Default for Options<'_> {
             extra: String::new(),
             node_extra: [""; 5],
             log: "debug",
+            receive_hold: None,
             tls: false,
             untrusted: [false; 5],
         }
@@ -102,6 +105,14 @@ pub fn build(bin: &Path, o: &Options<'_>) -> anyhow::Result<Lab> {
                 .replace("{node}", node)
                 .replace("{lab}", &lab.path("").to_string_lossy())
         );
+        if let Some(h) = o.receive_hold {
+            // Into `[daemon]`, before the `[gist]` section begins.
+            cfg = cfg.replacen(
+                "\n\n[gist]",
+                &format!("\nreceive_hold = \"{h}\"\n\n[gist]"),
+                1,
+            );
+        }
         if !o.node_extra[i].is_empty() {
             cfg += o.node_extra[i];
             cfg.push('\n');

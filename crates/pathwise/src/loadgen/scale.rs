@@ -65,6 +65,10 @@ pub struct RsvpScaleArgs {
     /// hmac-sha512).
     #[arg(long, value_delimiter = ',', default_value = "off")]
     integrity: Vec<IntegrityChoice>,
+    /// The routers' `[daemon] receive_hold` (crate::daemon::hold), one run each per N, shard
+    /// count and integrity setting ("0s": off).
+    #[arg(long, value_delimiter = ',', default_value = "1ms")]
+    receive_hold: Vec<pathwise_core::units::TimeSpan>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -105,6 +109,8 @@ pub struct ScaleRow {
     pub threads: usize,
     /// RFC 2747 integrity between the routers: `off` or the algorithm.
     pub integrity: String,
+    /// The routers' receive hold-off (`[daemon] receive_hold`).
+    pub receive_hold: String,
     /// Whether R2 held N flows (path states in [N − 10 − slack, N + slack], reservations
     /// within the slack of them) throughout the window.
     pub held: bool,
@@ -171,6 +177,8 @@ pub struct MostHeld {
     pub threads: usize,
     /// Integrity between the routers.
     pub integrity: String,
+    /// The routers' receive hold-off.
+    pub receive_hold: String,
     /// The largest N held (0: none).
     pub flows: u64,
 }
@@ -200,23 +208,26 @@ pub fn run(a: RsvpScaleArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut most_held = Vec::new();
     for &integrity in &a.integrity {
-        for &threads in &a.threads {
-            let mut most = 0;
-            for &n in &flows {
-                let row = one(&bin, &a, n, threads, integrity)?;
-                eprintln!("{}", render_row(&row));
-                let held = row.held;
-                rows.push(row);
-                if !held {
-                    break;
+        for &hold in &a.receive_hold {
+            for &threads in &a.threads {
+                let mut most = 0;
+                for &n in &flows {
+                    let row = one(&bin, &a, n, threads, integrity, hold)?;
+                    eprintln!("{}", render_row(&row));
+                    let held = row.held;
+                    rows.push(row);
+                    if !held {
+                        break;
+                    }
+                    most = most.max(n);
                 }
-                most = most.max(n);
+                most_held.push(MostHeld {
+                    threads,
+                    integrity: integrity.to_string(),
+                    receive_hold: hold.to_string(),
+                    flows: most,
+                });
             }
-            most_held.push(MostHeld {
-                threads,
-                integrity: integrity.to_string(),
-                flows: most,
-            });
         }
     }
     let report = ScaleReport {
@@ -238,6 +249,7 @@ fn chain(
     refresh: Duration,
     threads: usize,
     integrity: IntegrityChoice,
+    hold: pathwise_core::units::TimeSpan,
 ) -> anyhow::Result<Lab> {
     let mut lab = crate::netns::chain::topology(false)?;
     let secured = match integrity.0 {
@@ -248,7 +260,7 @@ fn chain(
     for i in [R1, R2, R3] {
         let mut cfg = format!("[daemon]\nsocket = {:?}\n", socket(&lab, i));
         // Always written: the daemon's default is one shard per core.
-        cfg += &format!("threads = {threads}\n");
+        cfg += &format!("threads = {threads}\nreceive_hold = \"{hold}\"\n");
         cfg += &format!(
             "\n[rsvp]\nrefresh = \"{}ms\"\ntraffic_control = \"memory\"\n",
             refresh.as_millis()
@@ -308,8 +320,9 @@ fn one(
     n: u64,
     threads: usize,
     integrity: IntegrityChoice,
+    hold: pathwise_core::units::TimeSpan,
 ) -> anyhow::Result<ScaleRow> {
-    let mut lab = chain(bin, a.refresh, threads, integrity)?;
+    let mut lab = chain(bin, a.refresh, threads, integrity, hold)?;
     let bin_s = bin.to_string_lossy().into_owned();
     let refresh = format!("{}ms", a.refresh.as_millis());
     // Seed 001 §V.A: lifetime = n · max / 2.
@@ -436,6 +449,7 @@ fn one(
         flows: n,
         threads,
         integrity: integrity.to_string(),
+        receive_hold: hold.to_string(),
         held,
         note,
         r2_path_states: [if lo[0] == u64::MAX { 0 } else { lo[0] }, hi[0]],
@@ -462,10 +476,11 @@ fn one(
 
 fn render_row(r: &ScaleRow) -> String {
     format!(
-        "{:>9} {:>6} {:>11} {:>5} {:>17} {:>8.1} {:>8} {:>7.2} {:>7.2} {:>10} {:>8} {:>9.0} {:>7}  {}",
+        "{:>9} {:>6} {:>11} {:>6} {:>5} {:>17} {:>8.1} {:>8} {:>7.2} {:>7.2} {:>10} {:>8} {:>9.0} {:>7}  {}",
         r.flows,
         r.threads,
         r.integrity,
+        r.receive_hold,
         if r.held { "yes" } else { "no" },
         format!("{}–{}", r.r2_path_states[0], r.r2_path_states[1]),
         r.implied_lifetime_s,
@@ -489,10 +504,11 @@ pub fn render(r: &ScaleReport) -> String {
         r.refresh_s, r.lifetime_s, r.load_average
     );
     s += &format!(
-        "{:>9} {:>6} {:>11} {:>5} {:>17} {:>8} {:>8} {:>7} {:>7} {:>10} {:>8} {:>9} {:>7}\n",
+        "{:>9} {:>6} {:>11} {:>6} {:>5} {:>17} {:>8} {:>8} {:>7} {:>7} {:>10} {:>8} {:>9} {:>7}\n",
         "flows",
         "shards",
         "integrity",
+        "hold",
         "held",
         "R2 path states",
         "life(n)",
@@ -519,8 +535,8 @@ pub fn render(r: &ScaleReport) -> String {
     }
     for m in &r.most_held {
         s += &format!(
-            "most flows held with {} shard(s), integrity {}: {}\n",
-            m.threads, m.integrity, m.flows
+            "most flows held with {} shard(s), integrity {}, receive hold {}: {}\n",
+            m.threads, m.integrity, m.receive_hold, m.flows
         );
     }
     s

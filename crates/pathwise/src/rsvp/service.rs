@@ -320,7 +320,8 @@ impl RsvpService {
 
     /// Read what poll(2) found ready (`Some`: those descriptors; `None`: all), then let the
     /// engine act: an idle socket or routing feed costs no system call (as in the GIST service).
-    pub fn on_ready(&mut self, ready: Option<&[RawFd]>) {
+    /// Returns the datagrams read.
+    pub fn on_ready(&mut self, ready: Option<&[RawFd]>) -> usize {
         let ready = |fd: BorrowedFd<'_>| ready.is_none_or(|r| r.contains(&fd.as_raw_fd()));
         let now = self.now();
         let fib = match &mut self.fib {
@@ -337,6 +338,7 @@ impl RsvpService {
             }
             Err(e) => tracing::warn!(error = %e, "rtnetlink read failed"),
         }
+        let mut read = 0;
         for i in 0..self.sockets.len() {
             if !ready(self.sockets[i].as_fd()) {
                 continue;
@@ -352,12 +354,14 @@ impl RsvpService {
                     }
                     Err(e) => tracing::warn!(error = %e, "raw socket receive failed"),
                 }
+                read += got;
                 if got == 0 {
                     break;
                 }
             }
         }
         self.flush();
+        read
     }
 
     /// Time passed.

@@ -60,6 +60,8 @@ pub struct Params {
     pub gist_on_routers: bool,
     /// The daemons' log level.
     pub log: &'static str,
+    /// The daemons' `[daemon] receive_hold` (`None`: the daemon's default).
+    pub receive_hold: Option<pathwise_core::units::TimeSpan>,
 }
 
 /// GIST's refresh period in the thesis's experiment.
@@ -120,6 +122,7 @@ pub(crate) fn one(bin: &Path, api: &str, sessions: u32, p: &Params) -> anyhow::R
         &Options {
             gist: [true, r, r, r, true],
             log: p.log,
+            receive_hold: p.receive_hold,
             refresh: GIST_REFRESH,
             extra: if ipc {
                 "ipc_socket = \"{lab}{node}-ipc.sock\"\n".into()

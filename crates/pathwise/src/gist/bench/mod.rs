@@ -117,6 +117,9 @@ pub enum Bench {
         /// Seconds of the steady phase over which CPU is measured.
         #[arg(long, default_value_t = 30.0)]
         window: f64,
+        /// The daemons' `[daemon] receive_hold` ("0s": off).
+        #[arg(long, default_value = "1ms")]
+        receive_hold: pathwise_core::units::TimeSpan,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -190,6 +193,7 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
                 api,
                 gist_on_routers: true,
                 log: "debug",
+                receive_hold: None,
             })?;
             print_report(json, &report, api::render)?;
             plot_to(plot.as_deref(), &api::figures(&report))
@@ -199,9 +203,12 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
             setup_rate,
             nslp_refresh,
             window,
+            receive_hold,
             json,
         } => {
-            let report = scale::run(&scale::params(sessions, setup_rate, nslp_refresh, window))?;
+            let mut p = scale::params(sessions, setup_rate, nslp_refresh, window);
+            p.receive_hold = Some(receive_hold);
+            let report = scale::run(&p)?;
             print_report(json, &report, scale::render)
         }
     }

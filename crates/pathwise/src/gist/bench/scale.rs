@@ -37,6 +37,7 @@ pub fn params(
         api: ApiChoice::Plugin,
         gist_on_routers: false,
         log: "info",
+        receive_hold: None,
     }
 }
 
@@ -105,6 +106,7 @@ pub fn run(p: &api::Params) -> anyhow::Result<Value> {
         "setup_rate": p.setup_rate,
         "nslp_refresh_s": p.nslp_refresh_s,
         "window_s": p.window_s,
+        "receive_hold": p.receive_hold.map(|h| h.to_string()),
         "rows": rows,
         "most_held": most_held,
         "load_average": std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim(),
@@ -116,8 +118,11 @@ pub fn render(v: &Value) -> String {
     let f = |x: &Value, d: usize| x.as_f64().map_or("-".into(), |n| format!("{n:.d$}"));
     let mut s = format!(
         "GIST responder H2 (plug-in Ping NSLP), UDP, GIST refresh 180 s, NSLP refresh {} s, \
-         setup {}/s, window {} s\n",
-        v["nslp_refresh_s"], v["setup_rate"], v["window_s"]
+         setup {}/s, window {} s, receive hold {}\n",
+        v["nslp_refresh_s"],
+        v["setup_rate"],
+        v["window_s"],
+        v["receive_hold"].as_str().unwrap_or("default")
     );
     s += "sessions  held  CPU % core  us/refresh  refreshes/s  setup s  RSS idle→end KiB  B/session  lost  failed\n";
     for r in v["rows"].as_array().into_iter().flatten() {

@@ -70,6 +70,8 @@ type Call = Box<dyn FnOnce(&mut RsvpService) + Send>;
 
 enum Command {
     Call(Call),
+    /// A new receive hold-off (a configuration reload).
+    SetHold(Duration),
     Stop,
 }
 
@@ -99,7 +101,12 @@ impl Shard {
 
     /// Run `f` on the shard's thread.
     fn call(&mut self, f: Call) -> bool {
-        let sent = self.commands.send(Command::Call(f)).is_ok();
+        self.command(Command::Call(f))
+    }
+
+    /// Hand the shard's thread a command and wake it.
+    fn command(&mut self, c: Command) -> bool {
+        let sent = self.commands.send(c).is_ok();
         self.sleeping.store(false, Ordering::SeqCst);
         let _ = self.wake.write(&[1]);
         sent
@@ -143,6 +150,7 @@ impl ShardedService {
         let mut map = ShardMap::new(shards, pathwise_core::rand::random());
         let (services, tc) = RsvpService::start_shards(node, cfg, &mut map, epoch)?;
         let sockets = open_sockets(true)?;
+        let hold = node.daemon.receive_hold.get_ref().0;
         let fib = FibMirror::open().context("opening rtnetlink")?;
         let mut out = Vec::with_capacity(shards);
         for (i, svc) in services.into_iter().enumerate() {
@@ -156,7 +164,7 @@ impl ShardedService {
             let asleep = Arc::clone(&sleeping);
             let thread = std::thread::Builder::new()
                 .name(format!("rsvp-shard-{i}"))
-                .spawn(move || run_shard(svc, inbox, recycle, rx, wake_rx, asleep))
+                .spawn(move || run_shard(svc, inbox, recycle, rx, wake_rx, asleep, hold))
                 .context("starting a shard thread")?;
             out.push(Shard {
                 ring,
@@ -185,6 +193,13 @@ impl ShardedService {
         crate::rsvp::service::open_config_lsps(node, cfg, |req| s.open_configured_lsp(req))?;
         tracing::info!(shards, "RSVP sharded");
         Ok(s)
+    }
+
+    /// A new receive hold-off for every shard (`[daemon] receive_hold` reloaded).
+    pub fn set_receive_hold(&mut self, hold: Duration) {
+        for s in &mut self.shards {
+            s.command(Command::SetHold(hold));
+        }
     }
 
     /// Open an LSP of the configuration on the shard that heads it (its name's,
@@ -225,8 +240,9 @@ impl ShardedService {
         v
     }
 
-    /// Read what poll(2) found ready (`None`: everything) and hand it to the shards.
-    pub fn on_ready(&mut self, ready: Option<&[RawFd]>) {
+    /// Read what poll(2) found ready (`None`: everything) and hand it to the shards; the
+    /// datagrams read.
+    pub fn on_ready(&mut self, ready: Option<&[RawFd]>) -> usize {
         let ready = |fd: BorrowedFd<'_>| ready.is_none_or(|r| r.contains(&fd.as_raw_fd()));
         let fib = self.fib.drain_ready(ready(self.fib.as_fd()));
         match fib {
@@ -242,6 +258,7 @@ impl ShardedService {
             }
             Err(e) => tracing::warn!(error = %e, "rtnetlink read failed"),
         }
+        let mut read = 0;
         for i in 0..self.sockets.len() {
             if !ready(self.sockets[i].as_fd()) {
                 continue;
@@ -292,11 +309,13 @@ impl ShardedService {
                 for s in shards.iter_mut().filter(|s| s.handed) {
                     s.wake();
                 }
+                read += got;
                 if got == 0 {
                     break;
                 }
             }
         }
+        read
     }
 
     /// Run `f` on every shard and collect the answers, in shard order.
@@ -554,6 +573,9 @@ pub fn merge_neighbors(answers: Vec<Value>) -> Value {
 }
 
 /// A shard's thread: datagrams from the ring, calls from the channel, the engine's timers.
+/// Under load it holds off between wake-ups as the daemon's loop does
+/// ([`crate::daemon::hold`]): its engine's refresh timers would otherwise wake it for a few
+/// messages at a time.
 fn run_shard(
     mut svc: RsvpService,
     mut inbox: rtrb::Consumer<Inbound>,
@@ -561,24 +583,27 @@ fn run_shard(
     commands: mpsc::Receiver<Command>,
     wake: UnixStream,
     sleeping: Arc<AtomicBool>,
+    hold: Duration,
 ) {
     let mut sink = [0u8; 64];
+    let mut hold = crate::daemon::hold::ReceiveHold::new(hold, std::time::Instant::now());
     loop {
         while let Ok(c) = commands.try_recv() {
             match c {
                 Command::Call(f) => f(&mut svc),
+                Command::SetHold(h) => hold.set(h),
                 Command::Stop => return,
             }
         }
         let now = svc.now();
-        let mut got = false;
+        let mut got = 0;
         while let Ok(d) = inbox.pop() {
             svc.handle_received(now, d.received());
-            got = true;
+            got += 1;
             // Back to the dispatcher for the next datagram; dropped if its ring is full.
             let _ = recycle.push(d.buf);
         }
-        if got {
+        if got > 0 {
             svc.flush();
         }
         if svc
@@ -586,6 +611,13 @@ fn run_shard(
             .is_some_and(|d| d <= std::time::Instant::now())
         {
             svc.on_timeout();
+        }
+        hold.note(std::time::Instant::now(), got);
+        // Holding, the shard does not say it sleeps: the dispatcher fills the ring without
+        // writing to the wake-up socket, and the next pass takes it all.
+        if let Some(wait) = hold.wait() {
+            std::thread::sleep(wait);
+            continue;
         }
         // Going to sleep: say so, then look once more (see `Shard::wake`).
         sleeping.store(true, Ordering::SeqCst);
