@@ -51,6 +51,15 @@ fn ping_over(lab: &Lab, dest: &str, count: u32, transport: &str) -> Vec<Value> {
     replies
 }
 
+/// A load run from H1 to H2 over UDP unless `args` say otherwise (`gist ping H2 --sessions …`),
+/// which must finish; its report.
+fn load_run(lab: &Lab, args: &[&str]) -> Value {
+    let all = [&["ping", H2_V4][..], args].concat();
+    let v = cli(lab, H1, &all).unwrap_or_else(|e| panic!("{args:?}: {e}\n{}", logs(lab)));
+    assert_eq!(v["done"], true, "{v:#}");
+    v
+}
+
 /// The nodes a reply's path names.
 fn path_nodes(reply: &Value) -> Vec<&'static str> {
     reply["path"]
@@ -340,12 +349,9 @@ fn a_holding_daemon_reads_everything_that_arrived_during_the_hold() {
         receive_hold: Some("5ms".parse().unwrap()),
         ..Options::default()
     });
-    let v = cli(
+    let v = load_run(
         &lab,
-        H1,
         &[
-            "ping",
-            H2_V4,
             "--sessions",
             "2000",
             "--initial-rate",
@@ -355,9 +361,7 @@ fn a_holding_daemon_reads_everything_that_arrived_during_the_hold() {
             "--duration",
             "2s",
         ],
-    )
-    .unwrap_or_else(|e| panic!("{e}\n{}", logs(&lab)));
-    assert_eq!(v["done"], true, "{v:#}");
+    );
     assert_eq!(v["sessions"], 2000, "{v:#}");
     assert_eq!(v["lost"], 0, "{v:#}");
     let steady = v["rtt_ms"]["count"].as_u64().unwrap_or(0);
@@ -611,12 +615,9 @@ fn load_client_opens_sessions_then_pings_across_them() {
         return;
     };
     for transport in ["udp", "tcp", "tls"] {
-        let v = cli(
+        let v = load_run(
             &lab,
-            H1,
             &[
-                "ping",
-                H2_V4,
                 "--transport",
                 transport,
                 "--sessions",
@@ -628,9 +629,7 @@ fn load_client_opens_sessions_then_pings_across_them() {
                 "--duration",
                 "1s",
             ],
-        )
-        .unwrap_or_else(|e| panic!("{transport}: {e}\n{}", logs(&lab)));
-        assert_eq!(v["done"], true, "{v:#}");
+        );
         assert_eq!(v["sessions"], 20, "{transport}: {v:#}");
         assert_eq!(v["setup_ms"]["count"], 20, "{transport}: {v:#}");
         let steady = v["rtt_ms"]["count"].as_u64().unwrap();
@@ -655,12 +654,9 @@ fn load_client_opens_sessions_then_pings_across_them() {
             .unwrap_or(0)
     };
     let before = queries_at_h2(&lab);
-    let v = cli(
+    let v = load_run(
         &lab,
-        H1,
         &[
-            "ping",
-            H2_V4,
             "--sessions",
             "20",
             "--initial-rate",
@@ -672,8 +668,7 @@ fn load_client_opens_sessions_then_pings_across_them() {
             "--churn",
             "20ms",
         ],
-    )
-    .unwrap_or_else(|e| panic!("churn: {e}\n{}", logs(&lab)));
+    );
     let c = &v["churn"];
     let ended = c["sessions_ended"].as_u64().unwrap_or(0);
     assert!((150..=450).contains(&ended), "{v:#}");
